@@ -1,0 +1,47 @@
+# The two set-up commands: `make test` and `make demo`. Both install what
+# they need (Debian packages, via apt-get), configure CMake into build/ once,
+# and build incrementally.
+BUILD     ?= build
+JOBS      ?= $(shell nproc)
+BUILD_TYPE ?= RelWithDebInfo
+PACKAGES  := tools/setup/debian-packages.txt
+DEPS      := tools/setup/install-deps.sh
+
+.PHONY: all deps build test demo test-asan fuzz clean
+
+all: build
+
+deps:
+	@$(DEPS) $(PACKAGES)
+
+# Configure once; later runs only rebuild what changed.
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+demo: build
+	tools/demo.sh $(BUILD)
+
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=address,undefined
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
+
+# libFuzzer on the model loader for FUZZ_SECONDS (default 60), clang-built.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@$(DEPS) tools/setup/debian-packages-fuzz.txt
+	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF
+	cmake --build build-fuzz -j$(JOBS) --target kiln-fuzz-loader kiln-fuzz-seeds
+	mkdir -p build-fuzz/corpus
+	build-fuzz/bin/kiln-fuzz-seeds build-fuzz/corpus
+	build-fuzz/bin/kiln-fuzz-loader -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

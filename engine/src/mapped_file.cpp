@@ -1,0 +1,45 @@
+#include "mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kiln {
+
+StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound("%s: no such file", path.c_str());
+    return IoError("%s: cannot open: %s", path.c_str(), std::strerror(errno));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError("%s: cannot stat: %s", path.c_str(), std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError("%s: not a regular file", path.c_str());
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return std::unique_ptr<MappedFile>(new MappedFile(nullptr, 0));
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);  // the mapping keeps the file alive
+  if (p == MAP_FAILED) return IoError("%s: mmap failed: %s", path.c_str(), std::strerror(err));
+  return std::unique_ptr<MappedFile>(new MappedFile(static_cast<const uint8_t*>(p), size));
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace kiln

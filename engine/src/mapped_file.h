@@ -1,0 +1,31 @@
+// Read-only memory mapping of a whole file (POSIX mmap). Weights are used in
+// place from the mapping; nothing is read into heap buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kiln/status.h"
+
+namespace kiln {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. An empty file maps to (nullptr, 0).
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,32 @@
+#include "ops/op_defs.h"
+
+namespace kiln {
+namespace {
+
+constexpr OpDef kOpDefs[] = {
+#define KILN_OP(Name, Params, Required, MinIn, MaxIn, MinOut, MaxOut) \
+  {fb::OpType::Name, #Name, fb::OpParams::Params, Required, MinIn, MaxIn, MinOut, MaxOut},
+#include "ops/op_defs.inc"
+#undef KILN_OP
+};
+
+constexpr size_t kNumOps = sizeof(kOpDefs) / sizeof(kOpDefs[0]);
+static_assert(kNumOps == static_cast<size_t>(fb::OpType::MAX),
+              "op_defs.inc must list every OpType of kiln.fbs except Invalid");
+
+constexpr bool ListedInSchemaOrder() {
+  for (size_t i = 0; i < kNumOps; ++i)
+    if (static_cast<size_t>(kOpDefs[i].type) != i + 1) return false;
+  return true;
+}
+static_assert(ListedInSchemaOrder(), "op_defs.inc must follow the OpType order of kiln.fbs");
+
+}  // namespace
+
+const OpDef* FindOpDef(fb::OpType type) {
+  auto i = static_cast<size_t>(type);
+  if (i == 0 || i > kNumOps) return nullptr;
+  return &kOpDefs[i - 1];
+}
+
+}  // namespace kiln
