@@ -1,0 +1,25 @@
+// Small models for tests, built with NetBuilder, and temp-file helpers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/net_builder.h"
+
+namespace kiln::test {
+
+// A small CNN: Conv(3x3, bias) -> Relu -> MaxPool -> GlobalAveragePool ->
+// Flatten -> Gemm -> Softmax, input "image" [1, 3, "h", "w"], output "probs".
+// Deterministic weights (seeded).
+NetBuilder TinyCnn();
+
+// Deterministic pseudo-random floats in [-1, 1).
+std::vector<float> RandomFloats(size_t n, uint32_t seed);
+
+// A fresh directory under the test's temp dir, removed by the OS / ctest.
+std::string TempDir();
+
+std::vector<uint8_t> ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace kiln::test
