@@ -267,7 +267,7 @@ class ModelVerifier {
   static Status CheckPositive(const flatbuffers::Vector<int32_t>* v, const char* what, size_t rank, int min) {
     if (!v) return Status::Ok();
     if (rank && v->size() != rank)
-      return InvalidArgument("%s has %u entries for %zu spatial dims", what, v->size(), rank);
+      return InvalidArgument("%s has %u entries, expected %zu", what, v->size(), rank);
     for (size_t i = 0; i < v->size(); ++i)
       if (v->Get(static_cast<flatbuffers::uoffset_t>(i)) < min)
         return InvalidArgument("%s[%zu] is %d (must be >= %d)", what, i, v->Get(static_cast<flatbuffers::uoffset_t>(i)), min);
@@ -317,9 +317,15 @@ StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<ByteRegion> bytes, 
   const uint8_t* data = bytes->data();
   size_t size = bytes->size();
   auto fail = [&](const Status& s) { return s.WithContext(name); };
-  if (size < 8) return fail(InvalidArgument("%zu bytes is too short for a Kiln model", size));
-  if (!flatbuffers::BufferHasIdentifier(data, fb::NetIdentifier()))
-    return fail(InvalidArgument("not a Kiln model (file identifier is not \"%s\")", fb::NetIdentifier()));
+  // Layout: [u32 size of the rest][u32 root offset]["KILN"]...; the size
+  // prefix makes every truncation (and trailing garbage) detectable.
+  if (size < 12) return fail(InvalidArgument("%zu bytes is too short for a Kiln model", size));
+  if (!flatbuffers::BufferHasIdentifier(data, fb::NetIdentifier(), /*size_prefixed=*/true))
+    return fail(InvalidArgument("not a Kiln model (no \"%s\" file identifier at byte 8)", fb::NetIdentifier()));
+  uint32_t declared = flatbuffers::ReadScalar<uint32_t>(data);
+  if (static_cast<uint64_t>(declared) + 4 != size)
+    return fail(InvalidArgument("the model is %zu bytes, but its header says %llu (truncated or trailing bytes)",
+                                size, static_cast<unsigned long long>(declared) + 4));
   if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
     return fail(InvalidArgument("%zu bytes exceeds the 2 GiB limit; put weights in an external file", size));
   if (reinterpret_cast<uintptr_t>(data) % 8 != 0)
@@ -329,13 +335,13 @@ StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<ByteRegion> bytes, 
   opts.max_depth = 16;  // the schema nests at most 5 tables deep
   opts.max_tables = 1u << 24;
   flatbuffers::Verifier verifier(data, size, opts);
-  if (!fb::VerifyNetBuffer(verifier))
+  if (!fb::VerifySizePrefixedNetBuffer(verifier))
     return fail(InvalidArgument("corrupt model: the FlatBuffers structure does not verify "
-                                "(truncated file, bad offset or missing required field)"));
+                                "(bad offset, bad vtable or missing required field)"));
 
   std::unique_ptr<Model> m(new Model());
   m->bytes_ = std::move(bytes);
-  m->net_ = fb::GetNet(data);
+  m->net_ = fb::GetSizePrefixedNet(data);
   m->name_ = name;
   Status s = ModelVerifier(*m, base_dir).Run();
   if (!s.ok()) return fail(s);

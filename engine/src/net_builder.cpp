@@ -23,7 +23,7 @@ bool SerializedSizeFits(const fb::NetT& net) {
 
 std::vector<uint8_t> Serialize(const fb::NetT& net) {
   flatbuffers::FlatBufferBuilder fbb(1024);
-  fb::FinishNetBuffer(fbb, fb::Net::Pack(fbb, &net));
+  fb::FinishSizePrefixedNetBuffer(fbb, fb::Net::Pack(fbb, &net));
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
