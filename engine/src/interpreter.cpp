@@ -2,15 +2,77 @@
 
 #include <cstdlib>
 
+#include <algorithm>
+
+#include "graph.h"
 #include "model.h"
+#include "session_impl.h"
 
 namespace kiln {
 
-Interpreter::Interpreter(std::unique_ptr<Model> model) : model_(std::move(model)) {}
+Interpreter::Interpreter(std::shared_ptr<Model> model)
+    : model_(std::move(model)), graph_(std::make_shared<Graph>(Graph::Build(*model_))) {}
 Interpreter::~Interpreter() = default;
 
 const fb::Net& Interpreter::net() const { return model_->net(); }
 const std::string& Interpreter::modelName() const { return model_->name(); }
+
+StatusOr<Session*> Interpreter::createSession(const ScheduleConfig& config) {
+  return createMultiPathSession({config});
+}
+
+StatusOr<Session*> Interpreter::createMultiPathSession(const std::vector<ScheduleConfig>& configs) {
+  if (!model_) return InvalidArgument("createSession after releaseModel()");
+  ASSIGN_OR_RETURN(auto impl, SessionImpl::Create(model_, graph_, configs));
+  std::unique_ptr<Session> session(new Session(std::move(impl)));
+  // Resize now when every input shape is known; otherwise the app calls
+  // resizeTensor + resizeSession first.
+  bool static_inputs = true;
+  for (int t : graph_->inputs) {
+    const GraphTensor& gt = graph_->tensors[static_cast<size_t>(t)];
+    static_inputs = static_inputs && gt.has_shape &&
+                    std::all_of(gt.dims.begin(), gt.dims.end(), [](int64_t d) { return d >= 0; });
+  }
+  if (static_inputs) RETURN_IF_ERROR(session->resize());
+  sessions_.push_back(std::move(session));
+  return sessions_.back().get();
+}
+
+Status Interpreter::releaseSession(Session* session) {
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+    if (it->get() == session) {
+      sessions_.erase(it);
+      return Status::Ok();
+    }
+  return InvalidArgument("releaseSession: not a session of this interpreter");
+}
+
+Tensor* Interpreter::getSessionInput(Session* s, const std::string& name) { return s ? s->getInput(name) : nullptr; }
+Tensor* Interpreter::getSessionOutput(Session* s, const std::string& name) { return s ? s->getOutput(name) : nullptr; }
+std::map<std::string, Tensor*> Interpreter::getSessionInputAll(Session* s) { return s->getInputAll(); }
+std::map<std::string, Tensor*> Interpreter::getSessionOutputAll(Session* s) { return s->getOutputAll(); }
+
+Status Interpreter::resizeTensor(Tensor* tensor, const std::vector<int64_t>& shape) {
+  for (auto& s : sessions_)
+    for (auto& [name, t] : s->getInputAll())
+      if (t == tensor) return s->resizeTensor(tensor, shape);
+  return InvalidArgument("resizeTensor: not an input tensor of a session of this interpreter");
+}
+
+Status Interpreter::resizeSession(Session* s) { return s->resize(); }
+Status Interpreter::runSession(Session* s) { return s->run(); }
+Status Interpreter::runSessionWithCallBack(Session* s, const TensorCallBack& before, const TensorCallBack& after) {
+  return s->runWithCallBack(before, after);
+}
+
+void Interpreter::releaseModel() {
+  model_.reset();
+  graph_.reset();
+}
+
+void Interpreter::releaseCache() {
+  for (auto& s : sessions_) s->releaseCache();
+}
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromFile(const std::string& path,
                                                                    const LoadOptions& options) {
@@ -23,7 +85,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromFile(const std::st
   auto bytes = ByteRegion::MapFile(path);
   if (!bytes.ok()) return bytes.status();
   ASSIGN_OR_RETURN(auto model, Model::Load(std::move(bytes).value(), name, dir));
-  return std::unique_ptr<Interpreter>(new Interpreter(std::move(model)));
+  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
 }
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromBuffer(const void* data, size_t size,
@@ -44,7 +106,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromBuffer(const void*
     ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
   }
   ASSIGN_OR_RETURN(auto model, Model::Load(std::move(region), name, options.weights_dir));
-  return std::unique_ptr<Interpreter>(new Interpreter(std::move(model)));
+  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
 }
 
 }  // namespace kiln

@@ -90,7 +90,7 @@ class ModelVerifier {
     size_t esize = DataTypeSize(t->dtype());
     if (esize == 0) return InvalidArgument("dtype %d is not a known type", static_cast<int>(t->dtype()));
     ASSIGN_OR_RETURN(uint64_t numel, ElementCount(t));
-    bool is_static = t->shape() != nullptr;
+    bool is_static = !t->unknown_rank();
     for (size_t d = 0; t->shape() && d < t->shape()->size(); ++d)
       if (t->shape()->Get(static_cast<flatbuffers::uoffset_t>(d))->size() < 0) is_static = false;
     uint64_t bytes = numel * esize;

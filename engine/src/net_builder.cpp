@@ -44,14 +44,15 @@ int NetBuilder::addTensor(const std::string& name, fb::DataType dtype) {
   auto t = std::make_unique<fb::TensorT>();
   t->name = name;
   t->dtype = dtype;
+  t->unknown_rank = true;  // inputs and constants set their shape below
   net_.tensors.push_back(std::move(t));
   return tensorCount() - 1;
 }
 
 int NetBuilder::addInput(const std::string& name, fb::DataType dtype, const std::vector<Dim>& shape) {
   int i = addTensor(name, dtype);
+  net_.tensors[i]->unknown_rank = false;
   for (const Dim& d : shape) net_.tensors[i]->shape.push_back(MakeDim(d));
-  // An empty shape is a scalar: mark it present so it is not "unknown rank".
   net_.inputs.push_back(i);
   return i;
 }
@@ -59,6 +60,7 @@ int NetBuilder::addInput(const std::string& name, fb::DataType dtype, const std:
 int NetBuilder::addConstant(const std::string& name, fb::DataType dtype, const std::vector<int64_t>& shape,
                             const void* data, size_t bytes) {
   int i = addTensor(name, dtype);
+  net_.tensors[i]->unknown_rank = false;
   for (int64_t d : shape) net_.tensors[i]->shape.push_back(MakeDim(Dim(d)));
   auto& v = net_.tensors[i]->data;
   v.resize(bytes);

@@ -285,6 +285,7 @@ TEST(Loading, ExternalWeightsBeyond2GiB) {
   NetBuilder b("big");
   int x = b.addInput("x", fb::DataType::F32, {static_cast<int64_t>(n)});
   int w = b.addTensor("w");
+  b.net().tensors[w]->unknown_rank = false;
   b.net().tensors[w]->shape.push_back(std::make_unique<fb::DimT>());
   b.net().tensors[w]->shape[0]->size = static_cast<int64_t>(n);
   b.net().tensors[w]->external = std::make_unique<fb::ExternalDataT>();

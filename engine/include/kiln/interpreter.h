@@ -13,15 +13,20 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
+#include <vector>
+
 #include "kiln/format.h"
+#include "kiln/session.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
 class Model;
+class Graph;
 
 // What createFromBuffer does with the caller's bytes.
 enum class BufferOwnership {
@@ -48,15 +53,42 @@ class Interpreter {
       const LoadOptions& options = {}, std::function<void(const void*)> release = nullptr);
   ~Interpreter();
 
-  // The verified model. Valid as long as the Interpreter lives.
+  // The verified model. Valid until releaseModel() or the Interpreter dies.
   const fb::Net& net() const;
   const std::string& modelName() const;
   // The internal model (for tools and the engine).
   const Model& model() const { return *model_; }
 
+  // ---- sessions (owned by the Interpreter; valid until releaseSession) ----
+  // Places every op (see ScheduleConfig) and resizes with the model's input
+  // shapes when they are all static.
+  StatusOr<Session*> createSession(const ScheduleConfig& config);
+  // One session over several configs, each covering the part of the graph
+  // its `path` names (the first config that covers an op places it).
+  StatusOr<Session*> createMultiPathSession(const std::vector<ScheduleConfig>& configs);
+  Status releaseSession(Session* session);
+
+  Tensor* getSessionInput(Session* session, const std::string& name = "");
+  Tensor* getSessionOutput(Session* session, const std::string& name = "");
+  std::map<std::string, Tensor*> getSessionInputAll(Session* session);
+  std::map<std::string, Tensor*> getSessionOutputAll(Session* session);
+  Status resizeTensor(Tensor* tensor, const std::vector<int64_t>& shape);
+  Status resizeSession(Session* session);
+  Status runSession(Session* session);
+  Status runSessionWithCallBack(Session* session, const TensorCallBack& before, const TensorCallBack& after);
+
+  // Drops the Interpreter's hold on the model bytes: no new session can be
+  // created; existing sessions keep what they use (the host reads weights in
+  // place, so the bytes are freed when the last such session is released).
+  void releaseModel();
+  // Releases resize-time caches of every session.
+  void releaseCache();
+
  private:
-  explicit Interpreter(std::unique_ptr<Model> model);
-  std::unique_ptr<Model> model_;
+  explicit Interpreter(std::shared_ptr<Model> model);
+  std::shared_ptr<Model> model_;
+  std::shared_ptr<const Graph> graph_;
+  std::vector<std::unique_ptr<Session>> sessions_;
 };
 
 }  // namespace kiln

@@ -1,0 +1,103 @@
+// Session: one planned, runnable instance of a model on a set of backends.
+//
+// Created by Interpreter::createSession(ScheduleConfig). At creation every op
+// is placed on the first backend of the config that can run it (the host is
+// always the last resort); at resize shapes are inferred, every buffer is
+// planned into one pool per backend, and the work is prepared so that run()
+// only executes. Anything that falls back to another backend is printed once
+// and queryable through placement().
+//
+// Thread-safety: a session is used by one thread at a time; sessions of one
+// Interpreter must not run concurrently. Different Interpreters are
+// independent.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+enum class ForwardType { kHost, kVulkan, kOpenCL, kAuto };
+enum class Precision { kNormal, kHigh, kLow };
+
+const char* ForwardTypeName(ForwardType type);
+
+struct ScheduleConfig {
+  ForwardType type = ForwardType::kHost;        // preferred backend (kAuto: Vulkan, OpenCL, host)
+  ForwardType backupType = ForwardType::kHost;  // for ops (or a whole backend) the first cannot take
+  int numThread = 1;                            // host threads
+  Precision precision = Precision::kNormal;     // kLow: fp16 storage where supported
+  // Multi-path sessions: the part of the graph this config covers, by
+  // tensor names (empty: the whole graph).
+  struct Path {
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+  } path;
+  // Debug: no memory reuse, so callbacks can read every intermediate tensor
+  // after the run.
+  bool keepAllTensors = false;
+};
+
+struct OpInfo {
+  int index = 0;
+  std::string name;
+  std::string type;     // "Conv"
+  std::string backend;  // "host"
+};
+
+// Called before/after each op with its inputs (before) or outputs (after),
+// readable on the host. Returning false stops the run (runSession returns
+// an kAborted status naming the op).
+using TensorCallBack = std::function<bool(const std::vector<Tensor*>& tensors, const OpInfo& op)>;
+
+struct OpPlacement {
+  std::string name, type, backend;
+  std::string reason;  // why it is not on the preferred backend ("" if it is)
+};
+
+struct Placement {
+  std::vector<OpPlacement> ops;
+  std::map<std::string, int> ops_per_backend;
+  int switches = 0;  // edges between ops on different backends (each a copy)
+  std::string toString() const;
+};
+
+struct MemoryUse {
+  std::string backend;
+  size_t planned_bytes = 0;      // one pool
+  size_t lower_bound_bytes = 0;  // largest sum of live tensors at any op
+  size_t tensor_bytes = 0;       // sum of all intermediate tensors
+};
+
+class SessionImpl;
+
+class Session {
+ public:
+  ~Session();
+  Tensor* getInput(const std::string& name = "");  // "" = the first input; nullptr if none
+  Tensor* getOutput(const std::string& name = "");
+  std::map<std::string, Tensor*> getInputAll();
+  std::map<std::string, Tensor*> getOutputAll();
+  // Sets a new shape for an input; takes effect at resize().
+  Status resizeTensor(Tensor* input, const std::vector<int64_t>& shape);
+  Status resize();
+  Status run();
+  Status runWithCallBack(const TensorCallBack& before, const TensorCallBack& after);
+  const Placement& placement() const;
+  std::vector<MemoryUse> memory() const;
+  // Drops resize-only caches (shape computation scratch).
+  void releaseCache();
+
+ private:
+  friend class Interpreter;
+  explicit Session(std::unique_ptr<SessionImpl> impl);
+  std::unique_ptr<SessionImpl> impl_;
+};
+
+}  // namespace kiln

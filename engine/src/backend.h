@@ -1,0 +1,78 @@
+// Backend and Execution: the interface every device implements (host,
+// Vulkan, OpenCL), in MNN's vocabulary.
+//
+// A session drives a backend through a resize like this:
+//   onClearBuffer()
+//   for each op on this backend, in execution order:
+//     onAcquireBuffer(each output)      // lifetime starts
+//     execution->onResize(inputs, outputs)
+//     onReleaseBuffer(each input whose last use this was)
+//   onAllocateBuffer()                  // one allocation per pool; binds tensors
+// and a run like this:
+//   onExecuteBegin(); execution->onExecute(...) for each op; onExecuteEnd(); onWaitFinish()
+//
+// Thread-safety: a backend belongs to one session and is used by one thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+class Backend;
+
+// One op on one backend.
+class Execution {
+ public:
+  explicit Execution(Backend* backend) : backend_(backend) {}
+  virtual ~Execution() = default;
+  // Shape-dependent setup (kernel choice, scratch sizes, recording). Tensor
+  // memory is not bound yet: only shapes and dtypes may be read.
+  virtual Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+    return Status::Ok();
+  }
+  virtual Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
+  Backend* backend() const { return backend_; }
+
+ private:
+  Backend* backend_;
+};
+
+struct MemoryReport {
+  size_t planned_bytes = 0;      // what onAllocateBuffer allocated
+  size_t lower_bound_bytes = 0;  // largest sum of live tensor bytes at any op
+  size_t tensor_bytes = 0;       // sum of all acquired tensors (no reuse)
+  size_t tensors = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;       // "host", "vulkan", "opencl"
+  virtual std::string deviceName() const = 0;  // "AMD EPYC ... (AVX-512, 2 threads)"
+
+  // Creates the execution of `op`, or an Unsupported status that says why
+  // (the scheduler prints it when the op falls back to another backend).
+  virtual StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) = 0;
+
+  virtual void onClearBuffer() = 0;
+  // `share_with`: the tensor may reuse that (already acquired) tensor's
+  // memory in place; the memory is released when both are.
+  virtual Status onAcquireBuffer(Tensor* t, const Tensor* share_with = nullptr) = 0;
+  virtual Status onReleaseBuffer(Tensor* t) = 0;
+  virtual Status onAllocateBuffer() = 0;
+  virtual MemoryReport memoryReport() const = 0;
+
+  virtual void onExecuteBegin() {}
+  virtual Status onExecuteEnd() { return Status::Ok(); }
+  virtual Status onWaitFinish() { return Status::Ok(); }
+  // Copies between this backend's tensors and host tensors (either way).
+  virtual Status onCopyBuffer(const Tensor& src, Tensor* dst) = 0;
+};
+
+}  // namespace kiln

@@ -1,0 +1,55 @@
+// Graph: the engine's view of a verified model: tensors with their
+// producers and consumers, ops in execution order. Built once per
+// Interpreter; sessions add shapes and placements on top.
+//
+// Thread-safety: immutable after Build().
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/format.h"
+#include "model.h"
+
+namespace kiln {
+
+struct GraphTensor {
+  std::string name;
+  fb::DataType dtype = fb::DataType::F32;
+  bool has_shape = false;            // false: rank unknown until inference
+  std::vector<int64_t> dims;         // -1 for symbolic dims
+  std::vector<std::string> symbols;  // symbol name per dim ("" when none)
+  ConstantView constant;             // data != nullptr: a constant
+  int producer = -1;                 // op index, -1 for inputs and constants
+  std::vector<int> consumers;        // op indices, in order, one per use
+  bool is_input = false;
+  bool is_output = false;
+
+  bool isConstant() const { return constant.data != nullptr; }
+};
+
+struct GraphOp {
+  fb::OpType type = fb::OpType::Invalid;
+  std::string name;
+  const fb::Op* op = nullptr;  // the params live here
+  std::vector<int> inputs;     // -1: optional input not given
+  std::vector<int> outputs;
+
+  template <typename P>
+  const P* params() const {
+    return op->params_as<P>();
+  }
+  const char* typeName() const { return fb::EnumNameOpType(type); }
+};
+
+class Graph {
+ public:
+  static Graph Build(const Model& model);
+
+  std::vector<GraphTensor> tensors;
+  std::vector<GraphOp> ops;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+};
+
+}  // namespace kiln

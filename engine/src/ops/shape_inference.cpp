@@ -1,0 +1,111 @@
+#include "ops/shape_inference.h"
+
+#include <cstring>
+
+namespace kiln {
+
+// Declarations of every registered shape function.
+#define KILN_SHAPE(Op, Fn, Mask) Status InferShape##Fn(ShapeContext&);
+#include "ops/shapes.inc"
+#undef KILN_SHAPE
+
+namespace {
+
+struct Entry {
+  fb::OpType type;
+  ShapeDef def;
+};
+
+const Entry kEntries[] = {
+#define KILN_SHAPE(Op, Fn, Mask) {fb::OpType::Op, {&InferShape##Fn, Mask}},
+#include "ops/shapes.inc"
+#undef KILN_SHAPE
+};
+
+}  // namespace
+
+ShapeDef FindShapeDef(fb::OpType type) {
+  for (const Entry& e : kEntries)
+    if (e.type == type) return e.def;
+  return {};
+}
+
+StatusOr<std::vector<int64_t>> ShapeContext::inInts(int i) const {
+  if (!hasInput(i)) return InvalidArgument("input %d is not given", i);
+  const Tensor& t = input(i);
+  if (!t.hostData()) return InvalidArgument("input %d '%s': its values are not known at resize", i, t.name().c_str());
+  int64_t n = t.elementCount();
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  switch (t.dtype()) {
+    case fb::DataType::I64: std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 8); break;
+    case fb::DataType::I32:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int32_t>()[k];
+      break;
+    case fb::DataType::U8:
+    case fb::DataType::BOOL:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<uint8_t>()[k];
+      break;
+    case fb::DataType::I8:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int8_t>()[k];
+      break;
+    default:
+      return InvalidArgument("input %d '%s' must be an integer tensor, is %s", i, t.name().c_str(),
+                             DataTypeName(t.dtype()));
+  }
+  return v;
+}
+
+StatusOr<std::vector<float>> ShapeContext::inFloats(int i) const {
+  if (!hasInput(i)) return InvalidArgument("input %d is not given", i);
+  const Tensor& t = input(i);
+  if (!t.hostData()) return InvalidArgument("input %d '%s': its values are not known at resize", i, t.name().c_str());
+  int64_t n = t.elementCount();
+  std::vector<float> v(static_cast<size_t>(n));
+  if (t.dtype() == fb::DataType::F32) {
+    std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
+    return v;
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ints, inInts(i));
+  for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
+  return v;
+}
+
+void ShapeContext::setOutput(int i, std::vector<int64_t> shape, fb::DataType dtype) {
+  Tensor* t = outputs_[static_cast<size_t>(i)];
+  t->setShape(std::move(shape));
+  t->setDtype(dtype);
+}
+
+StatusOr<int> ShapeContext::axis(int64_t axis, int rank, const char* what) const {
+  if (axis < -rank || axis >= rank && !(rank == 0 && axis == 0))
+    return InvalidArgument("%s %lld out of range for rank %d", what, static_cast<long long>(axis), rank);
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t da = k < rank - a.size() ? 1 : a[k - (rank - a.size())];
+    int64_t db = k < rank - b.size() ? 1 : b[k - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return InvalidArgument("shapes %s and %s do not broadcast (dim %zu: %lld vs %lld)", ShapeToString(a).c_str(),
+                             ShapeToString(b).c_str(), k, static_cast<long long>(da), static_cast<long long>(db));
+    out[k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t ShapeElementCount(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace kiln

@@ -1,0 +1,74 @@
+// Shape inference: one function an op computes its outputs' shapes and
+// dtypes from its inputs' shapes, dtypes and params, and, for the inputs
+// an op declares as "value inputs" (Reshape's shape, Slice's starts, ...),
+// from their values, which the session computes at resize.
+//
+// Registration: engine/src/ops/shapes_<family>.inc, one line an op:
+//   KILN_SHAPE(OpType, FunctionSuffix, ValueInputMask)
+// declares and registers `Status InferShape<FunctionSuffix>(ShapeContext&)`;
+// bit k of ValueInputMask says input k's values are needed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+class ShapeContext {
+ public:
+  ShapeContext(const GraphOp& op, const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs)
+      : op_(op), inputs_(inputs), outputs_(outputs) {}
+
+  const GraphOp& op() const { return op_; }
+  template <typename P>
+  const P* params() const { return op_.params<P>(); }
+
+  int numInputs() const { return static_cast<int>(inputs_.size()); }
+  int numOutputs() const { return static_cast<int>(outputs_.size()); }
+  // False for an optional input left out (or past the end).
+  bool hasInput(int i) const { return i < numInputs() && inputs_[static_cast<size_t>(i)] != nullptr; }
+  const Tensor& input(int i) const { return *inputs_[static_cast<size_t>(i)]; }
+  const std::vector<int64_t>& inShape(int i) const { return input(i).shape(); }
+  fb::DataType inType(int i) const { return input(i).dtype(); }
+  int inRank(int i) const { return input(i).dimensions(); }
+
+  // The values of input i (i32 or i64, or bool/u8 as 0/1), known at resize.
+  StatusOr<std::vector<int64_t>> inInts(int i) const;
+  // The values of input i as floats (f32, f16-free types only).
+  StatusOr<std::vector<float>> inFloats(int i) const;
+
+  void setOutput(int i, std::vector<int64_t> shape, fb::DataType dtype);
+  // Output i like input j (same shape and dtype).
+  void setOutputLike(int i, int j) { setOutput(i, inShape(j), inType(j)); }
+
+  // Normalizes a possibly negative axis against `rank`, or fails naming it.
+  StatusOr<int> axis(int64_t axis, int rank, const char* what = "axis") const;
+
+ private:
+  const GraphOp& op_;
+  const std::vector<Tensor*>& inputs_;
+  const std::vector<Tensor*>& outputs_;
+};
+
+using ShapeFn = Status (*)(ShapeContext&);
+
+struct ShapeDef {
+  ShapeFn fn = nullptr;
+  uint32_t value_inputs = 0;
+};
+
+// The shape function of `type`, or {nullptr, 0} when none is registered.
+ShapeDef FindShapeDef(fb::OpType type);
+
+// Numpy broadcasting of two shapes; fails naming both when incompatible.
+StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// Product of dims (0 for an empty dim, 1 for a scalar).
+int64_t ShapeElementCount(const std::vector<int64_t>& shape);
+std::string ShapeToString(const std::vector<int64_t>& shape);
+
+}  // namespace kiln

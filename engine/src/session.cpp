@@ -1,0 +1,48 @@
+// The public Session and Interpreter session API over SessionImpl.
+#include "kiln/session.h"
+
+#include "kiln/interpreter.h"
+#include "session_impl.h"
+
+namespace kiln {
+
+const char* ForwardTypeName(ForwardType type) {
+  switch (type) {
+    case ForwardType::kHost: return "host";
+    case ForwardType::kVulkan: return "vulkan";
+    case ForwardType::kOpenCL: return "opencl";
+    case ForwardType::kAuto: return "auto";
+  }
+  return "?";
+}
+
+std::string Placement::toString() const {
+  std::string s = "placement:";
+  for (auto& [backend, n] : ops_per_backend) s += StrFormat(" %s %d ops,", backend.c_str(), n);
+  s += StrFormat(" %d backend switches", switches);
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!ops[i].reason.empty())
+      s += StrFormat("\n  op %zu '%s' (%s) runs on %s: %s", i, ops[i].name.c_str(), ops[i].type.c_str(),
+                     ops[i].backend.c_str(), ops[i].reason.c_str());
+  return s;
+}
+
+Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+Tensor* Session::getInput(const std::string& name) { return impl_->input(name); }
+Tensor* Session::getOutput(const std::string& name) { return impl_->output(name); }
+std::map<std::string, Tensor*> Session::getInputAll() { return impl_->inputs(); }
+std::map<std::string, Tensor*> Session::getOutputAll() { return impl_->outputs(); }
+Status Session::resizeTensor(Tensor* input, const std::vector<int64_t>& shape) {
+  return impl_->resizeTensor(input, shape);
+}
+Status Session::resize() { return impl_->resize(); }
+Status Session::run() { return impl_->run(nullptr, nullptr); }
+Status Session::runWithCallBack(const TensorCallBack& before, const TensorCallBack& after) {
+  return impl_->run(&before, &after);
+}
+const Placement& Session::placement() const { return impl_->placement(); }
+std::vector<MemoryUse> Session::memory() const { return impl_->memory(); }
+void Session::releaseCache() { impl_->releaseCache(); }
+
+}  // namespace kiln

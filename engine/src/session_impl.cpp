@@ -1,0 +1,290 @@
+#include "session_impl.h"
+
+#include <algorithm>
+#include <set>
+
+#include "host_backend.h"
+#include "log.h"
+#include "ops/shape_inference.h"
+
+namespace kiln {
+
+bool MayRunInPlace(fb::OpType t) {
+  switch (t) {
+    case fb::OpType::Relu: case fb::OpType::LeakyRelu: case fb::OpType::Clip: case fb::OpType::Sigmoid:
+    case fb::OpType::Tanh: case fb::OpType::HardSigmoid: case fb::OpType::HardSwish: case fb::OpType::Elu:
+    case fb::OpType::Erf: case fb::OpType::Gelu: case fb::OpType::Exp: case fb::OpType::Log:
+    case fb::OpType::Sqrt: case fb::OpType::Neg: case fb::OpType::Abs: case fb::OpType::Reciprocal:
+    case fb::OpType::Identity: case fb::OpType::Reshape: case fb::OpType::Flatten: case fb::OpType::Squeeze:
+    case fb::OpType::Unsqueeze: case fb::OpType::Add: case fb::OpType::Sub: case fb::OpType::Mul:
+    case fb::OpType::Div: case fb::OpType::Pow: case fb::OpType::Max: case fb::OpType::Min:
+    case fb::OpType::PRelu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+BackendFactory DefaultBackendFactory() {
+  return [](ForwardType type, const ScheduleConfig& config) -> StatusOr<std::unique_ptr<Backend>> {
+    switch (type) {
+      case ForwardType::kHost: return std::unique_ptr<Backend>(new HostBackend(config.numThread));
+      case ForwardType::kVulkan: return Unavailable("this build of Kiln has no Vulkan backend yet");
+      case ForwardType::kOpenCL: return Unavailable("this build of Kiln has no OpenCL backend yet");
+      case ForwardType::kAuto: break;
+    }
+    return InvalidArgument("kAuto is not a backend");
+  };
+}
+
+SessionImpl::~SessionImpl() = default;
+
+StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const Model> model,
+                                                           std::shared_ptr<const Graph> graph,
+                                                           const std::vector<ScheduleConfig>& configs,
+                                                           const BackendFactory& factory) {
+  if (configs.empty()) return InvalidArgument("createSession: no ScheduleConfig");
+  std::unique_ptr<SessionImpl> s(new SessionImpl());
+  s->model_ = std::move(model);
+  s->graph_ = std::move(graph);
+  const Graph& g = *s->graph_;
+  s->tensors_.resize(g.tensors.size());
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    s->tensors_[i] = std::make_unique<Tensor>();
+    s->tensors_[i]->setName(g.tensors[i].name);
+    s->tensors_[i]->setDtype(g.tensors[i].dtype);
+  }
+  for (const ScheduleConfig& c : configs) s->keep_all_ = s->keep_all_ || c.keepAllTensors;
+  RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
+  RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
+  RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
+  return s;
+}
+
+std::string SessionImpl::where(int op) const {
+  const GraphOp& o = graph_->ops[static_cast<size_t>(op)];
+  return StrFormat("op %d '%s' (%s)", op, o.name.c_str(), o.typeName());
+}
+
+// An op is computed at resize when its outputs feed a "value input" (the
+// shape of Reshape, the starts of Slice, ...), directly or through other such
+// ops. Shape reads only its input's shape, so the walk stops there.
+Status SessionImpl::markResizeOps() {
+  const Graph& g = *graph_;
+  resize_op_.assign(g.ops.size(), false);
+  resize_value_.assign(g.tensors.size(), false);
+  std::vector<int> work;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    uint32_t mask = FindShapeDef(g.ops[i].type).value_inputs;
+    for (size_t k = 0; k < g.ops[i].inputs.size(); ++k)
+      if ((mask >> k) & 1) work.push_back(g.ops[i].inputs[k]);
+  }
+  while (!work.empty()) {
+    int t = work.back();
+    work.pop_back();
+    if (t < 0 || resize_value_[static_cast<size_t>(t)]) continue;
+    const GraphTensor& gt = g.tensors[static_cast<size_t>(t)];
+    if (gt.isConstant()) continue;
+    resize_value_[static_cast<size_t>(t)] = true;
+    if (gt.producer < 0) continue;  // a graph input: reported at resize
+    const GraphOp& p = g.ops[static_cast<size_t>(gt.producer)];
+    resize_op_[static_cast<size_t>(gt.producer)] = true;
+    for (int o : p.outputs) resize_value_[static_cast<size_t>(o)] = true;
+    if (p.type == fb::OpType::Shape) continue;
+    for (int in : p.inputs) work.push_back(in);
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory) {
+  const Graph& g = *graph_;
+  int threads = 1;
+  for (const ScheduleConfig& c : configs) threads = std::max(threads, c.numThread);
+
+  // One backend object per forward type; the host is always there.
+  std::map<ForwardType, Backend*> by_type;
+  auto get = [&](ForwardType t, std::string* why) -> Backend* {
+    auto it = by_type.find(t);
+    if (it != by_type.end()) return it->second;
+    ScheduleConfig c;
+    c.numThread = threads;
+    auto b = factory(t, c);
+    if (!b.ok()) {
+      *why = b.status().message();
+      by_type[t] = nullptr;
+      return nullptr;
+    }
+    backends_.push_back(std::move(b).value());
+    by_type[t] = backends_.back().get();
+    return backends_.back().get();
+  };
+  std::string why;
+  host_ = static_cast<HostBackend*>(get(ForwardType::kHost, &why));
+  if (!host_) return Internal("no host backend: %s", why.c_str());
+  host_->setNoReuse(keep_all_);
+
+  // Which config covers each op: the first whose path contains it.
+  std::vector<int> op_config(g.ops.size(), -1);
+  std::map<std::string, int> tensor_by_name;
+  for (size_t i = 0; i < g.tensors.size(); ++i) tensor_by_name.emplace(g.tensors[i].name, static_cast<int>(i));
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const auto& path = configs[c].path;
+    std::vector<bool> in_path(g.ops.size(), path.outputs.empty());
+    if (!path.outputs.empty()) {
+      std::set<int> stop;
+      for (const std::string& n : path.inputs) {
+        auto it = tensor_by_name.find(n);
+        if (it == tensor_by_name.end()) return NotFound("path input '%s' is not a tensor of the model", n.c_str());
+        stop.insert(it->second);
+      }
+      std::vector<int> work;
+      for (const std::string& n : path.outputs) {
+        auto it = tensor_by_name.find(n);
+        if (it == tensor_by_name.end()) return NotFound("path output '%s' is not a tensor of the model", n.c_str());
+        work.push_back(it->second);
+      }
+      while (!work.empty()) {
+        int t = work.back();
+        work.pop_back();
+        if (t < 0 || stop.count(t)) continue;
+        int p = g.tensors[static_cast<size_t>(t)].producer;
+        if (p < 0 || in_path[static_cast<size_t>(p)]) continue;
+        in_path[static_cast<size_t>(p)] = true;
+        for (int in : g.ops[static_cast<size_t>(p)].inputs) work.push_back(in);
+      }
+    }
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      if (in_path[i] && op_config[i] < 0) op_config[i] = static_cast<int>(c);
+  }
+
+  op_backend_.assign(g.ops.size(), -1);
+  execs_.resize(g.ops.size());
+  placement_ = Placement();
+  int fallbacks = 0;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const GraphOp& op = g.ops[i];
+    OpPlacement pl{op.name, op.typeName(), "", ""};
+    std::vector<ForwardType> order;
+    if (resize_op_[i]) {
+      order = {ForwardType::kHost};  // shape computations run on the host at resize
+    } else if (op_config[i] < 0) {
+      order = {configs[0].type, configs[0].backupType, ForwardType::kHost};
+    } else {
+      const ScheduleConfig& c = configs[static_cast<size_t>(op_config[i])];
+      if (c.type == ForwardType::kAuto)
+        order = {ForwardType::kVulkan, ForwardType::kOpenCL, ForwardType::kHost};
+      else
+        order = {c.type};
+      order.push_back(c.backupType == ForwardType::kAuto ? ForwardType::kHost : c.backupType);
+      order.push_back(ForwardType::kHost);
+    }
+    std::string reasons;
+    for (ForwardType t : order) {
+      std::string no;
+      Backend* b = get(t, &no);
+      if (!b) {
+        reasons += (reasons.empty() ? "" : "; ") + std::string(ForwardTypeName(t)) + ": " + no;
+        continue;
+      }
+      auto exec = b->onCreate(op, g);
+      if (!exec.ok()) {
+        if (exec.status().code() != StatusCode::kUnsupported)
+          return exec.status().WithContext(where(static_cast<int>(i)) + " on " + b->name());
+        reasons += (reasons.empty() ? "" : "; ") + std::string(b->name()) + ": " + exec.status().message();
+        continue;
+      }
+      execs_[i] = std::move(exec).value();
+      for (size_t k = 0; k < backends_.size(); ++k)
+        if (backends_[k].get() == b) op_backend_[i] = static_cast<int>(k);
+      pl.backend = b->name();
+      if (!reasons.empty() && !resize_op_[i]) {
+        pl.reason = reasons;
+        ++fallbacks;
+      }
+      break;
+    }
+    if (op_backend_[i] < 0)
+      return Unsupported("%s: no backend can run it (%s)", where(static_cast<int>(i)).c_str(), reasons.c_str());
+    placement_.ops_per_backend[pl.backend]++;
+    placement_.ops.push_back(std::move(pl));
+  }
+
+  // Homes: an op's outputs live on its backend; graph inputs on the backend
+  // of their first consumer; constants on the host.
+  home_.assign(g.tensors.size(), host_);
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    for (int o : g.ops[i].outputs) home_[static_cast<size_t>(o)] = backends_[static_cast<size_t>(op_backend_[i])].get();
+  for (int t : g.inputs) {
+    const auto& cons = g.tensors[static_cast<size_t>(t)].consumers;
+    for (int c : cons)
+      if (!resize_op_[static_cast<size_t>(c)]) {
+        home_[static_cast<size_t>(t)] = backends_[static_cast<size_t>(op_backend_[static_cast<size_t>(c)])].get();
+        break;
+      }
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (resize_op_[i]) continue;
+    for (int in : g.ops[i].inputs)
+      if (in >= 0 && home_[static_cast<size_t>(in)] != backends_[static_cast<size_t>(op_backend_[i])].get() &&
+          !g.tensors[static_cast<size_t>(in)].isConstant() && !resize_value_[static_cast<size_t>(in)])
+        ++placement_.switches;
+  }
+  if (fallbacks > 0) KILN_LOG("%s", placement_.toString().c_str());
+  return Status::Ok();
+}
+
+Tensor* SessionImpl::mirror(int tensor, Backend* b, bool* created) {
+  auto key = std::make_pair(tensor, b);
+  auto it = mirrors_.find(key);
+  *created = it == mirrors_.end();
+  if (!*created) return it->second.get();
+  auto m = std::make_unique<Tensor>();
+  m->setName(graph_->tensors[static_cast<size_t>(tensor)].name + "@" + b->name());
+  m->setDtype(graph_->tensors[static_cast<size_t>(tensor)].dtype);
+  Tensor* raw = m.get();
+  mirrors_.emplace(key, std::move(m));
+  return raw;
+}
+
+Status SessionImpl::buildSteps() {
+  const Graph& g = *graph_;
+  steps_.clear();
+  static_copies_.clear();
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (resize_op_[i] || g.ops[i].type == fb::OpType::Constant) continue;
+    Backend* b = backends_[static_cast<size_t>(op_backend_[i])].get();
+    Step step;
+    step.op = static_cast<int>(i);
+    step.backend = b;
+    step.exec = execs_[i].get();
+    for (int in : g.ops[i].inputs) {
+      if (in < 0) {
+        step.inputs.push_back(nullptr);
+        continue;
+      }
+      Tensor* t = tensors_[static_cast<size_t>(in)].get();
+      if (home_[static_cast<size_t>(in)] != b) {
+        bool created;
+        Tensor* m = mirror(in, b, &created);
+        if (created) {
+          if (g.tensors[static_cast<size_t>(in)].isConstant() || resize_value_[static_cast<size_t>(in)]) {
+            static_copies_.push_back({t, m});
+          } else {
+            Step copy;
+            copy.backend = b;
+            copy.inputs = {t};
+            copy.outputs = {m};
+            steps_.push_back(copy);
+          }
+        }
+        t = m;
+      }
+      step.inputs.push_back(t);
+    }
+    for (int o : g.ops[i].outputs) step.outputs.push_back(tensors_[static_cast<size_t>(o)].get());
+    steps_.push_back(std::move(step));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kiln

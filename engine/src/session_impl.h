@@ -1,0 +1,104 @@
+// SessionImpl: scheduling, shape inference, memory planning and execution
+// of one session. See kiln/session.h for the contract and backend.h for the
+// order in which backends are driven.
+//
+// Three kinds of tensor memory:
+//   * constants: read in place from the model (zero-copy, read-only);
+//   * resize values: outputs of the ops that compute shapes (Shape, and what
+//     feeds Reshape's shape, Slice's starts, ...), run on the host at resize
+//     into session-owned memory, and constant during run();
+//   * planned: everything else, in each backend's pool.
+// A tensor read by an op on another backend gets a mirror on that backend:
+// copied once at resize for constants and resize values, or by a copy step
+// before the op for planned tensors.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "graph.h"
+#include "kiln/session.h"
+#include "model.h"
+
+namespace kiln {
+
+class HostBackend;
+
+// Ops whose output may take over input 0's memory when input 0 dies there.
+// Their kernels must tolerate out == in0 (element i is read before written).
+bool MayRunInPlace(fb::OpType type);
+
+// No intermediate tensor may exceed this (a bad shape, not a real model).
+constexpr uint64_t kMaxSessionTensorBytes = uint64_t{1} << 40;
+
+// Creates the backend for a forward type (tests substitute their own).
+using BackendFactory =
+    std::function<StatusOr<std::unique_ptr<Backend>>(ForwardType type, const ScheduleConfig& config)>;
+BackendFactory DefaultBackendFactory();
+
+class SessionImpl {
+ public:
+  static StatusOr<std::unique_ptr<SessionImpl>> Create(std::shared_ptr<const Model> model,
+                                                       std::shared_ptr<const Graph> graph,
+                                                       const std::vector<ScheduleConfig>& configs,
+                                                       const BackendFactory& factory = DefaultBackendFactory());
+  ~SessionImpl();
+
+  Tensor* input(const std::string& name);
+  Tensor* output(const std::string& name);
+  std::map<std::string, Tensor*> inputs();
+  std::map<std::string, Tensor*> outputs();
+  Status resizeTensor(Tensor* input, const std::vector<int64_t>& shape);
+  Status resize();
+  Status run(const TensorCallBack* before, const TensorCallBack* after);
+  const Placement& placement() const { return placement_; }
+  std::vector<MemoryUse> memory() const;
+  void releaseCache() { resize_scratch_.clear(); }
+  bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
+
+ private:
+  struct Step {
+    int op = -1;               // -1: a copy step
+    Backend* backend = nullptr;
+    Execution* exec = nullptr;
+    std::vector<Tensor*> inputs, outputs;
+  };
+
+  SessionImpl() = default;
+  Status schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory);
+  Status markResizeOps();
+  Status buildSteps();
+  Tensor* mirror(int tensor, Backend* b, bool* created);
+  Status inferShapes();
+  Status planMemory();
+  bool releasable(const Tensor* t) const;
+  Status runStep(const Step& s, const TensorCallBack* before, const TensorCallBack* after);
+  OpInfo opInfo(int op) const;
+  std::string where(int op) const;
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Graph> graph_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  HostBackend* host_ = nullptr;
+  bool keep_all_ = false;
+
+  std::vector<std::unique_ptr<Tensor>> tensors_;  // home tensor of each graph tensor
+  std::vector<Backend*> home_;                    // backend of each home tensor (host for constants)
+  std::map<std::pair<int, Backend*>, std::unique_ptr<Tensor>> mirrors_;
+  std::vector<std::pair<Tensor*, Tensor*>> static_copies_;  // (src, mirror) done at resize
+  std::vector<int> op_backend_;                   // index into backends_
+  std::vector<std::unique_ptr<Execution>> execs_;
+  std::vector<bool> resize_op_;
+  std::vector<bool> resize_value_;                // tensor computed at resize
+  std::vector<Step> steps_;
+  std::vector<std::vector<uint8_t>> resize_scratch_;
+  std::map<Tensor*, std::vector<int64_t>> requested_shapes_;
+  Placement placement_;
+  bool resized_ = false;
+};
+
+}  // namespace kiln

@@ -1,0 +1,265 @@
+// SessionImpl: resize (shape inference, resize-time values, memory plan) and
+// run.
+#include <algorithm>
+#include <map>
+
+#include "host_backend.h"
+#include "ops/shape_inference.h"
+#include "session_impl.h"
+
+namespace kiln {
+
+Tensor* SessionImpl::input(const std::string& name) {
+  for (int t : graph_->inputs)
+    if (name.empty() || graph_->tensors[static_cast<size_t>(t)].name == name) return tensors_[static_cast<size_t>(t)].get();
+  return nullptr;
+}
+
+Tensor* SessionImpl::output(const std::string& name) {
+  for (int t : graph_->outputs)
+    if (name.empty() || graph_->tensors[static_cast<size_t>(t)].name == name) return tensors_[static_cast<size_t>(t)].get();
+  return nullptr;
+}
+
+std::map<std::string, Tensor*> SessionImpl::inputs() {
+  std::map<std::string, Tensor*> m;
+  for (int t : graph_->inputs) m[graph_->tensors[static_cast<size_t>(t)].name] = tensors_[static_cast<size_t>(t)].get();
+  return m;
+}
+
+std::map<std::string, Tensor*> SessionImpl::outputs() {
+  std::map<std::string, Tensor*> m;
+  for (int t : graph_->outputs) m[graph_->tensors[static_cast<size_t>(t)].name] = tensors_[static_cast<size_t>(t)].get();
+  return m;
+}
+
+Status SessionImpl::resizeTensor(Tensor* input, const std::vector<int64_t>& shape) {
+  for (int t : graph_->inputs) {
+    if (tensors_[static_cast<size_t>(t)].get() != input) continue;
+    const GraphTensor& gt = graph_->tensors[static_cast<size_t>(t)];
+    if (gt.has_shape && gt.dims.size() != shape.size())
+      return InvalidArgument("input '%s' has rank %zu; cannot resize to %s", gt.name.c_str(), gt.dims.size(),
+                             ShapeToString(shape).c_str());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0) return InvalidArgument("input '%s': dim %zu is %lld", gt.name.c_str(), d, (long long)shape[d]);
+      if (gt.has_shape && gt.dims[d] >= 0 && gt.dims[d] != shape[d])
+        return InvalidArgument("input '%s': dim %zu is fixed at %lld in the model, cannot be %lld", gt.name.c_str(), d,
+                               (long long)gt.dims[d], (long long)shape[d]);
+    }
+    requested_shapes_[input] = shape;
+    resized_ = false;
+    return Status::Ok();
+  }
+  return InvalidArgument("resizeTensor: the tensor is not an input of this session");
+}
+
+Status SessionImpl::inferShapes() {
+  const Graph& g = *graph_;
+  resize_scratch_.clear();
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    const GraphTensor& gt = g.tensors[i];
+    Tensor* t = tensors_[i].get();
+    if (gt.isConstant()) {
+      t->setShape(gt.dims);
+      t->bind(nullptr, const_cast<uint8_t*>(gt.constant.data));  // read-only: model memory
+    } else if (gt.is_input) {
+      auto it = requested_shapes_.find(t);
+      if (it != requested_shapes_.end()) {
+        t->setShape(it->second);
+      } else {
+        if (!gt.has_shape) return InvalidArgument("input '%s' has no shape; call resizeTensor", gt.name.c_str());
+        for (size_t d = 0; d < gt.dims.size(); ++d)
+          if (gt.dims[d] < 0)
+            return InvalidArgument("input '%s': dim %zu ('%s') is symbolic; call resizeTensor with a shape",
+                                   gt.name.c_str(), d, gt.symbols[d].c_str());
+        t->setShape(gt.dims);
+      }
+    }
+  }
+  std::vector<Tensor*> ins, outs;
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const GraphOp& op = g.ops[i];
+    if (op.type == fb::OpType::Constant) continue;
+    ins.clear();
+    outs.clear();
+    for (int in : op.inputs) ins.push_back(in < 0 ? nullptr : tensors_[static_cast<size_t>(in)].get());
+    for (int o : op.outputs) outs.push_back(tensors_[static_cast<size_t>(o)].get());
+    for (size_t k = 0; k < ins.size(); ++k) {
+      int in = op.inputs[k];
+      if (in >= 0 && resize_value_[static_cast<size_t>(in)] && g.tensors[static_cast<size_t>(in)].is_input &&
+          (FindShapeDef(op.type).value_inputs >> k & 1))
+        return Unsupported("%s: input %zu ('%s') sets a shape but is a graph input; its values are not known at "
+                           "resize", where(static_cast<int>(i)).c_str(), k, g.tensors[static_cast<size_t>(in)].name.c_str());
+    }
+    ShapeDef def = FindShapeDef(op.type);
+    if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
+    ShapeContext ctx(op, ins, outs);
+    RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
+    for (Tensor* o : outs) {
+      for (int64_t d : o->shape())
+        if (d < 0) return Internal("%s: shape function gave dim %lld", where(static_cast<int>(i)).c_str(), (long long)d);
+      uint64_t bytes = static_cast<uint64_t>(ShapeElementCount(o->shape())) * o->elementSize();
+      if (bytes > kMaxSessionTensorBytes)
+        return InvalidArgument("%s: output '%s' %s would take %llu bytes", where(static_cast<int>(i)).c_str(),
+                               o->name().c_str(), ShapeToString(o->shape()).c_str(), (unsigned long long)bytes);
+    }
+    if (resize_op_[i]) {
+      // Compute now, on the host, into session memory that lives until the next resize.
+      for (Tensor* o : outs) {
+        resize_scratch_.emplace_back(std::max<size_t>(o->byteSize(), 8));
+        o->bind(nullptr, resize_scratch_.back().data());
+      }
+      RETURN_IF_ERROR(execs_[i]->onResize(ins, outs), "%s", where(static_cast<int>(i)).c_str());
+      RETURN_IF_ERROR(execs_[i]->onExecute(ins, outs), "%s at resize", where(static_cast<int>(i)).c_str());
+    }
+  }
+  for (auto& [key, m] : mirrors_) {
+    Tensor* src = tensors_[static_cast<size_t>(key.first)].get();
+    m->setShape(src->shape());
+    m->setDtype(src->dtype());
+  }
+  return Status::Ok();
+}
+
+bool SessionImpl::releasable(const Tensor* t) const {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (tensors_[i].get() != t) continue;
+    const GraphTensor& gt = graph_->tensors[i];
+    return !gt.is_input && !gt.is_output && !gt.isConstant() && !resize_value_[i];
+  }
+  // A mirror: dynamic ones die with their last reader; static ones live on.
+  for (auto& [src, m] : static_copies_)
+    if (m == t) return false;
+  return true;
+}
+
+Status SessionImpl::planMemory() {
+  const Graph& g = *graph_;
+  std::map<const Tensor*, size_t> last_use;
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (Tensor* t : steps_[s].inputs)
+      if (t) last_use[t] = s;
+  for (auto& b : backends_) b->onClearBuffer();
+
+  auto backend_of = [&](const Tensor* t) -> Backend* {
+    for (size_t i = 0; i < tensors_.size(); ++i)
+      if (tensors_[i].get() == t) return home_[i];
+    for (auto& [key, m] : mirrors_)
+      if (m.get() == t) return key.second;
+    return nullptr;
+  };
+  for (int t : g.inputs)
+    if (!resize_value_[static_cast<size_t>(t)] || g.tensors[static_cast<size_t>(t)].consumers.size() > 0)
+      RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
+  for (auto& [src, m] : static_copies_) RETURN_IF_ERROR(backend_of(m)->onAcquireBuffer(m, nullptr));
+
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    Step& st = steps_[s];
+    for (size_t k = 0; k < st.outputs.size(); ++k) {
+      Tensor* out = st.outputs[k];
+      const Tensor* share = nullptr;
+      if (st.op >= 0 && k == 0 && !keep_all_ && MayRunInPlace(g.ops[static_cast<size_t>(st.op)].type) &&
+          !st.inputs.empty() && st.inputs[0] && releasable(st.inputs[0]) && last_use[st.inputs[0]] == s &&
+          st.inputs[0]->byteSize() == out->byteSize() && st.inputs[0]->dtype() == out->dtype() &&
+          backend_of(st.inputs[0]) == st.backend) {
+        bool read_twice = false;  // x + x: in0 is also another input
+        for (size_t j = 1; j < st.inputs.size(); ++j) read_twice |= st.inputs[j] == st.inputs[0];
+        if (!read_twice) share = st.inputs[0];
+      }
+      RETURN_IF_ERROR(st.backend->onAcquireBuffer(out, share));
+    }
+    if (st.exec) RETURN_IF_ERROR(st.exec->onResize(st.inputs, st.outputs), "%s", where(st.op).c_str());
+    std::vector<const Tensor*> released;
+    for (Tensor* in : st.inputs) {
+      if (!in || last_use[in] != s || !releasable(in)) continue;
+      if (std::find(released.begin(), released.end(), in) != released.end()) continue;
+      released.push_back(in);
+      RETURN_IF_ERROR(backend_of(in)->onReleaseBuffer(in));
+    }
+  }
+  for (auto& b : backends_) RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
+  for (auto& [src, m] : static_copies_) {
+    Backend* b = backend_of(m);
+    RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::resize() {
+  RETURN_IF_ERROR(inferShapes(), "%s", model_->name().c_str());
+  RETURN_IF_ERROR(planMemory(), "%s", model_->name().c_str());
+  resized_ = true;
+  return Status::Ok();
+}
+
+OpInfo SessionImpl::opInfo(int op) const {
+  const GraphOp& o = graph_->ops[static_cast<size_t>(op)];
+  return OpInfo{op, o.name, o.typeName(), backends_[static_cast<size_t>(op_backend_[static_cast<size_t>(op)])]->name()};
+}
+
+static Status CopyBetween(const Tensor& src, Tensor* dst, Backend* fallback) {
+  if (dst->backend()) return dst->backend()->onCopyBuffer(src, dst);
+  if (src.backend()) return src.backend()->onCopyBuffer(src, dst);
+  return fallback->onCopyBuffer(src, dst);
+}
+
+// Callbacks read tensors on the host: device tensors are copied for them.
+static bool CallBack(const TensorCallBack& cb, const std::vector<Tensor*>& tensors, const OpInfo& info) {
+  std::vector<std::unique_ptr<Tensor>> copies;
+  std::vector<Tensor*> view;
+  for (Tensor* t : tensors) {
+    if (!t || t->onHost()) {
+      view.push_back(t);
+      continue;
+    }
+    auto c = Tensor::createHostTensorFromDevice(*t, true);
+    if (!c.ok()) return false;
+    (*c)->setName(t->name());
+    view.push_back(c->get());
+    copies.push_back(std::move(c).value());
+  }
+  return cb(view, info);
+}
+
+Status SessionImpl::runStep(const Step& s, const TensorCallBack* before, const TensorCallBack* after) {
+  if (s.op < 0) return CopyBetween(*s.inputs[0], s.outputs[0], host_);
+  OpInfo info;
+  if (before || after) info = opInfo(s.op);
+  if (before && *before && !CallBack(*before, s.inputs, info))
+    return Status(StatusCode::kAborted, StrFormat("stopped by the before-callback at %s", where(s.op).c_str()));
+  RETURN_IF_ERROR(s.exec->onExecute(s.inputs, s.outputs), "%s", where(s.op).c_str());
+  if (after && *after) {
+    RETURN_IF_ERROR(s.backend->onWaitFinish());
+    if (!CallBack(*after, s.outputs, info))
+      return Status(StatusCode::kAborted, StrFormat("stopped by the after-callback at %s", where(s.op).c_str()));
+  }
+  return Status::Ok();
+}
+
+Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
+  if (!resized_) RETURN_IF_ERROR(resize());
+  for (auto& b : backends_) b->onExecuteBegin();
+  Status status;
+  for (const Step& s : steps_) {
+    status = runStep(s, before, after);
+    if (!status.ok()) break;
+  }
+  for (auto& b : backends_) {
+    Status end = b->onExecuteEnd();
+    if (status.ok()) status = end;
+    Status wait = b->onWaitFinish();
+    if (status.ok()) status = wait;
+  }
+  return status.WithContext(status.ok() ? "" : model_->name());
+}
+
+std::vector<MemoryUse> SessionImpl::memory() const {
+  std::vector<MemoryUse> out;
+  for (auto& b : backends_) {
+    MemoryReport r = b->memoryReport();
+    out.push_back({b->name(), r.planned_bytes, r.lower_bound_bytes, r.tensor_bytes});
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,113 @@
+#include "host_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace kiln {
+
+#define KILN_HOST_OP(Op, Factory) \
+  StatusOr<std::unique_ptr<Execution>> CreateHost##Factory(const GraphOp&, const Graph&, HostBackend*);
+#include "ops.inc"
+#undef KILN_HOST_OP
+
+namespace {
+
+using Factory = StatusOr<std::unique_ptr<Execution>> (*)(const GraphOp&, const Graph&, HostBackend*);
+struct Entry {
+  fb::OpType type;
+  Factory factory;
+};
+const Entry kKernels[] = {
+#define KILN_HOST_OP(Op, Fac) {fb::OpType::Op, &CreateHost##Fac},
+#include "ops.inc"
+#undef KILN_HOST_OP
+};
+
+Factory FindFactory(fb::OpType type) {
+  for (const Entry& e : kKernels)
+    if (e.type == type) return e.factory;
+  return nullptr;
+}
+
+std::string CpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t c = line.find(':');
+      if (c != std::string::npos) return line.substr(c + 2);
+    }
+  return "CPU";
+}
+
+}  // namespace
+
+bool HostSupports(fb::OpType type) { return FindFactory(type) != nullptr; }
+
+HostBackend::HostBackend(int threads) : pool_(threads) {}
+HostBackend::~HostBackend() { std::free(memory_); }
+
+std::string HostBackend::deviceName() const {
+  return CpuModel() + " (" + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
+}
+
+StatusOr<std::unique_ptr<Execution>> HostBackend::onCreate(const GraphOp& op, const Graph& graph) {
+  Factory f = FindFactory(op.type);
+  if (!f) return Unsupported("the host backend has no %s kernel", op.typeName());
+  return f(op, graph, this);
+}
+
+void HostBackend::onClearBuffer() {
+  planner_.clear();
+  buffer_of_.clear();
+  id_of_.clear();
+}
+
+Status HostBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
+  if (share_with) {
+    auto it = id_of_.find(share_with);
+    if (it == id_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
+    planner_.share(it->second);
+    buffer_of_[t] = it->second;
+    id_of_[t] = it->second;
+    return Status::Ok();
+  }
+  int id = planner_.acquire(t->byteSize());
+  buffer_of_[t] = id;
+  id_of_[t] = id;
+  return Status::Ok();
+}
+
+Status HostBackend::onReleaseBuffer(Tensor* t) {
+  auto it = id_of_.find(t);
+  if (it == id_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
+  planner_.release(it->second);
+  return Status::Ok();
+}
+
+Status HostBackend::onAllocateBuffer() {
+  MemoryPlanner::Plan plan = planner_.plan();
+  std::free(memory_);
+  memory_ = nullptr;
+  size_t bytes = plan.total ? plan.total : 64;
+  memory_ = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  if (!memory_) return OutOfMemory("host pool of %zu bytes", plan.total);
+  for (auto& [tensor, id] : buffer_of_) tensor->bind(nullptr, memory_ + plan.offsets[static_cast<size_t>(id)]);
+  report_.planned_bytes = plan.total;
+  report_.lower_bound_bytes = plan.lower_bound;
+  report_.tensor_bytes = 0;
+  report_.tensors = buffer_of_.size();
+  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += tensor->byteSize();
+  return Status::Ok();
+}
+
+Status HostBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
+  if (!src.hostData() || !dst->hostData()) return Internal("host copy between non-host tensors");
+  if (src.byteSize() != dst->byteSize())
+    return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
+  if (src.hostData() != dst->hostData()) std::memmove(dst->hostData(), src.hostData(), src.byteSize());
+  return Status::Ok();
+}
+
+}  // namespace kiln

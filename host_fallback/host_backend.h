@@ -1,0 +1,72 @@
+// The host backend: runs ops on the CPU from one pre-planned pool per session
+// (see MemoryPlanner). Every other backend's reference and fallback, and the
+// place where shape subgraphs are computed at resize.
+//
+// Kernels register in host_fallback/ops/<family>.inc, one line an op:
+//   KILN_HOST_OP(OpType, Factory)
+// declares `StatusOr<std::unique_ptr<Execution>> CreateHost<Factory>(const
+// GraphOp&, const Graph&, HostBackend*)`. A family factory may serve several
+// op types (it switches on op.type).
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "backend.h"
+#include "memory_planner.h"
+#include "thread_pool.h"
+
+namespace kiln {
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(int threads);
+  ~HostBackend() override;
+
+  const char* name() const override { return "host"; }
+  std::string deviceName() const override;
+  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
+
+  void onClearBuffer() override;
+  Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
+  Status onReleaseBuffer(Tensor* t) override;
+  Status onAllocateBuffer() override;
+  MemoryReport memoryReport() const override { return report_; }
+  Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+
+  ThreadPool& pool() { return pool_; }
+  void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }
+
+ private:
+  ThreadPool pool_;
+  MemoryPlanner planner_;
+  std::map<Tensor*, int> buffer_of_;
+  std::map<const Tensor*, int> id_of_;
+  uint8_t* memory_ = nullptr;
+  MemoryReport report_;
+};
+
+// True when `type` has a host kernel.
+bool HostSupports(fb::OpType type);
+
+// Function-style kernels: most host ops need no state beyond the op.
+using HostKernelFn = Status (*)(const GraphOp& op, const std::vector<Tensor*>& inputs,
+                                const std::vector<Tensor*>& outputs, HostBackend& backend);
+
+class HostFnExecution final : public Execution {
+ public:
+  HostFnExecution(HostBackend* b, const GraphOp& op, HostKernelFn fn) : Execution(b), op_(op), fn_(fn) {}
+  Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    return fn_(op_, in, out, *static_cast<HostBackend*>(backend()));
+  }
+
+ private:
+  const GraphOp& op_;
+  HostKernelFn fn_;
+};
+
+inline StatusOr<std::unique_ptr<Execution>> MakeHostKernel(HostBackend* b, const GraphOp& op, HostKernelFn fn) {
+  return std::unique_ptr<Execution>(new HostFnExecution(b, op, fn));
+}
+
+}  // namespace kiln

@@ -1,0 +1,70 @@
+#include "thread_pool.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+static void RunChunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int chunks, int index) {
+  int64_t begin = n * index / chunks, end = n * (index + 1) / chunks;
+  if (begin < end) fn(begin, end);
+}
+
+void ThreadPool::worker(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t, int64_t)>* job;
+    int64_t n;
+    int chunks;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+      n = job_n_;
+      chunks = job_chunks_;
+    }
+    if (index < chunks) RunChunk(*job, n, chunks, index);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) done_cv_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
+  if (n <= 0) return;
+  int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
+  int chunks = static_cast<int>(std::min<int64_t>(threads_, max_chunks));
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    job_n_ = n;
+    job_chunks_ = chunks;
+    pending_ = threads_ - 1;
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  RunChunk(fn, n, chunks, 0);
+  std::unique_lock<std::mutex> lock(mu_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+}
+
+}  // namespace kiln
