@@ -57,11 +57,13 @@ class MapVisitor : public Visitor {
   Status status() const { return status_; }
   std::vector<Region>& regions() { return regions_; }
 
-  void Header(size_t root, bool has_identifier) override {
-    Add(0, 4, RegionKind::kHeader, "root offset -> root table at " + Hex(root));
-    if (has_identifier) {
-      std::string id(reinterpret_cast<const char*>(w_.data() + 4), 4);
-      Add(4, 4, RegionKind::kHeader, "file identifier " + Quoted(id));
+  void Header(const HeaderInfo& h) override {
+    if (h.size_prefixed)
+      Add(0, 4, RegionKind::kHeader, "size prefix = " + std::to_string(w_.size() - 4) + " (bytes after it)");
+    Add(h.root_slot, 4, RegionKind::kHeader, "root offset -> root table at " + Hex(h.root));
+    if (h.has_identifier) {
+      std::string id(reinterpret_cast<const char*>(w_.data() + h.identifier), 4);
+      Add(h.identifier, 4, RegionKind::kHeader, "file identifier " + Quoted(id));
     }
   }
 
@@ -137,8 +139,9 @@ class MapVisitor : public Visitor {
   Status Finish() {
     RETURN_IF_ERROR(status_);
     for (const auto& [at, use] : vtables_) {
-      std::string m = "vtable of " + use.first_user + " (" + use.object + ", " +
-                      std::to_string((use.size - 4) / 2) + " field slots)";
+      size_t slots = (use.size - 4) / 2;
+      std::string m = "vtable of " + use.first_user + " (" + use.object + ", " + std::to_string(slots) +
+                      (slots == 1 ? " field slot)" : " field slots)");
       if (use.users > 1) m += " (shared by " + std::to_string(use.users) + " tables)";
       Add(at, use.size, RegionKind::kVTable, m);
     }
@@ -255,14 +258,17 @@ StatusOr<ByteMap> BuildByteMap(const uint8_t* data, size_t size) {
 }
 
 std::string FormatByteMap(const ByteMap& map, const uint8_t* data) {
+  // The bytes column is as wide as its widest entry, so meanings line up.
+  size_t width = 5;
+  for (const Region& r : map.regions) width = std::max(width, HexBytes(data, r.offset, r.length).size());
   std::string out;
-  char line[96];
-  std::snprintf(line, sizeof line, "%-8s  %6s  %-47s  %s\n", "offset", "length", "bytes", "meaning");
-  out += line;
+  char line[64];
+  std::snprintf(line, sizeof line, "%-8s  %6s  ", "offset", "length");
+  out += line + std::string("bytes") + std::string(width - 5, ' ') + "  meaning\n";
   for (const Region& r : map.regions) {
     std::snprintf(line, sizeof line, "%08zx  %6zu  ", r.offset, r.length);
     std::string hex = HexBytes(data, r.offset, r.length);
-    if (hex.size() < 47) hex.resize(47, ' ');
+    hex.resize(width, ' ');
     out += line + hex + "  " + r.meaning + "\n";
   }
   size_t sum = 0;

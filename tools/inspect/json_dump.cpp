@@ -1,9 +1,12 @@
 // --json: the model as JSON, written by a visitor over the generic walk.
 //
-// Fields come in schema declaration order; absent fields are left out (as
-// flatc does), enums are written by name, a union as "<name>_type" (the
-// member's name) plus "<name>" (its table). Non-finite floats are written as
-// strings ("-inf"), since JSON has no literal for them.
+// Fields come in schema declaration order. A scalar field the file does not
+// store is written with its default (what a reader gets), so every tensor
+// shows its dtype; absent strings, vectors and tables are left out. Enums
+// are written by name, a union as "<name>_type" (the member's name) plus
+// "<name>" (its table). Non-finite floats are written as strings ("-inf"),
+// since JSON has no literal for them. Small tables of scalars (a Dim, an
+// AxisParams) go on one line.
 #include <cmath>
 #include <cstdio>
 
@@ -61,11 +64,37 @@ class JsonVisitor : public Visitor {
 
   bool BeginTable(const Path& path, const TableInfo& t) override {
     BeginValue(path);
+    table_starts_.push_back(out_.size());
     out_ += "{";
     stack_.push_back(0);
     return true;
   }
-  void EndTable(const Path& path, const TableInfo& t) override { Close('}'); }
+  void EndTable(const Path& path, const TableInfo& t) override {
+    Close('}');
+    size_t start = table_starts_.back();
+    table_starts_.pop_back();
+    // Without nested tables the body is one value per line; join the lines
+    // when the result is short. Strings hold no raw newlines (escaped), so
+    // only layout whitespace is removed.
+    if (out_.find('{', start + 1) != std::string::npos) return;
+    std::string joined;
+    for (size_t i = start; i < out_.size(); ++i) {
+      if (out_[i] != '\n') {
+        joined += out_[i];
+        continue;
+      }
+      while (i + 1 < out_.size() && out_[i + 1] == ' ') ++i;
+      if (joined.back() != '{' && i + 1 < out_.size() && out_[i + 1] != '}') joined += ' ';
+    }
+    if (joined.size() <= 100) out_.replace(start, std::string::npos, joined);
+  }
+
+  void Absent(const Path& path, const reflection::Field& f, const TableInfo& t) override {
+    reflection::BaseType bt = f.type()->base_type();
+    if (f.deprecated() || !ScalarSize(bt)) return;
+    BeginValue(path);
+    out_ += JsonScalar(FieldDefault(f), EnumOfType(*f.type()));
+  }
 
   void Scalar(const Path& path, const ScalarInfo& s) override {
     BeginValue(path);
@@ -153,6 +182,7 @@ class JsonVisitor : public Visitor {
   Status status_;
   std::string out_;
   std::vector<size_t> stack_;  // values written so far in each open container
+  std::vector<size_t> table_starts_;  // where each open table's '{' is in out_
 };
 
 }  // namespace

@@ -84,8 +84,8 @@ class LocateVisitor : public Visitor {
   Location& location() { return loc_; }
   const Status& status() const { return status_; }
 
-  void Header(size_t root, bool has_identifier) override {
-    slot_ = OffsetInfo{0, root, false, "table"};
+  void Header(const HeaderInfo& h) override {
+    slot_ = OffsetInfo{h.root_slot, h.root, false, "table"};
     slot_depth_ = 0;
   }
 
@@ -218,13 +218,8 @@ class LocateVisitor : public Visitor {
                           obj_name.c_str(), step.c_str(), list.c_str());
         reflection::BaseType bt = f->type()->base_type();
         if (ScalarSize(bt)) {
-          ScalarValue d;
-          d.type = bt;
-          d.f = f->default_real();
-          d.i = f->default_integer();
-          d.u = static_cast<uint64_t>(d.i);
           return NotFound("%sfield %s of %s is not stored in the file (its default, %s, applies)", bad.c_str(),
-                          step.c_str(), obj_name.c_str(), FormatScalar(d, nullptr).c_str());
+                          step.c_str(), obj_name.c_str(), FormatScalar(FieldDefault(*f), EnumOfType(*f->type())).c_str());
         }
         return NotFound("%sfield %s of %s is absent from the file", bad.c_str(), step.c_str(), obj_name.c_str());
       }

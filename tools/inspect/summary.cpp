@@ -13,7 +13,8 @@ namespace {
 std::string Str(const flatbuffers::String* s) { return s ? s->str() : ""; }
 
 std::string ShapeText(const fb::Tensor& t) {
-  if (!t.shape()) return "(shape unknown)";
+  if (t.unknown_rank()) return "(rank unknown)";
+  if (!t.shape()) return "[] (scalar)";
   std::string out = "[";
   for (flatbuffers::uoffset_t i = 0; i < t.shape()->size(); ++i) {
     const fb::Dim* d = t.shape()->Get(i);

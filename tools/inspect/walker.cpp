@@ -96,6 +96,22 @@ const reflection::EnumVal* FindEnumValue(const reflection::Enum* e, int64_t valu
   return nullptr;
 }
 
+ScalarValue FieldDefault(const reflection::Field& f) {
+  ScalarValue v;
+  v.type = f.type()->base_type();
+  v.f = f.default_real();
+  v.i = f.default_integer();
+  v.u = static_cast<uint64_t>(v.i);
+  return v;
+}
+
+const reflection::Enum* EnumOfType(const reflection::Type& type) {
+  const reflection::Schema* schema = KilnSchema();
+  int idx = type.index();
+  if (!schema || idx < 0 || static_cast<size_t>(idx) >= schema->enums()->size()) return nullptr;
+  return schema->enums()->Get(static_cast<flatbuffers::uoffset_t>(idx));
+}
+
 std::string FormatScalar(const ScalarValue& v, const reflection::Enum* enum_def) {
   if (enum_def) {
     const reflection::EnumVal* ev = FindEnumValue(enum_def, v.i);
@@ -186,12 +202,7 @@ StatusOr<ScalarValue> Walker::FieldValue(const TableInfo& t, const char* name) c
   if (ScalarSize(bt) == 0) return InvalidArgument("field '%s' is not a scalar", name);
   ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
   if (at != 0) return ReadScalar(bt, at);
-  ScalarValue v;
-  v.type = bt;
-  v.f = f->default_real();
-  v.i = f->default_integer();
-  v.u = static_cast<uint64_t>(v.i);
-  return v;
+  return FieldDefault(*f);
 }
 
 struct Walker::State {
@@ -204,11 +215,6 @@ struct Walker::State {
   int depth = 0;
 
   bool FirstVisit(size_t offset, int kind) { return seen.insert(uint64_t{offset} * 4 + kind).second; }
-  const reflection::Enum* EnumOf(const reflection::Type& type) const {
-    int idx = type.index();
-    if (idx < 0 || static_cast<size_t>(idx) >= schema.enums()->size()) return nullptr;
-    return schema.enums()->Get(static_cast<flatbuffers::uoffset_t>(idx));
-  }
   const reflection::Object* ObjectOf(int idx) const {
     if (idx < 0 || static_cast<size_t>(idx) >= schema.objects()->size()) return nullptr;
     return schema.objects()->Get(static_cast<flatbuffers::uoffset_t>(idx));
@@ -218,12 +224,19 @@ struct Walker::State {
 Status Walker::Walk(Visitor& visitor) const {
   const reflection::Schema* schema = KilnSchema();
   if (!schema) return Internal("the embedded kiln.bfbs schema does not verify");
+  HeaderInfo h;
   RETURN_IF_ERROR(Check(0, 4, "root offset"));
-  ASSIGN_OR_RETURN(size_t root, FollowOffset(0));
+  // A size prefix is recognised by its value: the byte count of the rest.
+  h.size_prefixed = size_ >= 8 && uint64_t{flatbuffers::ReadScalar<uint32_t>(data_)} + 4 == size_;
+  h.root_slot = h.size_prefixed ? 4 : 0;
+  ASSIGN_OR_RETURN(h.root, FollowOffset(h.root_slot));
+  h.identifier = h.root_slot + 4;
   const char* ident = schema->file_ident() ? schema->file_ident()->c_str() : "";
-  bool has_ident = std::strlen(ident) == flatbuffers::kFileIdentifierLength && size_ >= 8 &&
-                   std::memcmp(data_ + 4, ident, flatbuffers::kFileIdentifierLength) == 0;
-  visitor.Header(root, has_ident);
+  h.has_identifier = std::strlen(ident) == flatbuffers::kFileIdentifierLength &&
+                     Check(h.identifier, flatbuffers::kFileIdentifierLength, "identifier").ok() &&
+                     std::memcmp(data_ + h.identifier, ident, flatbuffers::kFileIdentifierLength) == 0;
+  visitor.Header(h);
+  size_t root = h.root;
   State st{visitor, *schema, {}, 0};
   Path path;
   return WalkTable(st, *schema->root_table(), root, path);
@@ -257,9 +270,13 @@ Status Walker::WalkTable(State& st, const reflection::Object& obj, size_t offset
               [](const reflection::Field* a, const reflection::Field* b) { return a->id() < b->id(); });
     for (const reflection::Field* f : fields) {
       ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
-      if (at == 0) continue;
       path.push_back(PathStep{f->name()->str(), 0, ""});
-      Status s = WalkField(st, t, *f, at, path);
+      Status s = Status::Ok();
+      if (at == 0) {
+        st.visitor.Absent(path, *f, t);
+      } else {
+        s = WalkField(st, t, *f, at, path);
+      }
       path.pop_back();
       RETURN_IF_ERROR(s);
     }
@@ -278,7 +295,7 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
       return InvalidArgument("%s: field extends past its table", PathString(path).c_str());
     ScalarInfo s;
     s.field = &f;
-    s.enum_def = st.EnumOf(type);
+    s.enum_def = EnumOfType(type);
     s.offset = at;
     s.size = n;
     ASSIGN_OR_RETURN(s.value, ReadScalar(bt, at));
@@ -311,7 +328,7 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
       // The member type is in the companion "<name>_type" field.
       std::string type_field = f.name()->str() + flatbuffers::UnionTypeFieldSuffix();
       ASSIGN_OR_RETURN(ScalarValue tag, FieldValue(t, type_field.c_str()));
-      const reflection::EnumVal* ev = FindEnumValue(st.EnumOf(type), tag.i);
+      const reflection::EnumVal* ev = FindEnumValue(EnumOfType(type), tag.i);
       const reflection::Object* obj =
           ev && ev->union_type() ? st.ObjectOf(ev->union_type()->index()) : nullptr;
       if (!obj)
@@ -341,7 +358,7 @@ Status Walker::WalkVector(State& st, const TableInfo& t, const reflection::Field
   v.element_type = type.element();
   if (size_t n = ScalarSize(v.element_type)) {
     v.element_size = n;
-    v.element_enum = st.EnumOf(type);
+    v.element_enum = EnumOfType(type);
   } else if (v.element_type == reflection::String) {
     v.element_size = 4;
   } else if (v.element_type == reflection::Obj) {

@@ -60,6 +60,13 @@ std::string FormatScalar(const ScalarValue& v, const reflection::Enum* enum_def)
 // The member of `e` with value `value`, or null.
 const reflection::EnumVal* FindEnumValue(const reflection::Enum* e, int64_t value);
 
+// The schema default of scalar field `f` (what a reader gets when the
+// table does not store it).
+ScalarValue FieldDefault(const reflection::Field& f);
+
+// The enum (or union) a scalar type refers to, or null.
+const reflection::Enum* EnumOfType(const reflection::Type& type);
+
 // Size in bytes of a scalar base type; 0 for non-scalars.
 size_t ScalarSize(reflection::BaseType t);
 
@@ -115,13 +122,26 @@ struct StringInfo {
 // Vectors of scalars get no per-element callbacks: a consumer that wants
 // elements reads them with Walker::ReadScalar, so a 100 MB weights vector
 // costs one callback, not 100 million.
+// The buffer's header. Kiln files are size-prefixed ([u32 size of the rest]
+// [u32 root offset]["KILN"]); a plain FlatBuffer ([root offset]["KILN"]) is
+// walked as well.
+struct HeaderInfo {
+  bool size_prefixed = false;  // the size prefix is bytes [0, 4)
+  size_t root_slot = 0;        // where the root uoffset is
+  size_t root = 0;             // where the root table is
+  bool has_identifier = false; // the file identifier follows the root offset
+  size_t identifier = 0;
+};
+
 class Visitor {
  public:
   virtual ~Visitor() = default;
-  virtual void Header(size_t root, bool has_identifier) {}
+  virtual void Header(const HeaderInfo& h) {}
   virtual bool BeginTable(const Path& path, const TableInfo& t) { return true; }
   virtual void EndTable(const Path& path, const TableInfo& t) {}
   virtual void Scalar(const Path& path, const ScalarInfo& s) {}
+  // A field the table does not store (it reads as its schema default).
+  virtual void Absent(const Path& path, const reflection::Field& f, const TableInfo& t) {}
   virtual void Offset(const Path& path, const OffsetInfo& o) {}
   virtual bool BeginVector(const Path& path, const VectorInfo& v) { return true; }
   virtual void EndVector(const Path& path, const VectorInfo& v) {}
