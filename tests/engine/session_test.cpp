@@ -1,0 +1,361 @@
+// Session behaviour on elementwise graphs: scheduling across backends with
+// copies at the borders, callbacks, resize, memory planning and in-place
+// reuse, layouts, releaseModel, and two interpreters on two threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "host_backend.h"
+#include "kiln/interpreter.h"
+#include "log.h"
+#include "memory_planner.h"
+#include "session_impl.h"
+#include "support/op_test.h"
+#include "support/test_models.h"
+
+namespace kiln {
+namespace {
+
+using test::ExpectNear;
+using test::RandomFloats;
+
+// x[n, c] -> Relu -> Sigmoid -> Add(+ y) -> Neg -> out
+NetBuilder Chain(std::vector<Dim> shape = {"n", "c"}) {
+  NetBuilder b("chain");
+  int x = b.addInput("x", fb::DataType::F32, shape);
+  int y = b.addInput("y", fb::DataType::F32, shape);
+  int r = b.addOp(fb::OpType::Relu, "relu", {x}, {"r"})[0];
+  int s = b.addOp(fb::OpType::Sigmoid, "sigmoid", {r}, {"s"})[0];
+  int a = b.addOp(fb::OpType::Add, "add", {s, y}, {"a"})[0];
+  b.addOutput(b.addOp(fb::OpType::Neg, "neg", {a}, {"out"})[0]);
+  return b;
+}
+
+std::vector<float> ChainRef(const std::vector<float>& x, const std::vector<float>& y) {
+  std::vector<float> out;
+  for (size_t i = 0; i < x.size(); ++i) out.push_back(-(1 / (1 + std::exp(-std::max(x[i], 0.f))) + y[i]));
+  return out;
+}
+
+std::unique_ptr<Interpreter> Load(const NetBuilder& b) {
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  EXPECT_TRUE(interp.ok()) << interp.status().ToString();
+  return std::move(interp).value();
+}
+
+Status Feed(Session* s, const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(v.data()));
+  return s->getInput(name)->copyFromHostTensor(*host);
+}
+
+std::vector<float> Fetch(Session* s, const std::string& name = "") {
+  Tensor* t = s->getOutput(name);
+  std::vector<float> v(static_cast<size_t>(t->elementCount()));
+  auto host = Tensor::wrap(t->shape(), fb::DataType::F32, v.data());
+  EXPECT_TRUE(t->copyToHostTensor(host.get()).ok());
+  return v;
+}
+
+TEST(Session, ResizeToSeveralShapesAndRunAgain) {
+  auto interp = Load(Chain());
+  auto session = interp->createSession({});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session* s = *session;
+  // Symbolic inputs: running before a resize is a clear error.
+  Status early = s->run();
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.message().find("input 'x': dim 0 ('n') is symbolic"), std::string::npos) << early.message();
+  for (auto shape : std::vector<std::vector<int64_t>>{{2, 3}, {7, 17}, {1, 1}}) {
+    ASSERT_TRUE(interp->resizeTensor(s->getInput("x"), shape).ok());
+    ASSERT_TRUE(interp->resizeTensor(s->getInput("y"), shape).ok());
+    ASSERT_TRUE(interp->resizeSession(s).ok());
+    size_t n = static_cast<size_t>(test::Numel(shape));
+    auto x = RandomFloats(n, 1), y = RandomFloats(n, 2);
+    ASSERT_TRUE(Feed(s, "x", shape, x).ok());
+    ASSERT_TRUE(Feed(s, "y", shape, y).ok());
+    ASSERT_TRUE(interp->runSession(s).ok());
+    EXPECT_EQ(s->getOutput()->shape(), shape);
+    ExpectNear(Fetch(s), ChainRef(x, y), 1e-6f);
+  }
+  // A wrong rank is refused with the input's name.
+  Status bad = s->resizeTensor(s->getInput("x"), {2, 3, 4});
+  EXPECT_NE(bad.message().find("input 'x' has rank 2"), std::string::npos) << bad.message();
+}
+
+TEST(Session, CallbacksSeeEveryOpInOrderAndCanStop) {
+  auto interp = Load(Chain({2, 3}));
+  Session* s = *interp->createSession({});
+  auto x = RandomFloats(6, 3), y = RandomFloats(6, 4);
+  ASSERT_TRUE(Feed(s, "x", {2, 3}, x).ok());
+  ASSERT_TRUE(Feed(s, "y", {2, 3}, y).ok());
+  std::vector<std::string> seen;
+  std::vector<float> relu_out;
+  auto before = [&](const std::vector<Tensor*>& ins, const OpInfo& op) {
+    seen.push_back("before " + op.name + ":" + op.type + "@" + op.backend);
+    EXPECT_EQ(ins[0]->elementCount(), 6);
+    return true;
+  };
+  auto after = [&](const std::vector<Tensor*>& outs, const OpInfo& op) {
+    seen.push_back("after " + op.name);
+    if (op.name == "relu") relu_out.assign(outs[0]->host<float>(), outs[0]->host<float>() + 6);
+    return true;
+  };
+  ASSERT_TRUE(interp->runSessionWithCallBack(s, before, after).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"before relu:Relu@host", "after relu", "before sigmoid:Sigmoid@host",
+                                            "after sigmoid", "before add:Add@host", "after add",
+                                            "before neg:Neg@host", "after neg"}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(relu_out[i], std::max(0.f, x[i]));
+
+  // Stopping at 'add' means 'neg' never runs.
+  seen.clear();
+  auto stop = [&](const std::vector<Tensor*>&, const OpInfo& op) {
+    seen.push_back(op.name);
+    return op.name != "add";
+  };
+  Status st = interp->runSessionWithCallBack(s, stop, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_NE(st.message().find("op 2 'add' (Add)"), std::string::npos) << st.message();
+  EXPECT_EQ(seen, (std::vector<std::string>{"relu", "sigmoid", "add"}));
+}
+
+TEST(Session, InPlaceReuseAndKeepAllTensors) {
+  // A long chain of unary ops on one big tensor.
+  NetBuilder b("unary_chain");
+  int t = b.addInput("x", fb::DataType::F32, {64, 64});
+  for (int i = 0; i < 8; ++i)
+    t = b.addOp(i % 2 ? fb::OpType::Neg : fb::OpType::Relu, "op" + std::to_string(i), {t}, {"t" + std::to_string(i)})[0];
+  b.addOutput(t);
+  auto interp = Load(b);
+  const size_t bytes = 64 * 64 * 4;
+
+  Session* s = *interp->createSession({});
+  auto mem = s->memory();
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].tensor_bytes, 9 * bytes);  // input + 8 intermediates/outputs
+  EXPECT_EQ(mem[0].planned_bytes, 2 * bytes);  // the input, and one buffer the chain runs in place in
+  EXPECT_EQ(mem[0].planned_bytes, mem[0].lower_bound_bytes);
+
+  ScheduleConfig debug;
+  debug.keepAllTensors = true;
+  Session* d = *interp->createSession(debug);
+  EXPECT_EQ(d->memory()[0].planned_bytes, 9 * bytes);
+  auto x = RandomFloats(64 * 64, 5);
+  for (Session* sess : {s, d}) {
+    ASSERT_TRUE(Feed(sess, "x", {64, 64}, x).ok());
+    ASSERT_TRUE(sess->run().ok());
+  }
+  ExpectNear(Fetch(s), Fetch(d), 0);
+  std::vector<float> want;
+  for (float v : x) {
+    for (int i = 0; i < 8; ++i) v = i % 2 ? -v : std::max(0.f, v);
+    want.push_back(v);
+  }
+  ExpectNear(Fetch(s), want, 0);
+}
+
+TEST(Session, NhwcHostTensors) {
+  NetBuilder b("nhwc");
+  int x = b.addInput("x", fb::DataType::F32, {1, 3, 2, 4});
+  b.addOutput(b.addOp(fb::OpType::Relu, "relu", {x}, {"y"})[0]);
+  auto interp = Load(b);
+  Session* s = *interp->createSession({});
+  auto nchw = RandomFloats(24, 6);
+  std::vector<float> nhwc(24);
+  for (int c = 0; c < 3; ++c)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 4; ++w) nhwc[(h * 4 + w) * 3 + c] = nchw[(c * 2 + h) * 4 + w];
+  auto in = Tensor::wrap({1, 2, 4, 3}, fb::DataType::F32, nhwc.data(), DimensionType::kNHWC);
+  ASSERT_TRUE(s->getInput()->copyFromHostTensor(*in).ok());
+  ASSERT_TRUE(s->run().ok());
+  auto out = Tensor::createHostTensorFromDevice(*s->getOutput(), true, DimensionType::kNHWC);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)->shape(), (std::vector<int64_t>{1, 2, 4, 3}));
+  for (int i = 0; i < 24; ++i) EXPECT_EQ((*out)->host<float>()[i], std::max(0.f, nhwc[i]));
+  // A shape mismatch names the tensor.
+  auto wrong = Tensor::create({1, 3, 2, 5});
+  Status st = s->getInput()->copyFromHostTensor(*wrong);
+  EXPECT_NE(st.message().find("tensor 'x'"), std::string::npos) << st.message();
+}
+
+TEST(Session, ReleaseModelKeepsSessionsRunning) {
+  auto interp = Load(Chain({2, 2}));
+  Session* s = *interp->createSession({});
+  interp->releaseModel();
+  EXPECT_FALSE(interp->createSession({}).ok());
+  auto x = RandomFloats(4, 1), y = RandomFloats(4, 2);
+  ASSERT_TRUE(Feed(s, "x", {2, 2}, x).ok());
+  ASSERT_TRUE(Feed(s, "y", {2, 2}, y).ok());
+  ASSERT_TRUE(s->run().ok());
+  ExpectNear(Fetch(s), ChainRef(x, y), 1e-6f);
+  EXPECT_TRUE(interp->releaseSession(s).ok());
+}
+
+TEST(Session, TwoInterpretersOnTwoThreadsMatchSerial) {
+  auto bytes = Chain({64, 33}).finish();
+  ASSERT_TRUE(bytes.ok());
+  auto x = RandomFloats(64 * 33, 7), y = RandomFloats(64 * 33, 8);
+  std::vector<float> want = ChainRef(x, y);
+  auto work = [&](std::vector<float>* result) {
+    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+    ASSERT_TRUE(interp.ok());
+    ScheduleConfig c;
+    c.numThread = 2;
+    Session* s = *(*interp)->createSession(c);
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(Feed(s, "x", {64, 33}, x).ok());
+      ASSERT_TRUE(Feed(s, "y", {64, 33}, y).ok());
+      ASSERT_TRUE(s->run().ok());
+      *result = Fetch(s);
+    }
+  };
+  std::vector<float> r1, r2;
+  std::thread t1(work, &r1), t2(work, &r2);
+  t1.join();
+  t2.join();
+  ExpectNear(r1, want, 1e-6f);
+  ExpectNear(r2, want, 1e-6f);
+}
+
+// ---- scheduling across backends, with a mock device backend ----
+
+// A "device" that runs only Relu, Add and Neg (with the host kernels), in its
+// own pool, and counts the copies in and out.
+class MockBackend final : public Backend {
+ public:
+  explicit MockBackend(std::set<fb::OpType> ops) : inner_(1), ops_(std::move(ops)) {}
+  const char* name() const override { return "mock"; }
+  std::string deviceName() const override { return "mock device"; }
+  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& g) override {
+    if (!ops_.count(op.type)) return Unsupported("mock has no %s kernel", op.typeName());
+    return inner_.onCreate(op, g);
+  }
+  void onClearBuffer() override {
+    planner_.clear();
+    ids_.clear();
+  }
+  Status onAcquireBuffer(Tensor* t, const Tensor* share) override {
+    if (share) {
+      planner_.share(ids_.at(share));
+      ids_[t] = ids_.at(share);
+    } else {
+      ids_[t] = planner_.acquire(t->byteSize());
+    }
+    return Status::Ok();
+  }
+  Status onReleaseBuffer(Tensor* t) override {
+    planner_.release(ids_.at(t));
+    return Status::Ok();
+  }
+  Status onAllocateBuffer() override {
+    auto plan = planner_.plan();
+    memory_.assign(plan.total + 64, 0);
+    for (auto& [t, id] : ids_) const_cast<Tensor*>(t)->bind(this, memory_.data() + plan.offsets[id]);
+    return Status::Ok();
+  }
+  MemoryReport memoryReport() const override { return {}; }
+  Status onCopyBuffer(const Tensor& src, Tensor* dst) override {
+    ++copies;
+    std::memcpy(dst->hostData(), src.hostData(), src.byteSize());
+    return Status::Ok();
+  }
+  int copies = 0;
+
+ private:
+  HostBackend inner_;
+  std::set<fb::OpType> ops_;
+  MemoryPlanner planner_;
+  std::map<const Tensor*, int> ids_;
+  std::vector<uint8_t> memory_;
+};
+
+TEST(Scheduler, FallsBackPerOpWithCopiesAtTheBorders) {
+  auto bytes = Chain({3, 5}).finish();
+  std::shared_ptr<Model> model = std::move(
+      Model::Load(ByteRegion::Copy(bytes->data(), bytes->size()).value(), "chain.kiln", "").value());
+  auto graph = std::make_shared<Graph>(Graph::Build(*model));
+  MockBackend* mock = nullptr;
+  BackendFactory factory = [&](ForwardType t, const ScheduleConfig& c) -> StatusOr<std::unique_ptr<Backend>> {
+    if (t == ForwardType::kVulkan) {
+      auto m = std::make_unique<MockBackend>(std::set<fb::OpType>{fb::OpType::Relu, fb::OpType::Add, fb::OpType::Neg});
+      mock = m.get();
+      return std::unique_ptr<Backend>(std::move(m));
+    }
+    return DefaultBackendFactory()(t, c);
+  };
+  std::vector<std::string> logs;
+  SetLogSink([&](const std::string& m) { logs.push_back(m); });
+  ScheduleConfig config;
+  config.type = ForwardType::kVulkan;
+  auto s = SessionImpl::Create(model, graph, {config}, factory);
+  SetLogSink(nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Placement& p = (*s)->placement();
+  ASSERT_EQ(p.ops.size(), 4u);
+  EXPECT_EQ(p.ops[0].backend, "mock");
+  EXPECT_EQ(p.ops[1].backend, "host");
+  EXPECT_EQ(p.ops[1].reason, "mock: mock has no Sigmoid kernel");
+  EXPECT_EQ(p.ops[2].backend, "mock");
+  EXPECT_EQ(p.ops[3].backend, "mock");
+  EXPECT_EQ(p.switches, 2);  // relu -> sigmoid, sigmoid -> add
+  EXPECT_EQ(p.ops_per_backend.at("mock"), 3);
+  ASSERT_EQ(logs.size(), 1u);  // printed once, naming the op and the reason
+  EXPECT_NE(logs[0].find("op 1 'sigmoid' (Sigmoid) runs on host: mock: mock has no Sigmoid kernel"), std::string::npos)
+      << logs[0];
+
+  ASSERT_TRUE((*s)->resize().ok());
+  auto x = RandomFloats(15, 1), y = RandomFloats(15, 2);
+  auto hx = Tensor::wrap({3, 5}, fb::DataType::F32, x.data()), hy = Tensor::wrap({3, 5}, fb::DataType::F32, y.data());
+  ASSERT_TRUE((*s)->input("x")->copyFromHostTensor(*hx).ok());
+  ASSERT_TRUE((*s)->input("y")->copyFromHostTensor(*hy).ok());
+  EXPECT_EQ((*s)->input("x")->backend(), mock);  // inputs live where their first consumer runs
+  mock->copies = 0;
+  ASSERT_TRUE((*s)->run(nullptr, nullptr).ok());
+  EXPECT_EQ(mock->copies, 2);  // r: mock -> host, s: host -> mock
+  std::vector<float> got(15);
+  auto hout = Tensor::wrap({3, 5}, fb::DataType::F32, got.data());
+  ASSERT_TRUE((*s)->output("")->copyToHostTensor(hout.get()).ok());
+  ExpectNear(got, ChainRef(x, y), 1e-6f);
+}
+
+TEST(Scheduler, UnavailableBackendFallsBackWithReason) {
+  auto interp = Load(Chain({2, 2}));
+  ScheduleConfig c;
+  c.type = ForwardType::kOpenCL;
+  std::vector<std::string> logs;
+  SetLogSink([&](const std::string& m) { logs.push_back(m); });
+  auto s = interp->createSession(c);
+  SetLogSink(nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->placement().ops_per_backend.at("host"), 4);
+  EXPECT_NE((*s)->placement().ops[0].reason.find("opencl: "), std::string::npos);
+  EXPECT_EQ(logs.size(), 1u);
+}
+
+TEST(Scheduler, MultiPathSession) {
+  // Path 1 (relu, sigmoid) on the mock-free host, path 2 the rest: both host
+  // here, but each op must be covered once and the result unchanged.
+  auto interp = Load(Chain({2, 2}));
+  ScheduleConfig a, b;
+  a.path.inputs = {"x"};
+  a.path.outputs = {"s"};
+  b.numThread = 2;
+  auto s = interp->createMultiPathSession({a, b});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto x = RandomFloats(4, 1), y = RandomFloats(4, 2);
+  ASSERT_TRUE(Feed(*s, "x", {2, 2}, x).ok());
+  ASSERT_TRUE(Feed(*s, "y", {2, 2}, y).ok());
+  ASSERT_TRUE((*s)->run().ok());
+  ExpectNear(Fetch(*s), ChainRef(x, y), 1e-6f);
+  ScheduleConfig bad;
+  bad.path.outputs = {"nope"};
+  auto e = interp->createMultiPathSession({bad});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("path output 'nope'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
