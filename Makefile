@@ -7,7 +7,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan fuzz clean
+.PHONY: all deps build test demo test-asan test-tsan fuzz clean
 
 all: build
 
@@ -33,6 +33,13 @@ test-asan: deps
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j$(JOBS)
 
+# The engine and op suites under ThreadSanitizer (sessions on several threads,
+# the host thread pool).
+test-tsan: deps
+	@[ -f build-tsan/CMakeCache.txt ] || cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=thread
+	cmake --build build-tsan -j$(JOBS) --target engine_test ops_test
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -R '^(Session|Scheduler|Planner|Elementwise|Nn|Layout|Reduce)'
+
 # libFuzzer on the model loader for FUZZ_SECONDS (default 60), clang-built.
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -44,4 +51,4 @@ fuzz: deps
 	build-fuzz/bin/kiln-fuzz-loader -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
