@@ -39,7 +39,12 @@ struct GraphOp {
   const P* params() const {
     return op->params_as<P>();
   }
-  const char* typeName() const { return fb::EnumNameOpType(type); }
+  // "Conv"; for a Custom op, the source framework's type ("NonZero").
+  const char* typeName() const {
+    if (type == fb::OpType::Custom && op && op->params_as_CustomParams())
+      return op->params_as_CustomParams()->type_name()->c_str();
+    return fb::EnumNameOpType(type);
+  }
 };
 
 class Graph {

@@ -146,6 +146,11 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.AsShapeParams()->end = -1;
       break;
     case fb::OpParams::ReshapeParams: u.Set(fb::ReshapeParamsT{}); u.AsReshapeParams()->allowzero = true; break;
+    case fb::OpParams::CustomParams:
+      u.Set(fb::CustomParamsT{});
+      u.AsCustomParams()->type_name = "NonZero";
+      u.AsCustomParams()->domain = "ai.onnx";
+      break;
   }
   return u;
 }

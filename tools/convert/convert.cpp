@@ -1,0 +1,25 @@
+#include "kiln/convert.h"
+
+namespace kiln {
+
+static bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
+                   ConvertReport* report) {
+  if (options.fp16) return Unsupported("--fp16: f16 weights need the host f16 kernels (not built yet)");
+  if (!EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx input is supported so far", in.c_str());
+  ASSIGN_OR_RETURN(NetBuilder b, ImportOnnx(in, options, report));
+  WriteOptions w;
+  if (options.external_weights) {
+    std::string base = out.substr(out.rfind('/') == std::string::npos ? 0 : out.rfind('/') + 1);
+    if (EndsWith(base, ".kiln")) base.resize(base.size() - 5);
+    w.external_weights = base + ".weights";
+    w.external_min_bytes = 1024;
+  }
+  RETURN_IF_ERROR(b.writeFile(out, w));
+  return Status::Ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,49 @@
+// Model conversion: ONNX (and later TFLite) to Kiln. The library behind
+// kiln-convert.
+//
+//   kiln::ConvertOptions opt;
+//   opt.input_shapes["input"] = {1, 3, 224, 224};
+//   kiln::ConvertReport report;
+//   kiln::Status s = kiln::ConvertFile("model.onnx", "model.kiln", opt, &report);
+//
+// Unsupported ops fail the conversion with their types, counts and node
+// names, unless allow_unsupported keeps them as Custom ops.
+//
+// Thread-safety: the functions are reentrant; no shared state.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/net_builder.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct ConvertOptions {
+  bool fp16 = false;                 // store f32 weights as f16
+  bool external_weights = false;     // weights in OUT.weights beside the model
+  bool allow_unsupported = false;    // keep unknown ops as Custom ops
+  std::map<std::string, std::vector<int64_t>> input_shapes;  // override graph input shapes
+  std::function<void(const std::string&)> progress;          // progress lines (may be null)
+};
+
+struct ConvertReport {
+  std::string source_format;     // "onnx"
+  int64_t opset = 0;
+  int ops_in = 0;                // nodes in the source graph
+  int ops_out = 0;               // ops in the Kiln model
+  size_t weight_bytes = 0;       // constant data written
+  std::map<std::string, int> unsupported;  // op type -> count (kept as Custom)
+};
+
+// Imports an ONNX model file into a NetBuilder.
+StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report);
+
+// Converts IN (.onnx) to OUT (.kiln), choosing the importer by extension.
+Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
+                   ConvertReport* report);
+
+}  // namespace kiln

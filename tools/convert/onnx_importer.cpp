@@ -1,0 +1,434 @@
+// ONNX -> Kiln: walks the graph in order, maps each node to a Kiln op with its
+// attributes (ONNX defaults applied; opsets 7 to 18), initializers and
+// Constant nodes to constants, graph inputs with their (possibly symbolic)
+// shapes.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "kiln/convert.h"
+#include "onnx_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace onnx_import;
+
+fb::AutoPad MapAutoPad(const std::string& s) {
+  if (s == "SAME_UPPER") return fb::AutoPad::SameUpper;
+  if (s == "SAME_LOWER") return fb::AutoPad::SameLower;
+  if (s == "VALID") return fb::AutoPad::Valid;
+  return fb::AutoPad::NotSet;
+}
+
+class OnnxImporter {
+ public:
+  OnnxImporter(const ConvertOptions& opt, ConvertReport* report, std::string base_dir)
+      : b_("onnx"), opt_(opt), report_(report), base_dir_(std::move(base_dir)) {}
+
+  StatusOr<NetBuilder> Import(const onnx::ModelProto& model) {
+    for (const auto& o : model.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    report_->source_format = "onnx";
+    report_->opset = opset_;
+    const onnx::GraphProto& g = model.graph();
+    b_.net().name = g.name().empty() ? "onnx_model" : g.name();
+    b_.setMetadata("kiln-convert", "onnx", static_cast<int>(opset_));
+    if (!model.producer_name().empty()) b_.setProperty("onnx.producer", model.producer_name() + " " + model.producer_version());
+
+    std::set<std::string> initializer_names;
+    for (const auto& init : g.initializer()) {
+      ASSIGN_OR_RETURN(TensorData d, ReadTensor(init, base_dir_), "initializer");
+      tensors_[init.name()] = b_.addConstant(init.name(), d.dtype, d.shape, d.bytes.data(), d.bytes.size());
+      report_->weight_bytes += d.bytes.size();
+      initializer_names.insert(init.name());
+    }
+    for (const auto& in : g.input()) {
+      if (initializer_names.count(in.name())) continue;
+      RETURN_IF_ERROR(AddInput(in), "graph input '%s'", in.name().c_str());
+    }
+    report_->ops_in = g.node_size();
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto* n = &g.node(i);
+      onnx::NodeProto named;
+      if (n->name().empty()) {  // messages and placements need a name: use the first output's
+        named = *n;
+        named.set_name(n->output_size() ? n->output(0) : n->op_type() + std::to_string(i));
+        n = &named;
+      }
+      RETURN_IF_ERROR(ImportNode(*n), "node %d '%s' (%s)", i, n->name().c_str(), n->op_type().c_str());
+      if (opt_.progress && g.node_size() > 200 && (i + 1) % 200 == 0)
+        opt_.progress(StrFormat("imported %d of %d nodes", i + 1, g.node_size()));
+    }
+    if (!missing_.empty() && !opt_.allow_unsupported) {
+      std::string msg = "unsupported ONNX ops:";
+      for (auto& [type, names] : missing_) {
+        msg += StrFormat("\n  %s x%zu:", type.c_str(), names.size());
+        for (size_t k = 0; k < names.size() && k < 5; ++k) msg += " '" + names[k] + "'";
+        if (names.size() > 5) msg += " ...";
+      }
+      return Unsupported("%s\n(use --allow-unsupported to keep them as Custom ops)", msg.c_str());
+    }
+    for (const auto& out : g.output()) {
+      auto it = tensors_.find(out.name());
+      if (it == tensors_.end()) return InvalidArgument("graph output '%s' is never produced", out.name().c_str());
+      b_.addOutput(it->second);
+    }
+    report_->ops_out = static_cast<int>(b_.net().ops.size());
+    return std::move(b_);
+  }
+
+ private:
+  Status AddInput(const onnx::ValueInfoProto& in) {
+    if (!in.type().has_tensor_type()) return Unsupported("only tensor inputs are supported");
+    const auto& tt = in.type().tensor_type();
+    ASSIGN_OR_RETURN(fb::DataType dtype, MapDataType(tt.elem_type()));
+    std::vector<Dim> dims;
+    auto over = opt_.input_shapes.find(in.name());
+    if (over != opt_.input_shapes.end()) {
+      for (int64_t d : over->second) dims.emplace_back(d);
+    } else {
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() >= 0)
+          dims.emplace_back(d.dim_value());
+        else
+          dims.emplace_back(d.has_dim_param() ? d.dim_param().c_str() : "");
+      }
+    }
+    tensors_[in.name()] = b_.addInput(in.name(), dtype, dims);
+    return Status::Ok();
+  }
+
+  StatusOr<int> Input(const onnx::NodeProto& n, int k) {
+    if (k >= n.input_size() || n.input(k).empty()) return -1;
+    auto it = tensors_.find(n.input(k));
+    if (it == tensors_.end()) return InvalidArgument("input %d '%s' is not produced before this node", k, n.input(k).c_str());
+    return it->second;
+  }
+
+  StatusOr<std::vector<int>> Inputs(const onnx::NodeProto& n) {
+    std::vector<int> v;
+    for (int k = 0; k < n.input_size(); ++k) {
+      ASSIGN_OR_RETURN(int t, Input(n, k));
+      v.push_back(t);
+    }
+    while (!v.empty() && v.back() < 0) v.pop_back();  // trailing optional inputs left out
+    return v;
+  }
+
+  std::vector<std::string> OutputNames(const onnx::NodeProto& n, int max_outputs) {
+    std::vector<std::string> names;
+    int last = -1;
+    for (int k = 0; k < n.output_size() && k < max_outputs; ++k)
+      if (!n.output(k).empty()) last = k;
+    for (int k = 0; k <= last; ++k)
+      names.push_back(n.output(k).empty() ? n.name() + ":unused" + std::to_string(k) : n.output(k));
+    return names;
+  }
+
+  void Emit(fb::OpType type, const onnx::NodeProto& n, const std::vector<int>& inputs, fb::OpParamsUnion params = {},
+            int max_outputs = 1 << 20) {
+    std::vector<std::string> names = OutputNames(n, max_outputs);
+    std::vector<int> outs = b_.addOp(type, n.name(), inputs, names, std::move(params));
+    for (size_t k = 0; k < outs.size(); ++k) tensors_[names[k]] = outs[k];
+  }
+
+  template <typename P>
+  fb::OpParamsUnion U(P p) {
+    fb::OpParamsUnion u;
+    u.Set(std::move(p));
+    return u;
+  }
+
+  Status ImportConstant(const onnx::NodeProto& n) {
+    TensorData d;
+    if (auto* a = FindAttr(n, "value")) {
+      ASSIGN_OR_RETURN(d, ReadTensor(a->t(), base_dir_));
+    } else if (auto* f = FindAttr(n, "value_float")) {
+      d.dtype = fb::DataType::F32;
+      d.bytes.resize(4);
+      float v = f->f();
+      std::memcpy(d.bytes.data(), &v, 4);
+    } else if (auto* fs = FindAttr(n, "value_floats")) {
+      d.dtype = fb::DataType::F32;
+      d.shape = {fs->floats_size()};
+      d.bytes.resize(4 * static_cast<size_t>(fs->floats_size()));
+      std::memcpy(d.bytes.data(), fs->floats().data(), d.bytes.size());
+    } else if (auto* i = FindAttr(n, "value_int")) {
+      d.dtype = fb::DataType::I64;
+      d.bytes.resize(8);
+      int64_t v = i->i();
+      std::memcpy(d.bytes.data(), &v, 8);
+    } else if (auto* is = FindAttr(n, "value_ints")) {
+      d.dtype = fb::DataType::I64;
+      d.shape = {is->ints_size()};
+      d.bytes.resize(8 * static_cast<size_t>(is->ints_size()));
+      std::memcpy(d.bytes.data(), is->ints().data(), d.bytes.size());
+    } else {
+      return Unsupported("Constant without a value/value_float(s)/value_int(s) attribute");
+    }
+    tensors_[n.output(0)] = b_.addConstant(n.output(0), d.dtype, d.shape, d.bytes.data(), d.bytes.size());
+    report_->weight_bytes += d.bytes.size();
+    return Status::Ok();
+  }
+
+  fb::ConvParamsT ConvParams(const onnx::NodeProto& n) {
+    fb::ConvParamsT p;
+    p.kernel_shape = AttrInts32(n, "kernel_shape");
+    p.strides = AttrInts32(n, "strides");
+    p.pads = AttrInts32(n, "pads");
+    p.dilations = AttrInts32(n, "dilations");
+    p.group = static_cast<int32_t>(AttrInt(n, "group", 1));
+    p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
+    p.output_padding = AttrInts32(n, "output_padding");
+    p.output_shape = AttrInts32(n, "output_shape");
+    return p;
+  }
+
+  fb::PoolParamsT PoolParams(const onnx::NodeProto& n) {
+    fb::PoolParamsT p;
+    p.kernel_shape = AttrInts32(n, "kernel_shape");
+    p.strides = AttrInts32(n, "strides");
+    p.pads = AttrInts32(n, "pads");
+    p.dilations = AttrInts32(n, "dilations");
+    p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
+    p.ceil_mode = AttrInt(n, "ceil_mode", 0) != 0;
+    p.count_include_pad = AttrInt(n, "count_include_pad", 0) != 0;
+    return p;
+  }
+
+  fb::AxisParamsT Axis(const onnx::NodeProto& n, int64_t def) {
+    fb::AxisParamsT p;
+    p.axis = static_cast<int32_t>(AttrInt(n, "axis", def));
+    return p;
+  }
+
+  // Softmax / LogSoftmax before opset 13 normalize over all dims from `axis`
+  // on: flatten to 2-D there, softmax the rows, reshape back.
+  Status ImportLegacySoftmax(fb::OpType type, const onnx::NodeProto& n, int x) {
+    int64_t axis = AttrInt(n, "axis", 1);
+    if (axis == -1) {
+      Emit(type, n, {x}, U(Axis(n, -1)));
+      return Status::Ok();
+    }
+    fb::AxisParamsT fa;
+    fa.axis = static_cast<int32_t>(axis);
+    int flat = b_.addOp(fb::OpType::Flatten, n.name() + "/flatten", {x}, {n.name() + "/flat"}, fa)[0];
+    fb::AxisParamsT last;
+    last.axis = -1;
+    int sm = b_.addOp(type, n.name(), {flat}, {n.name() + "/rows"}, last)[0];
+    int shape = b_.addOp(fb::OpType::Shape, n.name() + "/shape", {x}, {n.name() + "/x_shape"})[0];
+    Emit(fb::OpType::Reshape, n, {sm, shape});
+    return Status::Ok();
+  }
+
+  Status ImportNode(const onnx::NodeProto& n) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return Keep(n, "domain " + n.domain());
+    const std::string& t = n.op_type();
+    if (t == "Constant") return ImportConstant(n);
+    ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
+    if (t == "Conv" || t == "ConvTranspose") {
+      Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(ConvParams(n)));
+    } else if (t == "MaxPool" || t == "AveragePool") {
+      Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(PoolParams(n)));
+    } else if (t == "Gemm") {
+      fb::GemmParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 1.0f);
+      p.beta = AttrFloat(n, "beta", 1.0f);
+      p.trans_a = AttrInt(n, "transA", 0) != 0;
+      p.trans_b = AttrInt(n, "transB", 0) != 0;
+      Emit(fb::OpType::Gemm, n, in, U(p));
+    } else if (t == "BatchNormalization" || t == "InstanceNormalization" || t == "LayerNormalization") {
+      fb::NormParamsT p;
+      p.epsilon = AttrFloat(n, "epsilon", 1e-5f);
+      p.axis = static_cast<int32_t>(AttrInt(n, "axis", -1));
+      fb::OpType type = t == "BatchNormalization" ? fb::OpType::BatchNormalization
+                        : t == "LayerNormalization" ? fb::OpType::LayerNormalization
+                                                    : fb::OpType::InstanceNormalization;
+      Emit(type, n, in, U(p), t == "BatchNormalization" ? 1 : 3);
+    } else if (t == "LeakyRelu") {
+      fb::LeakyReluParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 0.01f);
+      Emit(fb::OpType::LeakyRelu, n, in, U(p));
+    } else if (t == "Elu") {
+      fb::EluParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 1.0f);
+      Emit(fb::OpType::Elu, n, in, U(p));
+    } else if (t == "HardSigmoid") {
+      fb::HardSigmoidParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 0.2f);
+      p.beta = AttrFloat(n, "beta", 0.5f);
+      Emit(fb::OpType::HardSigmoid, n, in, U(p));
+    } else if (t == "Clip") {
+      fb::ClipParamsT p;
+      p.min = AttrFloat(n, "min", -INFINITY);
+      p.max = AttrFloat(n, "max", INFINITY);
+      Emit(fb::OpType::Clip, n, in, U(p));
+    } else if (t == "Gelu") {
+      fb::GeluParamsT p;
+      p.approximate = AttrString(n, "approximate", "none") == "tanh" ? fb::GeluApproximation::Tanh
+                                                                     : fb::GeluApproximation::None;
+      Emit(fb::OpType::Gelu, n, in, U(p));
+    } else if (t.rfind("Reduce", 0) == 0 && fb::OpType::Invalid != OpByName(t)) {
+      fb::ReduceParamsT p;
+      p.axes = AttrInts32(n, "axes");
+      p.keepdims = AttrInt(n, "keepdims", 1) != 0;
+      p.noop_with_empty_axes = AttrInt(n, "noop_with_empty_axes", 0) != 0;
+      Emit(OpByName(t), n, in, U(p));
+    } else if (t == "Softmax" || t == "LogSoftmax") {
+      fb::OpType type = t == "Softmax" ? fb::OpType::Softmax : fb::OpType::LogSoftmax;
+      if (opset_ < 13) return ImportLegacySoftmax(type, n, in.at(0));
+      Emit(type, n, in, U(Axis(n, -1)));
+    } else if (t == "Concat") {
+      Emit(fb::OpType::Concat, n, in, U(Axis(n, 0)));
+    } else if (t == "Flatten") {
+      Emit(fb::OpType::Flatten, n, in, U(Axis(n, 1)));
+    } else if (t == "Gather") {
+      Emit(fb::OpType::Gather, n, in, U(Axis(n, 0)));
+    } else if (t == "Squeeze" || t == "Unsqueeze") {
+      fb::AxesParamsT p;
+      p.axes = AttrInts32(n, "axes");
+      Emit(t == "Squeeze" ? fb::OpType::Squeeze : fb::OpType::Unsqueeze, n, in, U(p));
+    } else if (t == "Transpose") {
+      fb::TransposeParamsT p;
+      p.perm = AttrInts32(n, "perm");
+      Emit(fb::OpType::Transpose, n, in, U(p));
+    } else if (t == "Split") {
+      fb::SplitParamsT p;
+      p.axis = static_cast<int32_t>(AttrInt(n, "axis", 0));
+      p.split = AttrInts(n, "split");
+      Emit(fb::OpType::Split, n, in, U(p));
+    } else if (t == "Slice") {
+      fb::SliceParamsT p;
+      p.starts = AttrInts(n, "starts");
+      p.ends = AttrInts(n, "ends");
+      p.axes = AttrInts(n, "axes");
+      Emit(fb::OpType::Slice, n, in, U(p));
+    } else if (t == "Pad") {
+      fb::PadParamsT p;
+      std::string mode = AttrString(n, "mode", "constant");
+      if (mode == "reflect") p.mode = fb::PadMode::Reflect;
+      else if (mode == "edge") p.mode = fb::PadMode::Edge;
+      else if (mode != "constant") return Keep(n, "Pad mode " + mode);
+      p.pads = AttrInts(n, "pads");
+      p.value = AttrFloat(n, "value", 0.0f);
+      Emit(fb::OpType::Pad, n, in, U(p));
+    } else if (t == "Resize" || t == "Upsample") {
+      fb::ResizeParamsT p;
+      std::string mode = AttrString(n, "mode", "nearest");
+      p.mode = mode == "linear" || mode == "bilinear" ? fb::ResizeMode::Linear
+               : mode == "cubic"                      ? fb::ResizeMode::Cubic
+                                                      : fb::ResizeMode::Nearest;
+      std::string ct = AttrString(n, "coordinate_transformation_mode", opset_ < 11 ? "asymmetric" : "half_pixel");
+      static const std::map<std::string, fb::CoordinateTransform> kCt = {
+          {"half_pixel", fb::CoordinateTransform::HalfPixel},
+          {"asymmetric", fb::CoordinateTransform::Asymmetric},
+          {"pytorch_half_pixel", fb::CoordinateTransform::PytorchHalfPixel},
+          {"align_corners", fb::CoordinateTransform::AlignCorners},
+          {"tf_half_pixel_for_nn", fb::CoordinateTransform::TfHalfPixelForNn},
+          {"tf_crop_and_resize", fb::CoordinateTransform::TfCropAndResize}};
+      auto it = kCt.find(ct);
+      if (it == kCt.end()) return Keep(n, "coordinate_transformation_mode " + ct);
+      p.coordinate_transform = it->second;
+      std::string nm = AttrString(n, "nearest_mode", opset_ < 11 ? "floor" : "round_prefer_floor");
+      p.nearest_mode = nm == "round_prefer_ceil" ? fb::NearestMode::RoundPreferCeil
+                       : nm == "floor"           ? fb::NearestMode::Floor
+                       : nm == "ceil"            ? fb::NearestMode::Ceil
+                                                 : fb::NearestMode::RoundPreferFloor;
+      p.cubic_coeff_a = AttrFloat(n, "cubic_coeff_a", -0.75f);
+      p.exclude_outside = AttrInt(n, "exclude_outside", 0) != 0;
+      p.extrapolation_value = AttrFloat(n, "extrapolation_value", 0.0f);
+      p.scales = AttrFloats(n, "scales");  // Upsample-7
+      // Resize-10 and Upsample-9: (X, scales) -> Kiln's (X, roi, scales).
+      if ((t == "Upsample" || opset_ < 11) && in.size() == 2) in = {in[0], -1, in[1]};
+      Emit(fb::OpType::Resize, n, in, U(p));
+    } else if (t == "DepthToSpace" || t == "SpaceToDepth") {
+      fb::SpaceDepthParamsT p;
+      p.blocksize = static_cast<int32_t>(AttrInt(n, "blocksize", 0));
+      p.mode = AttrString(n, "mode", "DCR") == "CRD" ? fb::DepthToSpaceMode::CRD : fb::DepthToSpaceMode::DCR;
+      Emit(t == "DepthToSpace" ? fb::OpType::DepthToSpace : fb::OpType::SpaceToDepth, n, in, U(p));
+    } else if (t == "Cast") {
+      fb::CastParamsT p;
+      auto to = MapDataType(static_cast<int>(AttrInt(n, "to", 1)));
+      if (!to.ok()) return Keep(n, to.status().message());
+      p.to = *to;
+      Emit(fb::OpType::Cast, n, in, U(p));
+    } else if (t == "ArgMax" || t == "ArgMin") {
+      fb::ArgParamsT p;
+      p.axis = static_cast<int32_t>(AttrInt(n, "axis", 0));
+      p.keepdims = AttrInt(n, "keepdims", 1) != 0;
+      p.select_last_index = AttrInt(n, "select_last_index", 0) != 0;
+      Emit(t == "ArgMax" ? fb::OpType::ArgMax : fb::OpType::ArgMin, n, in, U(p));
+    } else if (t == "Shape") {
+      fb::ShapeParamsT p;
+      p.start = AttrInt(n, "start", 0);
+      p.end = AttrInt(n, "end", INT64_MAX);
+      Emit(fb::OpType::Shape, n, in, U(p));
+    } else if (t == "Reshape") {
+      fb::ReshapeParamsT p;
+      p.allowzero = AttrInt(n, "allowzero", 0) != 0;
+      Emit(fb::OpType::Reshape, n, in, U(p));
+    } else if (t == "Dropout") {
+      if (n.output_size() > 1 && !n.output(1).empty()) return Keep(n, "Dropout mask output");
+      Emit(fb::OpType::Identity, n, {in.at(0)}, {}, 1);
+    } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
+      Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...
+    } else {
+      return Keep(n, "");
+    }
+    return Status::Ok();
+  }
+
+  static fb::OpType OpByName(const std::string& name) {
+    for (int i = 1; i <= static_cast<int>(fb::OpType::MAX); ++i)
+      if (name == fb::EnumNamesOpType()[i]) return static_cast<fb::OpType>(i);
+    return fb::OpType::Invalid;
+  }
+
+  // An op Kiln cannot run: recorded, and kept as a Custom op when allowed.
+  Status Keep(const onnx::NodeProto& n, const std::string& why) {
+    std::string type = n.op_type() + (why.empty() ? "" : " (" + why + ")");
+    missing_[type].push_back(n.name());
+    report_->unsupported[n.op_type()]++;
+    std::vector<int> in;
+    for (int k = 0; k < n.input_size(); ++k) {
+      auto t = Input(n, k);
+      in.push_back(t.ok() ? *t : -1);
+    }
+    fb::CustomParamsT p;
+    p.type_name = n.op_type();
+    p.domain = n.domain();
+    Emit(fb::OpType::Custom, n, in, U(p));
+    return Status::Ok();
+  }
+
+  NetBuilder b_;
+  const ConvertOptions& opt_;
+  ConvertReport* report_;
+  std::string base_dir_;
+  int64_t opset_ = 1;
+  std::map<std::string, int> tensors_;
+  std::map<std::string, std::vector<std::string>> missing_;
+};
+
+}  // namespace
+
+StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
+  ConvertReport local;
+  if (!report) report = &local;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound("%s: cannot open", path.c_str());
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&f)) return InvalidArgument("%s: not a valid ONNX protobuf", path.c_str());
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  OnnxImporter importer(options, report, dir);
+  auto r = importer.Import(model);
+  if (!r.ok()) return r.status().WithContext(path);
+  return r;
+}
+
+}  // namespace kiln

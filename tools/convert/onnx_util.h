@@ -1,0 +1,34 @@
+// Helpers over ONNX protobuf messages: attributes and tensors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/format.h"
+#include "kiln/status.h"
+#include "onnx/onnx.pb.h"
+
+namespace kiln::onnx_import {
+
+const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const char* name);
+int64_t AttrInt(const onnx::NodeProto& n, const char* name, int64_t def);
+float AttrFloat(const onnx::NodeProto& n, const char* name, float def);
+std::string AttrString(const onnx::NodeProto& n, const char* name, const std::string& def);
+std::vector<int64_t> AttrInts(const onnx::NodeProto& n, const char* name);
+std::vector<int32_t> AttrInts32(const onnx::NodeProto& n, const char* name);
+std::vector<float> AttrFloats(const onnx::NodeProto& n, const char* name);
+
+// ONNX TensorProto.DataType -> Kiln dtype; Unsupported for the others.
+StatusOr<fb::DataType> MapDataType(int onnx_type);
+
+struct TensorData {
+  fb::DataType dtype = fb::DataType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // little-endian, row-major
+};
+
+// Reads a TensorProto's values (raw_data, typed fields, or external data
+// resolved against `base_dir`).
+StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& base_dir);
+
+}  // namespace kiln::onnx_import
