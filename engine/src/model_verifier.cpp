@@ -97,7 +97,14 @@ class ModelVerifier {
     if (bytes > kMaxTensorBytes) return InvalidArgument("%llu bytes is too large", (unsigned long long)bytes);
 
     if (t->quant()) RETURN_IF_ERROR(CheckQuant(t), "quantization");
-    if (!t->data() && !t->external()) return Status::Ok();
+    if (!t->data() && !t->external()) {
+      if (!t->is_constant()) return Status::Ok();
+      if (!is_static || numel != 0)
+        return InvalidArgument("is_constant without data needs a static shape with 0 elements");
+      static const uint8_t kEmpty = 0;  // a non-null address for "constant, no bytes"
+      m_.constants_[index] = ConstantView{&kEmpty, 0};
+      return Status::Ok();
+    }
     if (t->data() && t->external())
       return InvalidArgument("has both inline data and external data");
     if (!is_static) return InvalidArgument("constant data needs a fully static shape");

@@ -62,6 +62,7 @@ int NetBuilder::addConstant(const std::string& name, fb::DataType dtype, const s
   int i = addTensor(name, dtype);
   net_.tensors[i]->unknown_rank = false;
   for (int64_t d : shape) net_.tensors[i]->shape.push_back(MakeDim(Dim(d)));
+  net_.tensors[i]->is_constant = true;
   auto& v = net_.tensors[i]->data;
   v.resize(bytes);
   if (bytes) std::memcpy(v.data(), data, bytes);

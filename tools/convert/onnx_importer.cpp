@@ -241,6 +241,8 @@ class OnnxImporter {
       p.trans_a = AttrInt(n, "transA", 0) != 0;
       p.trans_b = AttrInt(n, "transB", 0) != 0;
       Emit(fb::OpType::Gemm, n, in, U(p));
+    } else if (t == "BatchNormalization" && (AttrInt(n, "training_mode", 0) || OutputNames(n, 5).size() > 1)) {
+      return Keep(n, "training mode");
     } else if (t == "BatchNormalization" || t == "InstanceNormalization" || t == "LayerNormalization") {
       fb::NormParamsT p;
       p.epsilon = AttrFloat(n, "epsilon", 1e-5f);
@@ -373,6 +375,7 @@ class OnnxImporter {
       Emit(fb::OpType::Reshape, n, in, U(p));
     } else if (t == "Dropout") {
       if (n.output_size() > 1 && !n.output(1).empty()) return Keep(n, "Dropout mask output");
+      if (n.input_size() > 2 && !n.input(2).empty()) return Keep(n, "Dropout training_mode input");
       Emit(fb::OpType::Identity, n, {in.at(0)}, {}, 1);
     } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
       Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...

@@ -1,0 +1,289 @@
+// kiln-conformance --backend host|vulkan|opencl [--data DIR] [--filter REGEX]
+//                  [--json] [--expected FILE] [--list-passing FILE]
+//
+// Runs Debian's ONNX backend test cases (libonnx-testdata: model.onnx and
+// test_data_set_*/{input,output}_*.pb under data/{node,pytorch-converted,
+// pytorch-operator,simple}): convert, run, compare with the expected outputs
+// at ONNX's own tolerances (rtol 1e-3, atol 1e-7). Each case runs in a forked
+// child, so a crash is a failed case, not a dead runner.
+//
+// With --expected, every case listed there must pass (exit 1 otherwise).
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/convert.h"
+#include "kiln/interpreter.h"
+#include "onnx_util.h"
+
+namespace {
+
+using namespace kiln;
+
+const char* kDefaultData = "/usr/include/onnx/backend/test/data";
+const char* kSuites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+
+enum class Outcome { kPassed = 0, kFailed = 1, kUnsupported = 2 };
+
+std::vector<std::string> ListDir(const std::string& dir, const std::string& prefix = "") {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != ".." && n.rfind(prefix, 0) == 0) out.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+StatusOr<onnx::TensorProto> ReadProto(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  onnx::TensorProto t;
+  if (!f || !t.ParseFromIstream(&f)) return InvalidArgument("%s: not a TensorProto", path.c_str());
+  return t;
+}
+
+std::string ShapeString(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+double Value(const std::vector<uint8_t>& bytes, fb::DataType dt, size_t i) {
+  switch (dt) {
+    case fb::DataType::F32: return reinterpret_cast<const float*>(bytes.data())[i];
+    case fb::DataType::I32: return reinterpret_cast<const int32_t*>(bytes.data())[i];
+    case fb::DataType::I64: return static_cast<double>(reinterpret_cast<const int64_t*>(bytes.data())[i]);
+    case fb::DataType::I8: return reinterpret_cast<const int8_t*>(bytes.data())[i];
+    case fb::DataType::U8:
+    case fb::DataType::BOOL: return bytes[i];
+    default: return 0;
+  }
+}
+
+// Runs one case; returns the outcome and a message.
+std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType backend) {
+  ConvertReport report;
+  auto built = ImportOnnx(dir + "/model.onnx", ConvertOptions{}, &report);
+  if (!built.ok()) {
+    bool unsup = built.status().code() == StatusCode::kUnsupported;
+    return {unsup ? Outcome::kUnsupported : Outcome::kFailed, "convert: " + built.status().message()};
+  }
+  auto bytes = built->finish();
+  if (!bytes.ok()) return {Outcome::kFailed, bytes.status().message()};
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  if (!interp.ok()) return {Outcome::kFailed, "load: " + interp.status().message()};
+  const fb::Net& net = (*interp)->net();
+  std::vector<std::string> input_names, output_names;
+  if (net.inputs())
+    for (int32_t t : *net.inputs()) input_names.push_back(net.tensors()->Get(t)->name()->str());
+  for (int32_t t : *net.outputs()) output_names.push_back(net.tensors()->Get(t)->name()->str());
+
+  ScheduleConfig config;
+  config.type = backend;
+  auto session = (*interp)->createSession(config);
+  if (!session.ok()) {
+    bool unsup = session.status().code() == StatusCode::kUnsupported;
+    return {unsup ? Outcome::kUnsupported : Outcome::kFailed, "session: " + session.status().message()};
+  }
+  Session* s = *session;
+  std::vector<std::string> sets = ListDir(dir, "test_data_set_");
+  if (sets.empty()) return {Outcome::kFailed, "no test_data_set_*"};
+  for (const std::string& set : sets) {
+    std::string sd = dir + "/" + set;
+    std::vector<onnx_import::TensorData> inputs;
+    for (size_t k = 0; k < input_names.size(); ++k) {
+      auto proto = ReadProto(sd + "/input_" + std::to_string(k) + ".pb");
+      if (!proto.ok()) return {Outcome::kFailed, proto.status().message()};
+      auto data = onnx_import::ReadTensor(*proto, sd);
+      if (!data.ok()) return {Outcome::kUnsupported, "input: " + data.status().message()};
+      Tensor* in = s->getInput(input_names[k]);
+      Status st = s->resizeTensor(in, data->shape);
+      if (!st.ok()) return {Outcome::kFailed, "resize: " + st.message()};
+      inputs.push_back(std::move(data).value());
+    }
+    Status st = s->resize();
+    if (!st.ok())
+      return {st.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed, "resize: " + st.message()};
+    for (size_t k = 0; k < input_names.size(); ++k) {
+      auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
+      st = s->getInput(input_names[k])->copyFromHostTensor(*host);
+      if (!st.ok()) return {Outcome::kFailed, "input: " + st.message()};
+    }
+    st = s->run();
+    if (!st.ok())
+      return {st.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed, "run: " + st.message()};
+    for (size_t k = 0; k < output_names.size(); ++k) {
+      auto proto = ReadProto(sd + "/output_" + std::to_string(k) + ".pb");
+      if (!proto.ok()) return {Outcome::kFailed, proto.status().message()};
+      auto want = onnx_import::ReadTensor(*proto, sd);
+      if (!want.ok()) return {Outcome::kUnsupported, "expected output: " + want.status().message()};
+      Tensor* out = s->getOutput(output_names[k]);
+      if (out->shape() != want->shape || out->dtype() != want->dtype)
+        return {Outcome::kFailed, StrFormat("output %zu '%s': got %s %s, want %s %s", k, output_names[k].c_str(),
+                                            DataTypeName(out->dtype()), ShapeString(out->shape()).c_str(),
+                                            DataTypeName(want->dtype), ShapeString(want->shape).c_str())};
+      std::vector<uint8_t> got(out->byteSize());
+      auto host = Tensor::wrap(out->shape(), out->dtype(), got.data());
+      st = out->copyToHostTensor(host.get());
+      if (!st.ok()) return {Outcome::kFailed, st.message()};
+      size_t n = static_cast<size_t>(out->elementCount());
+      for (size_t i = 0; i < n; ++i) {
+        double g = Value(got, out->dtype(), i), w = Value(want->bytes, want->dtype, i);
+        if (std::isnan(g) && std::isnan(w)) continue;
+        if (std::isinf(w) && g == w) continue;
+        if (!(std::fabs(g - w) <= 1e-7 + 1e-3 * std::fabs(w)))
+          return {Outcome::kFailed, StrFormat("output %zu '%s' [%zu]: got %g, want %g (%s)", k, output_names[k].c_str(),
+                                              i, g, w, set.c_str())};
+      }
+    }
+  }
+  return {Outcome::kPassed, ""};
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: kiln-conformance --backend host|vulkan|opencl [--data DIR] [--filter REGEX] [--json]\n"
+               "                        [--expected FILE] [--list-passing FILE]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend_name = "host", data = kDefaultData, filter, expected_file, list_file;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--backend" && i + 1 < argc) backend_name = argv[++i];
+    else if (a == "--data" && i + 1 < argc) data = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--expected" && i + 1 < argc) expected_file = argv[++i];
+    else if (a == "--list-passing" && i + 1 < argc) list_file = argv[++i];
+    else if (a == "--json") json = true;
+    else return Usage();
+  }
+  std::map<std::string, ForwardType> backends = {
+      {"host", ForwardType::kHost}, {"vulkan", ForwardType::kVulkan}, {"opencl", ForwardType::kOpenCL}};
+  if (!backends.count(backend_name)) return Usage();
+  ForwardType backend = backends[backend_name];
+  std::regex re(filter.empty() ? ".*" : filter);
+  setenv("KILN_QUIET", "1", 1);
+
+  struct Result {
+    std::string suite, name, message;
+    Outcome outcome;
+  };
+  std::vector<Result> results;
+  for (const char* suite : kSuites) {
+    for (const std::string& name : ListDir(data + "/" + suite)) {
+      std::string id = std::string(suite) + "/" + name;
+      if (!std::regex_search(id, re)) continue;
+      int fds[2];
+      if (pipe(fds) != 0) return 1;
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        auto [outcome, msg] = RunCase(data + "/" + id, backend);
+        std::string line = std::to_string(static_cast<int>(outcome)) + msg;
+        if (write(fds[1], line.data(), line.size()) < 0) _exit(3);
+        _exit(0);
+      }
+      close(fds[1]);
+      std::string buf;
+      char chunk[4096];
+      ssize_t r;
+      while ((r = read(fds[0], chunk, sizeof chunk)) > 0) buf.append(chunk, static_cast<size_t>(r));
+      close(fds[0]);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      Result res{suite, name, "", Outcome::kFailed};
+      if (WIFSIGNALED(status)) {
+        res.message = StrFormat("crashed (signal %d)", WTERMSIG(status));
+      } else if (buf.empty()) {
+        res.message = "no result";
+      } else {
+        res.outcome = static_cast<Outcome>(buf[0] - '0');
+        res.message = buf.substr(1);
+      }
+      results.push_back(res);
+    }
+  }
+
+  std::map<std::string, std::array<int, 3>> per_suite;
+  std::set<std::string> passing;
+  for (const Result& r : results) {
+    per_suite[r.suite][static_cast<int>(r.outcome)]++;
+    if (r.outcome == Outcome::kPassed) passing.insert(r.suite + "/" + r.name);
+  }
+  if (json) {
+    std::printf("{\"backend\": \"%s\", \"cases\": [\n", backend_name.c_str());
+    for (size_t i = 0; i < results.size(); ++i) {
+      static const char* kNames[] = {"passed", "failed", "unsupported"};
+      std::printf("  {\"case\": \"%s/%s\", \"result\": \"%s\", \"error\": \"%s\"}%s\n", results[i].suite.c_str(),
+                  results[i].name.c_str(), kNames[static_cast<int>(results[i].outcome)],
+                  JsonEscape(results[i].message).c_str(), i + 1 < results.size() ? "," : "");
+    }
+    std::printf("]}\n");
+  }
+  std::array<int, 3> total{};
+  for (auto& [suite, c] : per_suite) {
+    std::fprintf(json ? stderr : stdout, "%-18s %-7s passed %4d, failed %4d, unsupported %4d\n", suite.c_str(),
+                 backend_name.c_str(), c[0], c[1], c[2]);
+    for (int k = 0; k < 3; ++k) total[k] += c[k];
+  }
+  std::fprintf(json ? stderr : stdout, "%-18s %-7s passed %4d, failed %4d, unsupported %4d\n", "total",
+               backend_name.c_str(), total[0], total[1], total[2]);
+
+  if (!list_file.empty()) {
+    std::ofstream f(list_file);
+    for (const std::string& p : passing) f << p << "\n";
+  }
+  int rc = 0;
+  if (!expected_file.empty()) {
+    std::ifstream f(expected_file);
+    if (!f) {
+      std::fprintf(stderr, "kiln-conformance: cannot read %s\n", expected_file.c_str());
+      return 1;
+    }
+    std::string line;
+    int regressions = 0;
+    std::map<std::string, std::string> why;
+    for (const Result& r : results) why[r.suite + "/" + r.name] = r.message;
+    while (std::getline(f, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      if (!std::regex_search(line, re)) continue;
+      if (!passing.count(line)) {
+        std::fprintf(stderr, "REGRESSION %s: %s\n", line.c_str(), why.count(line) ? why[line].c_str() : "not found");
+        ++regressions;
+      }
+    }
+    if (regressions) rc = 1;
+  }
+  return rc;
+}
