@@ -7,7 +7,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan fuzz clean
+.PHONY: all deps build test demo test-asan test-tsan fuzz models-check clean
 
 all: build
 
@@ -49,6 +49,12 @@ fuzz: deps
 	mkdir -p build-fuzz/corpus
 	build-fuzz/bin/kiln-fuzz-seeds build-fuzz/corpus
 	build-fuzz/bin/kiln-fuzz-loader -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus
+
+# The real models (torchvision CNNs, a transformer encoder): convert, run on
+# the host, compare with torch. Slow (minutes), so not part of `make test`.
+models-check: build
+	@$(DEPS) tools/setup/debian-packages-models.txt
+	tools/models/check_models.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Writes the real-model test set as ONNX, each with an input and torch's output.
+
+Random weights with a fixed seed (no downloads): resnet18, resnet50,
+mobilenet_v2, mobilenet_v3_small, squeezenet1_1, shufflenet_v2_x1_0,
+efficientnet_b0 (1x3x224x224) and a 4-layer transformer encoder (seq 128,
+d_model 256, 4 heads). Uses Debian's python3-torch and python3-torchvision.
+
+usage: make_models.py OUT_DIR [NAME ...]
+writes OUT_DIR/NAME.onnx, OUT_DIR/NAME.input.npy, OUT_DIR/NAME.output.npy
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision
+
+CNNS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
+        "shufflenet_v2_x1_0", "efficientnet_b0"]
+ALL = CNNS + ["transformer_encoder"]
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
+                                                 dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+def build(name):
+    torch.manual_seed(0)
+    if name == "transformer_encoder":
+        return Encoder().eval(), torch.randn(1, 128, 256)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    # Random init leaves BatchNorm at identity statistics; give it real ones
+    # so folding and normalization are exercised.
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    return model, torch.randn(1, 3, 224, 224)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    out = sys.argv[1]
+    names = sys.argv[2:] or ALL
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        path = os.path.join(out, name + ".onnx")
+        if os.path.exists(path) and os.path.exists(os.path.join(out, name + ".output.npy")):
+            print(f"{name}: up to date")
+            continue
+        model, x = build(name)
+        with torch.no_grad():
+            y = model(x)
+            torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
+                              opset_version=13, do_constant_folding=True)
+        np.save(os.path.join(out, name + ".input.npy"), x.numpy())
+        np.save(os.path.join(out, name + ".output.npy"), y.numpy())
+        print(f"{name}: wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
