@@ -1,0 +1,347 @@
+// Shape functions: the nn family (Conv, ConvTranspose, pools, normalizations,
+// MatMul, Gemm, Softmax). ONNX semantics throughout; every error names the op
+// and the offending value, e.g. "Conv: input has 5 channels but weights
+// expect 3 (group 1)".
+#include <string>
+
+#include "ops/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+using IntVec = std::vector<int64_t>;
+using FbInts = flatbuffers::Vector<int32_t>;
+
+std::string Join(const IntVec& v) { return ShapeToString(v); }
+
+// An attribute list with one entry per spatial axis (or `per` entries per
+// axis, for pads): absent or empty gives `n * per` copies of `dflt`.
+StatusOr<IntVec> SpatialList(const char* op, const char* what, const FbInts* v, int n, int per, int64_t dflt,
+                             int64_t min_value) {
+  size_t want = static_cast<size_t>(n * per);
+  if (!v || v->size() == 0) return IntVec(want, dflt);
+  if (v->size() != want)
+    return InvalidArgument("%s: %s has %u entries, expected %zu (%s for %d spatial axes)", op, what, v->size(), want,
+                           per == 1 ? "one" : "two", n);
+  IntVec out(v->begin(), v->end());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] < min_value)
+      return InvalidArgument("%s: %s[%zu] is %lld, must be >= %lld", op, what, i, static_cast<long long>(out[i]),
+                             static_cast<long long>(min_value));
+  return out;
+}
+
+// Output size of a sliding window (Conv, pools) along every spatial axis.
+// in: spatial input dims; kernel/strides/dilations per axis; pads explicit
+// [begins..., ends...] (ignored for SAME_*/VALID).
+StatusOr<IntVec> WindowOutput(const char* op, const IntVec& in, const IntVec& kernel, const IntVec& strides,
+                              const IntVec& dilations, const IntVec& pads, fb::AutoPad auto_pad, bool ceil_mode) {
+  size_t n = in.size();
+  IntVec out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t ek = (kernel[i] - 1) * dilations[i] + 1;  // effective (dilated) kernel extent
+    switch (auto_pad) {
+      case fb::AutoPad::SameUpper:
+      case fb::AutoPad::SameLower:
+        out[i] = (in[i] + strides[i] - 1) / strides[i];
+        continue;
+      case fb::AutoPad::Valid:
+      case fb::AutoPad::NotSet:
+      default: {
+        int64_t pb = auto_pad == fb::AutoPad::Valid ? 0 : pads[i];
+        int64_t pe = auto_pad == fb::AutoPad::Valid ? 0 : pads[i + n];
+        int64_t span = in[i] + pb + pe;
+        if (span < ek)
+          return InvalidArgument("%s: kernel extent %lld (kernel %lld, dilation %lld) on spatial axis %zu is larger "
+                                 "than the padded input %lld (input %lld, pads %lld+%lld)",
+                                 op, static_cast<long long>(ek), static_cast<long long>(kernel[i]),
+                                 static_cast<long long>(dilations[i]), i, static_cast<long long>(span),
+                                 static_cast<long long>(in[i]), static_cast<long long>(pb), static_cast<long long>(pe));
+        int64_t o = (span - ek) / strides[i] + 1;
+        if (ceil_mode) {
+          o = (span - ek + strides[i] - 1) / strides[i] + 1;
+          // A window must start inside the input or its begin padding.
+          if ((o - 1) * strides[i] >= in[i] + pb) --o;
+        }
+        out[i] = o;
+      }
+    }
+  }
+  return out;
+}
+
+Status SameType(ShapeContext& c, int a, int b, const char* what_a, const char* what_b) {
+  if (c.hasInput(a) && c.hasInput(b) && c.inType(a) != c.inType(b))
+    return InvalidArgument("%s: %s is %s but %s is %s", c.op().typeName(), what_a, DataTypeName(c.inType(a)), what_b,
+                           DataTypeName(c.inType(b)));
+  return Status::Ok();
+}
+
+// Input k must be 1-D with `n` entries (per-channel parameters).
+Status PerChannel(ShapeContext& c, int k, const char* what, int64_t n) {
+  const char* op = c.op().typeName();
+  if (c.inRank(k) != 1 || c.inShape(k)[0] != n)
+    return InvalidArgument("%s: %s (input %d) must have shape [%lld], has %s", op, what, k, static_cast<long long>(n),
+                           Join(c.inShape(k)).c_str());
+  return SameType(c, 0, k, "X", what);
+}
+
+}  // namespace
+
+// ---- Conv / ConvTranspose ----
+
+Status InferShapeConv(ShapeContext& c) {
+  const char* op = c.op().typeName();
+  const bool transpose = c.op().type == fb::OpType::ConvTranspose;
+  const fb::ConvParams* p = c.params<fb::ConvParams>();
+  const IntVec& x = c.inShape(0);
+  const IntVec& w = c.inShape(1);
+  if (x.size() < 3)
+    return InvalidArgument("%s: input must be [N, C, spatial...] with at least one spatial axis, is %s", op,
+                           Join(x).c_str());
+  if (w.size() != x.size())
+    return InvalidArgument("%s: weights %s have rank %zu but the input %s has rank %zu", op, Join(w).c_str(),
+                           w.size(), Join(x).c_str(), x.size());
+  RETURN_IF_ERROR(SameType(c, 0, 1, "X", "W"));
+  const int n = static_cast<int>(x.size()) - 2;
+  const int64_t group = p ? p->group() : 1;
+  if (group < 1) return InvalidArgument("%s: group is %lld, must be >= 1", op, static_cast<long long>(group));
+  int64_t out_channels;
+  if (!transpose) {
+    // W: [M, C / group, k...]
+    if (x[1] != w[1] * group)
+      return InvalidArgument("%s: input has %lld channels but weights expect %lld (group %lld)", op,
+                             static_cast<long long>(x[1]), static_cast<long long>(w[1] * group),
+                             static_cast<long long>(group));
+    if (w[0] % group != 0)
+      return InvalidArgument("%s: %lld output channels (weights %s) do not divide into %lld groups", op,
+                             static_cast<long long>(w[0]), Join(w).c_str(), static_cast<long long>(group));
+    out_channels = w[0];
+  } else {
+    // W: [C, M / group, k...]
+    if (x[1] != w[0])
+      return InvalidArgument("%s: input has %lld channels but weights %s expect %lld", op,
+                             static_cast<long long>(x[1]), Join(w).c_str(), static_cast<long long>(w[0]));
+    if (x[1] % group != 0)
+      return InvalidArgument("%s: %lld input channels do not divide into %lld groups", op,
+                             static_cast<long long>(x[1]), static_cast<long long>(group));
+    out_channels = w[1] * group;
+  }
+  if (c.hasInput(2)) RETURN_IF_ERROR(PerChannel(c, 2, "bias", out_channels));
+
+  IntVec kernel(w.begin() + 2, w.end());
+  if (p && p->kernel_shape() && p->kernel_shape()->size() > 0) {
+    ASSIGN_OR_RETURN(IntVec ks, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+    if (ks != kernel)
+      return InvalidArgument("%s: kernel_shape %s does not match the weights' spatial dims %s (weights %s)", op,
+                             Join(ks).c_str(), Join(kernel).c_str(), Join(w).c_str());
+  }
+  for (int i = 0; i < n; ++i)
+    if (kernel[i] < 1) return InvalidArgument("%s: weights %s have an empty kernel", op, Join(w).c_str());
+  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p ? p->strides() : nullptr, n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p ? p->dilations() : nullptr, n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p ? p->pads() : nullptr, n, 2, 0, 0));
+  const fb::AutoPad auto_pad = p ? p->auto_pad() : fb::AutoPad::NotSet;
+  IntVec in(x.begin() + 2, x.end());
+  IntVec out_shape = {x[0], out_channels};
+
+  if (!transpose) {
+    ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, auto_pad, false));
+    out_shape.insert(out_shape.end(), out.begin(), out.end());
+  } else {
+    ASSIGN_OR_RETURN(IntVec out_pad, SpatialList(op, "output_padding", p ? p->output_padding() : nullptr, n, 1, 0, 0));
+    for (int i = 0; i < n; ++i)
+      if (out_pad[i] >= strides[i] && out_pad[i] >= dilations[i])
+        return InvalidArgument("%s: output_padding[%d] = %lld must be smaller than the stride (%lld) or the dilation "
+                               "(%lld)", op, i, static_cast<long long>(out_pad[i]),
+                               static_cast<long long>(strides[i]), static_cast<long long>(dilations[i]));
+    const FbInts* os = p ? p->output_shape() : nullptr;
+    for (int i = 0; i < n; ++i) {
+      int64_t o;
+      if (os && os->size() > 0) {
+        // output_shape gives the spatial dims (a full [N, M, ...] shape is accepted too).
+        if (os->size() != static_cast<size_t>(n) && os->size() != static_cast<size_t>(n + 2))
+          return InvalidArgument("%s: output_shape has %u entries, expected %d", op, os->size(), n);
+        o = os->Get(os->size() - static_cast<size_t>(n) + static_cast<size_t>(i));
+        if (o < 1) return InvalidArgument("%s: output_shape[%d] is %lld", op, i, static_cast<long long>(o));
+      } else if (auto_pad == fb::AutoPad::SameUpper || auto_pad == fb::AutoPad::SameLower) {
+        o = in[i] * strides[i];
+      } else {
+        int64_t pb = auto_pad == fb::AutoPad::Valid ? 0 : pads[i];
+        int64_t pe = auto_pad == fb::AutoPad::Valid ? 0 : pads[i + n];
+        o = strides[i] * (in[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - pb - pe;
+        if (o < 1)
+          return InvalidArgument("%s: pads %lld+%lld leave no output on spatial axis %d (input %lld, kernel %lld, "
+                                 "stride %lld)", op, static_cast<long long>(pb), static_cast<long long>(pe), i,
+                                 static_cast<long long>(in[i]), static_cast<long long>(kernel[i]),
+                                 static_cast<long long>(strides[i]));
+      }
+      out_shape.push_back(o);
+    }
+  }
+  c.setOutput(0, out_shape, c.inType(0));
+  return Status::Ok();
+}
+
+// ---- pools ----
+
+Status InferShapePool(ShapeContext& c) {
+  const char* op = c.op().typeName();
+  const fb::PoolParams* p = c.params<fb::PoolParams>();
+  const IntVec& x = c.inShape(0);
+  if (x.size() < 3)
+    return InvalidArgument("%s: input must be [N, C, spatial...] with at least one spatial axis, is %s", op,
+                           Join(x).c_str());
+  const int n = static_cast<int>(x.size()) - 2;
+  if (!p || !p->kernel_shape() || p->kernel_shape()->size() == 0)
+    return InvalidArgument("%s: kernel_shape is required", op);
+  ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p->dilations(), n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
+  if (p->auto_pad() == fb::AutoPad::NotSet)
+    for (int i = 0; i < n; ++i) {
+      int64_t ek = (kernel[i] - 1) * dilations[i] + 1;
+      if (pads[i] >= ek || pads[i + n] >= ek)
+        return InvalidArgument("%s: pads %lld+%lld on spatial axis %d must be smaller than the kernel extent %lld", op,
+                               static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]), i,
+                               static_cast<long long>(ek));
+    }
+  IntVec in(x.begin() + 2, x.end());
+  ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, p->auto_pad(), p->ceil_mode()));
+  IntVec shape = {x[0], x[1]};
+  shape.insert(shape.end(), out.begin(), out.end());
+  c.setOutput(0, shape, c.inType(0));
+  if (c.numOutputs() > 1) c.setOutput(1, shape, fb::DataType::I64);  // MaxPool Indices
+  return Status::Ok();
+}
+
+Status InferShapeGlobalPool(ShapeContext& c) {
+  const IntVec& x = c.inShape(0);
+  if (x.size() < 3)
+    return InvalidArgument("%s: input must be [N, C, spatial...] with at least one spatial axis, is %s",
+                           c.op().typeName(), Join(x).c_str());
+  IntVec shape(x.size(), 1);
+  shape[0] = x[0];
+  shape[1] = x[1];
+  c.setOutput(0, shape, c.inType(0));
+  return Status::Ok();
+}
+
+// ---- normalizations ----
+
+// BatchNormalization (X, scale, B, mean, var) and InstanceNormalization (X, scale, B).
+Status InferShapeChannelNorm(ShapeContext& c) {
+  const char* op = c.op().typeName();
+  const bool instance = c.op().type == fb::OpType::InstanceNormalization;
+  const IntVec& x = c.inShape(0);
+  if (x.size() < (instance ? 3u : 2u))
+    return InvalidArgument("%s: input must be [N, C%s], is %s", op, instance ? ", spatial..." : ", ...",
+                           Join(x).c_str());
+  static const char* const kNames[] = {"X", "scale", "B", "mean", "var"};
+  for (int k = 1; k < c.numInputs(); ++k) {
+    if (!c.hasInput(k)) return InvalidArgument("%s: input %d (%s) is required", op, k, kNames[k]);
+    RETURN_IF_ERROR(PerChannel(c, k, kNames[k], x[1]));
+  }
+  c.setOutputLike(0, 0);
+  return Status::Ok();
+}
+
+// Broadcasting `what` (input k) to the normalized shape `norm` (unidirectional).
+static Status BroadcastsTo(ShapeContext& c, int k, const char* what, const IntVec& norm) {
+  const IntVec& s = c.inShape(k);
+  bool ok = s.size() <= norm.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    int64_t d = s[s.size() - 1 - i];
+    ok = d == 1 || d == norm[norm.size() - 1 - i];
+  }
+  if (!ok)
+    return InvalidArgument("%s: %s %s does not broadcast to the normalized shape %s", c.op().typeName(), what,
+                           Join(s).c_str(), Join(norm).c_str());
+  return SameType(c, 0, k, "X", what);
+}
+
+Status InferShapeLayerNorm(ShapeContext& c) {
+  const char* op = c.op().typeName();
+  const fb::NormParams* p = c.params<fb::NormParams>();
+  const IntVec& x = c.inShape(0);
+  const int rank = static_cast<int>(x.size());
+  if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", op);
+  ASSIGN_OR_RETURN(int axis, c.axis(p ? p->axis() : -1, rank), "%s", op);
+  IntVec norm(x.begin() + axis, x.end());
+  RETURN_IF_ERROR(BroadcastsTo(c, 1, "scale", norm));
+  if (c.hasInput(2)) RETURN_IF_ERROR(BroadcastsTo(c, 2, "B", norm));
+  c.setOutputLike(0, 0);
+  // Mean and InvStdDev: X's shape with the normalized axes set to 1 (float, stash_type 1).
+  IntVec stat = x;
+  for (int i = axis; i < rank; ++i) stat[i] = 1;
+  for (int k = 1; k < c.numOutputs() && k < 3; ++k) c.setOutput(k, stat, fb::DataType::F32);
+  return Status::Ok();
+}
+
+// ---- MatMul / Gemm ----
+
+Status InferShapeMatMul(ShapeContext& c) {
+  IntVec a = c.inShape(0), b = c.inShape(1);
+  if (a.empty() || b.empty())
+    return InvalidArgument("MatMul: operands must have rank >= 1, are %s and %s", Join(a).c_str(), Join(b).c_str());
+  RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);  // [K] -> [1, K]
+  if (b_vec) b.push_back(1);          // [K] -> [K, 1]
+  if (a.back() != b[b.size() - 2])
+    return InvalidArgument("MatMul: A %s and B %s: inner dims %lld and %lld differ", Join(c.inShape(0)).c_str(),
+                           Join(c.inShape(1)).c_str(), static_cast<long long>(a.back()),
+                           static_cast<long long>(b[b.size() - 2]));
+  IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  ASSIGN_OR_RETURN(IntVec out, BroadcastShapes(ba, bb), "MatMul: batch dims");
+  if (!a_vec) out.push_back(a[a.size() - 2]);
+  if (!b_vec) out.push_back(b.back());
+  c.setOutput(0, out, c.inType(0));
+  return Status::Ok();
+}
+
+Status InferShapeGemm(ShapeContext& c) {
+  const fb::GemmParams* p = c.params<fb::GemmParams>();
+  const IntVec& a = c.inShape(0);
+  const IntVec& b = c.inShape(1);
+  if (a.size() != 2 || b.size() != 2)
+    return InvalidArgument("Gemm: A and B must be 2-D, are %s and %s", Join(a).c_str(), Join(b).c_str());
+  RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
+  const bool ta = p && p->trans_a(), tb = p && p->trans_b();
+  int64_t m = ta ? a[1] : a[0], ka = ta ? a[0] : a[1];
+  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (ka != kb)
+    return InvalidArgument("Gemm: A %s%s and B %s%s: inner dims %lld and %lld differ", Join(a).c_str(),
+                           ta ? " (transposed)" : "", Join(b).c_str(), tb ? " (transposed)" : "",
+                           static_cast<long long>(ka), static_cast<long long>(kb));
+  if (c.hasInput(2)) {
+    const IntVec& cs = c.inShape(2);
+    IntVec mn = {m, n};
+    bool ok = cs.size() <= 2;
+    for (size_t i = 0; ok && i < cs.size(); ++i) {
+      int64_t d = cs[cs.size() - 1 - i];
+      ok = d == 1 || d == mn[1 - i];
+    }
+    if (!ok)
+      return InvalidArgument("Gemm: C %s does not broadcast to [%lld,%lld]", Join(cs).c_str(),
+                             static_cast<long long>(m), static_cast<long long>(n));
+    RETURN_IF_ERROR(SameType(c, 0, 2, "A", "C"));
+  }
+  c.setOutput(0, {m, n}, c.inType(0));
+  return Status::Ok();
+}
+
+// ---- Softmax / LogSoftmax ----
+
+Status InferShapeSoftmax(ShapeContext& c) {
+  const fb::AxisParams* p = c.params<fb::AxisParams>();
+  int rank = c.inRank(0);
+  if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", c.op().typeName());
+  ASSIGN_OR_RETURN(int axis, c.axis(p ? p->axis() : -1, rank), "%s", c.op().typeName());
+  (void)axis;
+  c.setOutputLike(0, 0);
+  return Status::Ok();
+}
+
+}  // namespace kiln

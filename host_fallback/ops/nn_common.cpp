@@ -1,0 +1,81 @@
+// Helpers shared by the host nn kernels (nn_*.cpp). There is no header for
+// them: each user repeats the prototypes it needs under "defined in
+// nn_common.cpp"; a mismatch there fails to link (the names are mangled with
+// their parameter types).
+#include <cmath>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln::nn {
+
+// Unsupported unless every given input is f32; names the op and the dtype.
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in) {
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k] && in[k]->dtype() != fb::DataType::F32)
+      return Unsupported("host %s supports f32 only; input %zu is %s", op.typeName(), k, DataTypeName(in[k]->dtype()));
+  return Status::Ok();
+}
+
+// A fused activation (ConvParams / GemmParams .activation) applied in place
+// to y[0, n). Relu6 is always [0, 6]; Clip uses [lo, hi]; LeakyRelu `alpha`;
+// Gelu is the exact (erf) form.
+void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n) {
+  switch (act) {
+    case fb::Activation::None: return;
+    case fb::Activation::Relu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
+      return;
+    case fb::Activation::Relu6:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::fmin(6.f, std::fmax(0.f, y[i]));
+      return;
+    case fb::Activation::Clip:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < lo ? lo : (y[i] > hi ? hi : y[i]);
+      return;
+    case fb::Activation::LeakyRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : alpha * y[i];
+      return;
+    case fb::Activation::Sigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-y[i]));
+      return;
+    case fb::Activation::HardSwish:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] * std::fmin(1.f, std::fmax(0.f, y[i] / 6.f + 0.5f));
+      return;
+    case fb::Activation::Gelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.f + std::erf(y[i] * 0.70710678118f));
+      return;
+  }
+}
+
+// Padding of a sliding window (Conv, pools) whose output sizes `out` are
+// already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
+// NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the
+// end) and SAME_LOWER (at the beginning).
+std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
+                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dilations) {
+  const size_t n = in.size();
+  std::vector<int64_t> result(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (auto_pad == fb::AutoPad::SameUpper || auto_pad == fb::AutoPad::SameLower) {
+      int64_t ek = (kernel[i] - 1) * dilations[i] + 1;
+      int64_t total = (out[i] - 1) * strides[i] + ek - in[i];
+      if (total < 0) total = 0;
+      result[i] = auto_pad == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
+      result[i + n] = total - result[i];
+    } else if (auto_pad == fb::AutoPad::NotSet && pads.size() == 2 * n) {
+      result[i] = pads[i];
+      result[i + n] = pads[i + n];
+    }
+  }
+  return result;
+}
+
+// A flatbuffers int list as int64, or `n` copies of `dflt` when absent/empty.
+std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt) {
+  if (!v || v->size() == 0) return std::vector<int64_t>(n, dflt);
+  return std::vector<int64_t>(v->begin(), v->end());
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,260 @@
+// Host kernels: Conv and ConvTranspose (f32, any number of spatial axes,
+// groups, dilations, strides, pads / auto_pad, optional bias, fused
+// activation). Direct convolution: for every kernel tap the weight times a
+// shifted row of one plane is accumulated into another plane. Work is split
+// over batch x output channels, so each thread owns whole output planes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln {
+namespace nn {  // defined in nn_common.cpp
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
+void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n);
+std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
+                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dilations);
+std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt);
+}  // namespace nn
+
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+int64_t Prod(IntVec::const_iterator b, IntVec::const_iterator e) {
+  int64_t n = 1;
+  for (; b != e; ++b) n *= *b;
+  return n;
+}
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
+
+// The tap geometry of a sliding window, shared by Conv and ConvTranspose.
+// Positions `a` of the iterated grid A map to b = a * stride - pad + k * dilation
+// in grid B (Conv: A = output, B = input; ConvTranspose: A = input, B = output).
+// Planes are walked as rows of their last axis.
+struct Taps {
+  int64_t a_rows = 1, a_w = 1, b_w = 1;  // rows of A; row lengths of A and B
+  int64_t k_rows = 1, k_w = 1;           // kernel rows and row length
+  int64_t stride_w = 1;                  // stride along the last axis
+  IntVec row_off;                        // [k_rows * a_rows]: B element offset of the row, -1 if outside
+  IntVec lo, hi, b_start;                // per last-axis tap kx: a in [lo, hi) hits B at b_start + (a - lo) * stride
+};
+
+Taps MakeTaps(const IntVec& a, const IntVec& b, const IntVec& kernel, const IntVec& strides, const IntVec& pads,
+              const IntVec& dilations) {
+  const size_t n = a.size(), last = n - 1;
+  Taps t;
+  t.a_rows = Prod(a.begin(), a.end() - 1);
+  t.a_w = a[last];
+  t.b_w = b[last];
+  t.k_rows = Prod(kernel.begin(), kernel.end() - 1);
+  t.k_w = kernel[last];
+  t.stride_w = strides[last];
+  t.row_off.assign(static_cast<size_t>(t.k_rows * t.a_rows), -1);
+  IntVec kidx(n, 0), aidx(n, 0);
+  for (int64_t kr = 0; kr < t.k_rows; ++kr) {
+    // kernel row multi-index over axes [0, last)
+    for (size_t j = last, rem = static_cast<size_t>(kr); j-- > 0;) {
+      kidx[j] = static_cast<int64_t>(rem) % kernel[j];
+      rem /= static_cast<size_t>(kernel[j]);
+    }
+    for (int64_t ar = 0; ar < t.a_rows; ++ar) {
+      int64_t rem = ar, off = 0, mul = t.b_w;
+      bool inside = true;
+      for (size_t j = last; j-- > 0;) {
+        int64_t ai = rem % a[j];
+        rem /= a[j];
+        int64_t bi = ai * strides[j] - pads[j] + kidx[j] * dilations[j];
+        if (bi < 0 || bi >= b[j]) inside = false;
+        off += bi * mul;
+        mul *= b[j];
+      }
+      if (inside) t.row_off[static_cast<size_t>(kr * t.a_rows + ar)] = off;
+    }
+  }
+  for (int64_t kx = 0; kx < t.k_w; ++kx) {
+    int64_t shift = kx * dilations[last] - pads[last];  // b = a * s + shift
+    int64_t lo = std::max<int64_t>(0, CeilDiv(-shift, t.stride_w));
+    int64_t hi = std::min<int64_t>(t.a_w, FloorDiv(t.b_w - 1 - shift, t.stride_w) + 1);
+    if (hi < lo) hi = lo;
+    t.lo.push_back(lo);
+    t.hi.push_back(hi);
+    t.b_start.push_back(lo * t.stride_w + shift);
+  }
+  return t;
+}
+
+struct ConvAttrs {
+  IntVec kernel, strides, dilations, pads;  // pads: the begins first (MakeTaps reads only those)
+  int64_t group = 1;
+  fb::Activation act = fb::Activation::None;
+  float act_min = 0, act_max = 0, act_alpha = 0;
+};
+
+ConvAttrs ReadConvAttrs(const fb::ConvParams* p, const Tensor& w) {
+  ConvAttrs a;
+  size_t n = static_cast<size_t>(w.dimensions() - 2);
+  a.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  a.strides = nn::IntsOr(p ? p->strides() : nullptr, n, 1);
+  a.dilations = nn::IntsOr(p ? p->dilations() : nullptr, n, 1);
+  a.group = p ? p->group() : 1;
+  a.act = p ? p->activation() : fb::Activation::None;
+  a.act_min = p ? p->activation_min() : -INFINITY;
+  a.act_max = p ? p->activation_max() : INFINITY;
+  a.act_alpha = p ? p->activation_alpha() : 0.01f;
+  return a;
+}
+
+void FillBias(float* y, int64_t n, const Tensor* bias, int64_t m) {
+  float v = bias ? bias->host<float>()[m] : 0.f;
+  std::fill(y, y + n, v);
+}
+
+Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const Tensor& X = *in[0];
+  const Tensor& W = *in[1];
+  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+  Tensor& Y = *out[0];
+  const fb::ConvParams* p = op.params<fb::ConvParams>();
+  ConvAttrs a = ReadConvAttrs(p, W);
+  const IntVec xin(X.shape().begin() + 2, X.shape().end());
+  const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
+  a.pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet, nn::IntsOr(p ? p->pads() : nullptr, 0, 0), xin,
+                          yout, a.kernel, a.strides, a.dilations);  // MakeTaps reads the begins
+  const int64_t N = X.length(0), C = X.length(1), M = Y.length(1);
+  const int64_t Cg = C / a.group, Mg = M / a.group;
+  const int64_t in_plane = Prod(xin.begin(), xin.end()), out_plane = Prod(yout.begin(), yout.end());
+  const int64_t ksize = Prod(a.kernel.begin(), a.kernel.end());
+  const Taps t = MakeTaps(yout, xin, a.kernel, a.strides, a.pads, a.dilations);
+  const float* x = X.host<float>();
+  const float* w = W.host<float>();
+  float* y = Y.host<float>();
+  if (out_plane == 0) return Status::Ok();
+
+  be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
+    for (int64_t nm = begin; nm < end; ++nm) {
+      const int64_t n = nm / M, m = nm % M, g = m / Mg;
+      float* yp = y + nm * out_plane;
+      FillBias(yp, out_plane, B, m);
+      for (int64_t c = 0; c < Cg; ++c) {
+        const float* xp = x + (n * C + g * Cg + c) * in_plane;
+        const float* wp = w + (m * Cg + c) * ksize;
+        for (int64_t kr = 0; kr < t.k_rows; ++kr) {
+          const int64_t* row_off = t.row_off.data() + kr * t.a_rows;
+          for (int64_t kx = 0; kx < t.k_w; ++kx) {
+            const float wv = wp[kr * t.k_w + kx];
+            const int64_t lo = t.lo[kx], len = t.hi[kx] - lo, bs = t.b_start[kx], s = t.stride_w;
+            if (len <= 0) continue;
+            for (int64_t r = 0; r < t.a_rows; ++r) {
+              if (row_off[r] < 0) continue;
+              const float* xr = xp + row_off[r] + bs;
+              float* yr = yp + r * t.a_w + lo;
+              if (s == 1)
+                for (int64_t i = 0; i < len; ++i) yr[i] += wv * xr[i];
+              else
+                for (int64_t i = 0; i < len; ++i) yr[i] += wv * xr[i * s];
+            }
+          }
+        }
+      }
+      nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
+    }
+  });
+  return Status::Ok();
+}
+
+// Begin pads of ConvTranspose (ONNX): explicit pads, or, when output_shape
+// or SAME_* set the output size, a split of the total padding
+// stride * (in - 1) + output_padding + extent - out (clamped at 0): SAME_UPPER
+// puts the odd element at the end, SAME_LOWER and NotSet at the beginning.
+IntVec TransposePadBegin(const fb::ConvParams* p, const IntVec& in, const IntVec& out, const ConvAttrs& a) {
+  const size_t n = in.size();
+  fb::AutoPad ap = p ? p->auto_pad() : fb::AutoPad::NotSet;
+  bool has_output_shape = p && p->output_shape() && p->output_shape()->size() > 0;
+  bool same = ap == fb::AutoPad::SameUpper || ap == fb::AutoPad::SameLower;
+  IntVec begin(n, 0);
+  if (!has_output_shape && !same) {
+    if (ap == fb::AutoPad::NotSet) {
+      IntVec pads = nn::IntsOr(p ? p->pads() : nullptr, 2 * n, 0);
+      for (size_t i = 0; i < n; ++i) begin[i] = pads[i];
+    }
+    return begin;
+  }
+  IntVec out_pad = nn::IntsOr(p ? p->output_padding() : nullptr, n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t extent = (a.kernel[i] - 1) * a.dilations[i] + 1;
+    int64_t total = std::max<int64_t>(0, a.strides[i] * (in[i] - 1) + out_pad[i] + extent - out[i]);
+    begin[i] = ap == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
+  }
+  return begin;
+}
+
+Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                        HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const Tensor& X = *in[0];
+  const Tensor& W = *in[1];
+  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+  Tensor& Y = *out[0];
+  const fb::ConvParams* p = op.params<fb::ConvParams>();
+  ConvAttrs a = ReadConvAttrs(p, W);
+  const IntVec xin(X.shape().begin() + 2, X.shape().end());
+  const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
+  a.pads = TransposePadBegin(p, xin, yout, a);
+  const int64_t N = X.length(0), C = X.length(1), M = Y.length(1);
+  const int64_t Cg = C / a.group, Mg = M / a.group;
+  const int64_t in_plane = Prod(xin.begin(), xin.end()), out_plane = Prod(yout.begin(), yout.end());
+  const int64_t ksize = Prod(a.kernel.begin(), a.kernel.end());
+  // Iterate the input grid; each input position scatters into the output.
+  const Taps t = MakeTaps(xin, yout, a.kernel, a.strides, a.pads, a.dilations);
+  const float* x = X.host<float>();
+  const float* w = W.host<float>();  // [C, M / group, k...]
+  float* y = Y.host<float>();
+  if (out_plane == 0) return Status::Ok();
+
+  be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
+    for (int64_t nm = begin; nm < end; ++nm) {
+      const int64_t n = nm / M, m = nm % M, g = m / Mg, ml = m % Mg;
+      float* yp = y + nm * out_plane;
+      FillBias(yp, out_plane, B, m);
+      for (int64_t c = 0; c < Cg; ++c) {
+        const int64_t ci = g * Cg + c;
+        const float* xp = x + (n * C + ci) * in_plane;
+        const float* wp = w + (ci * Mg + ml) * ksize;
+        for (int64_t kr = 0; kr < t.k_rows; ++kr) {
+          const int64_t* row_off = t.row_off.data() + kr * t.a_rows;
+          for (int64_t kx = 0; kx < t.k_w; ++kx) {
+            const float wv = wp[kr * t.k_w + kx];
+            const int64_t lo = t.lo[kx], len = t.hi[kx] - lo, bs = t.b_start[kx], s = t.stride_w;
+            if (len <= 0) continue;
+            for (int64_t r = 0; r < t.a_rows; ++r) {
+              if (row_off[r] < 0) continue;
+              const float* xr = xp + r * t.a_w + lo;
+              float* yr = yp + row_off[r] + bs;
+              for (int64_t i = 0; i < len; ++i) yr[i * s] += wv * xr[i];
+            }
+          }
+        }
+      }
+      nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunConv);
+}
+StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunConvTranspose);
+}
+
+}  // namespace kiln

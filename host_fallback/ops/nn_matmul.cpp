@@ -1,0 +1,135 @@
+// Host kernels: MatMul (numpy semantics: batch dims broadcast, 1-D operands
+// promoted and the added axis removed) and Gemm (alpha, beta, transposes, C
+// broadcast to [M, N], fused activation). f32; work is split over output rows.
+#include <algorithm>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln {
+namespace nn {  // defined in nn_common.cpp
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
+void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n);
+}  // namespace nn
+
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+// Element offset of every output batch index into an operand whose batch
+// dims `dims` broadcast to `out` (both outermost first; `dims` may be shorter).
+IntVec BatchOffsets(const IntVec& dims, const IntVec& out, int64_t matrix_size) {
+  int64_t count = 1;
+  for (int64_t d : out) count *= d;
+  const size_t r = out.size(), lead = r - dims.size();
+  IntVec stride(r, 0);
+  for (size_t i = dims.size(), st = static_cast<size_t>(matrix_size); i-- > 0;) {
+    stride[lead + i] = dims[i] == 1 ? 0 : static_cast<int64_t>(st);
+    st *= static_cast<size_t>(dims[i]);
+  }
+  IntVec offs(static_cast<size_t>(count));
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t rem = b, off = 0;
+    for (size_t d = r; d-- > 0;) {
+      off += rem % out[d] * stride[d];
+      rem /= out[d];
+    }
+    offs[static_cast<size_t>(b)] = off;
+  }
+  return offs;
+}
+
+Status RunMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                 HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  IntVec a = in[0]->shape(), b = in[1]->shape();
+  if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
+  if (b.size() == 1) b.push_back(1);          // [K] -> [K, 1]
+  const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
+  const IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  // The broadcast batch shape (shape inference has checked compatibility).
+  const size_t rank = std::max(ba.size(), bb.size());
+  auto dim = [rank](const IntVec& v, size_t i) { return i < rank - v.size() ? 1 : v[i - (rank - v.size())]; };
+  IntVec batch(rank);
+  for (size_t i = 0; i < rank; ++i) batch[i] = dim(ba, i) == 1 ? dim(bb, i) : dim(ba, i);
+  const IntVec a_off = BatchOffsets(ba, batch, M * K), b_off = BatchOffsets(bb, batch, K * N);
+  const float* pa = in[0]->host<float>();
+  const float* pb = in[1]->host<float>();
+  float* py = out[0]->host<float>();
+  const int64_t rows = static_cast<int64_t>(a_off.size()) * M;
+  be.pool().parallelFor(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t bi = r / M, i = r % M;
+      const float* ar = pa + a_off[static_cast<size_t>(bi)] + i * K;
+      const float* bm = pb + b_off[static_cast<size_t>(bi)];
+      float* yr = py + r * N;
+      std::fill(yr, yr + N, 0.f);
+      for (int64_t k = 0; k < K; ++k) {
+        const float av = ar[k];
+        const float* bk = bm + k * N;
+        for (int64_t j = 0; j < N; ++j) yr[j] += av * bk[j];
+      }
+    }
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K * N)));
+  return Status::Ok();
+}
+
+Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const fb::GemmParams* p = op.params<fb::GemmParams>();
+  const float alpha = p ? p->alpha() : 1.f, beta = p ? p->beta() : 1.f;
+  const bool ta = p && p->trans_a(), tb = p && p->trans_b();
+  const fb::Activation act = p ? p->activation() : fb::Activation::None;
+  const float act_min = p ? p->activation_min() : 0.f, act_max = p ? p->activation_max() : 0.f;
+  const float act_alpha = p ? p->activation_alpha() : 0.f;
+  const Tensor* C = in.size() > 2 && beta != 0.f ? in[2] : nullptr;
+  const int64_t M = out[0]->length(0), N = out[0]->length(1);
+  const int64_t K = ta ? in[0]->length(0) : in[0]->length(1);
+  // C(i, j) = c[i * ci + j * cj]; a stride is 0 along a broadcast axis.
+  int64_t ci = 0, cj = 0;
+  if (C) {
+    const IntVec& cs = C->shape();
+    if (!cs.empty() && cs.back() != 1) cj = 1;
+    if (cs.size() == 2 && cs[0] != 1) ci = cs[1];
+  }
+  const float* pa = in[0]->host<float>();
+  const float* pb = in[1]->host<float>();
+  const float* pc = C ? C->host<float>() : nullptr;
+  float* py = out[0]->host<float>();
+  be.pool().parallelFor(M, [&](int64_t begin, int64_t end) {
+    std::vector<float> arow(static_cast<size_t>(K));
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t k = 0; k < K; ++k) arow[k] = ta ? pa[k * M + i] : pa[i * K + k];
+      float* yr = py + i * N;
+      if (tb) {  // B is [N, K]: row j of B is column j of op(B)
+        for (int64_t j = 0; j < N; ++j) {
+          const float* bj = pb + j * K;
+          float s = 0.f;
+          for (int64_t k = 0; k < K; ++k) s += arow[k] * bj[k];
+          yr[j] = s;
+        }
+      } else {
+        std::fill(yr, yr + N, 0.f);
+        for (int64_t k = 0; k < K; ++k) {
+          const float av = arow[k];
+          const float* bk = pb + k * N;
+          for (int64_t j = 0; j < N; ++j) yr[j] += av * bk[j];
+        }
+      }
+      for (int64_t j = 0; j < N; ++j) yr[j] = alpha * yr[j] + (pc ? beta * pc[i * ci + j * cj] : 0.f);
+      nn::ApplyFusedActivation(act, act_min, act_max, act_alpha, yr, N);
+    }
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K * N)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostMatMul(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunMatMul);
+}
+StatusOr<std::unique_ptr<Execution>> CreateHostGemm(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunGemm);
+}
+
+}  // namespace kiln

@@ -1,0 +1,164 @@
+// Host kernels: BatchNormalization (inference form), InstanceNormalization,
+// LayerNormalization (with the optional Mean and InvStdDev outputs). f32;
+// statistics are accumulated in double, variance in a second pass.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln {
+namespace nn {  // defined in nn_common.cpp
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
+}  // namespace nn
+
+namespace {
+
+float Epsilon(const GraphOp& op) {
+  const fb::NormParams* p = op.params<fb::NormParams>();
+  return p ? p->epsilon() : 1e-5f;
+}
+
+// Batch x channel planes of X [N, C, ...] and the size of one.
+void Planes(const Tensor& x, int64_t* planes, int64_t* plane) {
+  *planes = x.length(0) * x.length(1);
+  *plane = *planes ? x.elementCount() / *planes : 0;
+}
+
+Status RunBatchNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                    HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const float eps = Epsilon(op);
+  const int64_t C = in[0]->length(1);
+  const float* scale = in[1]->host<float>();
+  const float* bias = in[2]->host<float>();
+  const float* mean = in[3]->host<float>();
+  const float* var = in[4]->host<float>();
+  // y = x * a[c] + b[c] with a = scale / sqrt(var + eps), b = B - mean * a.
+  std::vector<float> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    a[c] = scale[c] / std::sqrt(var[c] + eps);
+    b[c] = bias[c] - mean[c] * a[c];
+  }
+  int64_t planes, plane;
+  Planes(*in[0], &planes, &plane);
+  const float* x = in[0]->host<float>();
+  float* y = out[0]->host<float>();
+  be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float ac = a[pl % C], bc = b[pl % C];
+      const float* xp = x + pl * plane;
+      float* yp = y + pl * plane;
+      for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * ac + bc;
+    }
+  });
+  return Status::Ok();
+}
+
+Status RunInstanceNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                       HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const double eps = Epsilon(op);
+  const int64_t C = in[0]->length(1);
+  const float* scale = in[1]->host<float>();
+  const float* bias = in[2]->host<float>();
+  int64_t planes, plane;
+  Planes(*in[0], &planes, &plane);
+  const float* x = in[0]->host<float>();
+  float* y = out[0]->host<float>();
+  be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* xp = x + pl * plane;
+      float* yp = y + pl * plane;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < plane; ++i) sum += xp[i];
+      const double mean = plane ? sum / static_cast<double>(plane) : 0;
+      for (int64_t i = 0; i < plane; ++i) sq += (xp[i] - mean) * (xp[i] - mean);
+      const double var = plane ? sq / static_cast<double>(plane) : 0;
+      const float a = static_cast<float>(scale[pl % C] / std::sqrt(var + eps));
+      const float b = static_cast<float>(bias[pl % C] - mean * a);
+      for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * a + b;
+    }
+  });
+  return Status::Ok();
+}
+
+// `t` (scale or B), broadcast to the normalized shape `norm` and flattened.
+std::vector<float> ExpandTo(const Tensor& t, const std::vector<int64_t>& norm) {
+  const int64_t inner = [&] {
+    int64_t n = 1;
+    for (int64_t d : norm) n *= d;
+    return n;
+  }();
+  const std::vector<int64_t>& s = t.shape();
+  const size_t r = norm.size(), lead = r - s.size();
+  std::vector<int64_t> stride(r, 0);  // t's stride along each normalized axis, 0 where it broadcasts
+  for (int64_t i = static_cast<int64_t>(s.size()) - 1, st = 1; i >= 0; --i) {
+    stride[lead + static_cast<size_t>(i)] = s[static_cast<size_t>(i)] == 1 ? 0 : st;
+    st *= s[static_cast<size_t>(i)];
+  }
+  std::vector<float> v(static_cast<size_t>(inner));
+  const float* src = t.host<float>();
+  for (int64_t j = 0; j < inner; ++j) {
+    int64_t rem = j, off = 0;
+    for (size_t d = r; d-- > 0;) {
+      off += rem % norm[d] * stride[d];
+      rem /= norm[d];
+    }
+    v[static_cast<size_t>(j)] = src[off];
+  }
+  return v;
+}
+
+Status RunLayerNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                    HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const fb::NormParams* p = op.params<fb::NormParams>();
+  const Tensor& X = *in[0];
+  const int rank = X.dimensions();
+  int axis = p ? p->axis() : -1;
+  if (axis < 0) axis += rank;
+  const double eps = Epsilon(op);
+  const std::vector<int64_t> norm(X.shape().begin() + axis, X.shape().end());
+  const std::vector<float> scale = ExpandTo(*in[1], norm);
+  const std::vector<float> bias = in.size() > 2 && in[2] ? ExpandTo(*in[2], norm) : std::vector<float>();
+  const int64_t inner = static_cast<int64_t>(scale.size());
+  const int64_t outer = inner ? X.elementCount() / inner : 0;
+  const float* x = X.host<float>();
+  float* y = out[0]->host<float>();
+  float* mean_out = out.size() > 1 && out[1] ? out[1]->host<float>() : nullptr;
+  float* inv_out = out.size() > 2 && out[2] ? out[2]->host<float>() : nullptr;
+  be.pool().parallelFor(outer, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * inner;
+      float* yr = y + r * inner;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < inner; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(inner);
+      for (int64_t i = 0; i < inner; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
+      const float m = static_cast<float>(mean), s = static_cast<float>(inv);
+      if (bias.empty())
+        for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * s * scale[i];
+      else
+        for (int64_t i = 0; i < inner; ++i) yr[i] = (xr[i] - m) * s * scale[i] + bias[i];
+      if (mean_out) mean_out[r] = m;
+      if (inv_out) inv_out[r] = s;
+    }
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, inner)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostBatchNorm(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunBatchNorm);
+}
+StatusOr<std::unique_ptr<Execution>> CreateHostInstanceNorm(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunInstanceNorm);
+}
+StatusOr<std::unique_ptr<Execution>> CreateHostLayerNorm(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunLayerNorm);
+}
+
+}  // namespace kiln

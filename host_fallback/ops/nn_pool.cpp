@@ -1,0 +1,143 @@
+// Host kernels: MaxPool (with the optional Indices output), AveragePool,
+// GlobalAveragePool, GlobalMaxPool. f32, any number of spatial axes. Work is
+// split over batch x channels; each output value visits its window tap by tap.
+#include <cmath>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln {
+namespace nn {  // defined in nn_common.cpp
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
+std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
+                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dilations);
+std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt);
+}  // namespace nn
+
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+int64_t Prod(const IntVec& v) {
+  int64_t n = 1;
+  for (int64_t d : v) n *= d;
+  return n;
+}
+
+Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const fb::PoolParams* p = op.params<fb::PoolParams>();
+  if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
+  const bool is_max = op.type == fb::OpType::MaxPool;
+  const Tensor& X = *in[0];
+  Tensor& Y = *out[0];
+  int64_t* indices = out.size() > 1 && out[1] ? out[1]->host<int64_t>() : nullptr;
+  const size_t n = static_cast<size_t>(X.dimensions() - 2);
+  const IntVec xin(X.shape().begin() + 2, X.shape().end());
+  const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
+  const IntVec kernel = nn::IntsOr(p->kernel_shape(), n, 1);
+  const IntVec strides = nn::IntsOr(p->strides(), n, 1);
+  const IntVec dilations = nn::IntsOr(p->dilations(), n, 1);
+  const IntVec pads =
+      nn::WindowPads(p->auto_pad(), nn::IntsOr(p->pads(), 0, 0), xin, yout, kernel, strides, dilations);
+  const bool include_pad = p->count_include_pad();
+  const int64_t in_plane = Prod(xin), out_plane = Prod(yout), ksize = Prod(kernel);
+  const int64_t planes = X.length(0) * X.length(1);
+
+  // Tap offsets: taps[kk * n + j] = k_j * dilation_j for the kk-th kernel position.
+  IntVec taps(static_cast<size_t>(ksize) * n);
+  for (int64_t kk = 0; kk < ksize; ++kk)
+    for (size_t j = n, rem = static_cast<size_t>(kk); j-- > 0;) {
+      taps[static_cast<size_t>(kk) * n + j] = static_cast<int64_t>(rem % static_cast<size_t>(kernel[j])) * dilations[j];
+      rem /= static_cast<size_t>(kernel[j]);
+    }
+  const float* x = X.host<float>();
+  float* y = Y.host<float>();
+
+  be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+    IntVec oidx(n), start(n);
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* xp = x + pl * in_plane;
+      for (int64_t o = 0; o < out_plane; ++o) {
+        for (size_t j = n, rem = static_cast<size_t>(o); j-- > 0;) {
+          oidx[j] = static_cast<int64_t>(rem % static_cast<size_t>(yout[j]));
+          rem /= static_cast<size_t>(yout[j]);
+          start[j] = oidx[j] * strides[j] - pads[j];
+        }
+        float best = -INFINITY, sum = 0.f;
+        int64_t best_at = 0, valid = 0, in_padded = 0;
+        for (int64_t kk = 0; kk < ksize; ++kk) {
+          const int64_t* tap = taps.data() + kk * static_cast<int64_t>(n);
+          bool inside = true, inside_padded = true;
+          int64_t off = 0;
+          for (size_t j = 0; j < n; ++j) {
+            int64_t pos = start[j] + tap[j];
+            if (pos < 0 || pos >= xin[j]) inside = false;
+            if (pos < -pads[j] || pos >= xin[j] + pads[j + n]) inside_padded = false;
+            off = off * xin[j] + pos;
+          }
+          if (inside_padded) ++in_padded;
+          if (!inside) continue;
+          ++valid;
+          float v = xp[off];
+          if (is_max) {
+            if (valid == 1 || v > best) {  // the first maximum wins
+              best = v;
+              best_at = off;
+            }
+          } else {
+            sum += v;
+          }
+        }
+        const int64_t yi = pl * out_plane + o;
+        if (is_max) {
+          y[yi] = best;  // -inf when the window holds no input element
+          if (indices) indices[yi] = pl * in_plane + best_at;
+        } else {
+          int64_t count = include_pad ? in_padded : valid;
+          y[yi] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+        }
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+Status RunGlobalPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                     HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const Tensor& X = *in[0];
+  const bool is_max = op.type == fb::OpType::GlobalMaxPool;
+  const int64_t planes = X.length(0) * X.length(1);
+  const int64_t plane = planes ? X.elementCount() / planes : 0;
+  const float* x = X.host<float>();
+  float* y = out[0]->host<float>();
+  be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const float* xp = x + pl * plane;
+      if (is_max) {
+        float m = plane ? xp[0] : -INFINITY;
+        for (int64_t i = 1; i < plane; ++i) m = xp[i] > m ? xp[i] : m;
+        y[pl] = m;
+      } else {
+        double s = 0;
+        for (int64_t i = 0; i < plane; ++i) s += xp[i];
+        y[pl] = plane ? static_cast<float>(s / static_cast<double>(plane)) : 0.f;
+      }
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostPool(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunPool);
+}
+StatusOr<std::unique_ptr<Execution>> CreateHostGlobalPool(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunGlobalPool);
+}
+
+}  // namespace kiln

@@ -1,0 +1,74 @@
+// Host kernels: Softmax and LogSoftmax along one axis (ONNX opset 13). f32,
+// numerically stable (the maximum along the axis is subtracted first).
+// X is viewed as [outer, n, inner] with n the axis; a task is one outer index
+// and a block of inner columns, so rows along the axis are read contiguously.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "host_backend.h"
+
+namespace kiln {
+namespace nn {  // defined in nn_common.cpp
+Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
+}  // namespace nn
+
+namespace {
+
+constexpr int64_t kBlock = 256;  // inner columns a task handles at once
+
+Status RunSoftmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                  HostBackend& be) {
+  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  const bool log = op.type == fb::OpType::LogSoftmax;
+  const Tensor& X = *in[0];
+  const fb::AxisParams* p = op.params<fb::AxisParams>();
+  const int rank = X.dimensions();
+  int axis = p ? p->axis() : -1;
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= X.length(d);
+  for (int d = axis + 1; d < rank; ++d) inner *= X.length(d);
+  const int64_t n = X.length(axis);
+  if (outer * n * inner == 0) return Status::Ok();
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  const float* x = X.host<float>();
+  float* y = out[0]->host<float>();
+
+  be.pool().parallelFor(outer * blocks, [&](int64_t begin, int64_t end) {
+    std::vector<float> mx(kBlock), sum(kBlock);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / blocks, j0 = task % blocks * kBlock, w = std::min(kBlock, inner - j0);
+      const float* xb = x + o * n * inner + j0;
+      float* yb = y + o * n * inner + j0;
+      std::fill(mx.begin(), mx.begin() + w, -INFINITY);
+      std::fill(sum.begin(), sum.begin() + w, 0.f);
+      for (int64_t a = 0; a < n; ++a)
+        for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], xb[a * inner + j]);
+      for (int64_t a = 0; a < n; ++a)
+        for (int64_t j = 0; j < w; ++j) {
+          float e = std::exp(xb[a * inner + j] - mx[j]);
+          if (!log) yb[a * inner + j] = e;
+          sum[j] += e;
+        }
+      if (log) {
+        for (int64_t j = 0; j < w; ++j) sum[j] = std::log(sum[j]);
+        for (int64_t a = 0; a < n; ++a)
+          for (int64_t j = 0; j < w; ++j) yb[a * inner + j] = (xb[a * inner + j] - mx[j]) - sum[j];
+      } else {
+        for (int64_t j = 0; j < w; ++j) sum[j] = 1.f / sum[j];
+        for (int64_t a = 0; a < n; ++a)
+          for (int64_t j = 0; j < w; ++j) yb[a * inner + j] *= sum[j];
+      }
+    }
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * std::min(inner, kBlock))));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostSoftmax(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunSoftmax);
+}
+
+}  // namespace kiln
