@@ -228,6 +228,26 @@ TEST_F(LocateTest, TablesScalarsAndData) {
   EXPECT_TRUE(HasSpan(*root, "root offset", 4));  // after the size prefix
 }
 
+TEST_F(LocateTest, AgreesWithTheGeneratedApiForEveryOp) {
+  for (flatbuffers::uoffset_t i = 0; i < net_->ops()->size(); ++i) {
+    const fb::Op* op = net_->ops()->Get(i);
+    std::string p = "ops[" + std::to_string(i) + "]";
+    SCOPED_TRACE(p);
+    auto type = Loc(p + ".type");
+    ASSERT_TRUE(type.ok()) << type.status().ToString();
+    EXPECT_EQ(type->offset, Off(reinterpret_cast<const flatbuffers::Table*>(op)->GetAddressOf(fb::Op::VT_TYPE)));
+    EXPECT_EQ(type->value, std::string(fb::EnumNameOpType(op->type())) + " (" +
+                               std::to_string(static_cast<int>(op->type())) + ")");
+    auto name = Loc(p + ".name");
+    ASSERT_TRUE(name.ok()) << name.status().ToString();
+    EXPECT_EQ(name->offset, Off(op->name()->c_str()));
+    auto out0 = Loc(p + ".outputs[0]");
+    ASSERT_TRUE(out0.ok()) << out0.status().ToString();
+    EXPECT_EQ(out0->offset, Off(op->outputs()->data()));
+    EXPECT_EQ(out0->value, std::to_string(op->outputs()->Get(0)));
+  }
+}
+
 TEST_F(LocateTest, BadPathsNameTheFirstBadStep) {
   auto field = Loc("tensors[1].nmae");
   ASSERT_FALSE(field.ok());

@@ -5,7 +5,8 @@
 // accounts for every byte exactly once and a file with hidden bytes shows
 // them.
 #include <algorithm>
-#include <cinttypes>
+#include <cctype>
+#include <cstdio>
 #include <map>
 
 #include "inspect/constant_data.h"

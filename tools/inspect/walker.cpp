@@ -1,7 +1,6 @@
 #include "inspect/walker.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -331,9 +330,14 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
       const reflection::EnumVal* ev = FindEnumValue(EnumOfType(type), tag.i);
       const reflection::Object* obj =
           ev && ev->union_type() ? st.ObjectOf(ev->union_type()->index()) : nullptr;
-      if (!obj)
-        return InvalidArgument("%s: union value with type tag %" PRId64 " that names no table",
-                               PathString(path).c_str(), tag.i);
+      if (!obj) {
+        // Type NONE, or a member newer than this schema: FlatBuffers
+        // verifies such a value as opaque, and a reader ignores it, so
+        // report the slot and leave the bytes it points to unexplained.
+        o.target_kind = "nothing a reader follows (union type tag not a table of this schema)";
+        st.visitor.Offset(path, o);
+        return Status::Ok();
+      }
       path.back().union_type = ShortName(obj->name());
       o.target_kind = "table";
       st.visitor.Offset(path, o);

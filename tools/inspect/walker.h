@@ -118,7 +118,8 @@ struct StringInfo {
 };
 
 // Callbacks of a walk, in file-structure order (depth first, fields of a
-// table in declaration order). Begin* return false to skip the children.
+// table in declaration order). Begin* return false to skip the children
+// and the matching End* call.
 // Vectors of scalars get no per-element callbacks: a consumer that wants
 // elements reads them with Walker::ReadScalar, so a 100 MB weights vector
 // costs one callback, not 100 million.
