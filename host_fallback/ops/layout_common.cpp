@@ -1,0 +1,305 @@
+// Parameter resolution shared by the layout-family shape functions and host
+// kernels (see layout_common.h).
+#include "layout_common.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/shape_inference.h"
+
+namespace kiln {
+
+StatusOr<std::vector<int64_t>> TensorInts(const Tensor& t) {
+  int64_t n = t.elementCount();
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  if (n == 0) return v;
+  if (!t.hostData()) return InvalidArgument("'%s': its values are not on the host", t.name().c_str());
+  switch (t.dtype()) {
+    case fb::DataType::I64: std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 8); break;
+    case fb::DataType::I32:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int32_t>()[k];
+      break;
+    case fb::DataType::I8:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int8_t>()[k];
+      break;
+    case fb::DataType::U8:
+    case fb::DataType::BOOL:
+      for (int64_t k = 0; k < n; ++k) v[k] = t.host<uint8_t>()[k];
+      break;
+    default:
+      return InvalidArgument("'%s' must be an integer tensor, is %s", t.name().c_str(), DataTypeName(t.dtype()));
+  }
+  return v;
+}
+
+StatusOr<std::vector<float>> TensorFloats(const Tensor& t) {
+  int64_t n = t.elementCount();
+  std::vector<float> v(static_cast<size_t>(n));
+  if (n == 0) return v;
+  if (t.dtype() == fb::DataType::F32) {
+    if (!t.hostData()) return InvalidArgument("'%s': its values are not on the host", t.name().c_str());
+    std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
+    return v;
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ints, TensorInts(t));
+  for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
+  return v;
+}
+
+ValueSource TensorValues(const std::vector<Tensor*>& in) {
+  ValueSource v;
+  v.has = [&in](int k) { return k >= 0 && static_cast<size_t>(k) < in.size() && in[static_cast<size_t>(k)]; };
+  v.ints = [&in](int k) { return TensorInts(*in[static_cast<size_t>(k)]); };
+  v.floats = [&in](int k) { return TensorFloats(*in[static_cast<size_t>(k)]); };
+  return v;
+}
+
+StatusOr<int> NormalizeAxis(int64_t axis, int rank, const char* what) {
+  if (axis < -rank || axis >= rank)
+    return InvalidArgument("%s %lld out of range for rank %d", what, static_cast<long long>(axis), rank);
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+namespace {
+
+template <typename T>
+std::vector<int64_t> ToI64(const flatbuffers::Vector<T>* v) {
+  std::vector<int64_t> r;
+  if (v)
+    for (auto x : *v) r.push_back(static_cast<int64_t>(x));
+  return r;
+}
+
+std::string ListToString(const std::vector<int64_t>& v) { return ShapeToString(v); }
+
+// Normalizes and checks a list of distinct axes.
+StatusOr<std::vector<int>> DistinctAxes(const std::vector<int64_t>& axes, int rank, const char* op) {
+  std::vector<int> out;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank), "%s", op);
+    if (seen[static_cast<size_t>(n)])
+      return InvalidArgument("%s: axis %lld appears twice in axes %s", op, static_cast<long long>(a),
+                             ListToString(axes).c_str());
+    seen[static_cast<size_t>(n)] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- Slice ----
+
+StatusOr<std::vector<SliceDim>> ResolveSlice(const GraphOp& op, const std::vector<int64_t>& shape,
+                                             const ValueSource& v) {
+  const fb::SliceParams* p = op.params<fb::SliceParams>();
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (v.has(1)) {
+    ASSIGN_OR_RETURN(starts, v.ints(1), "Slice starts (input 1)");
+  } else if (p && p->starts()) {
+    starts = ToI64(p->starts());
+  } else {
+    return InvalidArgument("Slice: no starts (neither input 1 nor SliceParams.starts)");
+  }
+  if (v.has(2)) {
+    ASSIGN_OR_RETURN(ends, v.ints(2), "Slice ends (input 2)");
+  } else if (p && p->ends()) {
+    ends = ToI64(p->ends());
+  } else {
+    return InvalidArgument("Slice: no ends (neither input 2 nor SliceParams.ends)");
+  }
+  if (v.has(3)) {
+    ASSIGN_OR_RETURN(axes, v.ints(3), "Slice axes (input 3)");
+  } else if (!v.has(1) && p && p->axes() && p->axes()->size() > 0) {
+    axes = ToI64(p->axes());
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (v.has(4)) {
+    ASSIGN_OR_RETURN(steps, v.ints(4), "Slice steps (input 4)");
+  } else if (!v.has(1) && p && p->steps() && p->steps()->size() > 0) {
+    steps = ToI64(p->steps());
+  } else {
+    steps.assign(starts.size(), 1);
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return InvalidArgument("Slice: starts %s, ends %s, axes %s and steps %s must have the same length",
+                           ListToString(starts).c_str(), ListToString(ends).c_str(), ListToString(axes).c_str(),
+                           ListToString(steps).c_str());
+  ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, "Slice"));
+  std::vector<SliceDim> dims(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) dims[static_cast<size_t>(d)] = {0, 1, shape[static_cast<size_t>(d)]};
+  for (size_t i = 0; i < ax.size(); ++i) {
+    const int64_t dim = shape[static_cast<size_t>(ax[i])];
+    int64_t step = steps[i], start = starts[i], end = ends[i];
+    if (step == 0) return InvalidArgument("Slice: step 0 on axis %d", ax[i]);
+    if (start < 0) start += dim;  // no overflow: dim >= 0
+    if (end < 0) end += dim;
+    int64_t count;
+    if (step > 0) {
+      start = std::max<int64_t>(0, std::min(start, dim));
+      end = std::max<int64_t>(0, std::min(end, dim));
+      count = end > start ? (end - start + step - 1) / step : 0;
+    } else {
+      start = std::max<int64_t>(-1, std::min(start, dim - 1));
+      end = std::max<int64_t>(-1, std::min(end, dim - 1));
+      count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+    }
+    dims[static_cast<size_t>(ax[i])] = {count > 0 ? start : 0, step, count};
+  }
+  return dims;
+}
+
+// ---- Pad ----
+
+StatusOr<std::vector<int64_t>> ResolvePads(const GraphOp& op, const std::vector<int64_t>& shape,
+                                           const ValueSource& v) {
+  const fb::PadParams* p = op.params<fb::PadParams>();
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> pads;
+  if (v.has(1)) {
+    ASSIGN_OR_RETURN(pads, v.ints(1), "Pad pads (input 1)");
+  } else if (p && p->pads()) {
+    pads = ToI64(p->pads());
+  } else {
+    return InvalidArgument("Pad: no pads (neither input 1 nor PadParams.pads)");
+  }
+  std::vector<int> axes;
+  if (v.has(3)) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> a, v.ints(3), "Pad axes (input 3)");
+    ASSIGN_OR_RETURN(axes, DistinctAxes(a, rank, "Pad"));
+  } else {
+    for (int d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (pads.size() != 2 * axes.size())
+    return InvalidArgument("Pad: pads %s has %zu values; %zu axes need %zu", ListToString(pads).c_str(), pads.size(),
+                           axes.size(), 2 * axes.size());
+  std::vector<int64_t> full(2 * static_cast<size_t>(rank), 0);
+  const size_t n = axes.size();
+  fb::PadMode mode = p ? p->mode() : fb::PadMode::Constant;
+  for (size_t i = 0; i < n; ++i) {
+    size_t a = static_cast<size_t>(axes[i]);
+    full[a] = pads[i];
+    full[a + static_cast<size_t>(rank)] = pads[i + n];
+    int64_t out = shape[a] + pads[i] + pads[i + n];
+    if (out < 0)
+      return InvalidArgument("Pad: pads %lld and %lld on axis %zu of size %lld give a negative size",
+                             static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]), a,
+                             static_cast<long long>(shape[a]));
+    if (mode != fb::PadMode::Constant && shape[a] == 0 && out > 0)
+      return InvalidArgument("Pad: %s mode cannot pad axis %zu of size 0", fb::EnumNamePadMode(mode), a);
+  }
+  return full;
+}
+
+// ---- Resize ----
+
+StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>& shape, const ValueSource& v) {
+  const fb::ResizeParams* p = op.params<fb::ResizeParams>();
+  const size_t rank = shape.size();
+  ResizeSpec s;
+  std::vector<int64_t> sizes;
+  std::vector<float> scales;
+  if (v.has(3)) {
+    ASSIGN_OR_RETURN(sizes, v.ints(3), "Resize sizes (input 3)");
+  }
+  if (sizes.empty() && v.has(2)) {
+    ASSIGN_OR_RETURN(scales, v.floats(2), "Resize scales (input 2)");
+  }
+  if (sizes.empty() && scales.empty() && p && p->scales())
+    for (float f : *p->scales()) scales.push_back(f);
+  if (!sizes.empty()) {
+    if (sizes.size() != rank)
+      return InvalidArgument("Resize: sizes %s has %zu values for an input of rank %zu", ListToString(sizes).c_str(),
+                             sizes.size(), rank);
+    for (size_t d = 0; d < rank; ++d) {
+      if (sizes[d] < 0) return InvalidArgument("Resize: sizes %s has a negative size", ListToString(sizes).c_str());
+      s.scales.push_back(shape[d] == 0 ? 1.f : static_cast<float>(sizes[d]) / static_cast<float>(shape[d]));
+    }
+    s.out_shape = sizes;
+    return s;
+  }
+  if (scales.empty())
+    return InvalidArgument("Resize: needs scales (input 2 or ResizeParams.scales) or sizes (input 3)");
+  if (scales.size() != rank)
+    return InvalidArgument("Resize: %zu scales for an input of rank %zu", scales.size(), rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (!(scales[d] > 0.f)) return InvalidArgument("Resize: scale %g on axis %zu must be > 0", scales[d], d);
+    s.out_shape.push_back(static_cast<int64_t>(std::floor(static_cast<double>(shape[d]) * scales[d])));
+  }
+  s.scales = scales;
+  return s;
+}
+
+// ---- Reduce* ----
+
+StatusOr<ReduceSpec> ResolveReduce(const GraphOp& op, const std::vector<int64_t>& shape, const ValueSource& v) {
+  const fb::ReduceParams* p = op.params<fb::ReduceParams>();
+  const int rank = static_cast<int>(shape.size());
+  ReduceSpec s;
+  s.keepdims = p ? p->keepdims() : true;
+  std::vector<int64_t> axes;
+  if (v.has(1)) {
+    ASSIGN_OR_RETURN(axes, v.ints(1), "%s axes (input 1)", op.typeName());
+  } else if (p && p->axes()) {
+    axes = ToI64(p->axes());
+  }
+  s.reduce.assign(static_cast<size_t>(rank), axes.empty());
+  if (axes.empty() && p && p->noop_with_empty_axes()) {
+    s.noop = true;
+    s.reduce.assign(static_cast<size_t>(rank), false);
+    s.out_shape = shape;
+    return s;
+  }
+  ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, op.typeName()));
+  for (int a : ax) s.reduce[static_cast<size_t>(a)] = true;
+  for (int d = 0; d < rank; ++d) {
+    if (!s.reduce[static_cast<size_t>(d)])
+      s.out_shape.push_back(shape[static_cast<size_t>(d)]);
+    else if (s.keepdims)
+      s.out_shape.push_back(1);
+  }
+  return s;
+}
+
+// ---- Split ----
+
+StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector<int64_t>& shape, int num_outputs,
+                                            const ValueSource& v, int* axis) {
+  const fb::SplitParams* p = op.params<fb::SplitParams>();
+  const int rank = static_cast<int>(shape.size());
+  ASSIGN_OR_RETURN(*axis, NormalizeAxis(p ? p->axis() : 0, rank), "Split");
+  const int64_t dim = shape[static_cast<size_t>(*axis)];
+  std::vector<int64_t> sizes;
+  if (v.has(1)) {
+    ASSIGN_OR_RETURN(sizes, v.ints(1), "Split sizes (input 1)");
+  }
+  if (sizes.empty() && p && p->split()) sizes = ToI64(p->split());
+  if (sizes.empty()) {
+    int64_t n = num_outputs;
+    int64_t chunk = (dim + n - 1) / n;
+    int64_t last = dim - chunk * (n - 1);
+    if (last < 0)
+      return InvalidArgument("Split: axis %d of size %lld cannot be split into %lld parts", *axis,
+                             static_cast<long long>(dim), static_cast<long long>(n));
+    sizes.assign(static_cast<size_t>(n), chunk);
+    sizes.back() = last;
+    return sizes;
+  }
+  if (static_cast<int>(sizes.size()) != num_outputs)
+    return InvalidArgument("Split: %zu sizes %s for %d outputs", sizes.size(), ListToString(sizes).c_str(),
+                           num_outputs);
+  int64_t sum = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) return InvalidArgument("Split: negative size in %s", ListToString(sizes).c_str());
+    sum += s;
+  }
+  if (sum != dim)
+    return InvalidArgument("Split: sizes %s add up to %lld, but axis %d has %lld", ListToString(sizes).c_str(),
+                           static_cast<long long>(sum), *axis, static_cast<long long>(dim));
+  return sizes;
+}
+
+}  // namespace kiln

@@ -1,0 +1,86 @@
+// Parameter resolution shared by the layout-family shape functions
+// (engine/src/ops/shape_layout.cpp, shape_reduce.cpp) and the host kernels
+// (host_fallback/ops/layout_*.cpp, reduce.cpp), so that both read an op's
+// params and value inputs (Slice's starts, Pad's pads, Resize's scales,
+// Reduce's axes) the same way, with the same errors.
+//
+// Values come through a ValueSource: in a shape function from
+// ShapeContext::inInts/inFloats, in a kernel (at onResize, when value inputs
+// are bound) from the input tensors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+struct ValueSource {
+  std::function<bool(int)> has;  // optional input k is given
+  std::function<StatusOr<std::vector<int64_t>>(int)> ints;
+  std::function<StatusOr<std::vector<float>>(int)> floats;
+};
+
+// A ValueSource over kernel inputs (nullptr for absent optional inputs).
+ValueSource TensorValues(const std::vector<Tensor*>& inputs);
+// A ValueSource over a shape function's inputs (in shape_layout.cpp).
+class ShapeContext;
+ValueSource ShapeValues(const ShapeContext& c);
+
+// The values of an integer (or bool) tensor on the host.
+StatusOr<std::vector<int64_t>> TensorInts(const Tensor& t);
+StatusOr<std::vector<float>> TensorFloats(const Tensor& t);
+
+// Normalizes `axis` into [0, rank), or fails naming the op's `what`.
+StatusOr<int> NormalizeAxis(int64_t axis, int rank, const char* what = "axis");
+
+// ---- Slice ----
+struct SliceDim {
+  int64_t start = 0;  // first input index
+  int64_t step = 1;
+  int64_t count = 0;  // output size
+};
+// One entry per input dim (identity for dims not sliced).
+StatusOr<std::vector<SliceDim>> ResolveSlice(const GraphOp& op, const std::vector<int64_t>& shape,
+                                             const ValueSource& v);
+
+// ---- Pad ----
+// [begin_0..begin_{r-1}, end_0..end_{r-1}], possibly negative.
+StatusOr<std::vector<int64_t>> ResolvePads(const GraphOp& op, const std::vector<int64_t>& shape, const ValueSource& v);
+
+// ---- Resize ----
+struct ResizeSpec {
+  std::vector<int64_t> out_shape;
+  std::vector<float> scales;  // per dim, used by the coordinate transform
+};
+StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>& shape, const ValueSource& v);
+
+// ---- Reduce* ----
+struct ReduceSpec {
+  bool noop = false;         // noop_with_empty_axes and no axes: output = input
+  std::vector<bool> reduce;  // per input dim
+  bool keepdims = true;
+  std::vector<int64_t> out_shape;
+};
+StatusOr<ReduceSpec> ResolveReduce(const GraphOp& op, const std::vector<int64_t>& shape, const ValueSource& v);
+
+// ---- Split ----
+// Sizes along the axis, one per output.
+StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector<int64_t>& shape, int num_outputs,
+                                            const ValueSource& v, int* axis);
+
+// ---- host kernels ----
+class ThreadPool;
+// dst (contiguous, `shape`) [i] = src[offset + sum_d idx_d * strides[d]], for
+// elements of `esize` bytes; strides and offset count elements and may be
+// negative or 0 (broadcast). Defined in layout_copy.cpp.
+void StridedCopy(ThreadPool& pool, const uint8_t* src, uint8_t* dst, size_t esize, std::vector<int64_t> shape,
+                 std::vector<int64_t> strides, int64_t offset);
+// Row-major strides of `shape`, in elements.
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
+
+}  // namespace kiln

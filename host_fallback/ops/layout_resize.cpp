@@ -1,0 +1,182 @@
+// Host kernel: Resize. Nearest (every nearest mode; any dtype, elements are
+// copied) and N-d linear (f32) with the half_pixel, pytorch_half_pixel,
+// align_corners, asymmetric and tf_half_pixel_for_nn coordinate transforms.
+// Cubic and tf_crop_and_resize are not supported. Per-axis index and weight
+// tables are built at onResize, when the scales / sizes values are bound.
+#include <cmath>
+#include <cstring>
+
+#include "host_backend.h"
+#include "ops/layout_common.h"
+#include "ops/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
+  switch (t) {
+    case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
+    case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+    case fb::CoordinateTransform::AlignCorners:
+      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+    case fb::CoordinateTransform::Asymmetric: return x / scale;
+    case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
+    case fb::CoordinateTransform::TfCropAndResize: break;
+  }
+  return 0.f;
+}
+
+int64_t Nearest(fb::NearestMode m, float x) {
+  float f = std::floor(x);
+  switch (m) {
+    case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
+    case fb::NearestMode::RoundPreferCeil: return static_cast<int64_t>(x == f + 0.5f ? f + 1.f : std::round(x));
+    case fb::NearestMode::Floor: return static_cast<int64_t>(f);
+    case fb::NearestMode::Ceil: return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+struct Tap {
+  int64_t off0, off1;  // element offsets (index * stride) of the two neighbours
+  float w0, w1;
+};
+
+class ResizeExecution final : public Execution {
+ public:
+  ResizeExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
+
+  Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const fb::ResizeParams* p = op_.params<fb::ResizeParams>();
+    mode_ = p ? p->mode() : fb::ResizeMode::Nearest;
+    auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
+    auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
+    if (mode_ == fb::ResizeMode::Linear && in[0]->dtype() != fb::DataType::F32)
+      return Unsupported("host Resize: linear mode supports f32, not %s", DataTypeName(in[0]->dtype()));
+    const std::vector<int64_t>& is = in[0]->shape();
+    ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
+    if (spec.out_shape != out[0]->shape())
+      return Internal("Resize: resolved shape %s, inferred %s", ShapeToString(spec.out_shape).c_str(),
+                      ShapeToString(out[0]->shape()).c_str());
+    const std::vector<int64_t> strides = ContiguousStrides(is);
+    const size_t rank = is.size();
+    taps_.assign(rank, {});
+    active_.assign(rank, false);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = is[d], len = spec.out_shape[d];
+      // An axis that is not resized maps to itself (tf_half_pixel_for_nn
+      // would otherwise shift it by half a pixel).
+      const bool same = len == n && spec.scales[d] == 1.f;
+      for (int64_t o = 0; o < len; ++o) {
+        float x = same ? static_cast<float>(o) : ToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        Tap t;
+        if (mode_ == fb::ResizeMode::Nearest) {
+          int64_t i = std::max<int64_t>(0, std::min<int64_t>(Nearest(nm, x), n - 1));
+          t = {i * strides[d], i * strides[d], 1.f, 0.f};
+          active_[d] = active_[d] || i != o;
+        } else {
+          x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
+          int64_t i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
+          float w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
+          t = {i0 * strides[d], i1 * strides[d], 1.f - w1, w1};
+          active_[d] = active_[d] || i0 != o || w1 != 0.f;
+        }
+        taps_[d].push_back(t);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    Tensor& y = *out[0];
+    const std::vector<int64_t>& os = y.shape();
+    const int64_t total = y.elementCount();
+    if (total == 0) return Status::Ok();
+    const size_t rank = os.size();
+    if (rank == 0) {
+      std::memcpy(y.hostData(), x.hostData(), x.elementSize());
+      return Status::Ok();
+    }
+    const int64_t inner = os.back();
+    const bool linear = mode_ == fb::ResizeMode::Linear;
+    const size_t es = x.elementSize();
+    const uint8_t* src = static_cast<const uint8_t*>(x.hostData());
+    uint8_t* dst = static_cast<uint8_t*>(y.hostData());
+    static_cast<HostBackend*>(backend())->pool().parallelFor(total / inner, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> idx(rank, 0);
+      std::vector<const Tap*> act;
+      int64_t rem = b;
+      for (size_t d = rank - 1; d-- > 0;) {
+        idx[d] = rem % os[d];
+        rem /= os[d];
+      }
+      for (int64_t r = b; r < e; ++r) {
+        int64_t base = 0;
+        act.clear();
+        for (size_t d = 0; d + 1 < rank; ++d) {
+          const Tap& t = taps_[d][static_cast<size_t>(idx[d])];
+          if (linear && active_[d])
+            act.push_back(&t);
+          else
+            base += t.off0;
+        }
+        const std::vector<Tap>& last = taps_[rank - 1];
+        if (!linear) {
+          for (int64_t k = 0; k < inner; ++k)
+            std::memcpy(dst + static_cast<size_t>(r * inner + k) * es,
+                        src + static_cast<size_t>(base + last[static_cast<size_t>(k)].off0) * es, es);
+        } else {
+          const float* xs = reinterpret_cast<const float*>(src);
+          float* ys = reinterpret_cast<float*>(dst) + r * inner;
+          const size_t na = act.size();
+          const size_t corners = size_t{1} << na;
+          for (int64_t k = 0; k < inner; ++k) {
+            const Tap& lt = last[static_cast<size_t>(k)];
+            float acc = 0.f;
+            for (size_t c = 0; c < corners; ++c) {
+              int64_t off = base;
+              float w = 1.f;
+              for (size_t j = 0; j < na; ++j) {
+                bool hi = (c >> j) & 1;
+                off += hi ? act[j]->off1 : act[j]->off0;
+                w *= hi ? act[j]->w1 : act[j]->w0;
+              }
+              if (w == 0.f) continue;
+              acc += w * (lt.w0 * xs[off + lt.off0] + (lt.w1 != 0.f ? lt.w1 * xs[off + lt.off1] : 0.f));
+            }
+            ys[k] = acc;
+          }
+        }
+        for (size_t d = rank - 1; d-- > 0;) {
+          if (++idx[d] < os[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }, std::max<int64_t>(1, 4096 / inner));
+    return Status::Ok();
+  }
+
+ private:
+  const GraphOp& op_;
+  fb::ResizeMode mode_ = fb::ResizeMode::Nearest;
+  std::vector<std::vector<Tap>> taps_;
+  std::vector<bool> active_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostResize(const GraphOp& op, const Graph& g, HostBackend* b) {
+  const fb::ResizeParams* p = op.params<fb::ResizeParams>();
+  if (p && p->mode() == fb::ResizeMode::Cubic)
+    return Unsupported("host Resize: cubic mode is not supported (nearest and linear are)");
+  if (p && p->coordinate_transform() == fb::CoordinateTransform::TfCropAndResize)
+    return Unsupported("host Resize: the tf_crop_and_resize coordinate transform is not supported");
+  // An intermediate's dtype is known only after shape inference: onResize checks it.
+  const GraphTensor* x = op.inputs.empty() || op.inputs[0] < 0 ? nullptr : &g.tensors[static_cast<size_t>(op.inputs[0])];
+  if (p && p->mode() == fb::ResizeMode::Linear && x && x->producer < 0 && x->dtype != fb::DataType::F32)
+    return Unsupported("host Resize: linear mode supports f32, not %s", DataTypeName(x->dtype));
+  return std::unique_ptr<Execution>(new ResizeExecution(b, op));
+}
+
+}  // namespace kiln
