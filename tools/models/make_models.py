@@ -27,6 +27,12 @@ class Encoder(torch.nn.Module):
         layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
                                                  dropout=0.0, batch_first=True)
         self.encoder = torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+        # The layers are deep copies of one: give each its own weights.
+        for p in self.parameters():
+            if p.dim() > 1:
+                torch.nn.init.xavier_uniform_(p)
+            else:
+                torch.nn.init.uniform_(p, -0.1, 0.1)
 
     def forward(self, x):
         return self.encoder(x)
@@ -61,8 +67,10 @@ def main():
         model, x = build(name)
         with torch.no_grad():
             y = model(x)
-            torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
-                              opset_version=13, do_constant_folding=True)
+        # Exported with autograd on: under no_grad, TransformerEncoderLayer
+        # takes a fused fast path that has no ONNX export.
+        torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
+                          opset_version=13, do_constant_folding=True)
         np.save(os.path.join(out, name + ".input.npy"), x.numpy())
         np.save(os.path.join(out, name + ".output.npy"), y.numpy())
         print(f"{name}: wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
