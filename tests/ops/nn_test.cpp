@@ -890,6 +890,104 @@ TEST(NnErrors, BadShapesNameTheOp) {
       << bn.status().message();
 }
 
+TEST(NnErrors, BadParamsNameTheProblem) {
+  auto expect_error = [](const StatusOr<std::vector<test::OpResult>>& r, const std::string& needle) {
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  {
+    fb::ConvParamsT p;
+    p.kernel_shape = {3, 2};
+    expect_error(OpTest(fb::OpType::Conv)
+                     .input("x", {1, 3, 7, 7}, Rand({1, 3, 7, 7}, 1))
+                     .constant("w", {4, 3, 3, 3}, Rand({4, 3, 3, 3}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "Conv: kernel_shape [3,2] does not match the weights' spatial dims [3,3]");
+  }
+  {
+    fb::ConvParamsT p;
+    p.group = 2;
+    expect_error(OpTest(fb::OpType::Conv)
+                     .input("x", {1, 6, 7, 7}, Rand({1, 6, 7, 7}, 1))
+                     .constant("w", {5, 3, 3, 3}, Rand({5, 3, 3, 3}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "Conv: 5 output channels (weights [5,3,3,3]) do not divide into 2 groups");
+  }
+  {
+    fb::ConvParamsT p;
+    p.strides = {2, 2, 2};
+    expect_error(OpTest(fb::OpType::Conv)
+                     .input("x", {1, 3, 7, 7}, Rand({1, 3, 7, 7}, 1))
+                     .constant("w", {4, 3, 3, 3}, Rand({4, 3, 3, 3}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "Conv: strides has 3 entries, expected 2");
+  }
+  {
+    fb::ConvParamsT p;
+    p.strides = {2, 2};
+    p.output_padding = {2, 0};
+    expect_error(OpTest(fb::OpType::ConvTranspose)
+                     .input("x", {1, 3, 7, 7}, Rand({1, 3, 7, 7}, 1))
+                     .constant("w", {3, 4, 3, 3}, Rand({3, 4, 3, 3}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "ConvTranspose: output_padding[0] = 2 must be smaller than the stride (2)");
+  }
+  {
+    fb::PoolParamsT p;
+    p.kernel_shape = {2, 2};
+    p.pads = {2, 0, 0, 0};
+    expect_error(OpTest(fb::OpType::MaxPool).input("x", {1, 3, 7, 7}, Rand({1, 3, 7, 7}, 1)).params(p).run(Threads3()),
+                 "MaxPool: pads 2+0 on spatial axis 0 must be smaller than the kernel extent 2");
+    fb::PoolParamsT none;
+    expect_error(
+        OpTest(fb::OpType::AveragePool).input("x", {1, 3, 7, 7}, Rand({1, 3, 7, 7}, 1)).params(none).run(Threads3()),
+        "kernel_shape is required");  // the model verifier catches it before shape inference
+  }
+  {
+    fb::GemmParamsT p;
+    p.trans_b = true;
+    expect_error(OpTest(fb::OpType::Gemm)
+                     .input("a", {2, 3}, Rand({2, 3}, 1))
+                     .input("b", {3, 4}, Rand({3, 4}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "Gemm: A [2,3] and B [3,4] (transposed): inner dims 3 and 4 differ");
+    expect_error(OpTest(fb::OpType::Gemm)
+                     .input("a", {2, 3}, Rand({2, 3}, 1))
+                     .input("b", {3, 4}, Rand({3, 4}, 2))
+                     .input("c", {3, 4}, Rand({3, 4}, 3))
+                     .run(Threads3()),
+                 "Gemm: C [3,4] does not broadcast to [2,4]");
+  }
+  {
+    fb::NormParamsT p;
+    p.axis = 3;
+    expect_error(OpTest(fb::OpType::LayerNormalization)
+                     .input("x", {2, 3, 5}, Rand({2, 3, 5}, 1))
+                     .constant("s", {5}, Rand({5}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "LayerNormalization: axis 3 out of range for rank 3");
+    p.axis = 1;
+    expect_error(OpTest(fb::OpType::LayerNormalization)
+                     .input("x", {2, 3, 5}, Rand({2, 3, 5}, 1))
+                     .constant("s", {2, 5}, Rand({2, 5}, 2))
+                     .params(p)
+                     .run(Threads3()),
+                 "LayerNormalization: scale [2,5] does not broadcast to the normalized shape [3,5]");
+  }
+  {
+    fb::AxisParamsT p;
+    p.axis = -3;
+    expect_error(OpTest(fb::OpType::Softmax).input("x", {2, 3}, Rand({2, 3}, 1)).params(p).run(Threads3()),
+                 "Softmax: axis -3 out of range for rank 2");
+  }
+}
+
 TEST(NnErrors, NonF32IsUnsupported) {
   std::vector<int64_t> v = {1, 2, 3, 4, 5, 6};
   fb::AxisParamsT p;
