@@ -199,7 +199,9 @@ class ModelVerifier {
 
     for (size_t i = 0; i < VecSize(net.ops()); ++i) {
       const fb::Op* op = net.ops()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      RETURN_IF_ERROR(CheckOp(*op, available, produced), "op %zu %s", i, Quote(op->name()).c_str());
+      const OpDef* def = FindOpDef(op->type());
+      RETURN_IF_ERROR(CheckOp(*op, available, produced), "op %zu %s%s%s%s", i, Quote(op->name()).c_str(),
+                      def ? " (" : "", def ? def->name : "", def ? ")" : "");
     }
 
     size_t num_outputs = VecSize(net.outputs());

@@ -77,7 +77,7 @@ void ShapeContext::setOutput(int i, std::vector<int64_t> shape, fb::DataType dty
 }
 
 StatusOr<int> ShapeContext::axis(int64_t axis, int rank, const char* what) const {
-  if (axis < -rank || axis >= rank && !(rank == 0 && axis == 0))
+  if (axis < -rank || (axis >= rank && !(rank == 0 && axis == 0)))
     return InvalidArgument("%s %lld out of range for rank %d", what, static_cast<long long>(axis), rank);
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
