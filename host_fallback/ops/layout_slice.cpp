@@ -91,6 +91,14 @@ class PadExecution final : public Execution {
         src_[d].push_back(i);
       }
     }
+    // The run of the innermost dim that maps one to one onto the input.
+    copy_begin_ = copy_end_ = 0;
+    if (rank > 0) {
+      const std::vector<int64_t>& last = src_.back();
+      const int64_t b = pads[rank - 1];
+      copy_begin_ = std::max<int64_t>(0, b);
+      copy_end_ = std::min<int64_t>(static_cast<int64_t>(last.size()), b + s[rank - 1]);
+    }
     return Status::Ok();
   }
 
@@ -135,6 +143,12 @@ class PadExecution final : public Execution {
           off += i * in_strides[d];
         }
         for (int64_t k = 0; k < inner; ++k) {
+          if (!outside && k == copy_begin_ && copy_end_ > copy_begin_) {  // the unpadded middle, in one copy
+            std::memcpy(row + static_cast<size_t>(k) * es, src + static_cast<size_t>(off + last[static_cast<size_t>(k)]) * es,
+                        static_cast<size_t>(copy_end_ - copy_begin_) * es);
+            k = copy_end_ - 1;
+            continue;
+          }
           int64_t i = last[static_cast<size_t>(k)];
           const uint8_t* from = outside || i < 0 ? fill : src + static_cast<size_t>(off + i) * es;
           std::memcpy(row + static_cast<size_t>(k) * es, from, es);
@@ -151,6 +165,7 @@ class PadExecution final : public Execution {
  private:
   const GraphOp& op_;
   std::vector<std::vector<int64_t>> src_;
+  int64_t copy_begin_ = 0, copy_end_ = 0;
 };
 
 }  // namespace

@@ -931,6 +931,61 @@ TEST(LayoutShape, ConstantOpFeedsConcat) {
             (std::vector<float>{xv[0], xv[1], xv[2], cv[0], cv[1], xv[3], xv[4], xv[5], cv[2], cv[3]}));
 }
 
+// The kernels split their work across the host thread pool: big inputs give
+// the same bytes on 1 and 3 threads (1 thread is checked against references
+// above).
+TEST(LayoutThreads, SameResultOnThreeThreads) {
+  const Shape s = {2, 37, 61, 53};
+  std::vector<float> x = RandomFloats(static_cast<size_t>(Numel(s)), 13);
+  std::vector<std::pair<std::string, OpTest>> ops;
+  {
+    fb::TransposeParamsT p;
+    p.perm = {0, 3, 1, 2};
+    ops.emplace_back("Transpose", std::move(OpTest(fb::OpType::Transpose).input("x", s, x).params(p)));
+  }
+  ops.emplace_back("Slice", std::move(OpTest(fb::OpType::Slice).input("x", s, x).constantI64("st", {2}, {60, 1})
+                                          .constantI64("en", {2}, {INT64_MIN, 50}).constantI64("ax", {2}, {2, 3})
+                                          .constantI64("sp", {2}, {-2, 3})));
+  for (fb::PadMode m : {fb::PadMode::Constant, fb::PadMode::Reflect}) {
+    fb::PadParamsT p;
+    p.mode = m;
+    ops.emplace_back("Pad", std::move(OpTest(fb::OpType::Pad).input("x", s, x)
+                                          .constantI64("pads", {8}, {0, 1, 2, 3, 1, 0, 5, 4}).params(p)));
+  }
+  for (fb::ResizeMode m : {fb::ResizeMode::Nearest, fb::ResizeMode::Linear}) {
+    fb::ResizeParamsT p;
+    p.mode = m;
+    ops.emplace_back("Resize", std::move(OpTest(fb::OpType::Resize).input("x", s, x).missing()
+                                             .constant("scales", {4}, {1, 1, 1.5f, 0.7f}).params(p)));
+  }
+  ops.emplace_back("Gather", std::move(OpTest(fb::OpType::Gather).input("x", s, x)
+                                           .constantI64("i", {3}, {5, -1, 0})
+                                           .params([] { fb::AxisParamsT p; p.axis = 1; return p; }())));
+  ops.emplace_back("Tile", std::move(OpTest(fb::OpType::Tile).input("x", s, x).constantI64("r", {4}, {2, 1, 1, 2})));
+  ops.emplace_back("Expand", std::move(OpTest(fb::OpType::Expand).input("x", {37, 1, 53}, RandomFloats(37 * 53, 2))
+                                           .constantI64("s", {3}, {1, 61, 1})));
+  for (fb::OpType r : {fb::OpType::ReduceSum, fb::OpType::ReduceMax, fb::OpType::ReduceL2}) {
+    fb::ReduceParamsT p;
+    p.axes = {1, 3};
+    ops.emplace_back(fb::EnumNameOpType(r), std::move(OpTest(r).input("x", s, x).params(p)));
+  }
+  {
+    fb::ArgParamsT p;
+    p.axis = 2;
+    ops.emplace_back("ArgMax", std::move(OpTest(fb::OpType::ArgMax).input("x", s, x).params(p)));
+  }
+  ScheduleConfig three;
+  three.numThread = 3;
+  for (auto& [name, op] : ops) {
+    auto one = op.run();
+    auto many = op.run(three);
+    ASSERT_OK(one);
+    ASSERT_OK(many);
+    EXPECT_EQ(one->at(0).shape, many->at(0).shape) << name;
+    EXPECT_TRUE(one->at(0).bytes == many->at(0).bytes) << name;
+  }
+}
+
 // Empty tensors inside a graph (an app cannot feed or fetch them: a wrapped
 // empty vector has no data pointer): Slice, Split, Tile, Reshape give [3,0],
 // Pad fills it, Concat skips the empty ones.
