@@ -52,6 +52,8 @@ template <>
 fb::DataType DType<int64_t>() { return fb::DataType::I64; }
 template <>
 fb::DataType DType<uint8_t>() { return fb::DataType::BOOL; }
+template <>
+fb::DataType DType<uint16_t>() { return fb::DataType::F16; }  // raw bits: layout ops only move them
 
 template <typename T>
 std::vector<T> Random(size_t n, uint32_t seed) {
@@ -262,6 +264,7 @@ TEST(LayoutTranspose, PermsAndDtypes) {
   CheckTranspose<int64_t>({17, 5}, {1, 0}, false);
   CheckTranspose<uint8_t>({3, 7, 17}, {2, 0, 1}, true);
   CheckTranspose<uint8_t>({2, 3, 5}, {0, 2, 1}, true);
+  CheckTranspose<uint16_t>({3, 7, 17}, {1, 2, 0}, true);
 }
 
 TEST(LayoutTranspose, BadPermIsAClearError) {
@@ -310,6 +313,7 @@ TEST(LayoutConcat, AxesAndDtypes) {
   CheckConcat<int64_t>({{2, 3}, {2, 5}}, 1);
   CheckConcat<uint8_t>({{3, 2, 2}, {3, 1, 2}}, 1);
   CheckConcat<uint8_t>({{17}, {3}}, -1);
+  CheckConcat<uint16_t>({{2, 3}, {2, 7}}, 1);
 }
 
 TEST(LayoutConcat, MismatchIsAClearError) {
@@ -454,6 +458,7 @@ TEST(LayoutSlice, StartsEndsAxesSteps) {
     CheckSlice<float>(c, false);
     CheckSlice<int64_t>(c, false);
     CheckSlice<uint8_t>(c, false);
+    CheckSlice<uint16_t>(c, false);
     if (c.steps.empty()) CheckSlice<float>(c, true);  // attribute form (opset < 10)
   }
 }
@@ -509,6 +514,7 @@ TEST(LayoutGather, AxesIndicesAndDtypes) {
   CheckGather<int64_t, int32_t>({2, 17}, 1, {3}, {16, 0, 8});
   CheckGather<uint8_t, int64_t>({3, 7}, -2, {2, 1}, {2, -3});
   CheckGather<uint8_t, int32_t>({1, 3, 7}, 2, {5}, {0, 1, 2, 6, -1});
+  CheckGather<uint16_t, int64_t>({3, 7}, 1, {2}, {6, -7});
 }
 
 TEST(LayoutGather, ErrorsNameTheProblem) {
@@ -552,6 +558,7 @@ TEST(LayoutTile, Repeats) {
   CheckTile<float>({3, 1, 5}, {1, 7, 2});
   CheckTile<int64_t>({3, 2}, {1, 3});
   CheckTile<uint8_t>({2, 3}, {2, 3});
+  CheckTile<uint16_t>({3, 1, 2}, {1, 3, 2});
 }
 
 template <typename T>
@@ -580,6 +587,7 @@ TEST(LayoutExpand, BidirectionalBroadcast) {
   CheckExpand<float>({3, 7}, {3, 7}, {3, 7});
   CheckExpand<int64_t>({1, 3}, {7, 1}, {7, 3});
   CheckExpand<uint8_t>({17, 1}, {17, 3}, {17, 3});
+  CheckExpand<uint16_t>({1, 7}, {3, 1}, {3, 7});
   auto bad = OpTest(fb::OpType::Expand).input("x", {3, 4}, RandomFloats(12, 1)).constantI64("s", {1}, {5}).run();
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("do not broadcast"), std::string::npos) << bad.status().message();
@@ -863,6 +871,7 @@ TEST(LayoutDepthToSpace, DcrCrdAndSpaceToDepth) {
     CheckSpaceDepth<float>(fb::OpType::DepthToSpace, {1, 8, 3, 5}, 2, mode);
     CheckSpaceDepth<float>(fb::OpType::DepthToSpace, {2, 27, 1, 7}, 3, mode);
     CheckSpaceDepth<int64_t>(fb::OpType::DepthToSpace, {1, 12, 2, 3}, 2, mode);
+    CheckSpaceDepth<uint16_t>(fb::OpType::DepthToSpace, {1, 4, 3, 3}, 2, mode);
   }
   CheckSpaceDepth<float>(fb::OpType::SpaceToDepth, {1, 3, 4, 6}, 2, fb::DepthToSpaceMode::DCR);
   CheckSpaceDepth<float>(fb::OpType::SpaceToDepth, {2, 1, 9, 3}, 3, fb::DepthToSpaceMode::DCR);
