@@ -97,7 +97,7 @@ class ReduceExecution final : public Execution {
     const size_t kr = keep_shape_.size(), rr = red_shape_.size();
     const int64_t inner = red_shape_.back(), istride = red_stride_.back();
     static_cast<HostBackend*>(backend())->pool().parallelFor(total, [&](int64_t b, int64_t e) {
-      std::vector<int64_t> kidx(kr, 0), ridx(rr, 0);
+      std::vector<int64_t> ridx(rr, 0);
       for (int64_t o = b; o < e; ++o) {
         int64_t base = 0, rem = o;
         for (size_t d = kr; d-- > 0;) {
@@ -164,7 +164,6 @@ class ReduceExecution final : public Execution {
         }
         dst[o] = v;
       }
-      (void)kidx;
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, red_count_)));
   }
 
