@@ -86,7 +86,10 @@ Status SessionImpl::markResizeOps() {
     const GraphTensor& gt = g.tensors[static_cast<size_t>(t)];
     if (gt.isConstant()) continue;
     resize_value_[static_cast<size_t>(t)] = true;
-    if (gt.producer < 0) continue;  // a graph input: reported at resize
+    if (gt.producer < 0) {
+      if (gt.is_input) value_inputs_from_graph_.push_back(t);
+      continue;
+    }
     const GraphOp& p = g.ops[static_cast<size_t>(gt.producer)];
     resize_op_[static_cast<size_t>(gt.producer)] = true;
     for (int o : p.outputs) resize_value_[static_cast<size_t>(o)] = true;
@@ -179,6 +182,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
       order.push_back(ForwardType::kHost);
     }
     std::string reasons;
+    std::set<Backend*> tried;
     for (ForwardType t : order) {
       std::string no;
       Backend* b = get(t, &no);
@@ -186,6 +190,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
         reasons += (reasons.empty() ? "" : "; ") + std::string(ForwardTypeName(t)) + ": " + no;
         continue;
       }
+      if (!tried.insert(b).second) continue;  // listed twice (type, backup, host)
       auto exec = b->onCreate(op, g);
       if (!exec.ok()) {
         if (exec.status().code() != StatusCode::kUnsupported)

@@ -84,12 +84,20 @@ Status SessionImpl::inferShapes() {
     outs.clear();
     for (int in : op.inputs) ins.push_back(in < 0 ? nullptr : tensors_[static_cast<size_t>(in)].get());
     for (int o : op.outputs) outs.push_back(tensors_[static_cast<size_t>(o)].get());
-    for (size_t k = 0; k < ins.size(); ++k) {
-      int in = op.inputs[k];
-      if (in >= 0 && resize_value_[static_cast<size_t>(in)] && g.tensors[static_cast<size_t>(in)].is_input &&
-          (FindShapeDef(op.type).value_inputs >> k & 1))
-        return Unsupported("%s: input %zu ('%s') sets a shape but is a graph input; its values are not known at "
-                           "resize", where(static_cast<int>(i)).c_str(), k, g.tensors[static_cast<size_t>(in)].name.c_str());
+    if (!value_inputs_from_graph_.empty() && (resize_op_[i] || FindShapeDef(op.type).value_inputs)) {
+      // A shape that depends on a graph input's values cannot be planned at
+      // resize: name the first op that needs one.
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        int in = op.inputs[k];
+        if (in < 0 || !resize_value_[static_cast<size_t>(in)]) continue;
+        bool is_value_input = (FindShapeDef(op.type).value_inputs >> k) & 1;
+        if (!is_value_input && !resize_op_[i]) continue;
+        for (int gin : value_inputs_from_graph_)
+          if (gin == in)
+            return Unsupported("%s: input %zu ('%s') decides a shape but is a graph input; its values are not "
+                               "known at resize", where(static_cast<int>(i)).c_str(), k,
+                               g.tensors[static_cast<size_t>(in)].name.c_str());
+      }
     }
     ShapeDef def = FindShapeDef(op.type);
     if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());

@@ -109,6 +109,7 @@ static Status CheckCompatible(const Tensor& a, const Tensor& b) {
 
 Status Tensor::copyFromHostTensor(const Tensor& src) {
   RETURN_IF_ERROR(CheckCompatible(*this, src));
+  if (byteSize() == 0) return Status::Ok();  // nothing to copy (and wrap() of no data is null)
   if (!src.hostData()) return InvalidArgument("copyFromHostTensor: source '%s' is not a host tensor", src.name().c_str());
   bool convert = src.dimensionType() != layout_ && shape_.size() >= 3;
   if (!backend_) {
@@ -129,6 +130,7 @@ Status Tensor::copyFromHostTensor(const Tensor& src) {
 Status Tensor::copyToHostTensor(Tensor* dst) const {
   if (!dst) return InvalidArgument("copyToHostTensor: null destination");
   RETURN_IF_ERROR(CheckCompatible(*this, *dst));
+  if (byteSize() == 0) return Status::Ok();
   if (!dst->hostData()) return InvalidArgument("copyToHostTensor: destination is not a host tensor");
   bool convert = dst->dimensionType() != layout_ && shape_.size() >= 3;
   if (!backend_) {

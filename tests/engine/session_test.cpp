@@ -359,3 +359,64 @@ TEST(Scheduler, MultiPathSession) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// X[2,3,4] and n[1] (i64) are inputs; Reshape(X, Concat(n, [-1])): the shape
+// depends on n's values, which are not known at resize.
+NetBuilder ShapeFromInputValues() {
+  NetBuilder b("shape_from_input");
+  int x = b.addInput("x", fb::DataType::F32, {2, 3, 4});
+  int n = b.addInput("n", fb::DataType::I64, {1});
+  int minus1 = b.addConstant("minus1", {1}, std::vector<int64_t>{-1});
+  fb::AxisParamsT axis0;
+  axis0.axis = 0;
+  int shape = b.addOp(fb::OpType::Concat, "concat", {n, minus1}, {"shape"}, axis0)[0];
+  b.addOutput(b.addOp(fb::OpType::Reshape, "reshape", {x, shape}, {"y"})[0]);
+  return b;
+}
+
+TEST(Session, ShapeFromGraphInputValuesIsAClearError) {
+  auto interp = Load(ShapeFromInputValues());
+  auto s = interp->createSession({});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.status().message().find("op 0 'concat' (Concat): input 0 ('n') decides a shape but is a graph input"),
+            std::string::npos)
+      << s.status().message();
+}
+
+TEST(Session, ReleaseCacheThenRunResizesAgain) {
+  // Shape(x) is computed at resize and is also a graph output.
+  NetBuilder b("shape_out");
+  int x = b.addInput("x", fb::DataType::F32, {2, 3, 4});
+  int shape = b.addOp(fb::OpType::Shape, "shape", {x}, {"shape"})[0];
+  b.addOutput(b.addOp(fb::OpType::Reshape, "reshape", {x, shape}, {"y"})[0]);
+  b.addOutput(shape);
+  auto interp = Load(b);
+  Session* s = *interp->createSession({});
+  ASSERT_TRUE(s->run().ok());
+  s->releaseCache();
+  ASSERT_TRUE(s->run().ok());
+  Tensor* out = s->getOutput("shape");
+  ASSERT_EQ(out->elementCount(), 3);
+  EXPECT_EQ(std::vector<int64_t>(out->host<int64_t>(), out->host<int64_t>() + 3), (std::vector<int64_t>{2, 3, 4}));
+}
+
+TEST(Session, ZeroElementTensorsCopy) {
+  NetBuilder b("empty");
+  int x = b.addInput("x", fb::DataType::F32, {0, 3});
+  b.addOutput(b.addOp(fb::OpType::Relu, "relu", {x}, {"y"})[0]);
+  auto interp = Load(b);
+  Session* s = *interp->createSession({});
+  std::vector<float> none;
+  auto host = Tensor::wrap({0, 3}, fb::DataType::F32, none.data());
+  EXPECT_TRUE(s->getInput()->copyFromHostTensor(*host).ok());
+  ASSERT_TRUE(s->run().ok());
+  EXPECT_TRUE(s->getOutput()->copyToHostTensor(host.get()).ok());
+  EXPECT_EQ(s->getOutput()->shape(), (std::vector<int64_t>{0, 3}));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -30,6 +30,7 @@ namespace kiln {
 // A dimension: fixed (Dim(3)) or symbolic (Dim("batch")).
 struct Dim {
   Dim(int64_t s) : size(s) {}  // NOLINT: implicit, so {1, 3, 224, 224} works
+  Dim(int s) : size(s) {}      // NOLINT: a literal 0 is not a null symbol
   Dim(const char* sym) : size(-1), symbol(sym) {}  // NOLINT
   int64_t size;
   std::string symbol;
@@ -80,6 +81,7 @@ class NetBuilder {
 
   // The model being built, for direct edits (tests write broken models so).
   fb::NetT& net() { return net_; }
+  const fb::NetT& net() const { return net_; }
   int tensorCount() const { return static_cast<int>(net_.tensors.size()); }
 
   // Serializes with all data inline (fails past the 2 GiB FlatBuffers limit).

@@ -1,0 +1,90 @@
+// Graph passes: rewrites of a Kiln model (the FlatBuffers object API,
+// fb::NetT) that keep its outputs but make it cheaper to run. kiln-convert
+// runs OptimizeNet on every imported model; apps may run it (or single
+// passes) on a NetBuilder's net() before writing.
+//
+//   NetBuilder b = ...;
+//   PassReport report;
+//   RETURN_IF_ERROR(OptimizeNet(b.net(), &report));
+//   // report.applied: {"fold_constants", 12}, {"fold_batchnorm", 20}, ...
+//
+// Every pass keeps the op list in execution order, keeps the names of graph
+// inputs and outputs (apps look them up by name), and never fuses through a
+// tensor that is a graph output or has a second consumer. A pass that does
+// not apply leaves the net unchanged. Individual passes (other than
+// RemoveDeadCode) may leave tensors no op uses any more; RemoveDeadCode
+// removes them and renumbers the rest.
+//
+// Each pass returns how many rewrites it made, or an error for a net whose
+// indices are out of range.
+//
+// Thread-safety: a pass touches only the net it is given.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/format.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct PassReport {
+  // Passes that changed the net, in the order they ran: name, rewrites.
+  std::vector<std::pair<std::string, int>> applied;
+  // "fold_constants 12, fold_batchnorm 20" ("" when none applied).
+  std::string toString() const;
+};
+
+// Runs, in order: RemoveIdentity, FoldConstants, FoldBatchNorm, FuseGelu,
+// FuseLayerNorm, FuseActivation, MatMulToGemm (then FuseActivation again on
+// the Gemms it made), RemoveDeadCode.
+Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
+
+// "remove_identity": Identity ops (ONNX Dropout is imported as Identity).
+// The input is read in place of the output; when the output is a graph
+// output, the input's producer writes it directly instead.
+StatusOr<int> RemoveIdentity(fb::NetT& net);
+
+// "fold_constants": an op whose inputs are all constants is run once on the
+// host (a one-op model through Interpreter and Session) and its outputs
+// become constants. A Shape op whose input has a fully static shape folds to
+// that shape, so Shape -> Gather -> Concat -> Reshape chains fold when the
+// graph input sizes are fixed. Ops whose outputs would exceed
+// kMaxFoldedBytes, graph outputs, Custom ops and ops the host cannot run are
+// left alone.
+constexpr size_t kMaxFoldedBytes = 16u << 20;
+StatusOr<int> FoldConstants(fb::NetT& net);
+
+// "fold_batchnorm": BatchNormalization after a Conv (constant f32 weights,
+// no fused activation) or after a Gemm with a constant B is folded into the
+// weights and bias of the producer.
+StatusOr<int> FoldBatchNorm(fb::NetT& net);
+
+// "fuse_gelu": x * 0.5 * (1 + Erf(x / sqrt(2))) in the op orders torch
+// exports (Div by sqrt(2) or Mul by 1/sqrt(2); the 0.5 applied to x, to the
+// sum or to the product) becomes one Gelu.
+StatusOr<int> FuseGelu(fb::NetT& net);
+
+// "fuse_layernorm": ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) ->
+// Sqrt -> Div -> Mul(scale) [-> Add(bias)] over the last axis, as torch
+// exports LayerNorm before opset 17, becomes LayerNormalization(axis -1).
+StatusOr<int> FuseLayerNorm(fb::NetT& net);
+
+// "fuse_activation": Relu, Relu6 / Clip (constant bounds), LeakyRelu,
+// Sigmoid, HardSwish and exact Gelu after a Conv or Gemm become the
+// producer's fused activation (ConvParams / GemmParams .activation).
+StatusOr<int> FuseActivation(fb::NetT& net);
+
+// "matmul_to_gemm": MatMul(A, W) + B with A 2-D (static shape), W a constant
+// 2-D f32 matrix and B a constant bias of shape [N] or [1, N] becomes
+// Gemm(A, W, B).
+StatusOr<int> MatMulToGemm(fb::NetT& net);
+
+// "dead_code": removes ops none of whose outputs reach a graph output, then
+// tensors no op, graph input or graph output refers to, renumbering the
+// remaining tensors. Returns the number of ops removed.
+StatusOr<int> RemoveDeadCode(fb::NetT& net);
+
+}  // namespace kiln

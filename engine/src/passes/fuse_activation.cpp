@@ -1,0 +1,111 @@
+// fuse_activation: an activation right after a Conv or Gemm becomes the
+// producer's fused activation, applied by the kernel as it writes its output
+// (host: nn_common.cpp ApplyFusedActivation). Supported there: Relu, Relu6
+// ([0, 6]), Clip [min, max], LeakyRelu (alpha), Sigmoid, HardSwish and Gelu
+// (the exact erf form only). The producer's output must have exactly one
+// reader (the activation) and not be a graph output; the producer then
+// writes the activation's output tensor.
+#include <cmath>
+
+#include "kiln/passes.h"
+#include "passes/pass_util.h"
+
+namespace kiln {
+
+using namespace passes;
+
+namespace {
+
+struct Act {
+  fb::Activation type = fb::Activation::None;
+  float lo = -INFINITY, hi = INFINITY, alpha = 0.01f;
+};
+
+// The fused form of activation op `op`; None when it has none.
+Act ReadActivation(const fb::NetT& net, const fb::OpT& op) {
+  Act a;
+  if (op.inputs.empty() || op.outputs.size() != 1) return a;
+  switch (op.type) {
+    case fb::OpType::Relu: a.type = fb::Activation::Relu; break;
+    case fb::OpType::Sigmoid: a.type = fb::Activation::Sigmoid; break;
+    case fb::OpType::HardSwish: a.type = fb::Activation::HardSwish; break;
+    case fb::OpType::LeakyRelu: {
+      const fb::LeakyReluParamsT* p = op.params.AsLeakyReluParams();
+      a.type = fb::Activation::LeakyRelu;
+      a.alpha = p ? p->alpha : 0.01f;
+      break;
+    }
+    case fb::OpType::Gelu: {
+      const fb::GeluParamsT* p = op.params.AsGeluParams();
+      if (!p || p->approximate == fb::GeluApproximation::None) a.type = fb::Activation::Gelu;
+      break;
+    }
+    case fb::OpType::Clip: {
+      const fb::ClipParamsT* p = op.params.AsClipParams();
+      double lo = p ? p->min : -INFINITY, hi = p ? p->max : INFINITY;
+      // Inputs 1 and 2 (opset >= 11) override the attributes; they must be constants.
+      if (op.inputs.size() > 1 && op.inputs[1] >= 0 && !ConstScalar(net, op.inputs[1], &lo)) return a;
+      if (op.inputs.size() > 2 && op.inputs[2] >= 0 && !ConstScalar(net, op.inputs[2], &hi)) return a;
+      if (std::isnan(lo) || std::isnan(hi) || lo > hi) return a;
+      a.lo = static_cast<float>(lo);
+      a.hi = static_cast<float>(hi);
+      if (lo == 0 && hi == 6) a.type = fb::Activation::Relu6;
+      else if (lo == 0 && std::isinf(hi) && hi > 0) a.type = fb::Activation::Relu;
+      else a.type = fb::Activation::Clip;
+      break;
+    }
+    default: break;
+  }
+  return a;
+}
+
+template <typename P>
+bool SetActivation(P* p, const Act& a) {
+  if (p->activation != fb::Activation::None) return false;
+  p->activation = a.type;
+  if (a.type == fb::Activation::Clip) {
+    p->activation_min = a.lo;
+    p->activation_max = a.hi;
+  } else if (a.type == fb::Activation::Relu6) {
+    p->activation_min = 0.f;
+    p->activation_max = 6.f;
+  }
+  if (a.type == fb::Activation::LeakyRelu) p->activation_alpha = a.alpha;
+  return true;
+}
+
+}  // namespace
+
+StatusOr<int> FuseActivation(fb::NetT& net) {
+  RETURN_IF_ERROR(CheckIndices(net, "fuse_activation"));
+  std::vector<uint8_t> removed(net.ops.size(), 0);
+  NetIndex idx(net, removed);
+  int n = 0;
+  for (size_t i = 0; i < net.ops.size(); ++i) {
+    const fb::OpT& act = *net.ops[i];
+    Act a = ReadActivation(net, act);
+    if (a.type == fb::Activation::None) continue;
+    const int x = act.inputs[0];
+    const int p = idx.producerOf(x);
+    if (p < 0 || !idx.singleUse(x)) continue;
+    fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
+    if (prod.outputs.size() != 1) continue;
+    if (prod.type == fb::OpType::Conv) {
+      if (!prod.params.AsConvParams()) prod.params.Set(fb::ConvParamsT());
+      if (!SetActivation(prod.params.AsConvParams(), a)) continue;
+    } else if (prod.type == fb::OpType::Gemm) {
+      if (!prod.params.AsGemmParams()) prod.params.Set(fb::GemmParamsT());
+      if (!SetActivation(prod.params.AsGemmParams(), a)) continue;
+    } else {
+      continue;
+    }
+    prod.outputs[0] = act.outputs[0];
+    removed[i] = 1;
+    ++n;
+    idx = NetIndex(net, removed);
+  }
+  EraseOps(net, removed);
+  return n;
+}
+
+}  // namespace kiln
