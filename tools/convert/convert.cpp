@@ -1,4 +1,5 @@
 #include "kiln/convert.h"
+#include "kiln/passes.h"
 
 namespace kiln {
 
@@ -11,6 +12,16 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
   if (options.fp16) return Unsupported("--fp16: f16 weights need the host f16 kernels (not built yet)");
   if (!EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx input is supported so far", in.c_str());
   ASSIGN_OR_RETURN(NetBuilder b, ImportOnnx(in, options, report));
+  if (options.optimize) {
+    PassReport passes;
+    RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", in.c_str());
+    if (report) {
+      report->passes = passes.applied;
+      report->ops_out = static_cast<int>(b.net().ops.size());
+      report->weight_bytes = 0;  // folding adds and drops constants
+      for (const auto& t : b.net().tensors) report->weight_bytes += t->data.size();
+    }
+  }
   WriteOptions w;
   if (options.external_weights) {
     std::string base = out.substr(out.rfind('/') == std::string::npos ? 0 : out.rfind('/') + 1);

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/net_builder.h"
@@ -26,6 +27,7 @@ struct ConvertOptions {
   bool fp16 = false;                 // store f32 weights as f16
   bool external_weights = false;     // weights in OUT.weights beside the model
   bool allow_unsupported = false;    // keep unknown ops as Custom ops
+  bool optimize = true;              // run the graph passes (kiln/passes.h) before writing
   std::map<std::string, std::vector<int64_t>> input_shapes;  // override graph input shapes
   std::function<void(const std::string&)> progress;          // progress lines (may be null)
 };
@@ -34,9 +36,10 @@ struct ConvertReport {
   std::string source_format;     // "onnx"
   int64_t opset = 0;
   int ops_in = 0;                // nodes in the source graph
-  int ops_out = 0;               // ops in the Kiln model
+  int ops_out = 0;               // ops in the Kiln model (after the graph passes)
   size_t weight_bytes = 0;       // constant data written
   std::map<std::string, int> unsupported;  // op type -> count (kept as Custom)
+  std::vector<std::pair<std::string, int>> passes;  // graph passes that applied: name, rewrites
 };
 
 // Imports an ONNX model file into a NetBuilder.
