@@ -10,8 +10,9 @@ static bool EndsWith(const std::string& s, const std::string& suffix) {
 Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
                    ConvertReport* report) {
   if (options.fp16) return Unsupported("--fp16: f16 weights need the host f16 kernels (not built yet)");
-  if (!EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx input is supported so far", in.c_str());
-  ASSIGN_OR_RETURN(NetBuilder b, ImportOnnx(in, options, report));
+  const bool tflite = EndsWith(in, ".tflite");
+  if (!tflite && !EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx and .tflite input is supported", in.c_str());
+  ASSIGN_OR_RETURN(NetBuilder b, tflite ? ImportTflite(in, options, report) : ImportOnnx(in, options, report));
   if (options.optimize) {
     PassReport passes;
     RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", in.c_str());

@@ -33,8 +33,8 @@ struct ConvertOptions {
 };
 
 struct ConvertReport {
-  std::string source_format;     // "onnx"
-  int64_t opset = 0;
+  std::string source_format;     // "onnx", "tflite"
+  int64_t opset = 0;             // ONNX opset; TFLite schema version
   int ops_in = 0;                // nodes in the source graph
   int ops_out = 0;               // ops in the Kiln model (after the graph passes)
   size_t weight_bytes = 0;       // constant data written
@@ -45,7 +45,12 @@ struct ConvertReport {
 // Imports an ONNX model file into a NetBuilder.
 StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report);
 
-// Converts IN (.onnx) to OUT (.kiln), choosing the importer by extension.
+// Imports a TFLite model file (subgraph 0) into a NetBuilder. 4-D tensors
+// become NCHW: a 4-D input [1,256,256,3] is the Kiln input [1,3,256,256],
+// and 4-D outputs are NCHW too (see tools/convert/tflite_importer.cpp).
+StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions& options, ConvertReport* report);
+
+// Converts IN (.onnx or .tflite) to OUT (.kiln), choosing the importer by extension.
 Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
                    ConvertReport* report);
 
