@@ -48,9 +48,13 @@ struct Case {
 template <typename P>
 const P* ParamsOf(const fb::OpT& op);
 template <>
-const fb::ConvParamsT* ParamsOf(const fb::OpT& op) { return op.params.AsConvParams(); }
+const fb::ConvParamsT* ParamsOf(const fb::OpT& op) {
+  return op.params.AsConvParams();
+}
 template <>
-const fb::GemmParamsT* ParamsOf(const fb::OpT& op) { return op.params.AsGemmParams(); }
+const fb::GemmParamsT* ParamsOf(const fb::OpT& op) {
+  return op.params.AsGemmParams();
+}
 
 TEST(PassesFuseActivation, EachKernelActivation) {
   std::vector<Case> cases = {
@@ -99,8 +103,8 @@ TEST(PassesFuseActivation, EachKernelActivation) {
     fb::NetT after = ApplyPass(b.net(), FuseActivation, 1);
     ASSERT_EQ(after.ops.size(), 2u) << test::OpTypes(after);
     const fb::OpT& prod = *after.ops[0];
-    fb::Activation got = c.gemm ? ParamsOf<fb::GemmParamsT>(prod)->activation
-                                : ParamsOf<fb::ConvParamsT>(prod)->activation;
+    fb::Activation got =
+        c.gemm ? ParamsOf<fb::GemmParamsT>(prod)->activation : ParamsOf<fb::ConvParamsT>(prod)->activation;
     EXPECT_EQ(got, c.want) << fb::EnumNameActivation(got);
     EXPECT_EQ(after.tensors[static_cast<size_t>(prod.outputs[0])]->name, "y");
   }

@@ -36,9 +36,10 @@ GeluNet BuildGelu(Order order, bool mul_by_inverse, bool swap_operands) {
   }
   int e = b.addOp(fb::OpType::Erf, "erf", {d}, {"e"})[0];
   int one = b.addConstant("one", {}, std::vector<float>{1.f});
-  int a = b.addOp(fb::OpType::Add, "add", swap_operands ? std::vector<int>{one, e} : std::vector<int>{e, one}, {"a"})[0];
+  int a =
+      b.addOp(fb::OpType::Add, "add", swap_operands ? std::vector<int>{one, e} : std::vector<int>{e, one}, {"a"})[0];
   int half = b.addConstant("half", {1}, std::vector<float>{0.5f});
-  int y;
+  int y = -1;
   switch (order) {
     case Order::kMulXThenHalf: {
       int m = b.addOp(fb::OpType::Mul, "mul", {x, a}, {"m"})[0];

@@ -29,16 +29,19 @@ LnNet BuildLayerNorm(int axis, bool with_bias, bool swap_operands, std::vector<D
   int p = b.addOp(fb::OpType::Pow, "pow", {d, two}, {"p"})[0];
   int v = b.addOp(fb::OpType::ReduceMean, "var", {p}, {"v"}, rp)[0];
   int eps = b.addConstant("eps", {}, std::vector<float>{1e-5f});
-  int ve = b.addOp(fb::OpType::Add, "add_eps", swap_operands ? std::vector<int>{eps, v} : std::vector<int>{v, eps}, {"ve"})[0];
+  int ve = b.addOp(fb::OpType::Add, "add_eps", swap_operands ? std::vector<int>{eps, v} : std::vector<int>{v, eps},
+                   {"ve"})[0];
   int s = b.addOp(fb::OpType::Sqrt, "sqrt", {ve}, {"s"})[0];
   int q = b.addOp(fb::OpType::Div, "div", {d, s}, {"q"})[0];
   std::vector<float> scale_v = RandomFloats(8, 1);
   for (float& f : scale_v) f += 1.5f;
   int scale = b.addConstant("ln.weight", {8}, scale_v);
-  int y = b.addOp(fb::OpType::Mul, "mul", swap_operands ? std::vector<int>{scale, q} : std::vector<int>{q, scale}, {"y1"})[0];
+  int y = b.addOp(fb::OpType::Mul, "mul", swap_operands ? std::vector<int>{scale, q} : std::vector<int>{q, scale},
+                  {"y1"})[0];
   if (with_bias) {
     int bias = b.addConstant("ln.bias", {8}, RandomFloats(8, 2));
-    y = b.addOp(fb::OpType::Add, "add_bias", swap_operands ? std::vector<int>{bias, y} : std::vector<int>{y, bias}, {"y"})[0];
+    y = b.addOp(fb::OpType::Add, "add_bias", swap_operands ? std::vector<int>{bias, y} : std::vector<int>{y, bias},
+                {"y"})[0];
   }
   n.y = y;
   n.mean = m;
@@ -50,7 +53,8 @@ TEST(PassesFuseLayerNorm, TorchExport) {
   for (int axis : {-1, 2})
     for (bool bias : {true, false})
       for (bool swap : {false, true}) {
-        SCOPED_TRACE("axis " + std::to_string(axis) + " bias " + std::to_string(bias) + " swap " + std::to_string(swap));
+        SCOPED_TRACE("axis " + std::to_string(axis) + " bias " + std::to_string(bias) + " swap " +
+                     std::to_string(swap));
         LnNet n = BuildLayerNorm(axis, bias, swap);
         n.b.addOutput(n.y);
         fb::NetT after = ApplyPass(n.b.net(), FuseLayerNorm, 1);

@@ -125,5 +125,16 @@ TEST(PassesOptimizeNet, NothingToDo) {
   ASSERT_TRUE(OptimizeNet(after).ok());  // the report is optional
 }
 
+TEST(PassesOptimizeNet, RejectsMalformedNet) {
+  NetBuilder b("malformed");
+  int x = b.addInput("x", fb::DataType::F32, {2});
+  int y = b.addOp(fb::OpType::Add, "add", {x}, {"y"})[0];  // Add needs two inputs
+  b.addOutput(y);
+  Status s = OptimizeNet(b.net());
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("remove_identity: op 0 'add': Add with 1 inputs and 1 outputs"), std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace kiln

@@ -114,7 +114,9 @@ inline fb::NetT ApplyPass(const fb::NetT& net, const std::function<StatusOr<int>
   fb::NetT after = net;
   StatusOr<int> n = pass(after);
   EXPECT_TRUE(n.ok()) << n.status().ToString();
-  if (n.ok()) EXPECT_EQ(*n, rewrites) << "ops after: " << OpTypes(after);
+  if (n.ok()) {
+    EXPECT_EQ(*n, rewrites) << "ops after: " << OpTypes(after);
+  }
   ExpectSameOutputs(net, after);
   return after;
 }

@@ -86,7 +86,8 @@ bool FoldIntoGemm(fb::NetT& net, fb::OpT& gemm, const BnConsts& c) {
   const bool has_c = gemm.inputs.size() > 2 && gemm.inputs[2] >= 0 && p->beta != 0.f;
   int64_t rows = 1, ccols = 1;
   if (has_c) {
-    if (!ConstFloats(net, gemm.inputs[2], &cv) || !StaticShapeOf(*net.tensors[static_cast<size_t>(gemm.inputs[2])], &cshape))
+    if (!ConstFloats(net, gemm.inputs[2], &cv) ||
+        !StaticShapeOf(*net.tensors[static_cast<size_t>(gemm.inputs[2])], &cshape))
       return false;
     if (cshape.size() > 2) return false;
     ccols = cshape.empty() ? 1 : cshape.back();
@@ -104,7 +105,8 @@ bool FoldIntoGemm(fb::NetT& net, fb::OpT& gemm, const BnConsts& c) {
       float& v = p->trans_b ? w[static_cast<size_t>(j * K + k)] : w[static_cast<size_t>(k * N + j)];
       v = static_cast<float>(v * c.s[j]);
     }
-  std::vector<int64_t> nbshape = rows > 1 || cshape.size() == 2 ? std::vector<int64_t>{rows, N} : std::vector<int64_t>{N};
+  std::vector<int64_t> nbshape =
+      rows > 1 || cshape.size() == 2 ? std::vector<int64_t>{rows, N} : std::vector<int64_t>{N};
   const std::string wname = net.tensors[static_cast<size_t>(wt)]->name;
   int nw = AddConstantF32(net, wname + "/bn_folded", wshape, w);
   int nbt = AddConstantF32(net, gemm.name + "/bias_bn_folded", nbshape, nb);

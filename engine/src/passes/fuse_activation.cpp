@@ -26,9 +26,15 @@ Act ReadActivation(const fb::NetT& net, const fb::OpT& op) {
   Act a;
   if (op.inputs.empty() || op.outputs.size() != 1) return a;
   switch (op.type) {
-    case fb::OpType::Relu: a.type = fb::Activation::Relu; break;
-    case fb::OpType::Sigmoid: a.type = fb::Activation::Sigmoid; break;
-    case fb::OpType::HardSwish: a.type = fb::Activation::HardSwish; break;
+    case fb::OpType::Relu:
+      a.type = fb::Activation::Relu;
+      break;
+    case fb::OpType::Sigmoid:
+      a.type = fb::Activation::Sigmoid;
+      break;
+    case fb::OpType::HardSwish:
+      a.type = fb::Activation::HardSwish;
+      break;
     case fb::OpType::LeakyRelu: {
       const fb::LeakyReluParamsT* p = op.params.AsLeakyReluParams();
       a.type = fb::Activation::LeakyRelu;
@@ -49,12 +55,16 @@ Act ReadActivation(const fb::NetT& net, const fb::OpT& op) {
       if (std::isnan(lo) || std::isnan(hi) || lo > hi) return a;
       a.lo = static_cast<float>(lo);
       a.hi = static_cast<float>(hi);
-      if (lo == 0 && hi == 6) a.type = fb::Activation::Relu6;
-      else if (lo == 0 && std::isinf(hi) && hi > 0) a.type = fb::Activation::Relu;
-      else a.type = fb::Activation::Clip;
+      if (lo == 0 && hi == 6)
+        a.type = fb::Activation::Relu6;
+      else if (lo == 0 && std::isinf(hi) && hi > 0)
+        a.type = fb::Activation::Relu;
+      else
+        a.type = fb::Activation::Clip;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return a;
 }

@@ -66,7 +66,8 @@ bool MatchLayerNorm(const fb::NetT& net, const NetIndex& idx, const StaticShapes
   int pi = -1, di = -1;
   for (int c : idx.consumers[static_cast<size_t>(d)]) {
     const fb::OpT& op = *net.ops[static_cast<size_t>(c)];
-    if (op.type == fb::OpType::Pow && op.inputs.size() == 2 && op.inputs[0] == d && IsScalarNear(net, op.inputs[1], 2.0))
+    if (op.type == fb::OpType::Pow && op.inputs.size() == 2 && op.inputs[0] == d &&
+        IsScalarNear(net, op.inputs[1], 2.0))
       pi = c;
     else if (op.type == fb::OpType::Div && op.inputs.size() == 2 && op.inputs[0] == d && op.inputs[1] != d)
       di = c;

@@ -9,37 +9,47 @@ std::string PassReport::toString() const {
   return s;
 }
 
+namespace {
+
+struct Step {
+  const char* name;
+  StatusOr<int> (*pass)(fb::NetT&);
+};
+
+// Runs one pass; a pass that rewrote something is added to the report (a
+// pass run twice is reported once, with the sum).
+Status Run(const Step& step, fb::NetT& net, PassReport* report, int* rewrites) {
+  StatusOr<int> r = step.pass(net);
+  if (!r.ok()) return r.status().WithContext(step.name);
+  *rewrites = *r;
+  if (*r == 0) return Status::Ok();
+  for (auto& entry : report->applied)
+    if (entry.first == step.name) {
+      entry.second += *r;
+      return Status::Ok();
+    }
+  report->applied.emplace_back(step.name, *r);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status OptimizeNet(fb::NetT& net, PassReport* report) {
   PassReport local;
   if (!report) report = &local;
-  auto run = [&](const char* name, StatusOr<int> (*pass)(fb::NetT&)) -> StatusOr<int> {
-    StatusOr<int> r = pass(net);
-    if (!r.ok()) return r.status().WithContext(name);
-    if (*r > 0) {
-      bool merged = false;
-      for (auto& entry : report->applied)
-        if (entry.first == name) {  // a pass run twice is reported once
-          entry.second += *r;
-          merged = true;
-        }
-      if (!merged) report->applied.emplace_back(name, *r);
-    }
-    return r;
+  static const Step kPipeline[] = {
+      {"remove_identity", &RemoveIdentity}, {"fold_constants", &FoldConstants},
+      {"fold_batchnorm", &FoldBatchNorm},   {"fuse_gelu", &FuseGelu},
+      {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
+      {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
   };
-  { ASSIGN_OR_RETURN(int n, run("remove_identity", &RemoveIdentity)); (void)n; }
-  { ASSIGN_OR_RETURN(int n, run("fold_constants", &FoldConstants)); (void)n; }
-  { ASSIGN_OR_RETURN(int n, run("fold_batchnorm", &FoldBatchNorm)); (void)n; }
-  { ASSIGN_OR_RETURN(int n, run("fuse_gelu", &FuseGelu)); (void)n; }
-  { ASSIGN_OR_RETURN(int n, run("fuse_layernorm", &FuseLayerNorm)); (void)n; }
-  { ASSIGN_OR_RETURN(int n, run("fuse_activation", &FuseActivation)); (void)n; }
-  {
-    ASSIGN_OR_RETURN(int gemms, run("matmul_to_gemm", &MatMulToGemm));
-    if (gemms > 0) {  // the new Gemms can take a following activation
-      ASSIGN_OR_RETURN(int n, run("fuse_activation", &FuseActivation));
-      (void)n;
-    }
+  for (const Step& step : kPipeline) {
+    int n = 0;
+    RETURN_IF_ERROR(Run(step, net, report, &n));
+    // The Gemms matmul_to_gemm made can take a following activation.
+    if (step.pass == &MatMulToGemm && n > 0)
+      RETURN_IF_ERROR(Run({"fuse_activation", &FuseActivation}, net, report, &n));
   }
-  { ASSIGN_OR_RETURN(int n, run("dead_code", &RemoveDeadCode)); (void)n; }
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 
 #include "graph.h"
 #include "kiln/tensor.h"
+#include "ops/op_defs.h"
 #include "ops/shape_inference.h"
 
 namespace kiln::passes {
@@ -18,10 +19,22 @@ Status CheckIndices(const fb::NetT& net, const char* pass) {
   for (size_t i = 0; i < net.ops.size(); ++i) {
     const fb::OpT* op = net.ops[i].get();
     if (!op) return InvalidArgument("%s: op %zu is null", pass, i);
+    // Input and output counts as the verifier checks them, so that passes
+    // may read an Add's two inputs or any op's first output without checks.
+    const OpDef* def = FindOpDef(op->type);
+    if (!def)
+      return InvalidArgument("%s: op %zu '%s': unknown op type %d", pass, i, op->name.c_str(),
+                             static_cast<int>(op->type));
+    const int nin = static_cast<int>(op->inputs.size()), nout = static_cast<int>(op->outputs.size());
+    if (nin < def->min_inputs || nin > def->max_inputs || nout < def->min_outputs || nout > def->max_outputs)
+      return InvalidArgument("%s: op %zu '%s': %s with %d inputs and %d outputs", pass, i, op->name.c_str(), def->name,
+                             nin, nout);
     for (int t : op->inputs)
-      if (t < -1 || t >= n) return InvalidArgument("%s: op %zu '%s': input %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
+      if (t < -1 || t >= n)
+        return InvalidArgument("%s: op %zu '%s': input %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
     for (int t : op->outputs)
-      if (t < 0 || t >= n) return InvalidArgument("%s: op %zu '%s': output %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
+      if (t < 0 || t >= n)
+        return InvalidArgument("%s: op %zu '%s': output %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
   }
   for (int t : net.inputs)
     if (t < 0 || t >= n) return InvalidArgument("%s: graph input %d out of range (%d tensors)", pass, t, n);
@@ -51,9 +64,7 @@ bool IsConstant(const fb::TensorT& t) {
   return !t.data.empty() || t.is_constant;
 }
 
-bool IsConstant(const fb::NetT& net, int t) {
-  return t >= 0 && IsConstant(*net.tensors[static_cast<size_t>(t)]);
-}
+bool IsConstant(const fb::NetT& net, int t) { return t >= 0 && IsConstant(*net.tensors[static_cast<size_t>(t)]); }
 
 bool StaticShapeOf(const fb::TensorT& t, std::vector<int64_t>* shape) {
   if (t.unknown_rank) return false;

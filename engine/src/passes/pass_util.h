@@ -13,7 +13,8 @@
 namespace kiln::passes {
 
 // Fails naming the pass when an op, graph input or graph output refers to a
-// tensor index out of range (the passes index without further checks).
+// tensor index out of range, or an op has more or fewer inputs or outputs
+// than its type allows (the passes index without further checks).
 Status CheckIndices(const fb::NetT& net, const char* pass);
 
 // Producers and consumers of every tensor, ignoring ops marked removed.

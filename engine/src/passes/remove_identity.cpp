@@ -22,8 +22,7 @@ StatusOr<int> RemoveIdentity(fb::NetT& net) {
       // y is a graph output and keeps its name: x's producer writes y instead.
       // Not possible when x is a graph input, a constant or an output itself.
       const int p = idx.producerOf(x);
-      if (p < 0 || idx.is_output[static_cast<size_t>(x)] || idx.is_input[static_cast<size_t>(x)] ||
-          IsConstant(net, x))
+      if (p < 0 || idx.is_output[static_cast<size_t>(x)] || idx.is_input[static_cast<size_t>(x)] || IsConstant(net, x))
         continue;
       for (auto& t : net.ops[static_cast<size_t>(p)]->outputs)
         if (t == x) t = y;
