@@ -91,6 +91,8 @@ bool Foldable(const fb::NetT& net, const fb::OpT& op) {
     if (!IsConstant(net, t)) return false;
     any = true;
   }
+  for (int t : op.outputs)  // a quantized result keeps its op (folding writes plain values)
+    if (net.tensors[static_cast<size_t>(t)]->quant) return false;
   return any;
 }
 
