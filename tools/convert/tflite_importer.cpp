@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "kiln/convert.h"
 #include "tflite_reader.h"
@@ -88,7 +89,13 @@ class TfliteImporter {
       std::string type = code.builtin == tfl::CUSTOM ? code.custom_code : tfl::BuiltinName(code.builtin);
       if (op.outputs.empty()) return InvalidArgument("operator %zu (%s) has no outputs", k, type.c_str());
       name_ = T(op.outputs[0]).name.empty() ? StrFormat("op%zu", k) : T(op.outputs[0]).name;
-      RETURN_IF_ERROR(ImportOp(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      Status st;
+      try {
+        st = ImportOp(op, code, type);
+      } catch (const std::out_of_range&) {  // op.inputs.at(k) of an operator with too few inputs
+        st = InvalidArgument("too few inputs (%zu)", op.inputs.size());
+      }
+      RETURN_IF_ERROR(st, "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
       if (opt_.progress && g_.operators.size() > 200 && (k + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %zu of %zu operators", k + 1, g_.operators.size()));
     }
@@ -110,7 +117,11 @@ class TfliteImporter {
   }
 
  private:
-  const tfl::Tensor& T(int i) const { return g_.tensors[static_cast<size_t>(i)]; }
+  // Tensor i; an empty placeholder for a missing optional input (-1).
+  const tfl::Tensor& T(int i) const {
+    static const tfl::Tensor missing;
+    return i >= 0 && static_cast<size_t>(i) < g_.tensors.size() ? g_.tensors[static_cast<size_t>(i)] : missing;
+  }
   Ints Shape(int i) const { return Ints(T(i).shape.begin(), T(i).shape.end()); }
   bool Is4D(int i) const { return T(i).has_shape && T(i).shape.size() == 4; }
   int Rank(int i) const { return static_cast<int>(T(i).shape.size()); }
@@ -164,6 +175,7 @@ class TfliteImporter {
   StatusOr<ConstData> Const(int i) {
     auto f = folded_.find(i);
     if (f != folded_.end()) return f->second;
+    if (i < 0) return InvalidArgument("a required input is missing");
     if (!IsConst(i)) return Unsupported("tensor '%s' must be a constant", T(i).name.c_str());
     return tfl::ReadData(m_, T(i));
   }

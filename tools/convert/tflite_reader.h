@@ -41,6 +41,24 @@ class Table;
 
 namespace kiln::tflite {
 
+// Vtable offset of the field with id `id`.
+constexpr uint16_t VT(int id) { return static_cast<uint16_t>(4 + 2 * id); }
+
+// Field ids of the structural tables (the ones listed above).
+namespace field {
+namespace model_f { constexpr int kVersion = 0, kOperatorCodes = 1, kSubgraphs = 2, kDescription = 3, kBuffers = 4; }
+namespace subgraph_f { constexpr int kTensors = 0, kInputs = 1, kOutputs = 2, kOperators = 3, kName = 4; }
+namespace tensor_f {
+constexpr int kShape = 0, kType = 1, kBuffer = 2, kName = 3, kQuantization = 4, kSparsity = 6, kShapeSignature = 7;
+}
+namespace quant_f { constexpr int kScale = 2, kZeroPoint = 3, kQuantizedDimension = 6; }
+namespace buffer_f { constexpr int kData = 0, kOffset = 1, kSize = 2; }
+namespace operator_f {
+constexpr int kOpcodeIndex = 0, kInputs = 1, kOutputs = 2, kOptionsType = 3, kOptions = 4, kCustomOptions = 5;
+}
+namespace opcode_f { constexpr int kDeprecatedBuiltinCode = 0, kCustomCode = 1, kVersion = 2, kBuiltinCode = 3; }
+}  // namespace field
+
 // TensorType values.
 enum TensorType : int8_t {
   kFloat32 = 0, kFloat16 = 1, kInt32 = 2, kUInt8 = 3, kInt64 = 4, kString = 5,

@@ -1,0 +1,208 @@
+// TfliteBuilder: writes small .tflite files by hand with
+// flatbuffers::FlatBufferBuilder and the field ids of tools/convert/
+// tflite_reader.h, for the importer tests (no TensorFlow code involved).
+//
+//   TfliteBuilder t;
+//   int x = t.tensor("x", {1, 4, 4, 3});
+//   int w = t.constF32("w", {2, 3, 3, 3}, weights);
+//   int y = t.tensor("y", {1, 4, 4, 2});
+//   t.op(tflite::CONV_2D, {x, w, -1}, {y}, tflite::kConv2DOptions,
+//        {I(tflite::opt::kStrideW, 1), I(tflite::opt::kStrideH, 1)});
+//   t.io({x}, {y});
+//   std::vector<uint8_t> bytes = t.finish();
+#pragma once
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tflite_reader.h"
+
+namespace kiln::test {
+
+// One field of an options table: id, kind ('b' byte, 'i' int, 'f' float, 'v' [int]) and value.
+struct OptField {
+  int id;
+  char kind;
+  double value = 0;
+  std::vector<int32_t> ints;
+};
+inline OptField B(int id, int v) { return {id, 'b', static_cast<double>(v), {}}; }
+inline OptField I(int id, int v) { return {id, 'i', static_cast<double>(v), {}}; }
+inline OptField F(int id, float v) { return {id, 'f', v, {}}; }
+inline OptField V(int id, std::vector<int32_t> v) { return {id, 'v', 0, std::move(v)}; }
+
+class TfliteBuilder {
+ public:
+  TfliteBuilder() { buffers_.emplace_back(); }  // buffer 0: the empty sentinel
+
+  int tensor(const std::string& name, std::vector<int32_t> shape, int8_t type = tflite::kFloat32,
+             std::vector<uint8_t> data = {}, tflite::Quantization quant = {}) {
+    int buffer = 0;
+    if (!data.empty()) {
+      buffer = static_cast<int>(buffers_.size());
+      buffers_.push_back(std::move(data));
+    }
+    tensors_.push_back({name, std::move(shape), type, buffer, std::move(quant)});
+    return static_cast<int>(tensors_.size()) - 1;
+  }
+  template <typename T>
+  static std::vector<uint8_t> Bytes(const std::vector<T>& v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  }
+  int constF32(const std::string& name, std::vector<int32_t> shape, const std::vector<float>& v) {
+    return tensor(name, std::move(shape), tflite::kFloat32, Bytes(v));
+  }
+  int constI32(const std::string& name, std::vector<int32_t> shape, const std::vector<int32_t>& v) {
+    return tensor(name, std::move(shape), tflite::kInt32, Bytes(v));
+  }
+
+  // A builtin op (code < 0 means CUSTOM with `custom_code`).
+  void op(int32_t code, std::vector<int32_t> inputs, std::vector<int32_t> outputs, uint8_t options_type = 0,
+          std::vector<OptField> options = {}, const std::string& custom_code = "",
+          std::vector<uint8_t> custom_options = {}) {
+    int32_t builtin = code < 0 ? tflite::CUSTOM : code;
+    int index = -1;
+    for (size_t k = 0; k < codes_.size(); ++k)
+      if (codes_[k].first == builtin && codes_[k].second == custom_code) index = static_cast<int>(k);
+    if (index < 0) {
+      codes_.emplace_back(builtin, custom_code);
+      index = static_cast<int>(codes_.size()) - 1;
+    }
+    ops_.push_back({index, std::move(inputs), std::move(outputs), options_type, std::move(options),
+                    std::move(custom_options)});
+  }
+  void io(std::vector<int32_t> inputs, std::vector<int32_t> outputs) {
+    inputs_ = std::move(inputs);
+    outputs_ = std::move(outputs);
+  }
+
+  std::vector<uint8_t> finish() {
+    using namespace tflite::field;
+    using tflite::VT;
+    flatbuffers::FlatBufferBuilder b;
+    b.ForceDefaults(true);
+    std::vector<flatbuffers::Offset<void>> buffers;
+    for (const auto& data : buffers_) {
+      auto d = data.empty() ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>() : b.CreateVector(data);
+      auto t = b.StartTable();
+      if (!data.empty()) b.AddOffset(VT(buffer_f::kData), d);
+      buffers.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
+    }
+    std::vector<flatbuffers::Offset<void>> tensors;
+    for (const auto& x : tensors_) {
+      auto shape = b.CreateVector(x.shape);
+      auto name = b.CreateString(x.name);
+      flatbuffers::Offset<void> quant;
+      if (!x.quant.scale.empty()) {
+        auto scale = b.CreateVector(x.quant.scale);
+        auto zp = b.CreateVector(x.quant.zero_point);
+        auto q = b.StartTable();
+        b.AddOffset(VT(quant_f::kScale), scale);
+        b.AddOffset(VT(quant_f::kZeroPoint), zp);
+        b.AddElement<int32_t>(VT(quant_f::kQuantizedDimension), x.quant.dimension, 0);
+        quant = flatbuffers::Offset<void>(b.EndTable(q));
+      }
+      auto t = b.StartTable();
+      b.AddOffset(VT(tensor_f::kShape), shape);
+      b.AddElement<int8_t>(VT(tensor_f::kType), x.type, 0);
+      b.AddElement<uint32_t>(VT(tensor_f::kBuffer), static_cast<uint32_t>(x.buffer), 0);
+      b.AddOffset(VT(tensor_f::kName), name);
+      if (!quant.IsNull()) b.AddOffset(VT(tensor_f::kQuantization), quant);
+      tensors.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
+    }
+    std::vector<flatbuffers::Offset<void>> ops;
+    for (const auto& o : ops_) {
+      auto in = b.CreateVector(o.inputs);
+      auto out = b.CreateVector(o.outputs);
+      flatbuffers::Offset<void> options;
+      if (o.options_type) {
+        std::vector<flatbuffers::Offset<flatbuffers::Vector<int32_t>>> vecs;
+        for (const auto& f : o.options)
+          vecs.push_back(f.kind == 'v' ? b.CreateVector(f.ints) : flatbuffers::Offset<flatbuffers::Vector<int32_t>>());
+        auto t = b.StartTable();
+        for (size_t k = 0; k < o.options.size(); ++k) {
+          const OptField& f = o.options[k];
+          if (f.kind == 'b') b.AddElement<int8_t>(VT(f.id), static_cast<int8_t>(f.value), 0);
+          if (f.kind == 'i') b.AddElement<int32_t>(VT(f.id), static_cast<int32_t>(f.value), 0);
+          if (f.kind == 'f') b.AddElement<float>(VT(f.id), static_cast<float>(f.value), 0.f);
+          if (f.kind == 'v') b.AddOffset(VT(f.id), vecs[k]);
+        }
+        options = flatbuffers::Offset<void>(b.EndTable(t));
+      }
+      flatbuffers::Offset<flatbuffers::Vector<uint8_t>> custom;
+      if (!o.custom.empty()) custom = b.CreateVector(o.custom);
+      auto t = b.StartTable();
+      b.AddElement<uint32_t>(VT(operator_f::kOpcodeIndex), static_cast<uint32_t>(o.opcode), 0);
+      b.AddOffset(VT(operator_f::kInputs), in);
+      b.AddOffset(VT(operator_f::kOutputs), out);
+      if (o.options_type) {
+        b.AddElement<uint8_t>(VT(operator_f::kOptionsType), o.options_type, 0);
+        b.AddOffset(VT(operator_f::kOptions), options);
+      }
+      if (!custom.IsNull()) b.AddOffset(VT(operator_f::kCustomOptions), custom);
+      ops.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
+    }
+    std::vector<flatbuffers::Offset<void>> codes;
+    for (const auto& [builtin, custom_code] : codes_) {
+      auto cc = custom_code.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(custom_code);
+      auto t = b.StartTable();
+      b.AddElement<int8_t>(VT(opcode_f::kDeprecatedBuiltinCode), static_cast<int8_t>(builtin < 127 ? builtin : 127), 0);
+      if (!cc.IsNull()) b.AddOffset(VT(opcode_f::kCustomCode), cc);
+      b.AddElement<int32_t>(VT(opcode_f::kVersion), 1, 1);
+      b.AddElement<int32_t>(VT(opcode_f::kBuiltinCode), builtin, 0);
+      codes.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
+    }
+    auto tv = b.CreateVector(tensors);
+    auto iv = b.CreateVector(inputs_);
+    auto ov = b.CreateVector(outputs_);
+    auto opv = b.CreateVector(ops);
+    auto gname = b.CreateString("main");
+    auto g = b.StartTable();
+    b.AddOffset(VT(subgraph_f::kTensors), tv);
+    b.AddOffset(VT(subgraph_f::kInputs), iv);
+    b.AddOffset(VT(subgraph_f::kOutputs), ov);
+    b.AddOffset(VT(subgraph_f::kOperators), opv);
+    b.AddOffset(VT(subgraph_f::kName), gname);
+    auto graph = flatbuffers::Offset<void>(b.EndTable(g));
+    auto cv = b.CreateVector(codes);
+    auto sv = b.CreateVector(std::vector<flatbuffers::Offset<void>>{graph});
+    auto bv = b.CreateVector(buffers);
+    auto desc = b.CreateString("kiln test model");
+    auto m = b.StartTable();
+    b.AddElement<uint32_t>(VT(model_f::kVersion), 3, 0);
+    b.AddOffset(VT(model_f::kOperatorCodes), cv);
+    b.AddOffset(VT(model_f::kSubgraphs), sv);
+    b.AddOffset(VT(model_f::kDescription), desc);
+    b.AddOffset(VT(model_f::kBuffers), bv);
+    b.Finish(flatbuffers::Offset<void>(b.EndTable(m)), "TFL3");
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  }
+
+ private:
+  struct T {
+    std::string name;
+    std::vector<int32_t> shape;
+    int8_t type;
+    int buffer;
+    tflite::Quantization quant;
+  };
+  struct O {
+    int opcode;
+    std::vector<int32_t> inputs, outputs;
+    uint8_t options_type;
+    std::vector<OptField> options;
+    std::vector<uint8_t> custom;
+  };
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<T> tensors_;
+  std::vector<O> ops_;
+  std::vector<std::pair<int32_t, std::string>> codes_;
+  std::vector<int32_t> inputs_, outputs_;
+};
+
+}  // namespace kiln::test
