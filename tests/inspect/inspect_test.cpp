@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -143,6 +144,161 @@ TEST(ByteMap, QuantizationAndSymbolicDims) {
   EXPECT_TRUE(scale);
 }
 
+// A small JSON checker: enough to show the output is structurally valid.
+class JsonChecker {
+ public:
+  explicit JsonChecker(const std::string& s) : s_(s) {}
+  bool Valid() {
+    bool ok = Value();
+    Ws();
+    return ok && i_ == s_.size();
+  }
+
+ private:
+  void Ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool Lit(const char* w) {
+    size_t n = std::strlen(w);
+    if (s_.compare(i_, n, w) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  bool String() {
+    if (s_[i_] != '"') return false;
+    for (++i_; i_ < s_.size(); ++i_) {
+      if (s_[i_] == '\\') ++i_;
+      else if (s_[i_] == '"') return ++i_, true;
+      else if (static_cast<unsigned char>(s_[i_]) < 0x20) return false;
+    }
+    return false;
+  }
+  bool Number() {
+    size_t start = i_;
+    while (i_ < s_.size() && std::strchr("+-0123456789.eE", s_[i_])) ++i_;
+    return i_ > start && std::isdigit(static_cast<unsigned char>(s_[i_ - 1]));
+  }
+  bool Value() {
+    Ws();
+    if (i_ >= s_.size() || ++depth_ > 64) return false;
+    bool ok;
+    char c = s_[i_];
+    if (c == '{' || c == '[') {
+      ++i_;
+      Ws();
+      char close = c == '{' ? '}' : ']';
+      ok = true;
+      if (i_ < s_.size() && s_[i_] == close) {
+        ++i_;
+      } else {
+        for (;;) {
+          if (c == '{') {
+            Ws();
+            if (!String()) return false;
+            Ws();
+            if (!Lit(":")) return false;
+          }
+          if (!Value()) return false;
+          Ws();
+          if (Lit(",")) continue;
+          if (!Lit(std::string(1, close).c_str())) return false;
+          break;
+        }
+      }
+    } else if (c == '"') {
+      ok = String();
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      ok = Lit("true") || Lit("false") || Lit("null");
+    } else {
+      ok = Number();
+    }
+    --depth_;
+    return ok;
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+  int depth_ = 0;
+};
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Everything the small models leave out: long vectors, non-default and
+// non-finite floats, strings needing escapes, every dtype's data decoding,
+// an empty constant. Only structurally valid (the semantic verifier would
+// reject these ops), which is all the walker needs.
+std::vector<uint8_t> OddModel() {
+  NetBuilder b("odd \"model\"\n");
+  int x = b.addInput("x", fb::DataType::F32, {"n", 4});
+  const uint16_t f16[] = {0x3c00, 0xc000, 0x7c00, 0x0001};  // 1, -2, inf, 2^-24
+  b.addConstant("h", fb::DataType::F16, {4}, f16, sizeof f16);
+  const uint16_t bf16[] = {0x3f80, 0x4040};  // 1, 3
+  b.addConstant("bf", fb::DataType::BF16, {2}, bf16, sizeof bf16);
+  const uint8_t flags[] = {1, 0, 1};
+  b.addConstant("flags", fb::DataType::BOOL, {3}, flags, sizeof flags);
+  b.addConstant("idx", {2}, std::vector<int64_t>{-5, INT64_MAX});
+  int empty = b.addTensor("empty", fb::DataType::F32);
+  b.net().tensors[empty]->is_constant = true;
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.group = 2;
+  conv.auto_pad = fb::AutoPad::SameUpper;
+  for (int i = 0; i < 20; ++i) conv.output_shape.push_back(i);
+  conv.activation = fb::Activation::Clip;
+  conv.activation_min = -6;
+  conv.activation_alpha = std::nanf("");
+  int c = b.addOp(fb::OpType::ConvTranspose, "", {x}, {"c"}, conv)[0];
+  fb::SliceParamsT slice;
+  slice.starts = {0, -1};
+  slice.ends = {INT64_MAX, INT64_MIN};
+  int sl = b.addOp(fb::OpType::Slice, "slice", {c}, {"s"}, slice)[0];
+  fb::CustomParamsT custom;
+  custom.type_name = "Non\"Zero\\\t\xc3\xa9";
+  b.addOp(fb::OpType::Custom, "custom", {sl}, {"out"}, custom);
+  b.setProperty("empty", "");
+  std::vector<uint8_t> buf = Finish(b);
+  flatbuffers::Verifier v(buf.data(), buf.size());
+  EXPECT_TRUE(fb::VerifySizePrefixedNetBuffer(v));
+  return buf;
+}
+
+TEST(OddModel, MapJsonAndLocate) {
+  std::vector<uint8_t> buf = OddModel();
+  ExpectCompleteMap(buf);
+  auto map = BuildByteMap(buf.data(), buf.size());
+  ASSERT_TRUE(map.ok());
+  bool range = false;
+  for (const Region& r : map->regions)
+    range |= r.meaning == "ops[0].params<ConvParams>.output_shape[0..20): 20 int elements" && r.length == 80;
+  EXPECT_TRUE(range);
+
+  auto json = ToJson(buf.data(), buf.size(), true);
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_TRUE(JsonChecker(*json).Valid()) << *json;
+  for (const char* s : {"\"name\": \"odd \\\"model\\\"\\n\"", "\"type_name\": \"Non\\\"Zero\\\\\\t\xc3\xa9\"",
+                        "\"activation_alpha\": \"nan\"", "\"activation_min\": -6", "\"activation_max\": \"inf\"",
+                        "\"values\": [1, -2, \"inf\", 5.9604645e-08]", "\"min\": -2, \"max\": 1",
+                        "\"values\": [1, 3]", "\"values\": [true, false, true]",
+                        "\"values\": [-5, 9223372036854775807]", "\"ends\": [9223372036854775807, -9223372036854775808]",
+                        "\"params_type\": \"CustomParams\"", "\"is_constant\": true", "\"auto_pad\": \"SameUpper\""})
+    EXPECT_NE(json->find(s), std::string::npos) << s << "\n" << *json;
+
+  auto last = Locate(buf.data(), buf.size(), "ops[0].params.output_shape[19]");
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->value, "19");
+  auto end = Locate(buf.data(), buf.size(), "ops[1].params<SliceParams>.ends[1]");
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(end->value, "-9223372036854775808");
+  EXPECT_EQ(end->length, 8u);
+  auto tn = Locate(buf.data(), buf.size(), "ops[2].params.type_name");
+  ASSERT_TRUE(tn.ok()) << tn.status().ToString();
+  EXPECT_EQ(tn->length, 12u);
+}
+
 class LocateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -278,89 +434,6 @@ TEST_F(LocateTest, BadPathsNameTheFirstBadStep) {
 
   EXPECT_FALSE(Loc("ops[x]").ok());
   EXPECT_FALSE(Loc("ops..name").ok());
-}
-
-// A small JSON checker: enough to show the output is structurally valid.
-class JsonChecker {
- public:
-  explicit JsonChecker(const std::string& s) : s_(s) {}
-  bool Valid() {
-    bool ok = Value();
-    Ws();
-    return ok && i_ == s_.size();
-  }
-
- private:
-  void Ws() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool Lit(const char* w) {
-    size_t n = std::strlen(w);
-    if (s_.compare(i_, n, w) != 0) return false;
-    i_ += n;
-    return true;
-  }
-  bool String() {
-    if (s_[i_] != '"') return false;
-    for (++i_; i_ < s_.size(); ++i_) {
-      if (s_[i_] == '\\') ++i_;
-      else if (s_[i_] == '"') return ++i_, true;
-      else if (static_cast<unsigned char>(s_[i_]) < 0x20) return false;
-    }
-    return false;
-  }
-  bool Number() {
-    size_t start = i_;
-    while (i_ < s_.size() && std::strchr("+-0123456789.eE", s_[i_])) ++i_;
-    return i_ > start && std::isdigit(static_cast<unsigned char>(s_[i_ - 1]));
-  }
-  bool Value() {
-    Ws();
-    if (i_ >= s_.size() || ++depth_ > 64) return false;
-    bool ok;
-    char c = s_[i_];
-    if (c == '{' || c == '[') {
-      ++i_;
-      Ws();
-      char close = c == '{' ? '}' : ']';
-      ok = true;
-      if (i_ < s_.size() && s_[i_] == close) {
-        ++i_;
-      } else {
-        for (;;) {
-          if (c == '{') {
-            Ws();
-            if (!String()) return false;
-            Ws();
-            if (!Lit(":")) return false;
-          }
-          if (!Value()) return false;
-          Ws();
-          if (Lit(",")) continue;
-          if (!Lit(std::string(1, close).c_str())) return false;
-          break;
-        }
-      }
-    } else if (c == '"') {
-      ok = String();
-    } else if (c == 't' || c == 'f' || c == 'n') {
-      ok = Lit("true") || Lit("false") || Lit("null");
-    } else {
-      ok = Number();
-    }
-    --depth_;
-    return ok;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-  int depth_ = 0;
-};
-
-size_t Count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
 }
 
 TEST(Json, WholeModel) {
