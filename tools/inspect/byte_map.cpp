@@ -78,9 +78,13 @@ class MapVisitor : public Visitor {
     tables_.push_back({t.offset, t.size, p});
     auto it = vtables_.find(t.vtable);
     if (it == vtables_.end()) {
-      vtables_[t.vtable] = VTableUse{t.vtable_size, p, obj, 1};
+      vtables_[t.vtable] = VTableUse{t.vtable_size, p, obj, 1, {}};
     } else {
       it->second.users++;
+      // Identical vtables are shared even between tables of different types.
+      std::vector<std::string>& others = it->second.other_types;
+      if (obj != it->second.object && std::find(others.begin(), others.end(), obj) == others.end())
+        others.push_back(obj);
     }
     return true;
   }
@@ -143,7 +147,14 @@ class MapVisitor : public Visitor {
       size_t slots = (use.size - 4) / 2;
       std::string m = "vtable of " + use.first_user + " (" + use.object + ", " + std::to_string(slots) +
                       (slots == 1 ? " field slot)" : " field slots)");
-      if (use.users > 1) m += " (shared by " + std::to_string(use.users) + " tables)";
+      if (use.users > 1) {
+        m += " (shared by " + std::to_string(use.users) + " tables";
+        if (!use.other_types.empty()) {
+          m += ", also of type";
+          for (size_t i = 0; i < use.other_types.size(); ++i) m += (i ? ", " : " ") + use.other_types[i];
+        }
+        m += ")";
+      }
       Add(at, use.size, RegionKind::kVTable, m);
     }
     std::sort(regions_.begin(), regions_.end(),
@@ -172,6 +183,7 @@ class MapVisitor : public Visitor {
     std::string first_user;
     std::string object;
     size_t users;
+    std::vector<std::string> other_types;  // of sharing tables, besides `object`
   };
   struct TableExtent {
     size_t offset, size;

@@ -279,8 +279,8 @@ class LocateVisitor : public Visitor {
   // The uoffset that leads to the object at `path` (or the root offset).
   void AddSlot(const Path& path) {
     if (slot_depth_ != path.size()) return;
-    std::string what = path.empty() ? "root offset" : "offset field";
-    if (slot_.in_vector) what = "offset in " + Parent(path);
+    std::string what = path.empty() ? "root offset" : "offset field " + PathString(path);
+    if (slot_.in_vector) what = "offset " + PathString(path) + " in vector " + Parent(path);
     loc_.spans.push_back({what + " -> " + Hex(slot_.target), slot_.offset, 4});
   }
 
