@@ -270,7 +270,9 @@ class ModelParser {
         case 'b': ok = t->VerifyField<int8_t>(v_, VT(id), 1); break;
         case 'i': ok = t->VerifyField<int32_t>(v_, VT(id), 4); break;
         case 'f': ok = t->VerifyField<float>(v_, VT(id), 4); break;
-        case 'v': ok = t->VerifyOffset(v_, VT(id)) && v_.VerifyVector(t->GetPointer<const Vector<int32_t>*>(VT(id))); break;
+        case 'v':
+          ok = t->VerifyOffset(v_, VT(id)) && v_.VerifyVector(t->GetPointer<const Vector<int32_t>*>(VT(id)));
+          break;
         default: break;
       }
       if (!ok) return InvalidArgument("builtin_options (type %u): field %d is malformed or outside the file", type, id);
@@ -315,9 +317,11 @@ class ModelParser {
     ASSIGN_OR_RETURN(g->inputs, VecCopy<int32_t>(t, subgraph_f::kInputs), "inputs");
     ASSIGN_OR_RETURN(g->outputs, VecCopy<int32_t>(t, subgraph_f::kOutputs), "outputs");
     for (int32_t i : g->inputs)
-      if (i < 0 || i >= static_cast<int64_t>(n)) return InvalidArgument("input tensor %d out of range (%zu tensors)", i, n);
+      if (i < 0 || i >= static_cast<int64_t>(n))
+        return InvalidArgument("input tensor %d out of range (%zu tensors)", i, n);
     for (int32_t i : g->outputs)
-      if (i < 0 || i >= static_cast<int64_t>(n)) return InvalidArgument("output tensor %d out of range (%zu tensors)", i, n);
+      if (i < 0 || i >= static_cast<int64_t>(n))
+        return InvalidArgument("output tensor %d out of range (%zu tensors)", i, n);
     ASSIGN_OR_RETURN(auto* ops, Tables(t, subgraph_f::kOperators), "operators");
     for (size_t i = 0; ops && i < ops->size(); ++i) {
       Operator op;
@@ -374,8 +378,9 @@ StatusOr<Window> ReadWindow(const OperatorCode& code, const Operator& op) {
         w.filter_h = o.Int(opt::kPoolFilterH, 0);
     }
   }
-  const bool pool = w.filter_w != 0 || w.filter_h != 0 || code.builtin == AVERAGE_POOL_2D || code.builtin == MAX_POOL_2D;
-  if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1 || (pool && (w.filter_h < 1 || w.filter_w < 1)))
+  const bool pool = w.filter_w || w.filter_h || code.builtin == AVERAGE_POOL_2D || code.builtin == MAX_POOL_2D;
+  if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1 ||
+      (pool && (w.filter_h < 1 || w.filter_w < 1)))
     return InvalidArgument("strides %dx%d, dilations %dx%d, filter %dx%d: each must be >= 1", w.stride_h, w.stride_w,
                            w.dilation_h, w.dilation_w, w.filter_h, w.filter_w);
   return w;
@@ -408,6 +413,18 @@ StatusOr<SliceSpec> ResolveSlice(const std::vector<int64_t>& begin, const std::v
     r.steps.push_back(s);
   }
   return r;
+}
+
+SliceMasks ReadSliceMasks(const Operator& op, bool strided) {
+  SliceMasks m;
+  m.sizes = !strided;
+  if (!strided) return m;
+  m.begin = op.options.Int(opt::kBeginMask, 0);
+  m.end = op.options.Int(opt::kEndMask, 0);
+  m.shrink = op.options.Int(opt::kShrinkAxisMask, 0);
+  m.offset = op.options.Bool(opt::kSliceOffset, false);
+  m.unsupported = op.options.Int(opt::kEllipsisMask, 0) != 0 || op.options.Int(opt::kNewAxisMask, 0) != 0;
+  return m;
 }
 
 StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int rank) {

@@ -132,7 +132,9 @@ constexpr int kGeluApproximate = 0;      // GeluOptions
 
 // Padding and ActivationFunctionType values.
 enum Padding : int8_t { kSame = 0, kValid = 1 };
-enum FusedActivation : int8_t { kActNone = 0, kActRelu = 1, kActReluN1To1 = 2, kActRelu6 = 3, kActTanh = 4, kActSignBit = 5 };
+enum FusedActivation : int8_t {
+  kActNone = 0, kActRelu = 1, kActReluN1To1 = 2, kActRelu6 = 3, kActTanh = 4, kActSignBit = 5
+};
 
 // Bytes inside the model file.
 struct ByteSpan {
@@ -229,9 +231,12 @@ struct SliceSpec {
 };
 struct SliceMasks {
   int32_t begin = 0, end = 0, shrink = 0;
-  bool offset = false;  // end is relative to begin
-  bool sizes = false;   // SLICE: `end` holds sizes (-1: to the end)
+  bool offset = false;       // end is relative to begin
+  bool sizes = false;        // SLICE: `end` holds sizes (-1: to the end)
+  bool unsupported = false;  // an ellipsis or new-axis mask
 };
+// The masks of a STRIDED_SLICE (strided) or SLICE operator.
+SliceMasks ReadSliceMasks(const Operator& op, bool strided);
 StatusOr<SliceSpec> ResolveSlice(const std::vector<int64_t>& begin, const std::vector<int64_t>& end,
                                  const std::vector<int64_t>& steps, const SliceMasks& masks,
                                  const std::vector<int64_t>& shape);
@@ -253,6 +258,10 @@ struct TensorData {
   std::vector<uint8_t> bytes;
 };
 size_t TypeSize(int type);  // bytes per element; 0 for types without fixed size
+// An integer tensor with quantization scales (quantized activations or weights).
+inline bool IsQuantized(const Tensor& t) {
+  return !t.quant.scale.empty() && (t.type == kInt8 || t.type == kUInt8 || t.type == kInt16);
+}
 // Whether tensor `t` has data (a non-empty buffer).
 bool HasData(const Model& m, const Tensor& t);
 // The data of `t`, its size checked against the shape and type.
