@@ -396,6 +396,33 @@ TEST(TfliteImport, LayoutOps) {
   ExpectNear(out->at("split1").f32(), s1v, 0.f, "split1");
 }
 
+// RESIZE_BILINEAR with half_pixel_centers (every MediaPipe model here uses
+// it), against TF's formula: in = (out + 0.5) * scale - 0.5, bounds clamped.
+TEST(TfliteImport, ResizeBilinearHalfPixel) {
+  const Shape xs = {1, 3, 4, 2}, ys = {1, 6, 8, 2};
+  TfliteBuilder t;
+  int x = t.tensor("x", xs), sz = t.constI32("size", {2}, {6, 8}), y = t.tensor("y", ys);
+  t.op(tfl::RESIZE_BILINEAR, {x, sz}, {y}, tfl::kResizeBilinearOptions,
+       {B(tfl::opt::kResizeBilinearAlignCorners, 0), B(tfl::opt::kResizeBilinearHalfPixel, 1)});
+  t.io({x}, {y});
+  std::vector<float> xv = Random(Count(xs), 91), want;
+  auto at = [&](int h, int w, int c) { return xv[(h * 4 + w) * 2 + c]; };
+  for (int oy = 0; oy < 6; ++oy)
+    for (int ox = 0; ox < 8; ++ox)
+      for (int c = 0; c < 2; ++c) {
+        const float iy = (oy + 0.5f) * 0.5f - 0.5f, ix = (ox + 0.5f) * 0.5f - 0.5f;
+        const int y0 = std::max(0, static_cast<int>(std::floor(iy))), y1 = std::min(2, static_cast<int>(std::ceil(iy)));
+        const int x0 = std::max(0, static_cast<int>(std::floor(ix))), x1 = std::min(3, static_cast<int>(std::ceil(ix)));
+        const float dy = iy - y0, dx = ix - x0;
+        want.push_back(at(y0, x0, c) * (1 - dy) * (1 - dx) + at(y1, x0, c) * dy * (1 - dx) +
+                       at(y0, x1, c) * (1 - dy) * dx + at(y1, x1, c) * dy * dx);
+      }
+  auto out = RunModel(t.finish(), {{"x", {NchwShape(xs), ToNchw(xv, xs)}}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->at("y").shape, NchwShape(ys));
+  ExpectNear(out->at("y").f32(), ToNchw(want, ys), 1e-5f, "resize bilinear");
+}
+
 // MaxPoolingWithArgmax2D maps to MaxPool; MaxUnpooling2D and unknown ops are
 // reported unsupported, or kept as Custom ops with --allow-unsupported.
 TEST(TfliteImport, MediaPipePoolingAndUnsupported) {
