@@ -57,11 +57,9 @@ class SessionImpl {
   Status run(const TensorCallBack* before, const TensorCallBack* after);
   const Placement& placement() const { return placement_; }
   std::vector<MemoryUse> memory() const;
-  // Frees the resize-time values; the next run resizes again.
-  void releaseCache() {
-    resize_scratch_.clear();
-    resized_ = false;
-  }
+  // Frees the resize-time values that run() never reads (those only
+  // consumed as shapes at resize); the rest stay.
+  void releaseCache();
   bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
 
  private:
@@ -100,7 +98,7 @@ class SessionImpl {
   std::vector<bool> resize_value_;                // tensor computed at resize
   std::vector<int> value_inputs_from_graph_;      // graph inputs whose values a shape needs
   std::vector<Step> steps_;
-  std::vector<std::vector<uint8_t>> resize_scratch_;
+  std::vector<std::pair<Tensor*, std::vector<uint8_t>>> resize_scratch_;
   std::map<Tensor*, std::vector<int64_t>> requested_shapes_;
   Placement placement_;
   bool resized_ = false;

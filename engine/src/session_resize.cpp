@@ -2,6 +2,7 @@
 // run.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "host_backend.h"
 #include "ops/shape_inference.h"
@@ -114,8 +115,8 @@ Status SessionImpl::inferShapes() {
     if (resize_op_[i]) {
       // Compute now, on the host, into session memory that lives until the next resize.
       for (Tensor* o : outs) {
-        resize_scratch_.emplace_back(std::max<size_t>(o->byteSize(), 8));
-        o->bind(nullptr, resize_scratch_.back().data());
+        resize_scratch_.emplace_back(o, std::vector<uint8_t>(std::max<size_t>(o->byteSize(), 8)));
+        o->bind(nullptr, resize_scratch_.back().second.data());
       }
       RETURN_IF_ERROR(execs_[i]->onResize(ins, outs), "%s", where(static_cast<int>(i)).c_str());
       RETURN_IF_ERROR(execs_[i]->onExecute(ins, outs), "%s at resize", where(static_cast<int>(i)).c_str());
@@ -191,6 +192,27 @@ Status SessionImpl::planMemory() {
     RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
   return Status::Ok();
+}
+
+void SessionImpl::releaseCache() {
+  // Read at run time: graph outputs, and inputs of run steps in positions
+  // that are not value inputs (kernels take value inputs at onResize).
+  std::set<const Tensor*> needed;
+  for (int t : graph_->outputs) needed.insert(tensors_[static_cast<size_t>(t)].get());
+  for (const Step& st : steps_) {
+    uint32_t mask = st.op >= 0 ? FindShapeDef(graph_->ops[static_cast<size_t>(st.op)].type).value_inputs : 0;
+    for (size_t k = 0; k < st.inputs.size(); ++k)
+      if (!((mask >> k) & 1)) needed.insert(st.inputs[k]);
+  }
+  std::vector<std::pair<Tensor*, std::vector<uint8_t>>> kept;
+  for (auto& entry : resize_scratch_) {
+    if (needed.count(entry.first)) {
+      kept.push_back(std::move(entry));
+    } else {
+      entry.first->bind(nullptr, nullptr);
+    }
+  }
+  resize_scratch_ = std::move(kept);
 }
 
 Status SessionImpl::resize() {
