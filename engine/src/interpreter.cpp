@@ -33,7 +33,8 @@ StatusOr<Session*> Interpreter::createMultiPathSession(const std::vector<Schedul
     static_inputs = static_inputs && gt.has_shape &&
                     std::all_of(gt.dims.begin(), gt.dims.end(), [](int64_t d) { return d >= 0; });
   }
-  if (static_inputs) RETURN_IF_ERROR(session->resize());
+  // Shape inputs must be written by the app before the first resize.
+  if (static_inputs && !session->impl_->hasShapeInputs()) RETURN_IF_ERROR(session->resize());
   sessions_.push_back(std::move(session));
   return sessions_.back().get();
 }

@@ -227,6 +227,14 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
         break;
       }
   }
+  for (int t : value_inputs_from_graph_) {
+    home_[static_cast<size_t>(t)] = host_;
+    Tensor* tensor = tensors_[static_cast<size_t>(t)].get();
+    shape_input_memory_[tensor];  // registered; memory comes with a shape
+    const GraphTensor& gt = g.tensors[static_cast<size_t>(t)];
+    if (gt.has_shape && std::all_of(gt.dims.begin(), gt.dims.end(), [](int64_t d) { return d >= 0; }))
+      bindShapeInput(tensor, gt.dims);
+  }
   for (size_t i = 0; i < g.ops.size(); ++i) {
     if (resize_op_[i]) continue;
     for (int in : g.ops[i].inputs)
@@ -236,6 +244,13 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
   }
   if (fallbacks > 0) KILN_LOG("%s", placement_.toString().c_str());
   return Status::Ok();
+}
+
+void SessionImpl::bindShapeInput(Tensor* t, const std::vector<int64_t>& shape) {
+  std::vector<uint8_t>& mem = shape_input_memory_[t];
+  t->setShape(shape);
+  mem.resize(std::max<size_t>(t->byteSize(), 8));
+  t->bind(nullptr, mem.data());
 }
 
 Tensor* SessionImpl::mirror(int tensor, Backend* b, bool* created) {

@@ -61,6 +61,7 @@ class SessionImpl {
   // consumed as shapes at resize); the rest stay.
   void releaseCache();
   bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
+  bool hasShapeInputs() const { return !shape_input_memory_.empty(); }
 
  private:
   struct Step {
@@ -96,7 +97,14 @@ class SessionImpl {
   std::vector<std::unique_ptr<Execution>> execs_;
   std::vector<bool> resize_op_;
   std::vector<bool> resize_value_;                // tensor computed at resize
-  std::vector<int> value_inputs_from_graph_;      // graph inputs whose values a shape needs
+  // Shape inputs: graph inputs whose values decide shapes (Reshape's shape
+  // fed by the app). They live in session memory from resizeTensor on, so
+  // the app can write them before resize; run() resizes again when their
+  // values changed since the last resize.
+  std::vector<int> value_inputs_from_graph_;
+  std::map<const Tensor*, std::vector<uint8_t>> shape_input_memory_, shape_input_seen_;
+  bool isShapeInput(const Tensor* t) const { return shape_input_memory_.count(t) > 0; }
+  void bindShapeInput(Tensor* t, const std::vector<int64_t>& shape);
   std::vector<Step> steps_;
   std::vector<std::pair<Tensor*, std::vector<uint8_t>>> resize_scratch_;
   std::map<Tensor*, std::vector<int64_t>> requested_shapes_;

@@ -47,7 +47,9 @@ Status SessionImpl::resizeTensor(Tensor* input, const std::vector<int64_t>& shap
         return InvalidArgument("input '%s': dim %zu is fixed at %lld in the model, cannot be %lld", gt.name.c_str(), d,
                                (long long)gt.dims[d], (long long)shape[d]);
     }
+    if (resized_ && input->shape() == shape) return Status::Ok();  // nothing changes
     requested_shapes_[input] = shape;
+    if (isShapeInput(input)) bindShapeInput(input, shape);
     resized_ = false;
     return Status::Ok();
   }
@@ -63,6 +65,12 @@ Status SessionImpl::inferShapes() {
     if (gt.isConstant()) {
       t->setShape(gt.dims);
       t->bind(nullptr, const_cast<uint8_t*>(gt.constant.data));  // read-only: model memory
+    } else if (isShapeInput(t)) {
+      if (!t->hostData())
+        return InvalidArgument("input '%s' decides a shape: call resizeTensor and write its values before resize",
+                               gt.name.c_str());
+      auto& seen = shape_input_seen_[t];
+      seen.assign(t->host<uint8_t>(), t->host<uint8_t>() + t->byteSize());
     } else if (gt.is_input) {
       auto it = requested_shapes_.find(t);
       if (it != requested_shapes_.end()) {
@@ -85,21 +93,6 @@ Status SessionImpl::inferShapes() {
     outs.clear();
     for (int in : op.inputs) ins.push_back(in < 0 ? nullptr : tensors_[static_cast<size_t>(in)].get());
     for (int o : op.outputs) outs.push_back(tensors_[static_cast<size_t>(o)].get());
-    if (!value_inputs_from_graph_.empty() && (resize_op_[i] || FindShapeDef(op.type).value_inputs)) {
-      // A shape that depends on a graph input's values cannot be planned at
-      // resize: name the first op that needs one.
-      for (size_t k = 0; k < op.inputs.size(); ++k) {
-        int in = op.inputs[k];
-        if (in < 0 || !resize_value_[static_cast<size_t>(in)]) continue;
-        bool is_value_input = (FindShapeDef(op.type).value_inputs >> k) & 1;
-        if (!is_value_input && !resize_op_[i]) continue;
-        for (int gin : value_inputs_from_graph_)
-          if (gin == in)
-            return Unsupported("%s: input %zu ('%s') decides a shape but is a graph input; its values are not "
-                               "known at resize", where(static_cast<int>(i)).c_str(), k,
-                               g.tensors[static_cast<size_t>(in)].name.c_str());
-      }
-    }
     ShapeDef def = FindShapeDef(op.type);
     if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
     ShapeContext ctx(op, ins, outs);
@@ -158,7 +151,7 @@ Status SessionImpl::planMemory() {
     return nullptr;
   };
   for (int t : g.inputs)
-    if (!resize_value_[static_cast<size_t>(t)] || g.tensors[static_cast<size_t>(t)].consumers.size() > 0)
+    if (!isShapeInput(tensors_[static_cast<size_t>(t)].get()))
       RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
   for (auto& [src, m] : static_copies_) RETURN_IF_ERROR(backend_of(m)->onAcquireBuffer(m, nullptr));
 
@@ -267,6 +260,23 @@ Status SessionImpl::runStep(const Step& s, const TensorCallBack* before, const T
 }
 
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
+  bool shape_values_changed = false;
+  for (auto& [t, seen] : shape_input_seen_)
+    if (t->byteSize() != seen.size() || !std::equal(seen.begin(), seen.end(), t->host<uint8_t>()))
+      shape_values_changed = true;
+  if (resized_ && shape_values_changed) {
+    // New shape-input values: plan again, keeping what the app already wrote
+    // into the other inputs (their shapes did not change).
+    std::vector<std::pair<Tensor*, std::unique_ptr<Tensor>>> saved;
+    for (int t : graph_->inputs) {
+      Tensor* in = tensors_[static_cast<size_t>(t)].get();
+      if (isShapeInput(in)) continue;
+      ASSIGN_OR_RETURN(auto copy, Tensor::createHostTensorFromDevice(*in, true));
+      saved.emplace_back(in, std::move(copy));
+    }
+    RETURN_IF_ERROR(resize());
+    for (auto& [in, copy] : saved) RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
+  }
   if (!resized_) RETURN_IF_ERROR(resize());
   for (auto& b : backends_) b->onExecuteBegin();
   Status status;

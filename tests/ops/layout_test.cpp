@@ -117,15 +117,16 @@ TEST(LayoutReshape, BadShapesAreClearErrors) {
   EXPECT_NE(two.status().message().find("more than one -1"), std::string::npos) << two.status().message();
 }
 
-TEST(LayoutReshape, ShapeFromAGraphInputIsUnsupported) {
-  auto out = OpTest(fb::OpType::Reshape, "r")
-                 .input("x", {2, 3, 4}, RandomFloats(24, 1))
-                 .inputI64("shape", {2}, {4, 6})
-                 .run();
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kUnsupported) << out.status().ToString();
-  EXPECT_NE(out.status().message().find("graph input"), std::string::npos) << out.status().message();
-  EXPECT_NE(out.status().message().find("'shape'"), std::string::npos) << out.status().message();
+TEST(LayoutReshape, ShapeFromAGraphInput) {
+  // The shape is a graph input: written before resize, read at resize.
+  std::vector<float> x = RandomFloats(24, 1);
+  auto out = OpTest(fb::OpType::Reshape, "r").input("x", {2, 3, 4}, x).inputI64("shape", {2}, {4, 6}).run();
+  ASSERT_OK(out);
+  EXPECT_EQ(out->at(0).shape, (Shape{4, 6}));
+  EXPECT_EQ(out->at(0).f32(), x);
+  auto bad = OpTest(fb::OpType::Reshape, "r").input("x", {2, 3, 4}, x).inputI64("shape", {2}, {5, -1}).run();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'r' (Reshape)"), std::string::npos) << bad.status().message();
 }
 
 TEST(LayoutReshape, FlattenSqueezeUnsqueeze) {

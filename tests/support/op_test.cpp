@@ -55,12 +55,26 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
   ASSIGN_OR_RETURN(auto bytes, b.finish());
   ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
   ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
-  for (const In& in : inputs_) {
-    if (in.missing || in.constant) continue;
-    Tensor* t = session->getInput(in.name);
-    if (!t) return Internal("no session input '%s'", in.name.c_str());
-    auto host = Tensor::wrap(in.shape, in.dtype, const_cast<uint8_t*>(in.bytes.data()));
-    RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+  // Inputs that already have memory (all of them when the session resized at
+  // creation; shape inputs always) are written first; if any had none, the
+  // session is resized with the shape inputs' values and all are written.
+  bool need_resize = false;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const In& in : inputs_) {
+      if (in.missing || in.constant) continue;
+      Tensor* t = session->getInput(in.name);
+      if (!t) return Internal("no session input '%s'", in.name.c_str());
+      if (pass == 0) RETURN_IF_ERROR(session->resizeTensor(t, in.shape));
+      if (!t->hostData() && t->onHost() && !in.bytes.empty()) {
+        need_resize = true;
+        continue;
+      }
+      auto host = Tensor::wrap(in.shape, in.dtype, const_cast<uint8_t*>(in.bytes.data()));
+      RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+    }
+    if (!need_resize) break;
+    RETURN_IF_ERROR(session->resize());
+    need_resize = false;
   }
   RETURN_IF_ERROR(session->run());
   std::vector<OpResult> results;

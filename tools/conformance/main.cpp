@@ -116,6 +116,14 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
       if (!st.ok()) return {Outcome::kFailed, "resize: " + st.message()};
       inputs.push_back(std::move(data).value());
     }
+    // Shape inputs (values that decide shapes) have memory before resize.
+    for (size_t k = 0; k < input_names.size(); ++k) {
+      Tensor* in = s->getInput(input_names[k]);
+      if (!in->hostData() || inputs[k].bytes.empty()) continue;
+      auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
+      Status cs = in->copyFromHostTensor(*host);
+      if (!cs.ok()) return {Outcome::kFailed, "input: " + cs.message()};
+    }
     Status st = s->resize();
     if (!st.ok())
       return {st.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed, "resize: " + st.message()};
