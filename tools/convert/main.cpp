@@ -1,4 +1,4 @@
-// kiln-convert IN.onnx OUT.kiln [--external-weights] [--allow-unsupported]
+// kiln-convert IN.onnx|IN.tflite OUT.kiln [--external-weights] [--allow-unsupported]
 //              [--no-optimize] [--input-shape NAME=1x3x224x224]...
 // The graph passes (kiln/passes.h) run unless --no-optimize; the ones that
 // applied are printed as "passes: fold_constants 12, fold_batchnorm 20".
@@ -15,7 +15,7 @@ namespace {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: kiln-convert IN.onnx OUT.kiln [--external-weights] [--allow-unsupported] [--fp16]\n"
+               "usage: kiln-convert IN.onnx|IN.tflite OUT.kiln [--external-weights] [--allow-unsupported] [--fp16]\n"
                "                    [--no-optimize] [--input-shape NAME=1x3x224x224]...\n");
   return 2;
 }

@@ -1,6 +1,6 @@
 // kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]
 //          [--backend host|vulkan|opencl|auto] [--threads N]
-// Runs a .kiln model (or an .onnx one, converted in memory) on NumPy inputs
+// Runs a .kiln model (or an .onnx / .tflite one, converted in memory) on NumPy inputs
 // and writes each output as DIR/NAME.npy. Prints the placement and the time.
 // Exit codes: 0 ok; 1 model, input or run error (message on stderr); 2 usage.
 #include <sys/stat.h>
@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
   if (model.empty()) return Usage();
 
   std::unique_ptr<kiln::Interpreter> interp;
-  if (EndsWith(model, ".onnx")) {
-    auto b = kiln::ImportOnnx(model, {}, nullptr);
+  if (EndsWith(model, ".onnx") || EndsWith(model, ".tflite")) {
+    auto b = EndsWith(model, ".onnx") ? kiln::ImportOnnx(model, {}, nullptr) : kiln::ImportTflite(model, {}, nullptr);
     if (!b.ok()) return Fail("convert", b.status());
     auto bytes = b->finish();
     if (!bytes.ok()) return Fail("convert", bytes.status());
