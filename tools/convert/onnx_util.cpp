@@ -99,6 +99,7 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
     return d;
   }
   d.bytes.resize(bytes);
+  if (bytes == 0) return d;  // empty tensor: no typed values to read (and their data() may be null)
   auto need = [&](int have) -> Status {
     if (have != n) return InvalidArgument("tensor '%s': %d values for %lld elements", t.name().c_str(), have, (long long)n);
     return Status::Ok();
