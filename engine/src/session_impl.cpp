@@ -68,7 +68,8 @@ std::string SessionImpl::where(int op) const {
 
 // An op is computed at resize when its outputs feed a "value input" (the
 // shape of Reshape, the starts of Slice, ...), directly or through other such
-// ops. Shape reads only its input's shape, so the walk stops there.
+// ops. Shape reads only its input's shape, so the walk stops there. Ops that
+// read only constants are computed at resize as well.
 Status SessionImpl::markResizeOps() {
   const Graph& g = *graph_;
   resize_op_.assign(g.ops.size(), false);
@@ -95,6 +96,20 @@ Status SessionImpl::markResizeOps() {
     for (int o : p.outputs) resize_value_[static_cast<size_t>(o)] = true;
     if (p.type == fb::OpType::Shape) continue;
     for (int in : p.inputs) work.push_back(in);
+  }
+  // Constant subgraphs (every input a constant or a resize value), such as
+  // the Cast that widens f16-stored weights, are computed once at resize too.
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const GraphOp& op = g.ops[i];
+    if (resize_op_[i] || op.type == fb::OpType::Constant || op.type == fb::OpType::Custom || op.inputs.empty())
+      continue;
+    bool all_known = true;
+    for (int in : op.inputs)
+      if (in >= 0 && !g.tensors[static_cast<size_t>(in)].isConstant() && !resize_value_[static_cast<size_t>(in)])
+        all_known = false;
+    if (!all_known) continue;
+    resize_op_[i] = true;
+    for (int o : op.outputs) resize_value_[static_cast<size_t>(o)] = true;
   }
   return Status::Ok();
 }

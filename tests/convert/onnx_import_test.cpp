@@ -204,3 +204,57 @@ TEST(OnnxImport, InputShapeOverrideAndBadFiles) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(OnnxImport, Fp16WeightsHalveTheFileAndStayClose) {
+  std::string dir = test::TempDir();
+  onnx::ModelProto m = NewModel(13);
+  auto* g = m.mutable_graph();
+  AddInput(g, "x", {"2", "64"});
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(64);
+  w->add_dims(32);
+  for (float v : test::RandomFloats(64 * 32, 4)) w->add_float_data(v);
+  AddNode(g, "MatMul", {"x", "w"}, {"y"}, "mm");
+  g->add_output()->set_name("y");
+  std::string onnx_path = Write(m, dir);
+
+  ConvertReport full, half;
+  ASSERT_TRUE(ConvertFile(onnx_path, dir + "/f32.kiln", {}, &full).ok());
+  ConvertOptions opt;
+  opt.fp16 = true;
+  Status s = ConvertFile(onnx_path, dir + "/f16.kiln", opt, &half);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(half.fp16_weights, 1);
+  EXPECT_EQ(half.weight_bytes * 2, full.weight_bytes);
+
+  std::vector<float> xv = test::RandomFloats(128, 5);
+  std::vector<std::vector<float>> outs;
+  for (const char* name : {"/f32.kiln", "/f16.kiln"}) {
+    auto interp = Interpreter::createFromFile(dir + name);
+    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+    auto sess = (*interp)->createSession({});
+    ASSERT_TRUE(sess.ok()) << sess.status().ToString();
+    // The widening Cast reads only a constant: it runs at resize, not per run.
+    if (std::string(name) == "/f16.kiln") EXPECT_EQ((*sess)->placement().ops[0].type, "Cast");
+    auto hx = Tensor::wrap({2, 64}, fb::DataType::F32, xv.data());
+    ASSERT_TRUE((*sess)->getInput("x")->copyFromHostTensor(*hx).ok());
+    std::vector<std::string> ran;
+    auto seen = [&](const std::vector<Tensor*>&, const OpInfo& op) {
+      ran.push_back(op.type);
+      return true;
+    };
+    ASSERT_TRUE((*sess)->runWithCallBack(seen, nullptr).ok());
+    EXPECT_EQ(ran, std::vector<std::string>{"MatMul"});
+    Tensor* y = (*sess)->getOutput();
+    outs.emplace_back(y->host<float>(), y->host<float>() + y->elementCount());
+  }
+  test::ExpectNear(outs[1], outs[0], 2e-3f, "fp16 weights vs f32");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,5 +1,6 @@
 #include "kiln/convert.h"
 #include "kiln/passes.h"
+#include "fp16.h"
 
 namespace kiln {
 
@@ -9,7 +10,6 @@ static bool EndsWith(const std::string& s, const std::string& suffix) {
 
 Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
                    ConvertReport* report) {
-  if (options.fp16) return Unsupported("--fp16: f16 weights need the host f16 kernels (not built yet)");
   const bool tflite = EndsWith(in, ".tflite");
   if (!tflite && !EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx and .tflite input is supported", in.c_str());
   ASSIGN_OR_RETURN(NetBuilder b, tflite ? ImportTflite(in, options, report) : ImportOnnx(in, options, report));
@@ -20,6 +20,14 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
       report->passes = passes.applied;
       report->ops_out = static_cast<int>(b.net().ops.size());
       report->weight_bytes = 0;  // folding adds and drops constants
+      for (const auto& t : b.net().tensors) report->weight_bytes += t->data.size();
+    }
+  }
+  if (options.fp16) {
+    ASSIGN_OR_RETURN(int n, StoreWeightsAsF16(b.net()), "%s: --fp16", in.c_str());
+    if (report) {
+      report->fp16_weights = n;
+      report->weight_bytes = 0;
       for (const auto& t : b.net().tensors) report->weight_bytes += t->data.size();
     }
   }

@@ -89,5 +89,6 @@ int main(int argc, char** argv) {
     std::printf("  passes: %s\n", line.empty() ? "none applied" : line.c_str());
   }
   for (auto& [type, n] : report.unsupported) std::printf("  kept unsupported: %s x%d\n", type.c_str(), n);
+  if (report.fp16_weights) std::printf("  fp16: %d weight tensors stored as f16, widened to f32 at session resize\n", report.fp16_weights);
   return 0;
 }

@@ -38,6 +38,7 @@ struct ConvertReport {
   int ops_in = 0;                // nodes in the source graph
   int ops_out = 0;               // ops in the Kiln model (after the graph passes)
   size_t weight_bytes = 0;       // constant data written
+  int fp16_weights = 0;          // constants stored as f16 (--fp16)
   std::map<std::string, int> unsupported;  // op type -> count (kept as Custom)
   std::vector<std::pair<std::string, int>> passes;  // graph passes that applied: name, rewrites
 };
