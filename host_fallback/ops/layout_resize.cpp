@@ -18,7 +18,9 @@ float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, i
     case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
     case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
     case fb::CoordinateTransform::AlignCorners:
-      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+      // ONNX: the resized length is in_len * scale, unrounded (equal to
+      // out_len when sizes are given), so downsampling by scales differs.
+      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
     case fb::CoordinateTransform::Asymmetric: return x / scale;
     case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
     case fb::CoordinateTransform::TfCropAndResize: break;

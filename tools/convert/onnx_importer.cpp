@@ -99,6 +99,7 @@ class OnnxImporter {
       }
     }
     tensors_[in.name()] = b_.addInput(in.name(), dtype, dims);
+    ranks_[in.name()] = static_cast<int>(dims.size());
     return Status::Ok();
   }
 
@@ -232,6 +233,20 @@ class OnnxImporter {
     ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
       Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(ConvParams(n)));
+    } else if (t == "MaxPool" && AttrInt(n, "storage_order", 0) != 0 && OutputNames(n, 2).size() > 1) {
+      return Keep(n, "storage_order 1 (column-major Indices)");
+    } else if (t == "PRelu" && opset_ < 7 && in.size() == 2) {
+      // Before opset 7 a 1-D slope of C values is per channel (axis 1): make
+      // it [C, 1, ...] so it broadcasts the way numpy rules now require.
+      auto rank = ranks_.find(n.input(0));
+      auto& slope = *b_.net().tensors[static_cast<size_t>(in[1])];
+      if (rank != ranks_.end() && rank->second >= 3 && slope.shape.size() == 1 && !slope.data.empty())
+        for (int k = 2; k < rank->second; ++k) {
+          auto one = std::make_unique<fb::DimT>();
+          one->size = 1;
+          slope.shape.push_back(std::move(one));
+        }
+      Emit(fb::OpType::PRelu, n, in);
     } else if (t == "MaxPool" || t == "AveragePool") {
       Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(PoolParams(n)));
     } else if (t == "Gemm") {
@@ -414,6 +429,7 @@ class OnnxImporter {
   std::string base_dir_;
   int64_t opset_ = 1;
   std::map<std::string, int> tensors_;
+  std::map<std::string, int> ranks_;  // graph inputs' ranks
   std::map<std::string, std::vector<std::string>> missing_;
 };
 
