@@ -672,7 +672,8 @@ float RefCoord(fb::CoordinateTransform t, int64_t o, float scale, int64_t in_len
   if (t == fb::CoordinateTransform::HalfPixel) return (x + 0.5f) / scale - 0.5f;
   if (t == fb::CoordinateTransform::PytorchHalfPixel) return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
   if (t == fb::CoordinateTransform::AlignCorners)
-    return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+    // ONNX's reference divides by in_len * scale - 1, unrounded.
+    return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
   if (t == fb::CoordinateTransform::Asymmetric) return x / scale;
   return (x + 0.5f) / scale;  // tf_half_pixel_for_nn
 }
