@@ -24,3 +24,7 @@ echo "== 4. kiln-inspect --locate: find the conv1 bias values and a conv param i
 echo
 echo "== 5. the same model with its weights in an external file"
 "$bin/kiln-inspect" "$out/tiny_cnn_ext.kiln"
+echo
+echo "== 6. kiln-run: run it, asking for the GPU first (--backend auto); until the GPU"
+echo "      backends land, every op falls back to the host, and the placement says why"
+"$bin/kiln-run" "$out/tiny_cnn.kiln" --input "image=$out/image.npy" --output-dir "$out/run" --backend auto

@@ -121,14 +121,18 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
 
   // One backend object per forward type; the host is always there.
   std::map<ForwardType, Backend*> by_type;
+  std::map<ForwardType, std::string> unavailable;  // why a backend could not be created
   auto get = [&](ForwardType t, std::string* why) -> Backend* {
     auto it = by_type.find(t);
-    if (it != by_type.end()) return it->second;
+    if (it != by_type.end()) {
+      if (!it->second) *why = unavailable[t];
+      return it->second;
+    }
     ScheduleConfig c;
     c.numThread = threads;
     auto b = factory(t, c);
     if (!b.ok()) {
-      *why = b.status().message();
+      *why = unavailable[t] = b.status().message();
       by_type[t] = nullptr;
       return nullptr;
     }

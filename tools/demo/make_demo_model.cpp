@@ -1,13 +1,15 @@
 // kiln-demo-model DIR: writes a small CNN with NetBuilder into DIR, once with
 // weights inline (tiny_cnn.kiln) and once with external weights
-// (tiny_cnn_ext.kiln + tiny_cnn.weights), then loads both back and prints
-// what it loaded. `make demo` uses it until the GPU demo replaces it.
+// (tiny_cnn_ext.kiln + tiny_cnn.weights), loads both back and prints what
+// it loaded, and writes an input image.npy for kiln-run. `make demo` uses
+// it until the GPU demo replaces it.
 #include <cstdio>
 #include <random>
 #include <string>
 
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "npy.h"
 
 namespace {
 
@@ -79,5 +81,17 @@ int main(int argc, char** argv) {
     std::printf("wrote and loaded %s: %u ops, %u tensors%s\n", path.c_str(), (*interp)->net().ops()->size(),
                 (*interp)->net().tensors()->size(), opt.external_weights.empty() ? "" : " (weights external)");
   }
+  // An input for kiln-run: one 32x32 RGB image.
+  kiln::NpyArray image;
+  image.shape = {1, 3, 32, 32};
+  std::vector<float> pixels = Random(3 * 32 * 32, 99);
+  image.bytes.assign(reinterpret_cast<const uint8_t*>(pixels.data()),
+                     reinterpret_cast<const uint8_t*>(pixels.data() + pixels.size()));
+  kiln::Status s = kiln::WriteNpy(dir + "/image.npy", image);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kiln-demo-model: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("wrote %s/image.npy (a random 1x3x32x32 input)\n", dir.c_str());
   return 0;
 }

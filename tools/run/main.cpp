@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   }
   if (model.empty()) return Usage();
 
+  setenv("KILN_QUIET", "1", 0);  // the placement is printed below, once
   std::unique_ptr<kiln::Interpreter> interp;
   if (EndsWith(model, ".onnx") || EndsWith(model, ".tflite")) {
     auto b = EndsWith(model, ".onnx") ? kiln::ImportOnnx(model, {}, nullptr) : kiln::ImportTflite(model, {}, nullptr);
