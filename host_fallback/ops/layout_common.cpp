@@ -62,13 +62,6 @@ StatusOr<int> NormalizeAxis(int64_t axis, int rank, const char* what) {
 
 namespace {
 
-template <typename T>
-std::vector<int64_t> ToI64(const flatbuffers::Vector<T>* v) {
-  std::vector<int64_t> r;
-  if (v)
-    for (auto x : *v) r.push_back(static_cast<int64_t>(x));
-  return r;
-}
 
 std::string ListToString(const std::vector<int64_t>& v) { return ShapeToString(v); }
 

@@ -19,6 +19,15 @@
 
 namespace kiln {
 
+// A FlatBuffers vector of any integer type as int64 (empty when absent).
+template <typename T>
+std::vector<int64_t> ToI64(const flatbuffers::Vector<T>* v) {
+  std::vector<int64_t> r;
+  if (v)
+    for (auto x : *v) r.push_back(static_cast<int64_t>(x));
+  return r;
+}
+
 struct ValueSource {
   std::function<bool(int)> has;  // optional input k is given
   std::function<StatusOr<std::vector<int64_t>>(int)> ints;

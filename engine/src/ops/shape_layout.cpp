@@ -31,13 +31,6 @@ StatusOr<std::vector<int64_t>> Ints(const ShapeContext& c, int k) {
   return c.inInts(k);
 }
 
-template <typename T>
-std::vector<int64_t> ToI64(const flatbuffers::Vector<T>* v) {
-  std::vector<int64_t> r;
-  if (v)
-    for (auto x : *v) r.push_back(static_cast<int64_t>(x));
-  return r;
-}
 
 }  // namespace
 
