@@ -1,13 +1,18 @@
 // Host kernels: Conv and ConvTranspose (f32, any number of spatial axes,
 // groups, dilations, strides, pads / auto_pad, optional bias, fused
-// activation). Direct convolution: for every kernel tap the weight times a
-// shifted row of one plane is accumulated into another plane. Work is split
-// over batch x output channels, so each thread owns whole output planes.
+// activation). Conv with more than one input channel a group is a GEMM
+// (gemm.h): 1x1 stride-1 unpadded convs multiply the weights by the input
+// planes directly; others first unfold the input (im2col, one group of one
+// batch at a time, into a buffer sized at resize). Depthwise Conv and
+// ConvTranspose are direct: for every kernel tap the weight times a shifted
+// row of one plane is accumulated into another plane, work split over
+// batch x output channels so each thread owns whole output planes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "gemm.h"
 #include "host_backend.h"
 
 namespace kiln {
@@ -115,6 +120,7 @@ void FillBias(float* y, int64_t n, const Tensor* bias, int64_t m) {
   std::fill(y, y + n, v);
 }
 
+// The direct convolution (depthwise Conv).
 Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
@@ -168,6 +174,138 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   });
   return Status::Ok();
 }
+
+
+// Conv as im2col + GEMM; depthwise (one input channel a group, several
+// groups) stays on RunConv.
+class ConvExecution final : public Execution {
+ public:
+  ConvExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
+
+  Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    prepared_ = false;
+    if (!nn::NeedF32(op_, in).ok()) return Status::Ok();  // onExecute reports it
+    prepare(in, out);
+    return Status::Ok();
+  }
+
+  Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    HostBackend& be = *static_cast<HostBackend*>(backend());
+    RETURN_IF_ERROR(nn::NeedF32(op_, in));
+    if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
+    if (direct_) return RunConv(op_, in, out, be);
+    const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+    const float* x = in[0]->host<float>();
+    const float* w = in[1]->host<float>();
+    float* y = out[0]->host<float>();
+    if (out_plane_ == 0) return Status::Ok();
+    const int64_t kdim = Cg_ * ksize_;
+    for (int64_t n = 0; n < N_; ++n) {
+      for (int64_t g = 0; g < a_.group; ++g) {
+        const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
+        const float* bmat = xg;
+        if (!pointwise_) {
+          Im2col(be, xg);
+          bmat = col_.data();
+        }
+        Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
+              y + (n * M_ + g * Mg_) * out_plane_, out_plane_);
+      }
+    }
+    if (B || a_.act != fb::Activation::None) {
+      const float* bias = B ? B->host<float>() : nullptr;
+      be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
+        for (int64_t nm = begin; nm < end; ++nm) {
+          float* yp = y + nm * out_plane_;
+          if (bias) {
+            const float bv = bias[nm % M_];
+            for (int64_t i = 0; i < out_plane_; ++i) yp[i] += bv;
+          }
+          nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, yp, out_plane_);
+        }
+      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void prepare(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+    const Tensor& X = *in[0];
+    const Tensor& W = *in[1];
+    const Tensor& Y = *out[0];
+    x_shape_ = X.shape();
+    y_shape_ = Y.shape();
+    const fb::ConvParams* p = op_.params<fb::ConvParams>();
+    a_ = ReadConvAttrs(p, W);
+    const IntVec xin(X.shape().begin() + 2, X.shape().end());
+    const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
+    const IntVec pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet,
+                                       nn::IntsOr(p ? p->pads() : nullptr, 0, 0), xin, yout, a_.kernel, a_.strides,
+                                       a_.dilations);
+    a_.pads = pads;
+    N_ = X.length(0);
+    C_ = X.length(1);
+    M_ = Y.length(1);
+    Cg_ = C_ / a_.group;
+    Mg_ = M_ / a_.group;
+    in_plane_ = Prod(xin.begin(), xin.end());
+    out_plane_ = Prod(yout.begin(), yout.end());
+    ksize_ = Prod(a_.kernel.begin(), a_.kernel.end());
+    direct_ = Cg_ == 1 && a_.group > 1;
+    pointwise_ = xin == yout;
+    for (size_t i = 0; i < a_.kernel.size(); ++i)
+      if (a_.kernel[i] != 1 || a_.strides[i] != 1) pointwise_ = false;
+    for (int64_t v : pads)
+      if (v != 0) pointwise_ = false;
+    if (!direct_ && !pointwise_) {
+      taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
+      col_.assign(static_cast<size_t>(Cg_ * ksize_ * out_plane_), 0.f);
+    } else {
+      col_.clear();
+      col_.shrink_to_fit();
+    }
+    prepared_ = true;
+  }
+
+  // col_[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of
+  // output position o in channel c of the group at xg (0 in the padding).
+  void Im2col(HostBackend& be, const float* xg) {
+    const Taps& t = taps_;
+    const int64_t rows = Cg_ * ksize_;
+    float* col = col_.data();
+    be.pool().parallelFor(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t c = row / ksize_, tap = row % ksize_, kr = tap / t.k_w, kx = tap % t.k_w;
+        const float* xp = xg + c * in_plane_;
+        const int64_t* row_off = t.row_off.data() + kr * t.a_rows;
+        const int64_t lo = t.lo[static_cast<size_t>(kx)], hi = t.hi[static_cast<size_t>(kx)];
+        const int64_t bs = t.b_start[static_cast<size_t>(kx)], s = t.stride_w;
+        float* dst = col + row * out_plane_;
+        for (int64_t r = 0; r < t.a_rows; ++r, dst += t.a_w) {
+          if (row_off[r] < 0 || hi <= lo) {
+            std::fill(dst, dst + t.a_w, 0.f);
+            continue;
+          }
+          std::fill(dst, dst + lo, 0.f);
+          const float* xr = xp + row_off[r] + bs;
+          if (s == 1)
+            std::memcpy(dst + lo, xr, static_cast<size_t>(hi - lo) * sizeof(float));
+          else
+            for (int64_t i = 0; i < hi - lo; ++i) dst[lo + i] = xr[i * s];
+          std::fill(dst + hi, dst + t.a_w, 0.f);
+        }
+      }
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
+  }
+
+  const GraphOp& op_;
+  bool prepared_ = false, direct_ = false, pointwise_ = false;
+  IntVec x_shape_, y_shape_;
+  ConvAttrs a_;
+  int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;
+  Taps taps_;
+  std::vector<float> col_;
+};
 
 // Begin pads of ConvTranspose (ONNX): explicit pads, or, when output_shape
 // or SAME_* set the output size, a split of the total padding
@@ -251,7 +389,7 @@ Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph&, HostBackend* b) {
-  return MakeHostKernel(b, op, &RunConv);
+  return std::unique_ptr<Execution>(new ConvExecution(b, op));
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunConvTranspose);

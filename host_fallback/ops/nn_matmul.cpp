@@ -1,9 +1,11 @@
 // Host kernels: MatMul (numpy semantics: batch dims broadcast, 1-D operands
 // promoted and the added axis removed) and Gemm (alpha, beta, transposes, C
-// broadcast to [M, N], fused activation). f32; work is split over output rows.
+// broadcast to [M, N], fused activation). f32; every product is an Sgemm
+// (gemm.h), which splits the work over threads.
 #include <algorithm>
 #include <vector>
 
+#include "gemm.h"
 #include "host_backend.h"
 
 namespace kiln {
@@ -56,21 +58,18 @@ Status RunMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   const float* pa = in[0]->host<float>();
   const float* pb = in[1]->host<float>();
   float* py = out[0]->host<float>();
-  const int64_t rows = static_cast<int64_t>(a_off.size()) * M;
-  be.pool().parallelFor(rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t bi = r / M, i = r % M;
-      const float* ar = pa + a_off[static_cast<size_t>(bi)] + i * K;
-      const float* bm = pb + b_off[static_cast<size_t>(bi)];
-      float* yr = py + r * N;
-      std::fill(yr, yr + N, 0.f);
-      for (int64_t k = 0; k < K; ++k) {
-        const float av = ar[k];
-        const float* bk = bm + k * N;
-        for (int64_t j = 0; j < N; ++j) yr[j] += av * bk[j];
-      }
-    }
-  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K * N)));
+  const int64_t batches = static_cast<int64_t>(a_off.size());
+  // One GEMM when B is shared and A's batches are contiguous: [batches * M, K] x [K, N].
+  bool merged = batches > 1;
+  for (int64_t bi = 0; bi < batches && merged; ++bi)
+    merged = b_off[static_cast<size_t>(bi)] == b_off[0] && a_off[static_cast<size_t>(bi)] == bi * M * K;
+  if (merged) {
+    Sgemm(be.pool(), false, false, batches * M, N, K, 1.f, pa, K, pb + b_off[0], N, 0.f, py, N);
+    return Status::Ok();
+  }
+  for (int64_t bi = 0; bi < batches; ++bi)
+    Sgemm(be.pool(), false, false, M, N, K, 1.f, pa + a_off[static_cast<size_t>(bi)], K,
+          pb + b_off[static_cast<size_t>(bi)], N, 0.f, py + bi * M * N, N);
   return Status::Ok();
 }
 
@@ -96,30 +95,17 @@ Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   const float* pb = in[1]->host<float>();
   const float* pc = C ? C->host<float>() : nullptr;
   float* py = out[0]->host<float>();
-  be.pool().parallelFor(M, [&](int64_t begin, int64_t end) {
-    std::vector<float> arow(static_cast<size_t>(K));
-    for (int64_t i = begin; i < end; ++i) {
-      for (int64_t k = 0; k < K; ++k) arow[k] = ta ? pa[k * M + i] : pa[i * K + k];
-      float* yr = py + i * N;
-      if (tb) {  // B is [N, K]: row j of B is column j of op(B)
-        for (int64_t j = 0; j < N; ++j) {
-          const float* bj = pb + j * K;
-          float s = 0.f;
-          for (int64_t k = 0; k < K; ++k) s += arow[k] * bj[k];
-          yr[j] = s;
-        }
-      } else {
-        std::fill(yr, yr + N, 0.f);
-        for (int64_t k = 0; k < K; ++k) {
-          const float av = arow[k];
-          const float* bk = pb + k * N;
-          for (int64_t j = 0; j < N; ++j) yr[j] += av * bk[j];
-        }
-      }
-      for (int64_t j = 0; j < N; ++j) yr[j] = alpha * yr[j] + (pc ? beta * pc[i * ci + j * cj] : 0.f);
-      nn::ApplyFusedActivation(act, act_min, act_max, act_alpha, yr, N);
-    }
-  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K * N)));
+  if (M == 0 || N == 0) return Status::Ok();
+  // Y = beta * C (broadcast), then Y = alpha * op(A) op(B) + Y.
+  if (pc) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) py[i * N + j] = pc[i * ci + j * cj];
+  }
+  Sgemm(be.pool(), ta, tb, M, N, K, alpha, pa, ta ? M : K, pb, tb ? K : N, pc ? beta : 0.f, py, N);
+  if (act != fb::Activation::None)
+    be.pool().parallelFor(M, [&](int64_t begin, int64_t end) {
+      nn::ApplyFusedActivation(act, act_min, act_max, act_alpha, py + begin * N, (end - begin) * N);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N)));
   return Status::Ok();
 }
 

@@ -1,0 +1,47 @@
+// Sgemm: a packed, cache-blocked f32 GEMM for the host backend (MatMul, Gemm,
+// Conv via im2col). C = alpha * op(A) * op(B) + beta * C, row-major, where
+// op(X) is X or X^T. GotoBLAS/BLIS structure: B is packed in KC x NC blocks
+// of NR-wide panels, A in MC x KC blocks of MR-tall panels (alpha folded in),
+// and a register-blocked MR x NR micro-kernel does the arithmetic. The
+// micro-kernel is picked at run time by CPU features (AVX-512, AVX2+FMA, or a
+// portable scalar one); per-ISA files are the only ones built with -m flags.
+// Threads split the output over N panels or M panels (whichever balances
+// better); each thread packs its own operands into thread-local buffers.
+// beta == 0 never reads C (NaNs in C do not propagate).
+#pragma once
+
+#include <cstdint>
+
+namespace kiln {
+
+class ThreadPool;
+
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+// True when this build and this CPU can run `isa` (kScalar always).
+bool GemmIsaSupported(Isa isa);
+// The fastest supported ISA (what Sgemm uses).
+Isa GemmBestIsa();
+const char* GemmIsaName(Isa isa);
+
+void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// Sgemm on a forced micro-kernel (tests, benchmarks); `isa` must be supported.
+void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                  int64_t ldc);
+
+namespace gemm_detail {
+// c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k * MR + i] * b[k * NR + j].
+using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c);
+struct GemmKernel {
+  int mr, nr;              // register tile
+  int64_t mc, kc, nc;      // cache blocks (mc a multiple of mr, nc of nr)
+  MicroKernel micro;
+};
+// nullptr when the build has no such kernel (non-x86).
+const GemmKernel* Avx512Kernel();
+const GemmKernel* Avx2Kernel();
+}  // namespace gemm_detail
+
+}  // namespace kiln

@@ -1,0 +1,56 @@
+// The AVX-512 micro-kernel of Sgemm (gemm.h): 8 x 32 (16 zmm accumulators).
+// Built with -mavx512f -mfma on x86-64 only; called only when the CPU has it.
+#include "gemm.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
+#include <immintrin.h>
+
+namespace kiln::gemm_detail {
+namespace {
+
+void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+#define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+  KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
+#undef KILN_ROW
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#define KILN_FMA(i)                               \
+  {                                               \
+    const __m512 av = _mm512_set1_ps(a[i]);       \
+    c##i##0 = _mm512_fmadd_ps(av, b0, c##i##0);   \
+    c##i##1 = _mm512_fmadd_ps(av, b1, c##i##1);   \
+  }
+    KILN_FMA(0) KILN_FMA(1) KILN_FMA(2) KILN_FMA(3) KILN_FMA(4) KILN_FMA(5) KILN_FMA(6) KILN_FMA(7)
+#undef KILN_FMA
+    a += 8;
+    b += 32;
+  }
+#define KILN_STORE(i)                                                                   \
+  {                                                                                     \
+    float* ci = c + (i) * ldc;                                                          \
+    if (load_c) {                                                                       \
+      c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(ci));                            \
+      c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(ci + 16));                       \
+    }                                                                                   \
+    _mm512_storeu_ps(ci, c##i##0);                                                      \
+    _mm512_storeu_ps(ci + 16, c##i##1);                                                 \
+  }
+  KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
+#undef KILN_STORE
+}
+
+const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512};
+
+}  // namespace
+
+const GemmKernel* Avx512Kernel() { return &kKernel; }
+
+}  // namespace kiln::gemm_detail
+
+#else
+
+namespace kiln::gemm_detail {
+const GemmKernel* Avx512Kernel() { return nullptr; }
+}  // namespace kiln::gemm_detail
+
+#endif

@@ -1,0 +1,117 @@
+// Sgemm (host_fallback/gemm.h) against a naive double-accumulating triple
+// loop: odd sizes in M, N, K, every transpose combination, alpha / beta,
+// leading dimensions larger than the rows, on every micro-kernel this CPU runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "thread_pool.h"
+
+namespace kiln {
+namespace {
+
+std::vector<float> RandVec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Runs one case on `isa` and compares every element (including C's padding,
+// which must stay untouched) with the naive result.
+void Check(Isa isa, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+           int64_t pad, uint32_t seed) {
+  const int64_t a_rows = ta ? K : M, a_cols = ta ? M : K;
+  const int64_t b_rows = tb ? N : K, b_cols = tb ? K : N;
+  const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = N + pad;
+  std::vector<float> A = RandVec(static_cast<size_t>(a_rows * lda), seed);
+  std::vector<float> B = RandVec(static_cast<size_t>(b_rows * ldb), seed + 1);
+  std::vector<float> C = RandVec(static_cast<size_t>(M * ldc), seed + 2);
+  if (beta == 0.f)  // beta == 0 must not read C
+    for (int64_t i = 0; i < M; ++i) C[static_cast<size_t>(i * ldc)] = NAN;
+  std::vector<float> want = C;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double a = ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)];
+        double b = tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)];
+        s += a * b;
+        mag += std::fabs(a * b);
+      }
+      float& w = want[static_cast<size_t>(i * ldc + j)];
+      w = static_cast<float>(alpha * s + (beta == 0.f ? 0.0 : beta * static_cast<double>(w)));
+      (void)mag;
+    }
+  std::vector<float> got = C;
+  SgemmWithIsa(isa, pool, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, got.data(), ldc);
+  const std::string what = std::string(GemmIsaName(isa)) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                           " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                           " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta) +
+                           " pad=" + std::to_string(pad) + " threads=" + std::to_string(pool.threads());
+  const float tol = 1e-5f * static_cast<float>(K + 4);
+  int bad = 0;
+  for (size_t e = 0; e < got.size() && bad < 5; ++e) {
+    if (!(std::fabs(got[e] - want[e]) <= tol)) {
+      ADD_FAILURE() << what << ": element " << e << " got " << got[e] << " want " << want[e];
+      ++bad;
+    }
+  }
+  if (bad) FAIL() << what;
+}
+
+std::vector<Isa> Isas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+    if (GemmIsaSupported(isa)) v.push_back(isa);
+  return v;
+}
+
+TEST(Gemm, ReportsIsas) {
+  EXPECT_TRUE(GemmIsaSupported(Isa::kScalar));
+  EXPECT_TRUE(GemmIsaSupported(GemmBestIsa()));
+  std::string have;
+  for (Isa isa : Isas()) have += std::string(GemmIsaName(isa)) + " ";
+  std::printf("Sgemm micro-kernels on this CPU: %s(best %s)\n", have.c_str(), GemmIsaName(GemmBestIsa()));
+}
+
+TEST(Gemm, OddSizesAllTransposes) {
+  const int64_t sizes[] = {1, 3, 7, 17, 65, 257};
+  const float alphas[] = {1.f, 0.5f, -2.f};
+  const float betas[] = {0.f, 1.f, 0.75f};
+  ThreadPool pool(3);
+  for (Isa isa : Isas()) {
+    uint32_t seed = 1;
+    for (int64_t M : sizes)
+      for (int64_t N : sizes)
+        for (int64_t K : sizes)
+          for (int t = 0; t < 4; ++t) {
+            ++seed;
+            const bool ta = t & 1, tb = t & 2;
+            Check(isa, pool, ta, tb, M, N, K, alphas[seed % 3], betas[(seed / 3) % 3], seed % 2 ? 5 : 0, seed);
+            if (HasFatalFailure()) return;
+          }
+  }
+}
+
+TEST(Gemm, BlockEdgesAndThreads) {
+  ThreadPool one(1), three(3);
+  for (Isa isa : Isas()) {
+    for (ThreadPool* pool : {&one, &three}) {
+      Check(isa, *pool, false, false, 5, 4100, 3, 1.f, 0.f, 0, 11);   // several NC blocks
+      Check(isa, *pool, true, false, 300, 9, 600, 1.f, 1.f, 2, 12);   // several KC and MC blocks, split over M
+      Check(isa, *pool, false, true, 130, 260, 513, 0.25f, 0.f, 1, 13);
+      Check(isa, *pool, true, true, 2, 2, 0, 1.f, 0.5f, 0, 14);       // K == 0: C = beta * C
+      Check(isa, *pool, false, false, 3, 3, 0, 1.f, 0.f, 0, 15);      // K == 0, beta == 0: C = 0
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
