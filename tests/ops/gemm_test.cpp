@@ -38,16 +38,14 @@ void Check(Isa isa, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, in
   std::vector<float> want = C;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double s = 0, mag = 0;
+      double s = 0;
       for (int64_t k = 0; k < K; ++k) {
         double a = ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)];
         double b = tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)];
         s += a * b;
-        mag += std::fabs(a * b);
       }
       float& w = want[static_cast<size_t>(i * ldc + j)];
       w = static_cast<float>(alpha * s + (beta == 0.f ? 0.0 : beta * static_cast<double>(w)));
-      (void)mag;
     }
   std::vector<float> got = C;
   SgemmWithIsa(isa, pool, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, got.data(), ldc);
