@@ -94,8 +94,12 @@ void PackB(const Problem& pr, int nr, int64_t k0, int64_t kc, int64_t j0, int64_
       for (int64_t k = 0; k < kc; ++k) {
         const float* s = pr.B + (k0 + k) * pr.ldb + j0 + p;
         float* dk = d + k * nr;
-        std::memcpy(dk, s, static_cast<size_t>(cols) * sizeof(float));
-        for (int64_t c = cols; c < nr; ++c) dk[c] = 0.f;
+        if (cols == nr) {
+          for (int c = 0; c < nr; ++c) dk[c] = s[c];
+        } else {
+          for (int64_t c = 0; c < cols; ++c) dk[c] = s[c];
+          for (int64_t c = cols; c < nr; ++c) dk[c] = 0.f;
+        }
       }
     } else {  // B(k, j) = B[j * ldb + k]
       for (int64_t c = 0; c < cols; ++c) {

@@ -3,12 +3,13 @@
 // activation). Conv with more than one input channel a group is a GEMM
 // (gemm.h): 1x1 stride-1 unpadded convs multiply the weights by the input
 // planes directly; others first unfold the input (im2col, one group of one
-// batch at a time, into a buffer sized at resize). Depthwise Conv and
+// batch at a time, into a per-thread buffer grown at resize). Depthwise Conv and
 // ConvTranspose are direct: for every kernel tap the weight times a shifted
 // row of one plane is accumulated into another plane, work split over
 // batch x output channels so each thread owns whole output planes.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -175,6 +176,24 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   return Status::Ok();
 }
 
+// The im2col buffer: one per thread, shared by every Conv that thread runs
+// (a session resizes and runs on its caller's thread, one op at a time), so a
+// model needs the largest unfolded input rather than the sum of all of them.
+// Grown at resize; never shrinks.
+struct ColScratch {
+  float* p = nullptr;
+  size_t n = 0;
+  ~ColScratch() { std::free(p); }
+  float* get(size_t need) {
+    if (need > n) {
+      std::free(p);
+      p = static_cast<float*>(std::malloc(need * sizeof(float)));
+      n = p ? need : 0;
+    }
+    return p;
+  }
+};
+thread_local ColScratch tl_col;
 
 // Conv as im2col + GEMM; depthwise (one input channel a group, several
 // groups) stays on RunConv.
@@ -205,8 +224,10 @@ class ConvExecution final : public Execution {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
         if (!pointwise_) {
-          Im2col(be, xg);
-          bmat = col_.data();
+          float* col = tl_col.get(col_size_);
+          if (!col) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the im2col buffer");
+          Im2col(be, xg, col);
+          bmat = col;
         }
         Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
               y + (n * M_ + g * Mg_) * out_plane_, out_plane_);
@@ -259,20 +280,19 @@ class ConvExecution final : public Execution {
       if (v != 0) pointwise_ = false;
     if (!direct_ && !pointwise_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
-      col_.assign(static_cast<size_t>(Cg_ * ksize_ * out_plane_), 0.f);
+      col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
+      tl_col.get(col_size_);
     } else {
-      col_.clear();
-      col_.shrink_to_fit();
+      col_size_ = 0;
     }
     prepared_ = true;
   }
 
-  // col_[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of
+  // col[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of
   // output position o in channel c of the group at xg (0 in the padding).
-  void Im2col(HostBackend& be, const float* xg) {
+  void Im2col(HostBackend& be, const float* xg, float* col) {
     const Taps& t = taps_;
     const int64_t rows = Cg_ * ksize_;
-    float* col = col_.data();
     be.pool().parallelFor(rows, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t c = row / ksize_, tap = row % ksize_, kr = tap / t.k_w, kx = tap % t.k_w;
@@ -304,7 +324,7 @@ class ConvExecution final : public Execution {
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;
   Taps taps_;
-  std::vector<float> col_;
+  size_t col_size_ = 0;
 };
 
 // Begin pads of ConvTranspose (ONNX): explicit pads, or, when output_shape
