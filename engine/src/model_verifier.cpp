@@ -260,6 +260,7 @@ class ModelVerifier {
     switch (type) {
       case fb::OpParams::ConvParams: return CheckConv(*op.params_as_ConvParams());
       case fb::OpParams::PoolParams: return CheckPool(*op.params_as_PoolParams());
+      case fb::OpParams::MaxUnpoolParams: return CheckUnpool(*op.params_as_MaxUnpoolParams());
       case fb::OpParams::SpaceDepthParams:
         if (op.params_as_SpaceDepthParams()->blocksize() < 1)
           return InvalidArgument("blocksize %d must be >= 1", op.params_as_SpaceDepthParams()->blocksize());
@@ -301,6 +302,15 @@ class ModelVerifier {
   }
 
   static Status CheckPool(const fb::PoolParams& p) { return CheckWindow(p, true); }
+
+  static Status CheckUnpool(const fb::MaxUnpoolParams& p) {
+    size_t rank = VecSize(p.kernel_shape());
+    if (rank == 0) return InvalidArgument("kernel_shape is required");
+    RETURN_IF_ERROR(CheckPositive(p.kernel_shape(), "kernel_shape", rank, 1));
+    RETURN_IF_ERROR(CheckPositive(p.strides(), "strides", rank, 1));
+    RETURN_IF_ERROR(CheckPositive(p.pads(), "pads", rank * 2, 0));
+    return Status::Ok();
+  }
 
   static Status CheckPerm(const flatbuffers::Vector<int32_t>* perm) {
     size_t n = VecSize(perm);

@@ -1,7 +1,9 @@
 // Host kernels: MaxPool (with the optional Indices output), AveragePool,
-// GlobalAveragePool, GlobalMaxPool. f32, any number of spatial axes. Work is
-// split over batch x channels; each output value visits its window tap by tap.
+// GlobalAveragePool, GlobalMaxPool, MaxUnpool. f32, any number of spatial
+// axes. Pool work is split over batch x channels; each output value visits its
+// window tap by tap.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "host_backend.h"
@@ -131,6 +133,38 @@ Status RunGlobalPool(const GraphOp& op, const std::vector<Tensor*>& in, const st
   return Status::Ok();
 }
 
+// MaxUnpool: Y = 0, then Y.flat[I[i]] = X[i] for every i, in order (a later
+// element wins where indices repeat, as in ONNX's reference). I holds flat
+// indices into the whole output tensor, as MaxPool's Indices do. Every index
+// is checked before anything is written. Serial: one pass over X, and
+// repeated indices keep a deterministic result.
+Status RunMaxUnpool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                    HostBackend&) {
+  const Tensor& X = *in[0];
+  const Tensor& I = *in[1];
+  Tensor& Y = *out[0];
+  if (X.dtype() != fb::DataType::F32)
+    return Unsupported("host MaxUnpool supports f32 only; input 0 is %s", DataTypeName(X.dtype()));
+  if (I.dtype() != fb::DataType::I64)
+    return Unsupported("host MaxUnpool needs i64 indices; input 1 is %s", DataTypeName(I.dtype()));
+  const int64_t n = X.elementCount(), total = Y.elementCount();
+  if (I.elementCount() != n)
+    return InvalidArgument("MaxUnpool: %lld indices for %lld input values", static_cast<long long>(I.elementCount()),
+                           static_cast<long long>(n));
+  const float* x = X.host<float>();
+  const int64_t* idx = I.host<int64_t>();
+  float* y = Y.host<float>();
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || idx[i] >= total)
+      return InvalidArgument("MaxUnpool '%s': index %lld (input position %lld) is out of range for the output of "
+                             "%lld elements",
+                             op.name.c_str(), static_cast<long long>(idx[i]), static_cast<long long>(i),
+                             static_cast<long long>(total));
+  if (total > 0) std::memset(y, 0, static_cast<size_t>(total) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) y[idx[i]] = x[i];
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateHostPool(const GraphOp& op, const Graph&, HostBackend* b) {
@@ -138,6 +172,10 @@ StatusOr<std::unique_ptr<Execution>> CreateHostPool(const GraphOp& op, const Gra
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostGlobalPool(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunGlobalPool);
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateHostMaxUnpool(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunMaxUnpool);
 }
 
 }  // namespace kiln

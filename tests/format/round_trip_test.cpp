@@ -151,6 +151,14 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.AsCustomParams()->type_name = "NonZero";
       u.AsCustomParams()->domain = "ai.onnx";
       break;
+    case fb::OpParams::MaxUnpoolParams: {
+      fb::MaxUnpoolParamsT p;
+      p.kernel_shape = {3, 2};
+      p.strides = {2, 3};
+      p.pads = {1, 0, 0, 1};
+      u.Set(std::move(p));
+      break;
+    }
   }
   return u;
 }

@@ -423,8 +423,9 @@ TEST(TfliteImport, ResizeBilinearHalfPixel) {
   ExpectNear(out->at("y").f32(), ToNchw(want, ys), 1e-5f, "resize bilinear");
 }
 
-// MaxPoolingWithArgmax2D maps to MaxPool; MaxUnpooling2D and unknown ops are
-// reported unsupported, or kept as Custom ops with --allow-unsupported.
+// MaxPoolingWithArgmax2D maps to MaxPool (values and indices), MaxUnpooling2D
+// to MaxUnpool; unknown ops are reported unsupported, or kept as Custom ops
+// with --allow-unsupported.
 TEST(TfliteImport, MediaPipePoolingAndUnsupported) {
   const Shape xs = {1, 4, 4, 2}, ys = {1, 2, 2, 2};
   TfliteBuilder t;
@@ -441,22 +442,23 @@ TEST(TfliteImport, MediaPipePoolingAndUnsupported) {
   auto refused = ImportTflite(path, {}, &rep);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(refused.status().message().find("MaxUnpooling2D (Kiln has no MaxUnpool op) x1: 'unpooled'"), std::string::npos)
-      << refused.status().message();
-  EXPECT_NE(refused.status().message().find("FLOOR x1"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("FLOOR x1"), std::string::npos) << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("MaxUnpooling2D"), std::string::npos) << refused.status().message();
   ConvertOptions allow;
   allow.allow_unsupported = true;
   ConvertReport kept;
   auto b = ImportTflite(path, allow, &kept);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_EQ(kept.unsupported["MaxUnpooling2D"], 1);
+  EXPECT_EQ(kept.unsupported.count("MaxUnpooling2D"), 0u);
   EXPECT_EQ(kept.unsupported["FLOOR"], 1);
-  int custom = 0, maxpool = 0;
+  int custom = 0, maxpool = 0, unpool = 0;
   for (const auto& op : b->net().ops) {
     custom += op->type == fb::OpType::Custom;
+    unpool += op->type == fb::OpType::MaxUnpool;
     if (op->type == fb::OpType::MaxPool) maxpool += static_cast<int>(op->outputs.size());
   }
-  EXPECT_EQ(custom, 2);
+  EXPECT_EQ(custom, 1);
+  EXPECT_EQ(unpool, 1);
   EXPECT_EQ(maxpool, 2) << "values and indices";
   // The pooled values alone run and match a naive 2x2 max pool.
   TfliteBuilder t2;
@@ -475,6 +477,94 @@ TEST(TfliteImport, MediaPipePoolingAndUnsupported) {
   auto out = RunModel(t2.finish(), {{"x", {NchwShape(xs), ToNchw(xv, xs)}}});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ExpectNear(out->at("values").f32(), ToNchw(want, ys), 0.f, "max pool");
+}
+
+// MaxPoolingWithArgmax2D -> MaxUnpooling2D (MediaPipe's segmentation
+// decoders) converts and runs: each window's maximum (the first on ties) back
+// at its place, zero elsewhere, against a naive NHWC reference with TF's
+// SAME / VALID padding. MaxUnpooling2D options too short to decode fall back
+// to the pool's window.
+TEST(TfliteImport, MediaPipeMaxUnpooling) {
+  struct Case {
+    std::string name;
+    Shape xs;
+    int padding, k, s;  // MediaPipe's TfLitePadding: 1 SAME, 2 VALID
+    bool short_options = false;
+  };
+  const std::vector<Case> cases = {{"VALID k2 s2", {1, 4, 6, 3}, 2, 2, 2},
+                                   {"SAME k3 s2", {2, 4, 6, 3}, 1, 3, 2},
+                                   {"SAME k2 s2, 7 channels", {1, 6, 4, 7}, 1, 2, 2},
+                                   {"VALID k2 s2, short unpool options", {1, 4, 6, 3}, 2, 2, 2, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int N = c.xs[0], H = c.xs[1], W = c.xs[2], C = c.xs[3];
+    const bool same = c.padding == 1;
+    const int OH = same ? (H + c.s - 1) / c.s : (H - c.k) / c.s + 1, OW = same ? (W + c.s - 1) / c.s : (W - c.k) / c.s + 1;
+    const int pt = same ? std::max(0, ((OH - 1) * c.s + c.k - H) / 2) : 0;
+    const int pl = same ? std::max(0, ((OW - 1) * c.s + c.k - W) / 2) : 0;
+    const Shape ps = {N, OH, OW, C};
+    TfliteBuilder t;
+    int x = t.tensor("x", c.xs), v = t.tensor("values", ps), idx = t.tensor("indices", ps), u = t.tensor("y", c.xs);
+    t.op(-1, {x}, {v, idx}, 0, {}, "MaxPoolingWithArgmax2D",
+         TfliteBuilder::Bytes(std::vector<int32_t>{c.padding, c.s, c.s, c.k, c.k, 0, 0, 0, 0, 0}));
+    t.op(-1, {v, idx}, {u}, 0, {}, "MaxUnpooling2D",
+         TfliteBuilder::Bytes(c.short_options ? std::vector<int32_t>{c.padding}
+                                              : std::vector<int32_t>{c.padding, c.s, c.s, c.k, c.k, 0}));
+    t.io({x}, {u});
+    std::vector<float> xv = Random(Count(c.xs), 83), want(Count(c.xs), 0.f);
+    for (int n = 0; n < N; ++n)
+      for (int oy = 0; oy < OH; ++oy)
+        for (int ox = 0; ox < OW; ++ox)
+          for (int ch = 0; ch < C; ++ch) {
+            int best = -1;
+            for (int ky = 0; ky < c.k; ++ky)
+              for (int kx = 0; kx < c.k; ++kx) {
+                int iy = oy * c.s - pt + ky, ix = ox * c.s - pl + kx;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                int at = ((n * H + iy) * W + ix) * C + ch;
+                if (best < 0 || xv[at] > xv[best]) best = at;
+              }
+            want[best] = xv[best];
+          }
+    auto out = RunModel(t.finish(), {{"x", {NchwShape(c.xs), ToNchw(xv, c.xs)}}});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at("y").shape, NchwShape(c.xs));
+    ExpectNear(out->at("y").f32(), ToNchw(want, c.xs), 0.f, "unpooled");
+  }
+}
+
+// Pairings whose indices would not name the same elements stay unsupported:
+// an unpooled shape other than the pool's input (odd sizes with SAME), and
+// indices that no MaxPoolingWithArgmax2D produced.
+TEST(TfliteImport, MediaPipeMaxUnpoolingMismatchIsUnsupported) {
+  {
+    const Shape xs = {1, 5, 5, 2}, ps = {1, 3, 3, 2}, us = {1, 6, 6, 2};
+    TfliteBuilder t;
+    int x = t.tensor("x", xs), v = t.tensor("values", ps), idx = t.tensor("indices", ps), u = t.tensor("y", us);
+    t.op(-1, {x}, {v, idx}, 0, {}, "MaxPoolingWithArgmax2D",
+         TfliteBuilder::Bytes(std::vector<int32_t>{1, 2, 2, 2, 2, 0, 0, 0, 0, 0}));
+    t.op(-1, {v, idx}, {u}, 0, {}, "MaxUnpooling2D", TfliteBuilder::Bytes(std::vector<int32_t>{1, 2, 2, 2, 2, 0}));
+    t.io({x}, {u});
+    auto r = ImportTflite(WriteTemp(t.finish(), "unpool_shape"), {}, nullptr);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+    EXPECT_NE(r.status().message().find("MaxUnpooling2D (output shape differs from its MaxPoolingWithArgmax2D's input) "
+                                        "x1: 'y'"),
+              std::string::npos)
+        << r.status().message();
+  }
+  {
+    const Shape ps = {1, 2, 2, 2}, us = {1, 4, 4, 2};
+    TfliteBuilder t;
+    int v = t.tensor("values", ps), idx = t.tensor("indices", ps), u = t.tensor("y", us);
+    t.op(-1, {v, idx}, {u}, 0, {}, "MaxUnpooling2D", TfliteBuilder::Bytes(std::vector<int32_t>{2, 2, 2, 2, 2, 0}));
+    t.io({v, idx}, {u});
+    auto r = ImportTflite(WriteTemp(t.finish(), "unpool_indices"), {}, nullptr);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("MaxUnpooling2D (indices not from a MaxPoolingWithArgmax2D) x1: 'y'"),
+              std::string::npos)
+        << r.status().message();
+  }
 }
 
 // Every truncation fails to read; flipped bytes give an error or a model that

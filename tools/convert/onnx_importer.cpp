@@ -249,6 +249,12 @@ class OnnxImporter {
       Emit(fb::OpType::PRelu, n, in);
     } else if (t == "MaxPool" || t == "AveragePool") {
       Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(PoolParams(n)));
+    } else if (t == "MaxUnpool") {
+      fb::MaxUnpoolParamsT p;  // (X, I, output_shape?): I flat over the output, as MaxPool's Indices
+      p.kernel_shape = AttrInts32(n, "kernel_shape");
+      p.strides = AttrInts32(n, "strides");
+      p.pads = AttrInts32(n, "pads");
+      Emit(fb::OpType::MaxUnpool, n, in, U(p));
     } else if (t == "Gemm") {
       fb::GemmParamsT p;
       p.alpha = AttrFloat(n, "alpha", 1.0f);

@@ -341,7 +341,39 @@ class TfliteImporter {
     p.auto_pad = win.padding == tfl::kValid ? fb::AutoPad::Valid : fb::AutoPad::SameUpper;
     if (op.outputs.size() == 1) return Emit(type, {x}, op.outputs[0], U(p), false, win.activation);
     MultiOp(type, {x}, op, U(p));  // MaxPoolingWithArgmax2D: indices as ONNX MaxPool's (flat NCHW, int64)
+    argmax_[op.outputs[1]] = {win, op.inputs[0]};
     return Status::Ok();
+  }
+  // MediaPipe's MaxUnpooling2D (values, indices) -> MaxUnpool. MediaPipe writes value k at offset
+  // indices[k] of its batch of the NHWC output; the indices here are Kiln's (flat NCHW over the
+  // pool's input) from the MaxPool that MaxPoolingWithArgmax2D became, so both name the same
+  // element exactly when the output has the pool input's shape (the usual encoder/decoder pair);
+  // any other pairing is kept unsupported. The options are a TfLitePoolParams, as the pool's:
+  // read the same way, or the paired pool's window when they do not decode.
+  Status MaxUnpool(const tfl::Operator& op, const tfl::OperatorCode& code, const std::string& type) {
+    const int x_in = op.inputs.at(0), idx_in = op.inputs.at(1), out = op.outputs[0];
+    if (!Is4D(x_in) || (T(out).has_shape && !Is4D(out))) return InvalidArgument("unpooling needs 4-D tensors");
+    auto pool = argmax_.find(idx_in);
+    if (pool == argmax_.end()) return Keep(op, type, "indices not from a MaxPoolingWithArgmax2D");
+    tfl::OperatorCode as_pool = code;
+    as_pool.custom_code = "MaxPoolingWithArgmax2D";
+    StatusOr<tfl::Window> read = tfl::ReadWindow(as_pool, op);
+    const tfl::Window w = read.ok() ? *read : pool->second.window;
+    Ints shape = KShape(out);  // as recorded, else MediaPipe's rule
+    if (!Is4D(out)) {
+      const Ints s = Shape(x_in);
+      const bool same = w.padding != tfl::kValid;
+      shape = {s[0], s[3], same ? s[1] * w.stride_h : (s[1] - 1) * w.stride_h + w.filter_h,
+               same ? s[2] * w.stride_w : (s[2] - 1) * w.stride_w + w.filter_w};
+    }
+    if (shape != KShape(pool->second.input))
+      return Keep(op, type, "output shape differs from its MaxPoolingWithArgmax2D's input");
+    fb::MaxUnpoolParamsT p;
+    p.kernel_shape = {w.filter_h, w.filter_w};
+    p.strides = {w.stride_h, w.stride_w};
+    ASSIGN_OR_RETURN(int x, Act(x_in));
+    ASSIGN_OR_RETURN(int idx, Act(idx_in));
+    return Emit(OpType::MaxUnpool, {x, idx, IntsConst(Tmp("output_shape"), shape)}, out, U(p));
   }
   Status FullyConnected(const tfl::Operator& op) {
     const int x_in = op.inputs.at(0), w_in = op.inputs.at(1), b_in = op.inputs.size() > 2 ? op.inputs[2] : -1;
@@ -657,7 +689,7 @@ class TfliteImporter {
       case tfl::BATCH_MATMUL: return BatchMatMul(op);
       case tfl::DEQUANTIZE: return Dequantize(op);
       case tfl::CUSTOM:
-        if (code.custom_code == "MaxUnpooling2D") return Keep(op, type, "Kiln has no MaxUnpool op");
+        if (code.custom_code == "MaxUnpooling2D") return MaxUnpool(op, code, type);
         return Keep(op, type.empty() ? "CUSTOM" : type, "custom op");
       default: return Keep(op, type, "");
     }
@@ -671,6 +703,11 @@ class TfliteImporter {
   std::vector<int> kiln_;            // TFLite tensor -> Kiln tensor (NCHW for 4-D); -1 until produced
   std::map<int, int> nhwc_;          // TFLite tensor -> Kiln tensor in NHWC (4-D only)
   std::map<int, ConstData> folded_;  // DEQUANTIZE outputs folded to f32
+  struct ArgmaxPool {
+    tfl::Window window;
+    int input;  // the pooled TFLite tensor
+  };
+  std::map<int, ArgmaxPool> argmax_;  // MaxPoolingWithArgmax2D indices tensor -> its pool
   std::set<std::string> names_;
   std::map<std::string, std::vector<std::string>> missing_;  // unsupported "TYPE (why)" -> op names
   std::string name_;                 // the current operator's name (its first output's)

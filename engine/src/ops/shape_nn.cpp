@@ -216,6 +216,59 @@ Status InferShapePool(ShapeContext& c) {
   return Status::Ok();
 }
 
+// MaxUnpool (X, I, output_shape?): I has X's shape and holds flat indices into
+// the whole output tensor (as MaxPool's Indices). Output spatial size
+// (in - 1) * stride - pad_begin - pad_end + kernel, or output_shape's values
+// (the full [N, C, spatial...] shape as in ONNX; spatial dims alone accepted).
+Status InferShapeMaxUnpool(ShapeContext& c) {
+  const char* op = c.op().typeName();
+  const fb::MaxUnpoolParams* p = c.params<fb::MaxUnpoolParams>();
+  const IntVec& x = c.inShape(0);
+  if (x.size() < 3)
+    return InvalidArgument("%s: input must be [N, C, spatial...] with at least one spatial axis, is %s", op,
+                           Join(x).c_str());
+  if (c.inShape(1) != x)
+    return InvalidArgument("%s: indices (input 1) %s must have the input's shape %s", op, Join(c.inShape(1)).c_str(),
+                           Join(x).c_str());
+  if (c.inType(1) != fb::DataType::I64)
+    return InvalidArgument("%s: indices (input 1) must be i64, are %s", op, DataTypeName(c.inType(1)));
+  const int n = static_cast<int>(x.size()) - 2;
+  if (!p || !p->kernel_shape() || p->kernel_shape()->size() == 0)
+    return InvalidArgument("%s: kernel_shape is required", op);
+  ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
+  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
+  IntVec shape = {x[0], x[1]};
+  if (c.hasInput(2)) {
+    ASSIGN_OR_RETURN(IntVec os, c.inInts(2), "%s: output_shape (input 2)", op);
+    if (c.inRank(2) != 1 || (os.size() != x.size() && os.size() != static_cast<size_t>(n)))
+      return InvalidArgument("%s: output_shape (input 2) %s must be 1-D with %zu entries (or %d spatial ones)", op,
+                             Join(os).c_str(), x.size(), n);
+    const size_t skip = os.size() - static_cast<size_t>(n);
+    if (skip == 2 && (os[0] != x[0] || os[1] != x[1]))
+      return InvalidArgument("%s: output_shape %s must keep the input's batch and channels [%lld,%lld]", op,
+                             Join(os).c_str(), static_cast<long long>(x[0]), static_cast<long long>(x[1]));
+    for (int i = 0; i < n; ++i) {
+      int64_t o = os[skip + static_cast<size_t>(i)];
+      if (o < 1) return InvalidArgument("%s: output_shape %s has spatial dim %lld", op, Join(os).c_str(),
+                                        static_cast<long long>(o));
+      shape.push_back(o);
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      int64_t o = (x[2 + i] - 1) * strides[i] - pads[i] - pads[i + n] + kernel[i];
+      if (o < 1)
+        return InvalidArgument("%s: pads %lld+%lld leave no output on spatial axis %d (input %lld, kernel %lld, "
+                               "stride %lld)", op, static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]),
+                               i, static_cast<long long>(x[2 + i]), static_cast<long long>(kernel[i]),
+                               static_cast<long long>(strides[i]));
+      shape.push_back(o);
+    }
+  }
+  c.setOutput(0, shape, c.inType(0));
+  return Status::Ok();
+}
+
 Status InferShapeGlobalPool(ShapeContext& c) {
   const IntVec& x = c.inShape(0);
   if (x.size() < 3)
