@@ -1,0 +1,463 @@
+// Conv, ConvTranspose, MatMul and Gemm on the host against naive references
+// (plain nested loops, double accumulation, no code shared with the kernels).
+#include "ops/nn_test_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace nn_test;
+
+// One 2-D convolution case (a 1-D one has h = kh = sh = dh = 1 and no H pads).
+struct ConvCase {
+  int64_t n, c, h, w, m, kh, kw;
+  int64_t group = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;  // pads: top, left, bottom, right
+  bool bias = false;
+  fb::AutoPad auto_pad = fb::AutoPad::NotSet;
+  bool give_kernel_shape = true;
+  bool one_d = false;
+  fb::Activation act = fb::Activation::None;
+  float act_min = -INFINITY, act_max = INFINITY, act_alpha = 0.01f;
+};
+
+// out[n, m, oh, ow] = bias[m] + sum over the group's channels and the kernel of x * w.
+std::vector<float> NaiveConv2D(const ConvCase& k, const std::vector<float>& x, const std::vector<float>& w,
+                               const std::vector<float>& bias, int64_t oh_n, int64_t ow_n, int64_t pt, int64_t pl) {
+  const int64_t cg = k.c / k.group, mg = k.m / k.group;
+  std::vector<float> y(static_cast<size_t>(k.n * k.m * oh_n * ow_n));
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t m = 0; m < k.m; ++m)
+      for (int64_t oh = 0; oh < oh_n; ++oh)
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          double s = bias.empty() ? 0 : bias[m];
+          int64_t g = m / mg;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < k.kh; ++i)
+              for (int64_t j = 0; j < k.kw; ++j) {
+                int64_t ih = oh * k.sh - pt + i * k.dh, iw = ow * k.sw - pl + j * k.dw;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                s += static_cast<double>(x[((n * k.c + g * cg + c) * k.h + ih) * k.w + iw]) *
+                     w[((m * cg + c) * k.kh + i) * k.kw + j];
+              }
+          y[((n * k.m + m) * oh_n + oh) * ow_n + ow] = RefAct(k.act, s, k.act_min, k.act_max, k.act_alpha);
+        }
+  return y;
+}
+
+void RunConvCase(const ConvCase& k, const std::string& what) {
+  SCOPED_TRACE(what);
+  Shape xs = k.one_d ? Shape{k.n, k.c, k.w} : Shape{k.n, k.c, k.h, k.w};
+  Shape ws = k.one_d ? Shape{k.m, k.c / k.group, k.kw} : Shape{k.m, k.c / k.group, k.kh, k.kw};
+  std::vector<float> x = Rand(xs, 11), w = Rand(ws, 12), b = k.bias ? Rand({k.m}, 13) : std::vector<float>();
+  // Output size and begin pads, worked out independently of the kernel.
+  int64_t pt = k.pt, pl = k.pl, oh, ow;
+  int64_t ekh = (k.kh - 1) * k.dh + 1, ekw = (k.kw - 1) * k.dw + 1;
+  if (k.auto_pad == fb::AutoPad::SameUpper || k.auto_pad == fb::AutoPad::SameLower) {
+    oh = (k.h + k.sh - 1) / k.sh;
+    ow = (k.w + k.sw - 1) / k.sw;
+    int64_t th = std::max<int64_t>(0, (oh - 1) * k.sh + ekh - k.h), tw = std::max<int64_t>(0, (ow - 1) * k.sw + ekw - k.w);
+    bool upper = k.auto_pad == fb::AutoPad::SameUpper;
+    pt = upper ? th / 2 : (th + 1) / 2;
+    pl = upper ? tw / 2 : (tw + 1) / 2;
+  } else if (k.auto_pad == fb::AutoPad::Valid) {
+    pt = pl = 0;
+    oh = (k.h - ekh) / k.sh + 1;
+    ow = (k.w - ekw) / k.sw + 1;
+  } else {
+    oh = (k.h + k.pt + k.pb - ekh) / k.sh + 1;
+    ow = (k.w + k.pl + k.pr - ekw) / k.sw + 1;
+  }
+  fb::ConvParamsT p;
+  p.group = static_cast<int32_t>(k.group);
+  p.auto_pad = k.auto_pad;
+  p.activation = k.act;
+  p.activation_min = k.act_min;
+  p.activation_max = k.act_max;
+  p.activation_alpha = k.act_alpha;
+  if (k.one_d) {
+    if (k.give_kernel_shape) p.kernel_shape = I32({static_cast<int>(k.kw)});
+    p.strides = I32({static_cast<int>(k.sw)});
+    p.dilations = I32({static_cast<int>(k.dw)});
+    if (k.auto_pad == fb::AutoPad::NotSet) p.pads = I32({static_cast<int>(k.pl), static_cast<int>(k.pr)});
+  } else {
+    if (k.give_kernel_shape) p.kernel_shape = I32({static_cast<int>(k.kh), static_cast<int>(k.kw)});
+    p.strides = I32({static_cast<int>(k.sh), static_cast<int>(k.sw)});
+    p.dilations = I32({static_cast<int>(k.dh), static_cast<int>(k.dw)});
+    if (k.auto_pad == fb::AutoPad::NotSet)
+      p.pads = I32({static_cast<int>(k.pt), static_cast<int>(k.pl), static_cast<int>(k.pb), static_cast<int>(k.pr)});
+  }
+  OpTest t(fb::OpType::Conv);
+  t.input("x", xs, x).constant("w", ws, w);
+  if (k.bias) t.input("b", {k.m}, b);
+  auto out = t.params(p).run(Threads3());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  Shape want_shape = k.one_d ? Shape{k.n, k.m, ow} : Shape{k.n, k.m, oh, ow};
+  EXPECT_EQ(out->at(0).shape, want_shape);
+  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, b, oh, ow, pt, pl), kTol, what);
+}
+
+TEST(NnConv, OddShapes2D) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  add("1ch 5x5 k3", {1, 1, 5, 5, 1, 3, 3});
+  {
+    ConvCase k{2, 3, 9, 7, 7, 3, 3};
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    add("3->7 stride 2 pad 1 bias", k);
+  }
+  {
+    ConvCase k{1, 7, 5, 9, 17, 2, 3};
+    k.sw = 2;
+    k.dh = k.dw = 2;
+    k.pt = 0, k.pl = 2, k.pb = 1, k.pr = 0;
+    k.give_kernel_shape = false;
+    add("7->17 dilation 2 asymmetric pads, kernel from weights", k);
+  }
+  {
+    ConvCase k{2, 17, 9, 5, 17, 3, 3};
+    k.group = 17;
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    add("depthwise 17 stride 2", k);
+  }
+  {
+    ConvCase k{1, 6, 5, 9, 9, 3, 3};
+    k.group = 3;
+    k.pt = 1, k.pl = 0, k.pb = 0, k.pr = 1;
+    k.bias = true;
+    add("groups 3, 6->9", k);
+  }
+  {
+    ConvCase k{1, 3, 1, 1, 7, 1, 1};
+    k.bias = true;
+    add("1x1 spatial, 1x1 kernel", k);
+  }
+  {
+    ConvCase k{1, 3, 1, 9, 3, 1, 3};
+    k.sw = 2;
+    k.pl = 2;
+    k.pr = 1;
+    add("1x9 input", k);
+  }
+  {
+    ConvCase k{1, 3, 5, 5, 7, 5, 5};
+    k.dh = k.dw = 2;
+    k.pt = k.pl = k.pb = k.pr = 2;
+    add("5x5 kernel dilation 2 on 5x5", k);
+  }
+  {
+    ConvCase k{1, 7, 9, 9, 3, 3, 3};
+    k.sh = 2;
+    k.sw = 1;
+    k.pt = 3, k.pl = 0, k.pb = 0, k.pr = 3;
+    add("pads larger than half the kernel", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
+TEST(NnConv, Conv1D) {
+  ConvCase k{2, 3, 1, 9, 4, 1, 3};
+  k.one_d = true;
+  k.sw = 2;
+  k.dw = 2;
+  k.pl = 1;
+  k.pr = 2;
+  k.bias = true;
+  RunConvCase(k, "1-D stride 2 dilation 2 pads 1+2");
+  ConvCase d{1, 7, 1, 5, 7, 1, 3};
+  d.one_d = true;
+  d.group = 7;
+  d.auto_pad = fb::AutoPad::SameUpper;
+  RunConvCase(d, "1-D depthwise SAME_UPPER");
+}
+
+TEST(NnConv, AutoPad) {
+  for (fb::AutoPad ap : {fb::AutoPad::SameUpper, fb::AutoPad::SameLower, fb::AutoPad::Valid}) {
+    ConvCase k{1, 3, 9, 8, 7, 3, 2};
+    k.auto_pad = ap;
+    k.sh = k.sw = 2;
+    k.bias = true;
+    RunConvCase(k, std::string("stride 2 ") + fb::EnumNameAutoPad(ap));
+    ConvCase e{2, 3, 5, 8, 3, 2, 4};
+    e.auto_pad = ap;
+    e.dw = 2;
+    RunConvCase(e, std::string("even kernel, dilation 2 ") + fb::EnumNameAutoPad(ap));
+  }
+}
+
+TEST(NnConv, FusedActivations) {
+  for (fb::Activation a : {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip, fb::Activation::LeakyRelu,
+                           fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu}) {
+    ConvCase k{1, 3, 5, 5, 7, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = a;
+    if (a == fb::Activation::Clip) k.act_min = -0.3f, k.act_max = 0.4f;
+    if (a == fb::Activation::LeakyRelu) k.act_alpha = 0.2f;
+    RunConvCase(k, std::string("activation ") + fb::EnumNameActivation(a));
+  }
+}
+
+TEST(NnConv, AbsentBiasAndNoParams) {
+  std::vector<float> x = Rand({1, 3, 5, 5}, 1), w = Rand({2, 3, 3, 3}, 2);
+  auto out = OpTest(fb::OpType::Conv).input("x", {1, 3, 5, 5}, x).constant("w", {2, 3, 3, 3}, w).missing().run(Threads3());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ConvCase k{1, 3, 5, 5, 2, 3, 3};
+  EXPECT_EQ(out->at(0).shape, (Shape{1, 2, 3, 3}));
+  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, {}, 3, 3, 0, 0), kTol, "no params, bias -1");
+}
+
+// ---------------------------------------------------------------- ConvTranspose
+
+// y[n, g*mg + mo, ih*s - p + kh*d, ...] += x[n, ci, ih, iw] * w[ci, mo, kh, kw]
+std::vector<float> NaiveConvTranspose2D(const std::vector<float>& x, const Shape& xs, const std::vector<float>& w,
+                                        const Shape& ws, const std::vector<float>& bias, int64_t group, int64_t sh,
+                                        int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t oh_n,
+                                        int64_t ow_n) {
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], mg = ws[1], KH = ws[2], KW = ws[3];
+  const int64_t M = mg * group, cg = C / group;
+  std::vector<double> acc(static_cast<size_t>(N * M * oh_n * ow_n), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < oh_n * ow_n; ++i) acc[(n * M + m) * oh_n * ow_n + i] = bias.empty() ? 0 : bias[m];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < C; ++ci)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw)
+          for (int64_t mo = 0; mo < mg; ++mo)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t oh = ih * sh - pt + kh * dh, ow = iw * sw - pl + kw * dw;
+                if (oh < 0 || oh >= oh_n || ow < 0 || ow >= ow_n) continue;
+                int64_t m = ci / cg * mg + mo;
+                acc[((n * M + m) * oh_n + oh) * ow_n + ow] +=
+                    static_cast<double>(x[((n * C + ci) * H + ih) * W + iw]) * w[((ci * mg + mo) * KH + kh) * KW + kw];
+              }
+  return std::vector<float>(acc.begin(), acc.end());
+}
+
+TEST(NnConvTranspose, Stride2OutputPaddingGroups) {
+  struct Case {
+    Shape xs, ws;
+    int64_t group, s, d;
+    std::vector<int> pads, out_pad;
+    bool bias;
+  };
+  std::vector<Case> cases = {
+      {{1, 6, 5, 4}, {6, 2, 3, 3}, 3, 2, 1, {1, 0, 0, 1}, {1, 1}, true},
+      {{2, 3, 4, 5}, {3, 7, 3, 2}, 1, 2, 2, {0, 1, 2, 0}, {1, 0}, false},
+      {{1, 1, 1, 1}, {1, 3, 3, 3}, 1, 1, 1, {0, 0, 0, 0}, {0, 0}, true},
+      {{1, 17, 5, 5}, {17, 1, 3, 3}, 17, 2, 1, {1, 1, 1, 1}, {1, 1}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Str(c.xs) + " * " + Str(c.ws));
+    std::vector<float> x = Rand(c.xs, 21), w = Rand(c.ws, 22);
+    int64_t M = c.ws[1] * c.group;
+    std::vector<float> b = c.bias ? Rand({M}, 23) : std::vector<float>();
+    int64_t oh = c.s * (c.xs[2] - 1) + c.out_pad[0] + (c.ws[2] - 1) * c.d + 1 - c.pads[0] - c.pads[2];
+    int64_t ow = c.s * (c.xs[3] - 1) + c.out_pad[1] + (c.ws[3] - 1) * c.d + 1 - c.pads[1] - c.pads[3];
+    fb::ConvParamsT p;
+    p.group = static_cast<int32_t>(c.group);
+    p.strides = {static_cast<int32_t>(c.s), static_cast<int32_t>(c.s)};
+    p.dilations = {static_cast<int32_t>(c.d), static_cast<int32_t>(c.d)};
+    p.pads = std::vector<int32_t>(c.pads.begin(), c.pads.end());
+    p.output_padding = std::vector<int32_t>(c.out_pad.begin(), c.out_pad.end());
+    OpTest t(fb::OpType::ConvTranspose);
+    t.input("x", c.xs, x).constant("w", c.ws, w);
+    if (c.bias) t.constant("b", {M}, b);
+    auto out = t.params(p).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0).shape, (Shape{c.xs[0], M, oh, ow}));
+    ExpectNear(out->at(0).f32(),
+               NaiveConvTranspose2D(x, c.xs, w, c.ws, b, c.group, c.s, c.s, c.d, c.d, c.pads[0], c.pads[1], oh, ow),
+               kTol);
+  }
+}
+
+TEST(NnConvTranspose, OutputShapeAndAutoPad) {
+  Shape xs = {1, 3, 5, 4}, ws = {3, 2, 3, 3};
+  std::vector<float> x = Rand(xs, 31), w = Rand(ws, 32);
+  // SAME_UPPER: output = input * stride; total padding 2*(in-1) + 3 - 2*in = 1, the odd one at the end.
+  // SAME_LOWER and output_shape alone: the odd one at the beginning.
+  struct Case {
+    fb::AutoPad ap;
+    std::vector<int32_t> output_shape;
+    int64_t oh, ow, pt, pl;
+  };
+  for (const Case& c : std::vector<Case>{{fb::AutoPad::SameUpper, {}, 10, 8, 0, 0},
+                                         {fb::AutoPad::SameLower, {}, 10, 8, 1, 1},
+                                         {fb::AutoPad::NotSet, {10, 9}, 10, 9, 1, 0}}) {
+    SCOPED_TRACE(fb::EnumNameAutoPad(c.ap));
+    fb::ConvParamsT p;
+    p.strides = {2, 2};
+    p.auto_pad = c.ap;
+    p.output_shape = c.output_shape;
+    auto out = OpTest(fb::OpType::ConvTranspose).input("x", xs, x).constant("w", ws, w).params(p).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0).shape, (Shape{1, 2, c.oh, c.ow}));
+    ExpectNear(out->at(0).f32(), NaiveConvTranspose2D(x, xs, w, ws, {}, 1, 2, 2, 1, 1, c.pt, c.pl, c.oh, c.ow), kTol);
+  }
+}
+
+TEST(NnConvTranspose, OneD) {
+  Shape xs = {2, 4, 7}, ws = {4, 3, 3};
+  std::vector<float> x = Rand(xs, 41), w = Rand(ws, 42), b = Rand({6}, 43);
+  fb::ConvParamsT p;
+  p.group = 2;  // 4 -> 2 * 3 = 6 channels
+  p.strides = {3};
+  p.pads = {1, 0};
+  p.output_padding = {2};
+  p.activation = fb::Activation::Relu;
+  auto out = OpTest(fb::OpType::ConvTranspose).input("x", xs, x).constant("w", ws, w).constant("b", {6}, b).params(p).run(Threads3());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  int64_t ow = 3 * 6 + 2 + 3 - 1;  // 22
+  EXPECT_EQ(out->at(0).shape, (Shape{2, 6, ow}));
+  // As 2-D with a height of 1; then the fused Relu.
+  std::vector<float> want = NaiveConvTranspose2D(x, {2, 4, 1, 7}, w, {4, 3, 1, 3}, b, 2, 1, 3, 1, 1, 0, 1, 1, ow);
+  for (float& v : want) v = v > 0 ? v : 0;
+  ExpectNear(out->at(0).f32(), want, kTol);
+}
+
+// ---------------------------------------------------------------- MatMul / Gemm
+
+// numpy matmul: 1-D operands promoted ([K] -> [1, K] / [K, 1]) and the added axis dropped.
+std::vector<float> NaiveMatMul(const std::vector<float>& a, Shape as, const std::vector<float>& b, Shape bs,
+                               Shape* out_shape) {
+  const bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
+  if (a_vec) as.insert(as.begin(), 1);
+  if (b_vec) bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  Shape ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  while (ba.size() < bb.size()) ba.insert(ba.begin(), 1);
+  while (bb.size() < ba.size()) bb.insert(bb.begin(), 1);
+  Shape batch(ba.size());
+  for (size_t d = 0; d < ba.size(); ++d) batch[d] = std::max(ba[d], bb[d]);
+  const int64_t nb = Numel(batch);
+  std::vector<float> y(static_cast<size_t>(nb * M * N));
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    Shape idx(batch.size());
+    for (size_t d = batch.size(), rem = static_cast<size_t>(bi); d-- > 0;) {
+      idx[d] = static_cast<int64_t>(rem) % batch[d];
+      rem /= static_cast<size_t>(batch[d]);
+    }
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      ia = ia * ba[d] + (ba[d] == 1 ? 0 : idx[d]);
+      ib = ib * bb[d] + (bb[d] == 1 ? 0 : idx[d]);
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += static_cast<double>(a[(ia * M + i) * K + k]) * b[(ib * K + k) * N + j];
+        y[(bi * M + i) * N + j] = static_cast<float>(s);
+      }
+  }
+  *out_shape = batch;
+  if (!a_vec) out_shape->push_back(M);
+  if (!b_vec) out_shape->push_back(N);
+  return y;
+}
+
+TEST(NnMatMul, BroadcastAndVectors) {
+  struct Case {
+    Shape a, b;
+  };
+  for (const Case& c : std::vector<Case>{{{2, 1, 3, 4}, {5, 4, 6}},
+                                         {{7, 17}, {17, 1}},
+                                         {{3, 1, 5}, {1, 5, 9}},
+                                         {{4}, {4, 6}},
+                                         {{2, 3, 4}, {4}},
+                                         {{5}, {3, 5, 2}},
+                                         {{7}, {7}},
+                                         {{1, 1}, {1, 3}},
+                                         {{2, 3, 1, 4}, {3, 4, 5}},
+                                         {{2, 1, 33, 64}, {5, 64, 70}}}) {
+    SCOPED_TRACE(Str(c.a) + " x " + Str(c.b));
+    std::vector<float> a = Rand(c.a, 51), b = Rand(c.b, 52);
+    auto out = OpTest(fb::OpType::MatMul).input("a", c.a, a).constant("b", c.b, b).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    Shape want_shape;
+    std::vector<float> want = NaiveMatMul(a, c.a, b, c.b, &want_shape);
+    EXPECT_EQ(out->at(0).shape, want_shape);
+    ExpectNear(out->at(0).f32(), want, kTol);
+  }
+}
+
+TEST(NnGemm, TransposesAndCBroadcast) {
+  int cases = 0;
+  for (Shape mkn : std::vector<Shape>{{3, 7, 5}, {40, 64, 70}}) {
+    const int64_t M = mkn[0], K = mkn[1], N = mkn[2];
+    std::vector<Shape> c_shapes = {{}, {N}, {1}, {1, N}, {M, 1}, {M, N}, {1, 1}};
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int ci = -1; ci < static_cast<int>(c_shapes.size()); ++ci) {
+          const bool has_c = ci >= 0;
+          const Shape cs = has_c ? c_shapes[static_cast<size_t>(ci)] : Shape{};
+          SCOPED_TRACE(Str(mkn) + " trans_a " + (ta ? "1" : "0") + " trans_b " + (tb ? "1" : "0") + " C " +
+                       (has_c ? Str(cs) : "none"));
+          Shape as = ta ? Shape{K, M} : Shape{M, K}, bs = tb ? Shape{N, K} : Shape{K, N};
+          std::vector<float> a = Rand(as, 61), b = Rand(bs, 62), c = Rand(cs, 63);
+          fb::GemmParamsT p;
+          p.alpha = 0.7f;
+          p.beta = 1.3f;
+          p.trans_a = ta;
+          p.trans_b = tb;
+          OpTest t(fb::OpType::Gemm);
+          t.input("a", as, a).constant("b", bs, b);
+          if (has_c) t.constant("c", cs, c);
+          auto out = t.params(p).run(Threads3());
+          ASSERT_TRUE(out.ok()) << out.status().ToString();
+          std::vector<float> want(static_cast<size_t>(M * N));
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double s = 0;
+              for (int64_t k = 0; k < K; ++k)
+                s += static_cast<double>(ta ? a[k * M + i] : a[i * K + k]) * (tb ? b[j * K + k] : b[k * N + j]);
+              double cv = 0;
+              if (has_c) {
+                if (cs.empty())
+                  cv = c[0];
+                else if (cs.size() == 1)
+                  cv = c[cs[0] == 1 ? 0 : j];
+                else
+                  cv = c[(cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j)];
+              }
+              want[i * N + j] = static_cast<float>(0.7 * s + 1.3 * cv);
+            }
+          EXPECT_EQ(out->at(0).shape, (Shape{M, N}));
+          ExpectNear(out->at(0).f32(), want, kTol);
+          ++cases;
+        }
+  }
+  EXPECT_EQ(cases, 64);
+}
+
+TEST(NnGemm, FusedActivationAndDefaults) {
+  Shape as = {17, 3}, bs = {3, 1};
+  std::vector<float> a = Rand(as, 71), b = Rand(bs, 72);
+  for (fb::Activation act : {fb::Activation::Relu, fb::Activation::Clip, fb::Activation::HardSwish}) {
+    fb::GemmParamsT p;
+    p.activation = act;
+    p.activation_min = -0.2f;
+    p.activation_max = 0.25f;
+    auto out = OpTest(fb::OpType::Gemm).input("a", as, a).input("b", bs, b).params(p).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    std::vector<float> want;
+    for (int64_t i = 0; i < 17; ++i) {
+      double s = 0;
+      for (int64_t k = 0; k < 3; ++k) s += static_cast<double>(a[i * 3 + k]) * b[k];
+      want.push_back(RefAct(act, s, -0.2f, 0.25f, 0.01f));
+    }
+    ExpectNear(out->at(0).f32(), want, kTol, fb::EnumNameActivation(act));
+  }
+  auto plain = OpTest(fb::OpType::Gemm).input("a", as, a).input("b", bs, b).run(Threads3());  // no params: alpha = beta = 1
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  Shape unused;
+  ExpectNear(plain->at(0).f32(), NaiveMatMul(a, as, b, bs, &unused), kTol, "no params");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,417 @@
+// Pools and MaxUnpool on the host against naive references.
+#include "ops/nn_test_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace nn_test;
+
+// ---------------------------------------------------------------- pools
+
+struct PoolCase {
+  Shape xs;  // [N, C, H, W], or [N, C, W] for 1-D (then kh = sh = 1 and no H pads)
+  int64_t kh, kw, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool ceil = false, include_pad = false;
+  fb::AutoPad ap = fb::AutoPad::NotSet;
+};
+
+int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, bool ceil) {
+  const int64_t span = in + pb + pe - ((k - 1) * d + 1);
+  if (!ceil) return span / s + 1;
+  int64_t o = (span + s - 1) / s + 1;
+  if ((o - 1) * s >= in + pb) --o;  // the last window would start in the end padding
+  return o;
+}
+
+void RunPoolCase(fb::OpType type, PoolCase c, bool indices, const std::string& what) {
+  SCOPED_TRACE(what);
+  const bool one_d = c.xs.size() == 3;
+  const int64_t N = c.xs[0], C = c.xs[1], H = one_d ? 1 : c.xs[2], W = c.xs.back();
+  std::vector<float> x = Rand(c.xs, 81);
+  int64_t oh, ow;
+  if (c.ap == fb::AutoPad::SameUpper || c.ap == fb::AutoPad::SameLower) {
+    oh = (H + c.sh - 1) / c.sh;
+    ow = (W + c.sw - 1) / c.sw;
+    int64_t th = std::max<int64_t>(0, (oh - 1) * c.sh + (c.kh - 1) * c.dh + 1 - H);
+    int64_t tw = std::max<int64_t>(0, (ow - 1) * c.sw + (c.kw - 1) * c.dw + 1 - W);
+    bool upper = c.ap == fb::AutoPad::SameUpper;
+    c.pt = upper ? th / 2 : th - th / 2;
+    c.pb = th - c.pt;
+    c.pl = upper ? tw / 2 : tw - tw / 2;
+    c.pr = tw - c.pl;
+  } else {
+    oh = PoolOut(H, c.kh, c.sh, c.dh, c.pt, c.pb, c.ceil);
+    ow = PoolOut(W, c.kw, c.sw, c.dw, c.pl, c.pr, c.ceil);
+  }
+  std::vector<float> want;
+  std::vector<int64_t> want_idx;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double sum = 0, best = 0;
+          int64_t valid = 0, padded = 0, best_at = -1;
+          for (int64_t a = 0; a < c.kh; ++a)
+            for (int64_t b = 0; b < c.kw; ++b) {
+              int64_t ih = i * c.sh - c.pt + a * c.dh, iw = j * c.sw - c.pl + b * c.dw;
+              if (ih >= -c.pt && ih < H + c.pb && iw >= -c.pl && iw < W + c.pr) ++padded;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              int64_t at = ((n * C + ch) * H + ih) * W + iw;
+              ++valid;
+              sum += x[at];
+              if (best_at < 0 || x[at] > best) best = x[at], best_at = at;
+            }
+          if (type == fb::OpType::MaxPool) {
+            want.push_back(static_cast<float>(best));
+            want_idx.push_back(best_at);
+          } else {
+            want.push_back(static_cast<float>(sum / static_cast<double>(c.include_pad ? padded : valid)));
+          }
+        }
+  fb::PoolParamsT p;
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  if (one_d) {
+    p.kernel_shape = {i32(c.kw)};
+    p.strides = {i32(c.sw)};
+    p.dilations = {i32(c.dw)};
+    if (c.ap == fb::AutoPad::NotSet) p.pads = {i32(c.pl), i32(c.pr)};
+  } else {
+    p.kernel_shape = {i32(c.kh), i32(c.kw)};
+    p.strides = {i32(c.sh), i32(c.sw)};
+    if (c.dh != 1 || c.dw != 1) p.dilations = {i32(c.dh), i32(c.dw)};
+    if (c.ap == fb::AutoPad::NotSet) p.pads = {i32(c.pt), i32(c.pl), i32(c.pb), i32(c.pr)};
+  }
+  p.auto_pad = c.ap;
+  p.ceil_mode = c.ceil;
+  p.count_include_pad = c.include_pad;
+  auto out = OpTest(type).input("x", c.xs, x).params(p).outputs(indices ? 2 : 1).run(Threads3());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  Shape ws = one_d ? Shape{N, C, ow} : Shape{N, C, oh, ow};
+  EXPECT_EQ(out->at(0).shape, ws);
+  ExpectNear(out->at(0).f32(), want, kTol);
+  if (indices) {
+    EXPECT_EQ(out->at(1).dtype, fb::DataType::I64);
+    EXPECT_EQ(out->at(1).shape, ws);
+    EXPECT_EQ(out->at(1).i64(), want_idx);
+  }
+}
+
+std::vector<std::pair<std::string, PoolCase>> PoolCases() {
+  std::vector<std::pair<std::string, PoolCase>> v;
+  auto add = [&](const std::string& name, PoolCase c) { v.emplace_back(name, c); };
+  add("2x2 s2 on 1ch 5x5", {{1, 1, 5, 5}, 2, 2, 2, 2});
+  {
+    PoolCase c{{2, 3, 9, 7}, 3, 3, 2, 2};
+    c.pt = c.pl = c.pb = c.pr = 1;
+    add("3x3 s2 pad 1", c);
+    c.ceil = true;
+    add("3x3 s2 pad 1 ceil", c);
+  }
+  {
+    PoolCase c{{1, 7, 5, 5}, 2, 2, 2, 2};
+    c.pt = c.pl = c.pb = c.pr = 1;
+    c.ceil = true;
+    add("ceil mode drops a window starting in the end padding", c);
+  }
+  {
+    PoolCase c{{1, 3, 8, 8}, 3, 3, 2, 2};
+    c.pt = c.pl = c.pb = c.pr = 1;
+    c.ceil = true;
+    add("ceil mode window past the end padding", c);
+  }
+  {
+    PoolCase c{{1, 17, 9, 5}, 3, 2, 1, 2};
+    c.pt = 1, c.pl = 0, c.pb = 2, c.pr = 1;
+    add("3x2 asymmetric pads", c);
+  }
+  {
+    PoolCase c{{1, 3, 9, 9}, 2, 3, 2, 1, 2, 2};
+    c.pt = 1, c.pl = 2, c.pb = 0, c.pr = 1;
+    add("dilation 2", c);
+  }
+  {
+    PoolCase c{{2, 3, 9, 8}, 2, 3, 2, 2};  // odd total padding on both axes
+    c.ap = fb::AutoPad::SameUpper;
+    add("SAME_UPPER", c);
+    c.ap = fb::AutoPad::SameLower;
+    add("SAME_LOWER", c);
+    c.ap = fb::AutoPad::Valid;
+    add("VALID", c);
+  }
+  {
+    PoolCase c{{2, 3, 9}, 1, 3, 1, 2};
+    c.pl = 1, c.pr = 2;
+    c.ceil = true;
+    add("1-D", c);
+  }
+  add("1x1 spatial", {{1, 3, 1, 1}, 1, 1});
+  return v;
+}
+
+TEST(NnPool, MaxPoolWithIndices) {
+  for (auto& [name, c] : PoolCases()) RunPoolCase(fb::OpType::MaxPool, c, true, name);
+  RunPoolCase(fb::OpType::MaxPool, PoolCases()[1].second, false, "values only");
+}
+
+TEST(NnPool, AveragePool) {
+  for (bool include : {false, true})
+    for (auto [name, c] : PoolCases()) {
+      c.include_pad = include;
+      RunPoolCase(fb::OpType::AveragePool, c, false, name + (include ? " count_include_pad" : ""));
+    }
+}
+
+TEST(NnPool, GlobalPools) {
+  for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}}) {
+    SCOPED_TRACE(Str(s));
+    std::vector<float> x = Rand(s, 91);
+    const int64_t planes = s[0] * s[1], plane = Numel(s) / planes;
+    std::vector<float> avg, mx;
+    for (int64_t p = 0; p < planes; ++p) {
+      double sum = 0, m = x[p * plane];
+      for (int64_t i = 0; i < plane; ++i) sum += x[p * plane + i], m = std::max<double>(m, x[p * plane + i]);
+      avg.push_back(static_cast<float>(sum / plane));
+      mx.push_back(static_cast<float>(m));
+    }
+    Shape ws(s.size(), 1);
+    ws[0] = s[0];
+    ws[1] = s[1];
+    auto a = OpTest(fb::OpType::GlobalAveragePool).input("x", s, x).run(Threads3());
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(a->at(0).shape, ws);
+    ExpectNear(a->at(0).f32(), avg, kTol, "GlobalAveragePool");
+    auto m = OpTest(fb::OpType::GlobalMaxPool).input("x", s, x).run(Threads3());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->at(0).shape, ws);
+    ExpectNear(m->at(0).f32(), mx, 0, "GlobalMaxPool");
+  }
+}
+
+// ---------------------------------------------------------------- MaxUnpool
+
+struct UnpoolCase {
+  Shape xs;  // [N, C, H, W] of the MaxPool input
+  int64_t kh, kw, sh, sw;
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0;
+  bool give_shape = true;  // output_shape (input 2) = xs; else the default size must give xs back
+};
+
+// The naive round trip: each window's maximum (the first on ties) at its
+// position in X, zero everywhere else.
+std::vector<float> UnpoolRoundTripRef(const std::vector<float>& x, const UnpoolCase& c) {
+  const int64_t N = c.xs[0], C = c.xs[1], H = c.xs[2], W = c.xs[3];
+  const int64_t oh = PoolOut(H, c.kh, c.sh, 1, c.pt, c.pb, false), ow = PoolOut(W, c.kw, c.sw, 1, c.pl, c.pr, false);
+  std::vector<float> y(x.size(), 0.f);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t best_at = -1;
+          for (int64_t a = 0; a < c.kh; ++a)
+            for (int64_t b = 0; b < c.kw; ++b) {
+              int64_t ih = i * c.sh - c.pt + a, iw = j * c.sw - c.pl + b;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              int64_t at = ((n * C + ch) * H + ih) * W + iw;
+              if (best_at < 0 || x[at] > x[best_at]) best_at = at;
+            }
+          if (best_at >= 0) y[best_at] = x[best_at];
+        }
+  return y;
+}
+
+fb::MaxUnpoolParamsT UnpoolParams(int64_t kh, int64_t kw, int64_t sh, int64_t sw, std::vector<int32_t> pads = {}) {
+  fb::MaxUnpoolParamsT p;
+  p.kernel_shape = {static_cast<int32_t>(kh), static_cast<int32_t>(kw)};
+  p.strides = {static_cast<int32_t>(sh), static_cast<int32_t>(sw)};
+  p.pads = std::move(pads);
+  return p;
+}
+
+// Runs x -> MaxPool (values, Indices) -> MaxUnpool -> y as one model.
+StatusOr<test::OpResult> RunPoolUnpool(const UnpoolCase& c, const std::vector<float>& x) {
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  fb::PoolParamsT pool;
+  pool.kernel_shape = {i32(c.kh), i32(c.kw)};
+  pool.strides = {i32(c.sh), i32(c.sw)};
+  pool.pads = {i32(c.pt), i32(c.pl), i32(c.pb), i32(c.pr)};
+  NetBuilder b("pool_unpool");
+  int xt = b.addInput("x", fb::DataType::F32, std::vector<Dim>(c.xs.begin(), c.xs.end()));
+  std::vector<int> pooled = b.addOp(fb::OpType::MaxPool, "pool", {xt}, {"values", "indices"}, pool);
+  std::vector<int> in = pooled;
+  if (c.give_shape) in.push_back(b.addConstant("output_shape", {4}, std::vector<int64_t>(c.xs)));
+  int y = b.addOp(fb::OpType::MaxUnpool, "unpool", in, {"y"},
+                  UnpoolParams(c.kh, c.kw, c.sh, c.sw, {i32(c.pt), i32(c.pl), i32(c.pb), i32(c.pr)}))[0];
+  b.addOutput(y);
+  ASSIGN_OR_RETURN(auto bytes, b.finish());
+  ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  ASSIGN_OR_RETURN(Session * session, interp->createSession(Threads3()));
+  auto host = Tensor::wrap(c.xs, fb::DataType::F32, const_cast<float*>(x.data()));
+  RETURN_IF_ERROR(session->getInput("x")->copyFromHostTensor(*host));
+  RETURN_IF_ERROR(session->run());
+  Tensor* t = session->getOutput("y");
+  test::OpResult r;
+  r.shape = t->shape();
+  r.dtype = t->dtype();
+  r.bytes.resize(t->byteSize());
+  auto out = Tensor::wrap(t->shape(), t->dtype(), r.bytes.data());
+  RETURN_IF_ERROR(t->copyToHostTensor(out.get()));
+  return r;
+}
+
+TEST(NnMaxUnpool, MaxPoolRoundTripOddShapes) {
+  std::vector<std::pair<std::string, UnpoolCase>> cases;
+  for (int64_t C : {1, 3, 7}) {
+    const Shape xs = {C == 3 ? 2 : 1, C, 5, 7};
+    const std::string at = " on " + Str(xs);
+    cases.push_back({"k2 s2, output_shape" + at, {xs, 2, 2, 2, 2}});  // the default size would be 4x6
+    UnpoolCase pad{xs, 3, 3, 2, 2, 1, 1, 1, 1, false};  // (3-1)*2-2+3 = 5, (4-1)*2-2+3 = 7
+    cases.push_back({"k3 s2 pads 1, default size" + at, pad});
+    pad.give_shape = true;
+    cases.push_back({"k3 s2 pads 1, output_shape" + at, pad});
+    cases.push_back({"k3x2 s2x3 asymmetric pads, output_shape" + at, {xs, 3, 2, 2, 3, 1, 0, 0, 1}});
+  }
+  for (auto& [name, c] : cases) {
+    SCOPED_TRACE(name);
+    std::vector<float> x = Rand(c.xs, 111);
+    auto y = RunPoolUnpool(c, x);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    EXPECT_EQ(y->shape, c.xs);
+    EXPECT_EQ(y->dtype, fb::DataType::F32);
+    ExpectNear(y->f32(), UnpoolRoundTripRef(x, c), 0.f);
+  }
+}
+
+// The op alone: indices are flat over the whole output (any batch and
+// channel), the default size is (in - 1) * stride - pads + kernel, a later
+// value wins where an index repeats.
+TEST(NnMaxUnpool, FlatIndicesAndDefaultSize) {
+  struct Case {
+    std::string name;
+    Shape xs, ys;
+    fb::MaxUnpoolParamsT p;
+  };
+  std::vector<Case> cases = {
+      {"2-D k2 s2", {2, 3, 2, 3}, {2, 3, 4, 6}, UnpoolParams(2, 2, 2, 2)},
+      {"2-D k3x2 s2x3 pads", {1, 7, 3, 2}, {1, 7, 5, 4}, UnpoolParams(3, 2, 2, 3, {1, 0, 1, 1})},
+  };
+  {
+    fb::MaxUnpoolParamsT one_d;
+    one_d.kernel_shape = {3};
+    one_d.strides = {2};
+    cases.push_back({"1-D k3 s2", {1, 3, 4}, {1, 3, 9}, one_d});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t n = Numel(c.xs), total = Numel(c.ys);
+    std::vector<float> x = Rand(c.xs, 121);
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[i] = (i * 7919 + 3) % total;  // scattered over batches and channels
+    idx[n - 1] = idx[0];                                               // a repeat: the later value wins
+    std::vector<float> want(static_cast<size_t>(total), 0.f);
+    for (int64_t i = 0; i < n; ++i) want[idx[i]] = x[i];
+    auto out = OpTest(fb::OpType::MaxUnpool).input("x", c.xs, x).inputI64("i", c.xs, idx).params(c.p).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0).shape, c.ys);
+    ExpectNear(out->at(0).f32(), want, 0.f);
+  }
+}
+
+TEST(NnMaxUnpool, OutputShapeInput) {
+  const Shape xs = {1, 3, 2, 3};
+  std::vector<float> x = Rand(xs, 131);
+  std::vector<int64_t> idx = {0, 5, 9, 20, 33, 41, 42, 50, 57, 60, 64, 71, 72, 80, 85, 88, 90, 95};
+  for (auto& [name, shape, ys] : std::vector<std::tuple<std::string, std::vector<int64_t>, Shape>>{
+           {"full shape, larger than the default", {1, 3, 5, 7}, {1, 3, 5, 7}},
+           {"spatial dims only", {4, 8}, {1, 3, 4, 8}}}) {
+    SCOPED_TRACE(name);
+    std::vector<float> want(static_cast<size_t>(Numel(ys)), 0.f);
+    for (size_t i = 0; i < idx.size(); ++i) want[idx[i]] = x[i];
+    const int64_t rank = static_cast<int64_t>(shape.size());
+    auto constant = OpTest(fb::OpType::MaxUnpool)
+                        .input("x", xs, x)
+                        .inputI64("i", xs, idx)
+                        .constantI64("output_shape", {rank}, shape)
+                        .params(UnpoolParams(2, 2, 2, 2))
+                        .run(Threads3());
+    ASSERT_TRUE(constant.ok()) << constant.status().ToString();
+    EXPECT_EQ(constant->at(0).shape, ys);
+    ExpectNear(constant->at(0).f32(), want, 0.f, "constant output_shape");
+    auto fed = OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .inputI64("output_shape", {rank}, shape)
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3());
+    ASSERT_TRUE(fed.ok()) << fed.status().ToString();
+    EXPECT_EQ(fed->at(0).shape, ys);
+    ExpectNear(fed->at(0).f32(), want, 0.f, "output_shape fed at run time");
+  }
+}
+
+TEST(NnMaxUnpool, ErrorsNameTheOp) {
+  auto expect_error = [](const StatusOr<std::vector<test::OpResult>>& r, const std::string& needle) {
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  const Shape xs = {1, 2, 2, 2};
+  std::vector<float> x = Rand(xs, 141);
+  for (int64_t bad : {int64_t{32}, int64_t{-1}, int64_t{1} << 40}) {  // the output has 1*2*4*4 = 32 elements
+    SCOPED_TRACE(bad);
+    std::vector<int64_t> idx = {0, 3, 8, 11, 16, bad, 24, 31};
+    auto out = OpTest(fb::OpType::MaxUnpool, "unpool_bad")
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3());
+    expect_error(out, "op 0 'unpool_bad' (MaxUnpool)");
+    expect_error(out, "MaxUnpool 'unpool_bad': index " + std::to_string(bad) +
+                          " (input position 5) is out of range for the output of 32 elements");
+  }
+  std::vector<int64_t> idx = {0, 3, 8, 11, 16, 19, 24, 31};
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .constantI64("output_shape", {4}, {1, 3, 4, 4})
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3()),
+               "MaxUnpool: output_shape [1,3,4,4] must keep the input's batch and channels [1,2]");
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .constantI64("output_shape", {3}, {1, 4, 4})
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3()),
+               "MaxUnpool: output_shape (input 2) [1,4,4] must be 1-D with 4 entries (or 2 spatial ones)");
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", {1, 2, 2, 1}, {0, 1, 2, 3})
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3()),
+               "MaxUnpool: indices (input 1) [1,2,2,1] must have the input's shape [1,2,2,2]");
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .input("i", xs, x)
+                   .params(UnpoolParams(2, 2, 2, 2))
+                   .run(Threads3()),
+               "MaxUnpool: indices (input 1) must be i64, are f32");
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .params(UnpoolParams(2, 2, 2, 2, {2, 2, 2, 2}))
+                   .run(Threads3()),
+               "MaxUnpool: pads 2+2 leave no output on spatial axis 0");
+  expect_error(OpTest(fb::OpType::MaxUnpool)
+                   .input("x", xs, x)
+                   .inputI64("i", xs, idx)
+                   .params(fb::MaxUnpoolParamsT{})
+                   .run(Threads3()),
+               "kernel_shape is required");  // the model verifier
+  fb::MaxUnpoolParamsT zero = UnpoolParams(2, 2, 2, 2);
+  zero.strides = {2, 0};
+  expect_error(OpTest(fb::OpType::MaxUnpool).input("x", xs, x).inputI64("i", xs, idx).params(zero).run(Threads3()),
+               "strides[1] is 0 (must be >= 1)");
+}
+
+}  // namespace
+}  // namespace kiln
