@@ -154,6 +154,37 @@ Status RunMaxUnpool(const GraphOp& op, const std::vector<Tensor*>& in, const std
   const float* x = X.host<float>();
   const int64_t* idx = I.host<int64_t>();
   float* y = Y.host<float>();
+  // ONNX reads indices in the default-size output; when output_shape is
+  // larger, each index is moved to the same coordinates of the real output.
+  std::vector<int64_t> remapped;
+  const auto* p = op.params<fb::MaxUnpoolParams>();
+  const size_t rank = X.shape().size();
+  if (p && !p->indices_in_output_shape() && rank >= 3) {
+    std::vector<int64_t> def = X.shape();
+    const size_t n_sp = rank - 2;
+    auto at = [](const flatbuffers::Vector<int32_t>* v, size_t i, int64_t d) {
+      return v && i < v->size() ? static_cast<int64_t>(v->Get(static_cast<flatbuffers::uoffset_t>(i))) : d;
+    };
+    for (size_t i = 0; i < n_sp; ++i)
+      def[2 + i] = (X.shape()[2 + i] - 1) * at(p->strides(), i, 1) - at(p->pads(), i, 0) - at(p->pads(), i + n_sp, 0) +
+                   at(p->kernel_shape(), i, 1);
+    if (def != Y.shape()) {
+      remapped.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t rest = idx[i], flat = 0, stride = 1;
+        bool inside = rest >= 0;
+        for (size_t d = rank; d-- > 0 && inside;) {
+          int64_t c = rest % def[d];
+          rest /= def[d];
+          inside = c < Y.shape()[d];
+          flat += c * stride;
+          stride *= Y.shape()[d];
+        }
+        remapped[static_cast<size_t>(i)] = inside && rest == 0 ? flat : -1;  // -1: reported below
+      }
+      idx = remapped.data();
+    }
+  }
   for (int64_t i = 0; i < n; ++i)
     if (idx[i] < 0 || idx[i] >= total)
       return InvalidArgument("MaxUnpool '%s': index %lld (input position %lld) is out of range for the output of "

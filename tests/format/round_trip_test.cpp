@@ -156,6 +156,7 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       p.kernel_shape = {3, 2};
       p.strides = {2, 3};
       p.pads = {1, 0, 0, 1};
+      p.indices_in_output_shape = true;
       u.Set(std::move(p));
       break;
     }

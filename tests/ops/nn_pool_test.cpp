@@ -225,6 +225,7 @@ fb::MaxUnpoolParamsT UnpoolParams(int64_t kh, int64_t kw, int64_t sh, int64_t sw
   p.kernel_shape = {static_cast<int32_t>(kh), static_cast<int32_t>(kw)};
   p.strides = {static_cast<int32_t>(sh), static_cast<int32_t>(sw)};
   p.pads = std::move(pads);
+  p.indices_in_output_shape = true;  // MaxPool's indices, in the pool input's shape
   return p;
 }
 
@@ -411,6 +412,35 @@ TEST(NnMaxUnpool, ErrorsNameTheOp) {
   zero.strides = {2, 0};
   expect_error(OpTest(fb::OpType::MaxUnpool).input("x", xs, x).inputI64("i", xs, idx).params(zero).run(Threads3()),
                "strides[1] is 0 (must be >= 1)");
+}
+
+// ONNX's reading (the default): indices address the default-size output
+// (4x4 here); a larger output_shape (5x5) keeps each value's coordinates.
+TEST(NnMaxUnpool, OnnxIndicesAddressTheDefaultSize) {
+  fb::MaxUnpoolParamsT p = UnpoolParams(2, 2, 2, 2);
+  p.indices_in_output_shape = false;
+  auto out = OpTest(fb::OpType::MaxUnpool)
+                 .input("x", {1, 1, 2, 2}, {5, 6, 7, 8})
+                 .inputI64("i", {1, 1, 2, 2}, {5, 7, 13, 15})
+                 .constantI64("output_shape", {4}, {1, 1, 5, 5})
+                 .params(p)
+                 .run(Threads3());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<float> want(25, 0.f);
+  want[1 * 5 + 1] = 5;
+  want[1 * 5 + 3] = 6;
+  want[3 * 5 + 1] = 7;
+  want[3 * 5 + 3] = 8;
+  ExpectNear(out->at(0).f32(), want, 0.f, "ONNX MaxUnpool with output_shape");
+  // A smaller output_shape cannot hold a coordinate of the default size.
+  auto bad = OpTest(fb::OpType::MaxUnpool)
+                 .input("x", {1, 1, 2, 2}, {5, 6, 7, 8})
+                 .inputI64("i", {1, 1, 2, 2}, {5, 7, 13, 15})
+                 .constantI64("output_shape", {4}, {1, 1, 3, 3})
+                 .params(p)
+                 .run(Threads3());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("out of range"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace

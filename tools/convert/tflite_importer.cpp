@@ -369,6 +369,7 @@ class TfliteImporter {
     if (shape != KShape(pool->second.input))
       return Keep(op, type, "output shape differs from its MaxPoolingWithArgmax2D's input");
     fb::MaxUnpoolParamsT p;
+    p.indices_in_output_shape = true;  // Kiln's MaxPool indices, in the pool input's (= output's) shape
     p.kernel_shape = {w.filter_h, w.filter_w};
     p.strides = {w.stride_h, w.stride_w};
     ASSIGN_OR_RETURN(int x, Act(x_in));
