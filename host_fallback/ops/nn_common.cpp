@@ -1,11 +1,8 @@
-// Helpers shared by the host nn kernels (nn_*.cpp). There is no header for
-// them: each user repeats the prototypes it needs under "defined in
-// nn_common.cpp"; a mismatch there fails to link (the names are mangled with
-// their parameter types).
+// Helpers shared by the host nn kernels (declared in nn_common.h).
 #include <cmath>
 #include <vector>
 
-#include "host_backend.h"
+#include "ops/nn_common.h"
 
 namespace kiln::nn {
 

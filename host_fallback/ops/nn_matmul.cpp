@@ -7,13 +7,9 @@
 
 #include "gemm.h"
 #include "host_backend.h"
+#include "ops/nn_common.h"
 
 namespace kiln {
-namespace nn {  // defined in nn_common.cpp
-Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
-void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n);
-}  // namespace nn
-
 namespace {
 
 using IntVec = std::vector<int64_t>;

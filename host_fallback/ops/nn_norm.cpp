@@ -6,12 +6,9 @@
 #include <vector>
 
 #include "host_backend.h"
+#include "ops/nn_common.h"
 
 namespace kiln {
-namespace nn {  // defined in nn_common.cpp
-Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
-}  // namespace nn
-
 namespace {
 
 float Epsilon(const GraphOp& op) {

@@ -7,17 +7,9 @@
 #include <vector>
 
 #include "host_backend.h"
+#include "ops/nn_common.h"
 
 namespace kiln {
-namespace nn {  // defined in nn_common.cpp
-Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
-std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
-                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                                const std::vector<int64_t>& dilations);
-std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt);
-}  // namespace nn
-
 namespace {
 
 using IntVec = std::vector<int64_t>;

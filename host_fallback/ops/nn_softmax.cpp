@@ -7,12 +7,9 @@
 #include <vector>
 
 #include "host_backend.h"
+#include "ops/nn_common.h"
 
 namespace kiln {
-namespace nn {  // defined in nn_common.cpp
-Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
-}  // namespace nn
-
 namespace {
 
 constexpr int64_t kBlock = 256;  // inner columns a task handles at once
