@@ -53,6 +53,7 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
     s->tensors_[i] = std::make_unique<Tensor>();
     s->tensors_[i]->setName(g.tensors[i].name);
     s->tensors_[i]->setDtype(g.tensors[i].dtype);
+    s->graph_index_[s->tensors_[i].get()] = i;
   }
   for (const ScheduleConfig& c : configs) s->keep_all_ = s->keep_all_ || c.keepAllTensors;
   RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
@@ -282,6 +283,7 @@ Tensor* SessionImpl::mirror(int tensor, Backend* b, bool* created) {
   m->setDtype(graph_->tensors[static_cast<size_t>(tensor)].dtype);
   Tensor* raw = m.get();
   mirrors_.emplace(key, std::move(m));
+  mirror_backend_[raw] = b;
   return raw;
 }
 
@@ -289,6 +291,7 @@ Status SessionImpl::buildSteps() {
   const Graph& g = *graph_;
   steps_.clear();
   static_copies_.clear();
+  mirror_is_static_.clear();
   for (size_t i = 0; i < g.ops.size(); ++i) {
     if (resize_op_[i] || g.ops[i].type == fb::OpType::Constant) continue;
     Backend* b = backends_[static_cast<size_t>(op_backend_[i])].get();
@@ -308,6 +311,7 @@ Status SessionImpl::buildSteps() {
         if (created) {
           if (g.tensors[static_cast<size_t>(in)].isConstant() || resize_value_[static_cast<size_t>(in)]) {
             static_copies_.push_back({t, m});
+            mirror_is_static_[m] = true;
           } else {
             Step copy;
             copy.backend = b;

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend.h"
@@ -93,6 +94,11 @@ class SessionImpl {
   std::vector<Backend*> home_;                    // backend of each home tensor (host for constants)
   std::map<std::pair<int, Backend*>, std::unique_ptr<Tensor>> mirrors_;
   std::vector<std::pair<Tensor*, Tensor*>> static_copies_;  // (src, mirror) done at resize
+  // Lookups for planning, so resize stays linear in the graph size.
+  std::unordered_map<const Tensor*, size_t> graph_index_;     // home tensor -> graph tensor
+  std::unordered_map<const Tensor*, Backend*> mirror_backend_;
+  std::unordered_map<const Tensor*, bool> mirror_is_static_;
+  Backend* backendOf(const Tensor* t) const;
   std::vector<int> op_backend_;                   // index into backends_
   std::vector<std::unique_ptr<Execution>> execs_;
   std::vector<bool> resize_op_;

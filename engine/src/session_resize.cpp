@@ -124,15 +124,20 @@ Status SessionImpl::inferShapes() {
 }
 
 bool SessionImpl::releasable(const Tensor* t) const {
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (tensors_[i].get() != t) continue;
-    const GraphTensor& gt = graph_->tensors[i];
-    return !gt.is_input && !gt.is_output && !gt.isConstant() && !resize_value_[i];
+  auto it = graph_index_.find(t);
+  if (it != graph_index_.end()) {
+    const GraphTensor& gt = graph_->tensors[it->second];
+    return !gt.is_input && !gt.is_output && !gt.isConstant() && !resize_value_[it->second];
   }
   // A mirror: dynamic ones die with their last reader; static ones live on.
-  for (auto& [src, m] : static_copies_)
-    if (m == t) return false;
-  return true;
+  return !mirror_is_static_.count(t);
+}
+
+Backend* SessionImpl::backendOf(const Tensor* t) const {
+  auto it = graph_index_.find(t);
+  if (it != graph_index_.end()) return home_[it->second];
+  auto m = mirror_backend_.find(t);
+  return m == mirror_backend_.end() ? nullptr : m->second;
 }
 
 Status SessionImpl::planMemory() {
@@ -143,17 +148,10 @@ Status SessionImpl::planMemory() {
       if (t) last_use[t] = s;
   for (auto& b : backends_) b->onClearBuffer();
 
-  auto backend_of = [&](const Tensor* t) -> Backend* {
-    for (size_t i = 0; i < tensors_.size(); ++i)
-      if (tensors_[i].get() == t) return home_[i];
-    for (auto& [key, m] : mirrors_)
-      if (m.get() == t) return key.second;
-    return nullptr;
-  };
   for (int t : g.inputs)
     if (!isShapeInput(tensors_[static_cast<size_t>(t)].get()))
       RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
-  for (auto& [src, m] : static_copies_) RETURN_IF_ERROR(backend_of(m)->onAcquireBuffer(m, nullptr));
+  for (auto& [src, m] : static_copies_) RETURN_IF_ERROR(backendOf(m)->onAcquireBuffer(m, nullptr));
 
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
@@ -163,7 +161,7 @@ Status SessionImpl::planMemory() {
       if (st.op >= 0 && k == 0 && !keep_all_ && MayRunInPlace(g.ops[static_cast<size_t>(st.op)].type) &&
           !st.inputs.empty() && st.inputs[0] && releasable(st.inputs[0]) && last_use[st.inputs[0]] == s &&
           st.inputs[0]->byteSize() == out->byteSize() && st.inputs[0]->dtype() == out->dtype() &&
-          backend_of(st.inputs[0]) == st.backend) {
+          backendOf(st.inputs[0]) == st.backend) {
         bool read_twice = false;  // x + x: in0 is also another input
         for (size_t j = 1; j < st.inputs.size(); ++j) read_twice |= st.inputs[j] == st.inputs[0];
         if (!read_twice) share = st.inputs[0];
@@ -176,12 +174,12 @@ Status SessionImpl::planMemory() {
       if (!in || last_use[in] != s || !releasable(in)) continue;
       if (std::find(released.begin(), released.end(), in) != released.end()) continue;
       released.push_back(in);
-      RETURN_IF_ERROR(backend_of(in)->onReleaseBuffer(in));
+      RETURN_IF_ERROR(backendOf(in)->onReleaseBuffer(in));
     }
   }
   for (auto& b : backends_) RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
   for (auto& [src, m] : static_copies_) {
-    Backend* b = backend_of(m);
+    Backend* b = backendOf(m);
     RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
   return Status::Ok();
