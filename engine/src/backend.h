@@ -8,8 +8,11 @@
 //     execution->onResize(inputs, outputs)
 //     onReleaseBuffer(each input whose last use this was)
 //   onAllocateBuffer()                  // one allocation per pool; binds tensors
+//   onCopyBuffer(constant, mirror)      // constants read by this backend, once
+//   onRecord(runs)                      // a GPU backend records its work here
 // and a run like this:
-//   onExecuteBegin(); execution->onExecute(...) for each op; onExecuteEnd(); onWaitFinish()
+//   onExecuteBegin(op_by_op); execution->onExecute(...) for each op;
+//   onExecuteEnd(); onWaitFinish()
 //
 // Thread-safety: a backend belongs to one session and is used by one thread.
 #pragma once
@@ -68,7 +71,14 @@ class Backend {
   virtual Status onAllocateBuffer() = 0;
   virtual MemoryReport memoryReport() const = 0;
 
-  virtual void onExecuteBegin() {}
+  // Resize, last: this backend's executions in run order, grouped into the
+  // maximal runs that no other backend's step (or copy) interrupts. A GPU
+  // backend records each run once here, so that onExecute only submits.
+  virtual Status onRecord(const std::vector<std::vector<Execution*>>& runs) { return Status::Ok(); }
+
+  // `op_by_op`: the session reads tensors between ops (callbacks), so each
+  // onExecute must finish its op's work by the next onWaitFinish.
+  virtual void onExecuteBegin(bool op_by_op) {}
   virtual Status onExecuteEnd() { return Status::Ok(); }
   virtual Status onWaitFinish() { return Status::Ok(); }
   // Copies between this backend's tensors and host tensors (either way).

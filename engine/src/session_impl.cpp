@@ -6,6 +6,9 @@
 #include "host_backend.h"
 #include "log.h"
 #include "ops/shape_inference.h"
+#ifdef KILN_HAVE_VULKAN
+#include "vk_backend.h"
+#endif
 
 namespace kiln {
 
@@ -29,7 +32,12 @@ BackendFactory DefaultBackendFactory() {
   return [](ForwardType type, const ScheduleConfig& config) -> StatusOr<std::unique_ptr<Backend>> {
     switch (type) {
       case ForwardType::kHost: return std::unique_ptr<Backend>(new HostBackend(config.numThread));
-      case ForwardType::kVulkan: return Unavailable("this build of Kiln has no Vulkan backend yet");
+      case ForwardType::kVulkan:
+#ifdef KILN_HAVE_VULKAN
+        return VulkanBackend::Create(config);
+#else
+        return Unavailable("this build of Kiln has no Vulkan backend (built without glslangValidator/Vulkan headers)");
+#endif
       case ForwardType::kOpenCL: return Unavailable("this build of Kiln has no OpenCL backend yet");
       case ForwardType::kAuto: break;
     }
@@ -129,7 +137,14 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
       if (!it->second) *why = unavailable[t];
       return it->second;
     }
-    ScheduleConfig c;
+    // Device settings come from the first config that names this type (or
+    // the first config).
+    ScheduleConfig c = configs[0];
+    for (const ScheduleConfig& k : configs)
+      if (k.type == t) {
+        c = k;
+        break;
+      }
     c.numThread = threads;
     auto b = factory(t, c);
     if (!b.ok()) {
@@ -299,13 +314,18 @@ Status SessionImpl::buildSteps() {
     step.op = static_cast<int>(i);
     step.backend = b;
     step.exec = execs_[i].get();
-    for (int in : g.ops[i].inputs) {
+    const uint32_t value_mask = FindShapeDef(g.ops[i].type).value_inputs;
+    for (size_t k = 0; k < g.ops[i].inputs.size(); ++k) {
+      const int in = g.ops[i].inputs[k];
       if (in < 0) {
         step.inputs.push_back(nullptr);
         continue;
       }
       Tensor* t = tensors_[static_cast<size_t>(in)].get();
-      if (home_[static_cast<size_t>(in)] != b) {
+      // Value inputs (Reshape's shape, Slice's starts) are read on the host
+      // at onResize by every backend: no mirror.
+      const bool value_input = (value_mask >> k) & 1;
+      if (home_[static_cast<size_t>(in)] != b && !value_input) {
         bool created;
         Tensor* m = mirror(in, b, &created);
         if (created) {

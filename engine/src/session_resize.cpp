@@ -182,6 +182,21 @@ Status SessionImpl::planMemory() {
     Backend* b = backendOf(m);
     RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
+  // Each backend's maximal runs of consecutive steps, for recording.
+  for (auto& b : backends_) {
+    std::vector<std::vector<Execution*>> runs;
+    bool open = false;
+    for (const Step& st : steps_) {
+      if (st.exec && st.backend == b.get()) {
+        if (!open) runs.emplace_back();
+        runs.back().push_back(st.exec);
+        open = true;
+      } else {
+        open = false;
+      }
+    }
+    RETURN_IF_ERROR(b->onRecord(runs), "%s: recording", b->name());
+  }
   return Status::Ok();
 }
 
@@ -276,7 +291,8 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     for (auto& [in, copy] : saved) RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
   }
   if (!resized_) RETURN_IF_ERROR(resize());
-  for (auto& b : backends_) b->onExecuteBegin();
+  const bool op_by_op = (before && *before) || (after && *after);
+  for (auto& b : backends_) b->onExecuteBegin(op_by_op);
   Status status;
   for (const Step& s : steps_) {
     status = runStep(s, before, after);

@@ -55,6 +55,7 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
   ASSIGN_OR_RETURN(auto bytes, b.finish());
   ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
   ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
+  if (placement_) *placement_ = session->placement();
   // Inputs that already have memory (all of them when the session resized at
   // creation; shape inputs always) are written first; if any had none, the
   // session is resized with the shape inputs' values and all are written.

@@ -65,6 +65,12 @@ class OpTest {
     return *this;
   }
 
+  // Where the op ran, filled by run().
+  OpTest& capturePlacement(Placement* p) {
+    placement_ = p;
+    return *this;
+  }
+
   StatusOr<std::vector<OpResult>> run(const ScheduleConfig& config = {}) const;
 
  private:
@@ -81,6 +87,7 @@ class OpTest {
   std::vector<In> inputs_;
   fb::OpParamsUnion params_;
   int num_outputs_ = 1;
+  Placement* placement_ = nullptr;
 };
 
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float tol, const std::string& what = "");

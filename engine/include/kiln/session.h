@@ -42,6 +42,16 @@ struct ScheduleConfig {
   // Debug: no memory reuse, so callbacks can read every intermediate tensor
   // after the run.
   bool keepAllTensors = false;
+  // GPU backends: which device (index in the driver's list; -1 picks the
+  // fastest kind: discrete, integrated, virtual, then CPU drivers).
+  int deviceIndex = -1;
+  // GPU backends: a file that keeps compiled pipelines / program binaries
+  // between processes (read at session creation, written when the session
+  // is released if it learned something new). Empty: no file.
+  std::string cacheFile;
+  // Per-op device timing (Vulkan timestamp queries), read through
+  // Session::profile() after a run.
+  bool profile = false;
 };
 
 struct OpInfo {

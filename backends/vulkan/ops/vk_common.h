@@ -1,0 +1,43 @@
+// Helpers shared by the Vulkan op families.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph.h"
+#include "vk_backend.h"
+
+namespace kiln {
+
+// Unsupported unless every non-missing input and output of `op` has one of
+// the dtypes (Vulkan kernels are f32 unless they say otherwise).
+Status RequireDtypes(const GraphOp& op, const Graph& graph, std::initializer_list<fb::DataType> allowed);
+inline Status RequireF32(const GraphOp& op, const Graph& graph) { return RequireDtypes(op, graph, {fb::DataType::F32}); }
+
+// Input `k` as a constant of the model, or nullptr.
+const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k);
+// The first value of constant input `k` widened to float, or `fallback` when
+// the input is missing. Unsupported when it is not a constant.
+StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback);
+
+// Numpy broadcasting of inputs onto `out`, collapsed to at most
+// KILN_MAX_RANK (6) dims: out dims and each input's strides (0 where
+// broadcast).
+struct Broadcast {
+  uint32_t rank = 0;
+  uint32_t dims[6] = {};
+  std::vector<std::vector<uint32_t>> strides;  // per input, 6 each
+};
+StatusOr<Broadcast> MakeBroadcast(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins);
+
+// Shapes and counts beyond 32 bits are not for these kernels.
+Status Require32Bit(const Tensor& t);
+
+
+// Wraps an execution in the factory return type.
+template <typename E>
+StatusOr<std::unique_ptr<Execution>> Make(std::unique_ptr<E> e) {
+  return std::unique_ptr<Execution>(std::move(e));
+}
+
+}  // namespace kiln

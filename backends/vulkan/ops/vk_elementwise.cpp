@@ -1,0 +1,158 @@
+// Elementwise ops on Vulkan: one unary shader (the function is a
+// specialization constant) and one broadcasting binary shader.
+#include <cmath>
+
+#include "vk_common.h"
+
+namespace kiln {
+namespace {
+
+// Function codes of shaders/vulkan/unary.comp.
+enum VkUnaryOp : uint32_t {
+  kRelu = 0, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kElu, kErf, kGelu, kGeluTanh,
+  kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kIdentity
+};
+
+class UnaryExecution final : public VulkanExecution {
+ public:
+  UnaryExecution(VulkanBackend* b, uint32_t code, float alpha, float beta)
+      : VulkanExecution(b), code_(code), alpha_(alpha), beta_(beta) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    struct {
+      uint32_t n;
+      float alpha, beta;
+    } push{static_cast<uint32_t>(out[0]->elementCount()), alpha_, beta_};
+    return add1D("unary", {{in[0]}, {out[0], nullptr, true}}, push, push.n, {code_});
+  }
+  uint32_t code_;
+  float alpha_, beta_;
+};
+
+// Reshape-likes: the same bytes under a new shape (a copy unless the
+// planner gave the output the input's memory).
+class ReshapeExecution final : public VulkanExecution {
+ public:
+  using VulkanExecution::VulkanExecution;
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    addCopy(in[0], out[0]);
+    return Status::Ok();
+  }
+};
+
+class BinaryExecution final : public VulkanExecution {
+ public:
+  BinaryExecution(VulkanBackend* b, uint32_t code) : VulkanExecution(b), code_(code) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    if (in.size() == 1) {  // Max/Min of one input
+      addCopy(in[0], out[0]);
+      return Status::Ok();
+    }
+    // Variadic Max/Min: out = in0 op in1, then out = out op in_k.
+    for (size_t k = 1; k < in.size(); ++k) {
+      const Tensor* a = k == 1 ? in[0] : out[0];
+      ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {a->shape(), in[k]->shape()}));
+      struct {
+        uint32_t n, rank, dims[6], sa[6], sb[6];
+      } push{};
+      push.n = static_cast<uint32_t>(out[0]->elementCount());
+      push.rank = bc.rank;
+      for (int d = 0; d < 6; ++d) {
+        push.dims[d] = bc.dims[d];
+        push.sa[d] = bc.strides[0][d];
+        push.sb[d] = bc.strides[1][d];
+      }
+      RETURN_IF_ERROR(add1D("binary", {{a}, {in[k]}, {out[0], nullptr, true}}, push, push.n, {code_}));
+    }
+    return Status::Ok();
+  }
+  uint32_t code_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkUnary(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  float alpha = 0, beta = 0;
+  uint32_t code = kIdentity;
+  switch (op.type) {
+    case fb::OpType::Relu: code = kRelu; break;
+    case fb::OpType::LeakyRelu: {
+      code = kLeakyRelu;
+      auto* p = op.params<fb::LeakyReluParams>();
+      alpha = p ? p->alpha() : 0.01f;
+      break;
+    }
+    case fb::OpType::Clip: {
+      code = kClip;
+      auto* p = op.params<fb::ClipParams>();
+      ASSIGN_OR_RETURN(alpha, ConstantScalar(op, graph, 1, p ? p->min() : -INFINITY));
+      ASSIGN_OR_RETURN(beta, ConstantScalar(op, graph, 2, p ? p->max() : INFINITY));
+      break;
+    }
+    case fb::OpType::Sigmoid: code = kSigmoid; break;
+    case fb::OpType::Tanh: code = kTanh; break;
+    case fb::OpType::HardSigmoid: {
+      code = kHardSigmoid;
+      auto* p = op.params<fb::HardSigmoidParams>();
+      alpha = p ? p->alpha() : 0.2f;
+      beta = p ? p->beta() : 0.5f;
+      break;
+    }
+    case fb::OpType::HardSwish: code = kHardSwish; break;
+    case fb::OpType::Elu: {
+      code = kElu;
+      auto* p = op.params<fb::EluParams>();
+      alpha = p ? p->alpha() : 1.0f;
+      break;
+    }
+    case fb::OpType::Erf: code = kErf; break;
+    case fb::OpType::Gelu: {
+      auto* p = op.params<fb::GeluParams>();
+      code = p && p->approximate() == fb::GeluApproximation::Tanh ? kGeluTanh : kGelu;
+      break;
+    }
+    case fb::OpType::Exp: code = kExp; break;
+    case fb::OpType::Log: code = kLog; break;
+    case fb::OpType::Sqrt: code = kSqrt; break;
+    case fb::OpType::Neg: code = kNeg; break;
+    case fb::OpType::Abs: code = kAbs; break;
+    case fb::OpType::Reciprocal: code = kReciprocal; break;
+    default: return Unsupported("no Vulkan unary function for %s", op.typeName());
+  }
+  return Make(std::make_unique<UnaryExecution>(b, code, alpha, beta));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkReshape(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  // Any dtype: the bytes are moved, not interpreted. Value inputs (the new
+  // shape, the axes) were used by shape inference and are not read here.
+  const GraphTensor& in = graph.tensors[static_cast<size_t>(op.inputs[0])];
+  if (DataTypeSize(in.dtype) == 0) return Unsupported("dtype %s", fb::EnumNameDataType(in.dtype));
+  return Make(std::make_unique<ReshapeExecution>(b));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkBinary(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  uint32_t code = 0;
+  switch (op.type) {
+    case fb::OpType::Add: code = 0; break;
+    case fb::OpType::Sub: code = 1; break;
+    case fb::OpType::Mul: code = 2; break;
+    case fb::OpType::Div: code = 3; break;
+    case fb::OpType::Pow: code = 4; break;
+    case fb::OpType::Max: code = 5; break;
+    case fb::OpType::Min: code = 6; break;
+    case fb::OpType::PRelu: code = 7; break;
+    default: return Unsupported("no Vulkan binary function for %s", op.typeName());
+  }
+  return Make(std::make_unique<BinaryExecution>(b, code));
+}
+
+}  // namespace kiln

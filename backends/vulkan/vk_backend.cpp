@@ -1,0 +1,715 @@
+#include "vk_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "log.h"
+#include "vk_shaders.h"
+
+namespace kiln {
+
+#define KILN_VK_OP(Op, Factory) \
+  StatusOr<std::unique_ptr<Execution>> CreateVk##Factory(const GraphOp&, const Graph&, VulkanBackend*);
+#include "vk_ops.inc"
+#undef KILN_VK_OP
+
+namespace {
+
+using Factory = StatusOr<std::unique_ptr<Execution>> (*)(const GraphOp&, const Graph&, VulkanBackend*);
+struct Entry {
+  fb::OpType type;
+  Factory factory;
+};
+const Entry kKernels[] = {
+#define KILN_VK_OP(Op, Fac) {fb::OpType::Op, &CreateVk##Fac},
+#include "vk_ops.inc"
+#undef KILN_VK_OP
+};
+
+// Pool slack so that a binding of a small tensor at the pool's end may round
+// its range up without leaving the buffer.
+constexpr VkDeviceSize kPoolSlack = 256;
+constexpr uint64_t kFenceTimeoutNs = 60ull * 1000 * 1000 * 1000;
+
+VkDeviceSize BindingRange(VkDeviceSize bytes) { return std::max<VkDeviceSize>(bytes, 4); }
+
+struct Range {
+  VkBuffer buffer;
+  VkDeviceSize begin, end;
+  bool write;
+};
+
+bool Overlaps(const Range& a, const Range& b) { return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end; }
+
+void Barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src, VkPipelineStageFlags dst_stage,
+             VkAccessFlags dst) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = src;
+  mb.dstAccessMask = dst;
+  vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+constexpr VkPipelineStageFlags kWorkStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWorkWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kWorkAccess =
+    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+
+}  // namespace
+
+// ---------------------------------------------------------------- executions
+
+VulkanExecution::VulkanExecution(VulkanBackend* b) : Execution(b) {}
+
+VulkanBackend* VulkanExecution::vk() const { return static_cast<VulkanBackend*>(backend()); }
+
+Status VulkanExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+  dispatches_.clear();
+  return plan(inputs, outputs);
+}
+
+Status VulkanExecution::onExecute(const std::vector<Tensor*>&, const std::vector<Tensor*>&) {
+  return vk()->submitExecution(this);
+}
+
+void VulkanExecution::Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]) {
+  uint64_t g = (n + local - 1) / local;
+  groups[1] = groups[2] = 1;
+  // 65535 is the smallest maxComputeWorkGroupCount[0] a device may have.
+  while (g > 65535) {
+    groups[1] *= 2;
+    g = (g + 1) / 2;
+  }
+  groups[0] = static_cast<uint32_t>(g);
+}
+
+Status VulkanExecution::addRaw(const char* shader, std::vector<VkBinding> bindings, std::vector<uint8_t> push,
+                               const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec) {
+  ASSIGN_OR_RETURN(const VulkanPipeline* p,
+                   vk()->pipeline(shader, static_cast<uint32_t>(bindings.size()), local, spec));
+  VkDispatch d;
+  d.pipeline = p;
+  d.bindings = std::move(bindings);
+  d.push = std::move(push);
+  for (int i = 0; i < 3; ++i) {
+    if (groups[i] > vk()->caps().max_workgroup_count[i])
+      return Unsupported("%s: %u work groups in dimension %d exceed the device's %u", shader, groups[i], i,
+                         vk()->caps().max_workgroup_count[i]);
+    d.groups[i] = groups[i];
+  }
+  dispatches_.push_back(std::move(d));
+  return Status::Ok();
+}
+
+void VulkanExecution::addCopy(const Tensor* src, const Tensor* dst) {
+  VkDispatch d;
+  d.bindings = {{src, nullptr, false}, {dst, nullptr, true}};
+  dispatches_.push_back(std::move(d));
+}
+
+// ------------------------------------------------------------------- backend
+
+StatusOr<std::unique_ptr<Backend>> VulkanBackend::Create(const ScheduleConfig& config) {
+  std::unique_ptr<VulkanBackend> b(new VulkanBackend());
+  RETURN_IF_ERROR(b->init(config));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Status VulkanBackend::init(const ScheduleConfig& config) {
+  config_ = config;
+  ASSIGN_OR_RETURN(device_, VulkanDevice::Get(config.deviceIndex));
+  planner_ = MemoryPlanner(std::max<size_t>(64, device_->caps().min_storage_offset_alignment));
+  VkDevice dev = device_->device();
+
+  std::vector<char> blob;
+  if (!config.cacheFile.empty()) {
+    std::ifstream f(config.cacheFile, std::ios::binary);
+    if (f) blob.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  // The driver checks the header (vendor, device, cache UUID) and ignores a
+  // cache from another device or driver version.
+  pci.initialDataSize = blob.size();
+  pci.pInitialData = blob.empty() ? nullptr : blob.data();
+  VkResult r = vkCreatePipelineCache(dev, &pci, nullptr, &cache_);
+  if (r != VK_SUCCESS && !blob.empty()) {
+    KILN_LOG("vulkan: pipeline cache '%s' rejected (%s); starting empty", config.cacheFile.c_str(), VkResultName(r));
+    pci.initialDataSize = 0;
+    pci.pInitialData = nullptr;
+    r = vkCreatePipelineCache(dev, &pci, nullptr, &cache_);
+  }
+  RETURN_IF_ERROR(VkCheck(r, "vkCreatePipelineCache"));
+  cache_loaded_bytes_ = blob.size();
+
+  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  cpi.queueFamilyIndex = device_->queueFamily();
+  RETURN_IF_ERROR(VkCheck(vkCreateCommandPool(dev, &cpi, nullptr, &command_pool_), "vkCreateCommandPool"));
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = command_pool_;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &one_shot_), "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  RETURN_IF_ERROR(VkCheck(vkCreateFence(dev, &fci, nullptr, &one_shot_fence_), "vkCreateFence"));
+  return Status::Ok();
+}
+
+VulkanBackend::~VulkanBackend() {
+  if (!device_) return;
+  VkDevice dev = device_->device();
+  (void)waitIdle();
+  if (cache_) {
+    if (!config_.cacheFile.empty()) {
+      Status s = saveCache();
+      if (!s.ok()) KILN_LOG("vulkan: %s", s.message().c_str());
+    }
+    vkDestroyPipelineCache(dev, cache_, nullptr);
+  }
+  freeRecording();
+  for (auto& [key, p] : pipelines_) {
+    vkDestroyPipeline(dev, p->pipeline, nullptr);
+    vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+  }
+  if (one_shot_fence_) vkDestroyFence(dev, one_shot_fence_, nullptr);
+  if (command_pool_) vkDestroyCommandPool(dev, command_pool_, nullptr);
+  freeBuffer(&pool_);
+  freeBuffer(&staging_);
+}
+
+Status VulkanBackend::saveCache() {
+  size_t size = 0;
+  RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
+  if (size == cache_loaded_bytes_) return Status::Ok();  // nothing new learned
+  std::vector<char> data(size);
+  RETURN_IF_ERROR(
+      VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, data.data()), "vkGetPipelineCacheData"));
+  std::string tmp = config_.cacheFile + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f.write(data.data(), static_cast<std::streamsize>(size)))
+      return Unavailable("cannot write the pipeline cache '%s'", tmp.c_str());
+  }
+  if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
+    return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
+  cache_loaded_bytes_ = size;
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Execution>> VulkanBackend::onCreate(const GraphOp& op, const Graph& graph) {
+  for (const Entry& e : kKernels)
+    if (e.type == op.type) return e.factory(op, graph, this);
+  return Unsupported("the Vulkan backend has no %s shader", op.typeName());
+}
+
+// ------------------------------------------------------------------ pipelines
+
+StatusOr<const VulkanPipeline*> VulkanBackend::pipeline(const char* shader, uint32_t bindings, const uint32_t local[3],
+                                                        const std::vector<uint32_t>& spec) {
+  std::string key = StrFormat("%s/%u/%u,%u,%u", shader, bindings, local[0], local[1], local[2]);
+  for (uint32_t v : spec) key += StrFormat(",%u", v);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return it->second.get();
+
+  const SpirvBlob* spv = FindSpirv(shader);
+  if (!spv) return Internal("no SPIR-V named '%s' in this build", shader);
+  const VulkanCaps& caps = device_->caps();
+  if (local[0] * local[1] * local[2] > caps.max_workgroup_invocations || local[0] > caps.max_workgroup_size[0] ||
+      local[1] > caps.max_workgroup_size[1] || local[2] > caps.max_workgroup_size[2])
+    return Unsupported("%s: work group %ux%ux%u exceeds the device's limits", shader, local[0], local[1], local[2]);
+  auto t0 = std::chrono::steady_clock::now();
+  VkDevice dev = device_->device();
+  auto p = std::make_unique<VulkanPipeline>();
+  p->bindings = bindings;
+  std::copy(local, local + 3, p->local_size);
+
+  std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
+  for (uint32_t i = 0; i < bindings; ++i) {
+    lb[i].binding = i;
+    lb[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    lb[i].descriptorCount = 1;
+    lb[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo dli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dli.bindingCount = bindings;
+  dli.pBindings = lb.data();
+  RETURN_IF_ERROR(VkCheck(vkCreateDescriptorSetLayout(dev, &dli, nullptr, &p->set_layout), shader));
+  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushConstantBytes};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &p->set_layout;
+  pli.pushConstantRangeCount = 1;
+  pli.pPushConstantRanges = &pcr;
+  Status st = VkCheck(vkCreatePipelineLayout(dev, &pli, nullptr, &p->layout), shader);
+  if (!st.ok()) {
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    return st;
+  }
+
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = spv->bytes;
+  smi.pCode = spv->words;
+  VkShaderModule module = VK_NULL_HANDLE;
+  st = VkCheck(vkCreateShaderModule(dev, &smi, nullptr, &module), shader);
+  if (st.ok()) {
+    std::vector<uint32_t> values(local, local + 3);
+    values.insert(values.end(), spec.begin(), spec.end());
+    std::vector<VkSpecializationMapEntry> entries(values.size());
+    for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4, 4};
+    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
+    VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpi.stage.module = module;
+    cpi.stage.pName = "main";
+    cpi.stage.pSpecializationInfo = &si;
+    cpi.layout = p->layout;
+    st = VkCheck(vkCreateComputePipelines(dev, cache_, 1, &cpi, nullptr, &p->pipeline), shader);
+    vkDestroyShaderModule(dev, module, nullptr);
+  }
+  if (!st.ok()) {
+    vkDestroyPipelineLayout(dev, p->layout, nullptr);
+    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    return st;
+  }
+  pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const VulkanPipeline* raw = p.get();
+  pipelines_.emplace(key, std::move(p));
+  return raw;
+}
+
+// -------------------------------------------------------------------- memory
+
+StatusOr<VulkanBuffer> VulkanBackend::createBuffer(VkDeviceSize bytes, const void* data) {
+  VkDevice dev = device_->device();
+  VulkanBuffer b;
+  b.bytes = std::max<VkDeviceSize>(bytes, 16);
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = b.bytes;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer"));
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev, b.buffer, &req);
+  int type = device_->findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (type < 0) type = device_->findMemoryType(req.memoryTypeBits, 0, 0);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = static_cast<uint32_t>(type);
+  VkResult r = type < 0 ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(dev, b.buffer, nullptr);
+    return VkCheck(r, StrFormat("allocating %llu bytes of device memory", (unsigned long long)req.size).c_str());
+  }
+  vkBindBufferMemory(dev, b.buffer, b.memory, 0);
+  if (data) {
+    VulkanBuffer keep = b;
+    Tensor src, dst;
+    src.setShape({static_cast<int64_t>(bytes)});
+    src.setDtype(fb::DataType::U8);
+    src.bind(nullptr, const_cast<void*>(data));
+    dst.setShape({static_cast<int64_t>(bytes)});
+    dst.setDtype(fb::DataType::U8);
+    dst.bind(this, nullptr, reinterpret_cast<uint64_t>(b.buffer), 0);
+    Status s = onCopyBuffer(src, &dst);
+    if (!s.ok()) {
+      freeBuffer(&keep);
+      return s;
+    }
+  }
+  return b;
+}
+
+void VulkanBackend::freeBuffer(VulkanBuffer* b) {
+  VkDevice dev = device_->device();
+  if (b->buffer) vkDestroyBuffer(dev, b->buffer, nullptr);
+  if (b->memory) vkFreeMemory(dev, b->memory, nullptr);
+  *b = VulkanBuffer();
+}
+
+void VulkanBackend::onClearBuffer() {
+  planner_.clear();
+  buffer_of_.clear();
+}
+
+Status VulkanBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
+  if (t->byteSize() > caps().max_storage_buffer_range)
+    return Unsupported("tensor '%s' is %zu bytes, over the device's storage-buffer range of %u", t->name().c_str(),
+                       t->byteSize(), caps().max_storage_buffer_range);
+  if (share_with) {
+    auto it = buffer_of_.find(share_with);
+    if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
+    planner_.share(it->second);
+    buffer_of_[t] = it->second;
+    return Status::Ok();
+  }
+  buffer_of_[t] = planner_.acquire(t->byteSize());
+  return Status::Ok();
+}
+
+Status VulkanBackend::onReleaseBuffer(Tensor* t) {
+  auto it = buffer_of_.find(t);
+  if (it == buffer_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
+  planner_.release(it->second);
+  return Status::Ok();
+}
+
+Status VulkanBackend::onAllocateBuffer() {
+  RETURN_IF_ERROR(waitIdle());
+  freeRecording();
+  MemoryPlanner::Plan plan = planner_.plan();
+  VkDeviceSize bytes = plan.total + kPoolSlack;
+  if (bytes > pool_.bytes || bytes * 2 < pool_.bytes) {
+    if (pool_map_) vkUnmapMemory(device_->device(), pool_.memory);
+    pool_map_ = nullptr;
+    freeBuffer(&pool_);
+    ASSIGN_OR_RETURN(pool_, createBuffer(bytes));
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_->device(), pool_.buffer, &req);
+    // Unified memory: map the pool once; copies become memcpy.
+    int type = device_->findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if (type >= 0 && (device_->memoryFlags(type) & want) == want) {
+      void* p = nullptr;
+      if (vkMapMemory(device_->device(), pool_.memory, 0, VK_WHOLE_SIZE, 0, &p) == VK_SUCCESS)
+        pool_map_ = static_cast<uint8_t*>(p);
+    }
+  }
+  for (auto& [tensor, id] : buffer_of_)
+    const_cast<Tensor*>(tensor)->bind(this, nullptr, reinterpret_cast<uint64_t>(pool_.buffer),
+                                      plan.offsets[static_cast<size_t>(id)]);
+  report_.planned_bytes = plan.total;
+  report_.lower_bound_bytes = plan.lower_bound;
+  report_.tensor_bytes = 0;
+  report_.tensors = buffer_of_.size();
+  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += tensor->byteSize();
+  return Status::Ok();
+}
+
+// --------------------------------------------------------------- submission
+
+Status VulkanBackend::submit(VkCommandBuffer cmd, VkFence fence) {
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd;
+  {
+    std::lock_guard<std::mutex> lock(device_->queueMutex());
+    RETURN_IF_ERROR(VkCheck(vkQueueSubmit(device_->queue(), 1, &si, fence), "vkQueueSubmit"));
+  }
+  return device_->TakeValidationError();
+}
+
+Status VulkanBackend::waitIdle() {
+  VkDevice dev = device_->device();
+  Status status;
+  for (Run& r : runs_) {
+    if (!r.pending) continue;
+    r.pending = false;
+    Status s = VkCheck(vkWaitForFences(dev, 1, &r.fence, VK_TRUE, kFenceTimeoutNs), "waiting for the GPU");
+    if (status.ok()) status = s;
+  }
+  if (status.ok() && queries_ && !op_by_op_) status = readTimings();
+  if (status.ok()) status = device_->TakeValidationError();
+  return status;
+}
+
+Status VulkanBackend::onWaitFinish() { return waitIdle(); }
+
+StatusOr<VkCommandBuffer> VulkanBackend::beginOneShot() {
+  RETURN_IF_ERROR(VkCheck(vkResetCommandBuffer(one_shot_, 0), "vkResetCommandBuffer"));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(one_shot_, &bi), "vkBeginCommandBuffer"));
+  return one_shot_;
+}
+
+Status VulkanBackend::endOneShot(VkCommandBuffer cmd) {
+  RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+  VkDevice dev = device_->device();
+  RETURN_IF_ERROR(VkCheck(vkResetFences(dev, 1, &one_shot_fence_), "vkResetFences"));
+  RETURN_IF_ERROR(submit(cmd, one_shot_fence_));
+  RETURN_IF_ERROR(VkCheck(vkWaitForFences(dev, 1, &one_shot_fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the GPU"));
+  return device_->TakeValidationError();
+}
+
+Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
+  if (staging_.bytes >= bytes && staging_map_) return Status::Ok();
+  VkDevice dev = device_->device();
+  if (staging_map_) vkUnmapMemory(dev, staging_.memory);
+  staging_map_ = nullptr;
+  freeBuffer(&staging_);
+  VulkanBuffer b;
+  b.bytes = std::max<VkDeviceSize>(bytes, 1 << 16);
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = b.bytes;
+  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer (staging)"));
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev, b.buffer, &req);
+  int type = device_->findMemoryType(req.memoryTypeBits,
+                                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = static_cast<uint32_t>(type);
+  VkResult r = type < 0 ? VK_ERROR_OUT_OF_HOST_MEMORY : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(dev, b.buffer, nullptr);
+    return VkCheck(r, "allocating the staging buffer");
+  }
+  vkBindBufferMemory(dev, b.buffer, b.memory, 0);
+  void* p = nullptr;
+  RETURN_IF_ERROR(VkCheck(vkMapMemory(dev, b.memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory (staging)"));
+  staging_ = b;
+  staging_map_ = static_cast<uint8_t*>(p);
+  return Status::Ok();
+}
+
+Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
+  if (src.byteSize() != dst->byteSize())
+    return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
+  const size_t bytes = src.byteSize();
+  if (bytes == 0) return Status::Ok();
+  // Copies are synchronisation points: the GPU may still use the memory.
+  RETURN_IF_ERROR(waitIdle());
+  const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
+  if (!src_dev && !dst_dev) return Internal("vulkan copy between two tensors not on Vulkan");
+  if ((src_dev && !src.deviceHandle()) || (dst_dev && !dst->deviceHandle()))
+    return Internal("vulkan copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
+  auto buf = [](const Tensor& t) { return reinterpret_cast<VkBuffer>(t.deviceHandle()); };
+  const bool src_mapped = src_dev && pool_map_ && buf(src) == pool_.buffer;
+  const bool dst_mapped = dst_dev && pool_map_ && buf(*dst) == pool_.buffer;
+  if (!src_dev && dst_mapped) {
+    std::memcpy(pool_map_ + dst->deviceOffset(), src.hostData(), bytes);
+    return Status::Ok();
+  }
+  if (src_mapped && !dst_dev) {
+    std::memcpy(dst->hostData(), pool_map_ + src.deviceOffset(), bytes);
+    return Status::Ok();
+  }
+  if (!src_dev) {
+    RETURN_IF_ERROR(ensureStaging(bytes));
+    std::memcpy(staging_map_, src.hostData(), bytes);
+  }
+  ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+  VkBufferCopy region{src_dev ? src.deviceOffset() : 0, dst_dev ? dst->deviceOffset() : 0, bytes};
+  if (src_dev && !dst_dev) RETURN_IF_ERROR(ensureStaging(bytes));
+  vkCmdCopyBuffer(cmd, src_dev ? buf(src) : staging_.buffer, dst_dev ? buf(*dst) : staging_.buffer, 1, &region);
+  Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+          VK_ACCESS_HOST_READ_BIT);
+  RETURN_IF_ERROR(endOneShot(cmd));
+  if (!dst_dev) std::memcpy(dst->hostData(), staging_map_, bytes);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- recording
+
+void VulkanBackend::freeRecording() {
+  VkDevice dev = device_->device();
+  for (Run& r : runs_) {
+    if (r.cmd) vkFreeCommandBuffers(dev, command_pool_, 1, &r.cmd);
+    if (r.fence) vkDestroyFence(dev, r.fence, nullptr);
+  }
+  runs_.clear();
+  last_of_run_.clear();
+  if (descriptor_pool_) vkDestroyDescriptorPool(dev, descriptor_pool_, nullptr);
+  descriptor_pool_ = VK_NULL_HANDLE;
+  if (queries_) vkDestroyQueryPool(dev, queries_, nullptr);
+  queries_ = VK_NULL_HANDLE;
+  query_of_.clear();
+}
+
+Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<VulkanExecution*>& execs,
+                                       bool timestamps) {
+  // Order after everything submitted before (an earlier run, a copy).
+  Barrier(cmd, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, kWorkWrites | VK_ACCESS_HOST_WRITE_BIT, kWorkStages,
+          kWorkAccess);
+  std::vector<Range> since_barrier;
+  auto range_of = [](const VkBinding& b) {
+    if (b.buffer) return Range{b.buffer->buffer, 0, b.buffer->bytes, b.write};
+    VkDeviceSize off = b.tensor->deviceOffset();
+    return Range{reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), off, off + BindingRange(b.tensor->byteSize()),
+                 b.write};
+  };
+  for (VulkanExecution* e : execs) {
+    uint32_t q = 0;
+    if (timestamps) {
+      for (auto& [ex, first] : query_of_)
+        if (ex == e) q = first;
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, q);
+    }
+    for (const VkDispatch& d : e->dispatches()) {
+      if (!d.pipeline && d.bindings[0].tensor->deviceHandle() == d.bindings[1].tensor->deviceHandle() &&
+          d.bindings[0].tensor->deviceOffset() == d.bindings[1].tensor->deviceOffset())
+        continue;  // an in-place reshape: nothing to do
+      if (d.pipeline && (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0)) continue;
+      if (!d.pipeline && d.bindings[0].tensor->byteSize() == 0) continue;
+      bool conflict = false;
+      std::vector<Range> mine;
+      for (const VkBinding& b : d.bindings) mine.push_back(range_of(b));
+      for (const Range& m : mine)
+        for (const Range& s : since_barrier)
+          if (Overlaps(m, s) && (m.write || s.write)) conflict = true;
+      if (conflict) {
+        Barrier(cmd, kWorkStages, kWorkWrites, kWorkStages, kWorkAccess);
+        since_barrier.clear();
+      }
+      since_barrier.insert(since_barrier.end(), mine.begin(), mine.end());
+      if (!d.pipeline) {
+        VkBufferCopy region{d.bindings[0].tensor->deviceOffset(), d.bindings[1].tensor->deviceOffset(),
+                            d.bindings[0].tensor->byteSize()};
+        vkCmdCopyBuffer(cmd, mine[0].buffer, mine[1].buffer, 1, &region);
+        continue;
+      }
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->layout, 0, 1, &d.set, 0, nullptr);
+      if (!d.push.empty())
+        vkCmdPushConstants(cmd, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<uint32_t>(d.push.size()), d.push.data());
+      vkCmdDispatch(cmd, d.groups[0], d.groups[1], d.groups[2]);
+    }
+    if (timestamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, q + 1);
+  }
+  Barrier(cmd, kWorkStages, kWorkWrites, VK_PIPELINE_STAGE_HOST_BIT | kWorkStages,
+          VK_ACCESS_HOST_READ_BIT | kWorkAccess);
+  return Status::Ok();
+}
+
+Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs) {
+  VkDevice dev = device_->device();
+  RETURN_IF_ERROR(waitIdle());
+  freeRecording();
+  // Descriptor sets: one per dispatch, written once.
+  uint32_t sets = 0, descriptors = 0;
+  for (const auto& run : runs)
+    for (Execution* e : run)
+      for (const VkDispatch& d : static_cast<VulkanExecution*>(e)->dispatches())
+        if (d.pipeline) {
+          ++sets;
+          descriptors += static_cast<uint32_t>(d.bindings.size());
+        }
+  if (sets > 0) {
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)};
+    VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dpi.maxSets = sets;
+    dpi.poolSizeCount = 1;
+    dpi.pPoolSizes = &size;
+    RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
+  }
+  std::vector<VkDescriptorBufferInfo> infos;
+  std::vector<VkWriteDescriptorSet> writes;
+  for (const auto& run : runs)
+    for (Execution* e : run)
+      for (VkDispatch& d : static_cast<VulkanExecution*>(e)->dispatches()) {
+        if (!d.pipeline) continue;
+        VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+        ai.descriptorPool = descriptor_pool_;
+        ai.descriptorSetCount = 1;
+        ai.pSetLayouts = &d.pipeline->set_layout;
+        RETURN_IF_ERROR(VkCheck(vkAllocateDescriptorSets(dev, &ai, &d.set), "vkAllocateDescriptorSets"));
+        infos.clear();
+        writes.clear();
+        for (const VkBinding& b : d.bindings) {
+          if (b.buffer) {
+            infos.push_back({b.buffer->buffer, 0, b.buffer->bytes});
+          } else {
+            if (!b.tensor->deviceHandle())
+              return Internal("tensor '%s' is bound to no Vulkan memory", b.tensor->name().c_str());
+            infos.push_back({reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), b.tensor->deviceOffset(),
+                             BindingRange(b.tensor->byteSize())});
+          }
+        }
+        for (uint32_t i = 0; i < infos.size(); ++i) {
+          VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+          w.dstSet = d.set;
+          w.dstBinding = i;
+          w.descriptorCount = 1;
+          w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          w.pBufferInfo = &infos[i];
+          writes.push_back(w);
+        }
+        vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+      }
+
+  const bool timestamps = config_.profile && caps().timestamps;
+  if (timestamps) {
+    uint32_t n = 0;
+    for (const auto& run : runs)
+      for (Execution* e : run) {
+        query_of_.push_back({e, n});
+        n += 2;
+      }
+    if (n > 0) {
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = n;
+      RETURN_IF_ERROR(VkCheck(vkCreateQueryPool(dev, &qi, nullptr, &queries_), "vkCreateQueryPool"));
+    }
+  }
+
+  for (const auto& run : runs) {
+    if (run.empty()) continue;
+    Run r;
+    for (Execution* e : run) r.execs.push_back(static_cast<VulkanExecution*>(e));
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = command_pool_;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &r.cmd), "vkAllocateCommandBuffers"));
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    Status s = VkCheck(vkCreateFence(dev, &fci, nullptr, &r.fence), "vkCreateFence");
+    runs_.push_back(r);  // freed by freeRecording even on error
+    RETURN_IF_ERROR(s);
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(r.cmd, &bi), "vkBeginCommandBuffer"));
+    if (timestamps && queries_) {
+      uint32_t first = 0, count = 0;
+      for (auto& [ex, q] : query_of_)
+        if (ex == run.front()) first = q;
+      count = static_cast<uint32_t>(run.size()) * 2;
+      vkCmdResetQueryPool(r.cmd, queries_, first, count);
+    }
+    RETURN_IF_ERROR(recordDispatches(r.cmd, r.execs, timestamps && queries_));
+    RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer"));
+    last_of_run_[run.back()] = runs_.size() - 1;
+  }
+  return device_->TakeValidationError();
+}
+
+void VulkanBackend::onExecuteBegin(bool op_by_op) { op_by_op_ = op_by_op; }
+
+Status VulkanBackend::submitExecution(VulkanExecution* exec) {
+  if (op_by_op_) {
+    RETURN_IF_ERROR(waitIdle());
+    ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+    RETURN_IF_ERROR(recordDispatches(cmd, {exec}, false));
+    return endOneShot(cmd);
+  }
+  auto it = last_of_run_.find(exec);
+  if (it == last_of_run_.end()) return Status::Ok();  // submitted with its run's last op
+  Run& r = runs_[it->second];
+  if (r.pending) return Internal("vulkan: run %zu submitted twice", it->second);
+  RETURN_IF_ERROR(VkCheck(vkResetFences(device_->device(), 1, &r.fence), "vkResetFences"));
+  RETURN_IF_ERROR(submit(r.cmd, r.fence));
+  r.pending = true;
+  return Status::Ok();
+}
+
+Status VulkanBackend::readTimings() {
+  timings_.clear();
+  if (query_of_.empty()) return Status::Ok();
+  std::vector<uint64_t> ticks(query_of_.size() * 2);
+  VkResult r = vkGetQueryPoolResults(device_->device(), queries_, 0, static_cast<uint32_t>(ticks.size()),
+                                     ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
+                                     VK_QUERY_RESULT_64_BIT);
+  if (r == VK_NOT_READY) return Status::Ok();  // not every run was submitted
+  RETURN_IF_ERROR(VkCheck(r, "vkGetQueryPoolResults"));
+  for (auto& [e, q] : query_of_)
+    timings_.push_back({e, static_cast<double>(ticks[q + 1] - ticks[q]) * caps().timestamp_period_ns * 1e-6});
+  return Status::Ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,315 @@
+#include "vk_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "log.h"
+
+namespace kiln {
+
+const char* VkResultName(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_INCOMPLETE: return "VK_INCOMPLETE";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_FRAGMENTED_POOL: return "VK_ERROR_FRAGMENTED_POOL";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default: return "VkResult(unknown)";
+  }
+}
+
+Status VkCheck(VkResult r, const char* what) {
+  if (r == VK_SUCCESS) return Status::Ok();
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+    return OutOfMemory("%s: %s", what, VkResultName(r));
+  if (r == VK_ERROR_DEVICE_LOST) return Internal("%s: %s (the GPU reset or the driver crashed)", what, VkResultName(r));
+  return Internal("%s: %s", what, VkResultName(r));
+}
+
+std::string VulkanCaps::toString() const {
+  const char* kind = type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU     ? "discrete"
+                     : type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated"
+                     : type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual"
+                     : type == VK_PHYSICAL_DEVICE_TYPE_CPU            ? "cpu"
+                                                                      : "other";
+  return StrFormat("%s (%s, Vulkan %u.%u, fp16 storage %s, fp16 math %s, subgroup %u)", name.c_str(), kind,
+                   VK_API_VERSION_MAJOR(api_version), VK_API_VERSION_MINOR(api_version), storage_16bit ? "yes" : "no",
+                   float16 ? "yes" : "no", subgroup_size);
+}
+
+namespace {
+
+std::mutex g_devices_mutex;
+std::map<int, std::weak_ptr<VulkanDevice>> g_devices;
+
+int TypeRank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
+    default: return 4;
+  }
+}
+
+bool EnvFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+bool HasExtension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<VulkanDevice>> VulkanDevice::Get(int index) {
+  std::lock_guard<std::mutex> lock(g_devices_mutex);
+  if (auto d = g_devices[index].lock()) return d;
+  std::shared_ptr<VulkanDevice> d(new VulkanDevice());
+  RETURN_IF_ERROR(d->init(index));
+  g_devices[index] = d;
+  return d;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL VulkanDevice::OnDebugMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                            VkDebugUtilsMessageTypeFlagsEXT,
+                                                            const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                            void* self) {
+  if (!(severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) return VK_FALSE;
+  auto* dev = static_cast<VulkanDevice*>(self);
+  KILN_LOG("vulkan validation: %s", data->pMessage);
+  std::lock_guard<std::mutex> lock(dev->error_mutex_);
+  if (dev->validation_error_.empty()) dev->validation_error_ = data->pMessage ? data->pMessage : "(no message)";
+  return VK_FALSE;
+}
+
+Status VulkanDevice::TakeValidationError() {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (validation_error_.empty()) return Status::Ok();
+  std::string m = std::move(validation_error_);
+  validation_error_.clear();
+  return Internal("Vulkan validation error: %s", m.c_str());
+}
+
+Status VulkanDevice::init(int index) {
+  static VkResult loader = volkInitialize();
+  if (loader != VK_SUCCESS) return Unavailable("no Vulkan loader (libvulkan.so.1) on this machine");
+  if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
+    return Unavailable("the Vulkan loader is older than 1.1");
+
+  bool validation = EnvFlag("KILN_VULKAN_VALIDATION");
+  std::vector<const char*> layers, extensions;
+  if (validation) {
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> props(n);
+    vkEnumerateInstanceLayerProperties(&n, props.data());
+    bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p) {
+      return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0;
+    });
+    if (!found)
+      return Unavailable("KILN_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
+                         "(Debian: vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "kiln";
+  app.pEngineName = "kiln";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  ici.ppEnabledLayerNames = layers.data();
+  ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  ici.ppEnabledExtensionNames = extensions.data();
+  VkResult r = vkCreateInstance(&ici, nullptr, &instance_);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unavailable("no Vulkan driver (vkCreateInstance: %s)", VkResultName(r));
+  RETURN_IF_ERROR(VkCheck(r, "vkCreateInstance"));
+  // Device-level entry points go through the loader's dispatch, so that
+  // several devices (indices) can coexist in one process.
+  volkLoadInstance(instance_);
+  if (validation) {
+    VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+    mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    mci.pfnUserCallback = &VulkanDevice::OnDebugMessage;
+    mci.pUserData = this;
+    RETURN_IF_ERROR(VkCheck(vkCreateDebugUtilsMessengerEXT(instance_, &mci, nullptr, &messenger_),
+                            "vkCreateDebugUtilsMessengerEXT"));
+  }
+
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance_, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(instance_, &count, devices.data());
+  if (devices.empty()) return Unavailable("the Vulkan loader found no device");
+  if (index >= static_cast<int>(devices.size()))
+    return InvalidArgument("Vulkan device index %d, but there are %zu devices", index, devices.size());
+  if (index >= 0) {
+    physical_ = devices[static_cast<size_t>(index)];
+  } else {
+    int best = 99;
+    for (VkPhysicalDevice d : devices) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(d, &p);
+      if (p.apiVersion < VK_API_VERSION_1_1) continue;
+      if (TypeRank(p.deviceType) < best) {
+        best = TypeRank(p.deviceType);
+        physical_ = d;
+      }
+    }
+    if (!physical_) return Unavailable("no Vulkan 1.1 device");
+  }
+
+  // Capabilities.
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(physical_, &props2);
+  const VkPhysicalDeviceProperties& p = props2.properties;
+  if (p.apiVersion < VK_API_VERSION_1_1) return Unavailable("Vulkan device '%s' is older than 1.1", p.deviceName);
+  caps_.name = p.deviceName;
+  caps_.type = p.deviceType;
+  caps_.api_version = p.apiVersion;
+  caps_.driver_version = p.driverVersion;
+  caps_.vendor_id = p.vendorID;
+  caps_.device_id = p.deviceID;
+  std::memcpy(caps_.pipeline_cache_uuid, p.pipelineCacheUUID, VK_UUID_SIZE);
+  caps_.subgroup_size = subgroup.subgroupSize;
+  caps_.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) {
+    caps_.max_workgroup_size[i] = p.limits.maxComputeWorkGroupSize[i];
+    caps_.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
+  }
+  caps_.max_push_constants = p.limits.maxPushConstantsSize;
+  caps_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  caps_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  caps_.non_coherent_atom_size = p.limits.nonCoherentAtomSize;
+  caps_.timestamp_period_ns = p.limits.timestampPeriod;
+
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  vkEnumerateDeviceExtensionProperties(physical_, nullptr, &ext_count, exts.data());
+  bool has_f16i8 = HasExtension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  bool has_8bit = HasExtension(exts, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+
+  VkPhysicalDevice16BitStorageFeatures s16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+  VkPhysicalDevice8BitStorageFeaturesKHR s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &s16;
+  void** tail = &s16.pNext;
+  if (has_f16i8) {
+    *tail = &f16;
+    tail = &f16.pNext;
+  }
+  if (has_8bit) {
+    *tail = &s8;
+    tail = &s8.pNext;
+  }
+  vkGetPhysicalDeviceFeatures2(physical_, &features);
+  caps_.storage_16bit = s16.storageBuffer16BitAccess;
+  caps_.float16 = has_f16i8 && f16.shaderFloat16;
+  caps_.storage_8bit = has_8bit && s8.storageBuffer8BitAccess;
+
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
+    if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      caps_.device_local_bytes = std::max(caps_.device_local_bytes, memory_.memoryHeaps[i].size);
+  const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    if ((memory_.memoryTypes[i].propertyFlags & unified) == unified) caps_.unified_memory = true;
+
+  // A compute queue (a compute-only family first: async compute on desktops).
+  uint32_t fam_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &fam_count, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(fam_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &fam_count, fams.data());
+  int family = -1;
+  for (uint32_t i = 0; i < fam_count; ++i) {
+    if (!(fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (family < 0 || !(fams[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = static_cast<int>(i);
+  }
+  if (family < 0) return Unavailable("Vulkan device '%s' has no compute queue", caps_.name.c_str());
+  queue_family_ = static_cast<uint32_t>(family);
+  caps_.timestamps = fams[queue_family_].timestampValidBits > 0 && caps_.timestamp_period_ns > 0;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  // Enable exactly what we use.
+  VkPhysicalDevice16BitStorageFeatures en16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  en16.storageBuffer16BitAccess = caps_.storage_16bit;
+  VkPhysicalDeviceShaderFloat16Int8FeaturesKHR enf16{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES_KHR};
+  enf16.shaderFloat16 = caps_.float16;
+  VkPhysicalDevice8BitStorageFeaturesKHR en8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+  en8.storageBuffer8BitAccess = caps_.storage_8bit;
+  std::vector<const char*> dev_exts;
+  void* chain = &en16;
+  void** next = &en16.pNext;
+  if (caps_.float16) {
+    dev_exts.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    *next = &enf16;
+    next = &enf16.pNext;
+  }
+  if (caps_.storage_8bit) {
+    dev_exts.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+    *next = &en8;
+    next = &en8.pNext;
+  }
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = chain;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
+  dci.ppEnabledExtensionNames = dev_exts.data();
+  RETURN_IF_ERROR(VkCheck(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice"));
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  return Status::Ok();
+}
+
+VulkanDevice::~VulkanDevice() {
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    vkDestroyDevice(device_, nullptr);
+  }
+  if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+int VulkanDevice::findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required,
+                                 VkMemoryPropertyFlags preferred) const {
+  int fallback = -1;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if (!(type_bits & (1u << i))) continue;
+    VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    if ((f & preferred) == preferred) return static_cast<int>(i);
+    if (fallback < 0) fallback = static_cast<int>(i);
+  }
+  return fallback;
+}
+
+}  // namespace kiln

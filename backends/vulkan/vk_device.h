@@ -1,0 +1,102 @@
+// VulkanDevice: one Vulkan instance + logical device + compute queue, shared
+// by every session of the process that asks for the same device index.
+//
+// Entry points come from volk, so a process on a machine without a Vulkan
+// loader or driver still starts: Get() returns Unavailable and the scheduler
+// falls back. Device choice: an explicit index, else the fastest kind
+// (discrete, integrated, virtual, CPU drivers such as lavapipe).
+//
+// Validation: KILN_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation;
+// every error message it reports is logged and turns the next
+// TakeValidationError() into a failing status (the backend checks it after
+// each submit), so a test run fails on any validation error.
+//
+// Thread-safety: the queue is guarded by queueMutex(); everything else is
+// immutable after Get().
+#pragma once
+
+#include <volk.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct VulkanCaps {
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0, driver_version = 0, vendor_id = 0, device_id = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
+  bool storage_16bit = false;   // storageBuffer16BitAccess
+  bool float16 = false;         // shaderFloat16 (fp16 arithmetic)
+  bool storage_8bit = false;    // storageBuffer8BitAccess
+  uint32_t subgroup_size = 0;
+  bool timestamps = false;      // compute queue supports timestamps
+  float timestamp_period_ns = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {};
+  uint32_t max_workgroup_count[3] = {};
+  uint32_t max_push_constants = 0;
+  uint32_t max_storage_buffer_range = 0;
+  VkDeviceSize min_storage_offset_alignment = 0;
+  VkDeviceSize non_coherent_atom_size = 0;
+  VkDeviceSize device_local_bytes = 0;  // largest device-local heap
+  bool unified_memory = false;          // a device-local type is also host-visible + coherent
+  std::string toString() const;
+};
+
+class VulkanDevice {
+ public:
+  // The shared device for `index` (-1: the fastest). Created on first use.
+  static StatusOr<std::shared_ptr<VulkanDevice>> Get(int index);
+  ~VulkanDevice();
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queueFamily() const { return queue_family_; }
+  std::mutex& queueMutex() { return queue_mutex_; }
+  const VulkanCaps& caps() const { return caps_; }
+
+  // A memory type with all of `required` (and `preferred` where one has
+  // it) among `type_bits`; -1 if none.
+  int findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+  VkMemoryPropertyFlags memoryFlags(int type) const { return memory_.memoryTypes[type].propertyFlags; }
+
+  // Ok, or the first validation error reported since the last call.
+  Status TakeValidationError();
+
+ private:
+  VulkanDevice() = default;
+  static VKAPI_ATTR VkBool32 VKAPI_CALL OnDebugMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                       VkDebugUtilsMessageTypeFlagsEXT types,
+                                                       const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
+  Status init(int index);
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VulkanCaps caps_;
+  std::mutex queue_mutex_;
+  std::mutex error_mutex_;
+  std::string validation_error_;
+};
+
+// "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
+const char* VkResultName(VkResult r);
+// Ok, or a status naming the call and the result (OutOfMemory for the
+// out-of-memory results, Internal otherwise).
+Status VkCheck(VkResult r, const char* what);
+
+}  // namespace kiln

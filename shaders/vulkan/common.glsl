@@ -1,0 +1,41 @@
+// Shared by every Kiln compute shader (included after #version).
+//
+// Conventions:
+//   * specialization constants 0, 1, 2 are the work-group size; a shader's
+//     own constants start at id 3;
+//   * push constants hold what changes with shapes (at most 128 bytes);
+//   * storage type and arithmetic type are named separately: buffers hold
+//     STORE_T, math is in float (fp32 accumulation even for fp16 storage).
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+#define STORE_T float
+
+// A 1-D index over work that may have been folded into y (more than 65535
+// groups of x).
+#define KILN_GLOBAL_INDEX (gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// Broadcast index: the element of an input for output element `i`, given the
+// output's dims (innermost last) and the input's strides (0 where broadcast).
+#define KILN_MAX_RANK 6
+uint BroadcastOffset(uint i, uint rank, uint dims[KILN_MAX_RANK], uint strides[KILN_MAX_RANK]) {
+  uint off = 0;
+  [[unroll]] for (int d = KILN_MAX_RANK - 1; d >= 0; --d) {
+    if (uint(d) < rank) {
+      uint q = i / dims[d];
+      off += (i - q * dims[d]) * strides[d];
+      i = q;
+    }
+  }
+  return off;
+}
+
+// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
+float Erf(float x) {
+  float s = sign(x), a = abs(x);
+  float t = 1.0 / (1.0 + 0.3275911 * a);
+  float y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t *
+                      exp(-a * a);
+  return s * y;
+}

@@ -1,0 +1,48 @@
+#include "support/backend_compare.h"
+
+#include "session_impl.h"
+
+namespace kiln::test {
+
+bool BackendAvailable(ForwardType type, std::string* why) {
+  ScheduleConfig c;
+  c.type = type;
+  auto b = DefaultBackendFactory()(type, c);
+  if (!b.ok()) *why = std::string(ForwardTypeName(type)) + " is unavailable: " + b.status().message();
+  return b.ok();
+}
+
+void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std::string& what) {
+  auto want = t.run();
+  ASSERT_TRUE(want.ok()) << what << ": host: " << want.status().ToString();
+  Placement placement;
+  OpTest gpu = t;
+  gpu.capturePlacement(&placement);
+  ScheduleConfig c;
+  c.type = backend;
+  c.backupType = ForwardType::kHost;
+  auto got = gpu.run(c);
+  ASSERT_TRUE(got.ok()) << what << ": " << ForwardTypeName(backend) << ": " << got.status().ToString();
+  for (const OpPlacement& p : placement.ops)
+    EXPECT_EQ(p.backend, ForwardTypeName(backend)) << what << ": " << p.name << " (" << p.type << ") ran on "
+                                                   << p.backend << ": " << p.reason;
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < want->size(); ++i) {
+    EXPECT_EQ((*got)[i].shape, (*want)[i].shape) << what << " output " << i;
+    EXPECT_EQ((*got)[i].dtype, (*want)[i].dtype) << what << " output " << i;
+    if ((*want)[i].dtype == fb::DataType::F32)
+      ExpectNear((*got)[i].f32(), (*want)[i].f32(), tol, what + " output " + std::to_string(i));
+    else
+      EXPECT_EQ((*got)[i].bytes, (*want)[i].bytes) << what << " output " << i;
+  }
+}
+
+std::vector<float> Random(size_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,33 @@
+// Runs one OpTest on the host and on a GPU backend and compares: the GPU
+// must run the op itself (no op on the host) and match within `tol`
+// (relative, see ExpectNear). Used by every GPU backend's op tests.
+//
+// A GPU backend that cannot start fails the test: CI installs lavapipe and
+// PoCL, so a skipped GPU test would hide a broken backend. Set
+// KILN_TEST_ALLOW_NO_GPU=1 to turn that into a skip on a machine without them.
+#pragma once
+
+#include <random>
+
+#include "support/op_test.h"
+
+namespace kiln::test {
+
+// Fails (or skips, see above) when `type` cannot be created here.
+bool BackendAvailable(ForwardType type, std::string* why);
+
+void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std::string& what = "");
+
+// Values in [lo, hi) from a fixed seed.
+std::vector<float> Random(size_t n, float lo = -1.f, float hi = 1.f, uint32_t seed = 7);
+
+}  // namespace kiln::test
+
+#define KILN_REQUIRE_BACKEND(type)                                                         \
+  do {                                                                                     \
+    std::string why_;                                                                      \
+    if (!::kiln::test::BackendAvailable(type, &why_)) {                                    \
+      if (std::getenv("KILN_TEST_ALLOW_NO_GPU")) GTEST_SKIP() << why_;                     \
+      FAIL() << why_ << " (set KILN_TEST_ALLOW_NO_GPU=1 on a machine without the driver)"; \
+    }                                                                                      \
+  } while (0)

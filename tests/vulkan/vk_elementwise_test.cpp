@@ -1,0 +1,95 @@
+// Elementwise ops on Vulkan against the host, odd shapes.
+#include "support/backend_compare.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr ForwardType kVk = ForwardType::kVulkan;
+
+TEST(VulkanElementwise, UnaryOps) {
+  KILN_REQUIRE_BACKEND(kVk);
+  const std::vector<int64_t> shape = {2, 3, 7, 5};
+  for (fb::OpType t : {fb::OpType::Relu, fb::OpType::Sigmoid, fb::OpType::Tanh, fb::OpType::HardSwish,
+                       fb::OpType::Erf, fb::OpType::Exp, fb::OpType::Neg, fb::OpType::Abs, fb::OpType::Identity}) {
+    OpTest op(t);
+    op.input("x", shape, Random(210, -3, 3));
+    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(t));
+  }
+  for (fb::OpType t : {fb::OpType::Log, fb::OpType::Sqrt, fb::OpType::Reciprocal}) {
+    OpTest op(t);
+    op.input("x", {17}, Random(17, 0.1f, 4));
+    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(t));
+  }
+}
+
+TEST(VulkanElementwise, UnaryWithParams) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto x = Random(3 * 17, -4, 4);
+  {
+    fb::LeakyReluParamsT p;
+    p.alpha = 0.3f;
+    ExpectSameAsHost(OpTest(fb::OpType::LeakyRelu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "LeakyRelu");
+  }
+  {
+    fb::EluParamsT p;
+    p.alpha = 0.7f;
+    ExpectSameAsHost(OpTest(fb::OpType::Elu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "Elu");
+  }
+  {
+    fb::HardSigmoidParamsT p;
+    p.alpha = 0.3f;
+    p.beta = 0.4f;
+    ExpectSameAsHost(OpTest(fb::OpType::HardSigmoid).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "HardSigmoid");
+  }
+  {
+    fb::ClipParamsT p;
+    p.min = -1.5f;
+    p.max = 2.f;
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).params(p), kVk, 0, "Clip attrs");
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).constant("lo", {}, {-0.5f}).constant("hi", {}, {0.25f}),
+                     kVk, 0, "Clip inputs");
+  }
+  for (auto approx : {fb::GeluApproximation::None, fb::GeluApproximation::Tanh}) {
+    fb::GeluParamsT p;
+    p.approximate = approx;
+    ExpectSameAsHost(OpTest(fb::OpType::Gelu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "Gelu");
+  }
+}
+
+TEST(VulkanElementwise, BinaryBroadcast) {
+  KILN_REQUIRE_BACKEND(kVk);
+  struct Case {
+    std::vector<int64_t> a, b;
+  };
+  const Case cases[] = {{{2, 3, 5}, {2, 3, 5}}, {{2, 3, 5}, {5}}, {{2, 1, 5}, {3, 1}}, {{1}, {4, 7}},
+                        {{2, 3, 1, 5, 1, 3, 2}, {3, 1, 4, 1, 2}}, {{7, 1, 9}, {1, 17, 1}}};
+  for (fb::OpType t : {fb::OpType::Add, fb::OpType::Sub, fb::OpType::Mul, fb::OpType::Div, fb::OpType::Max,
+                       fb::OpType::Min}) {
+    for (const Case& c : cases) {
+      OpTest op(t);
+      op.input("a", c.a, Random(Numel(c.a), -2, 2, 1)).input("b", c.b, Random(Numel(c.b), 0.5f, 2, 2));
+      ExpectSameAsHost(op, kVk, 1e-6f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(c.a.size()));
+    }
+  }
+  OpTest pow(fb::OpType::Pow);
+  pow.input("a", {3, 5}, Random(15, 0.1f, 3)).constant("b", {5}, {2.f, 0.5f, -1.f, 3.f, 1.5f});
+  ExpectSameAsHost(pow, kVk, 1e-5f, "Pow");
+  OpTest prelu(fb::OpType::PRelu);
+  prelu.input("x", {2, 3, 4, 5}, Random(120, -2, 2)).constant("slope", {3, 1, 1}, {0.1f, 0.2f, 0.3f});
+  ExpectSameAsHost(prelu, kVk, 1e-6f, "PRelu");
+  OpTest max3(fb::OpType::Max);
+  max3.input("a", {4, 5}, Random(20, -1, 1, 3)).input("b", {5}, Random(5, -1, 1, 4)).input("c", {4, 1}, Random(4, -1, 1, 5));
+  ExpectSameAsHost(max3, kVk, 0, "Max of three");
+}
+
+TEST(VulkanElementwise, ReshapeLikes) {
+  KILN_REQUIRE_BACKEND(kVk);
+  fb::AxisParamsT ax;
+  ax.axis = 2;
+  ExpectSameAsHost(OpTest(fb::OpType::Flatten).input("x", {2, 3, 4, 5}, Random(120)).params(ax), kVk, 0, "Flatten");
+  ExpectSameAsHost(OpTest(fb::OpType::Reshape).input("x", {2, 3, 5}, Random(30)).constantI64("s", {2}, {5, -1}), kVk, 0,
+                   "Reshape");
+}
+
+}  // namespace
+}  // namespace kiln::test
