@@ -161,7 +161,7 @@ Status VulkanDevice::init(int index) {
   vkEnumeratePhysicalDevices(instance_, &count, devices.data());
   if (devices.empty()) return Unavailable("the Vulkan loader found no device");
   if (index >= static_cast<int>(devices.size()))
-    return InvalidArgument("Vulkan device index %d, but there are %zu devices", index, devices.size());
+    return InvalidArgument("Vulkan device index %d, but this machine has %zu Vulkan device(s)", index, devices.size());
   if (index >= 0) {
     physical_ = devices[static_cast<size_t>(index)];
   } else {

@@ -203,8 +203,8 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
     const GraphOp& op = g.ops[i];
     OpPlacement pl{op.name, op.typeName(), "", ""};
     std::vector<ForwardType> order;
-    if (resize_op_[i]) {
-      order = {ForwardType::kHost};  // shape computations run on the host at resize
+    if (resize_op_[i] || op.type == fb::OpType::Constant) {
+      order = {ForwardType::kHost};  // shape computations run on the host at resize; constants never run
     } else if (op_config[i] < 0) {
       order = {configs[0].type, configs[0].backupType, ForwardType::kHost};
     } else {

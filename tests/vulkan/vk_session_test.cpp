@@ -1,0 +1,207 @@
+// The Vulkan backend as a session uses it: recorded runs replayed, callbacks
+// op by op, host fallback with copies, resize, the pipeline cache file,
+// device selection errors.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
+#include "support/backend_compare.h"
+#include "support/test_models.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr ForwardType kVk = ForwardType::kVulkan;
+
+// x[?,3,5] -> Relu -> Add(c) -> Sigmoid -> Mul(x) -> y, with an i32 detour
+// (Cast, Add on i32, Cast back) when `detour`: the i32 Add has no Vulkan
+// kernel, so it runs on the host between two Vulkan runs.
+std::vector<uint8_t> Chain(bool detour) {
+  NetBuilder b("chain");
+  int x = b.addInput("x", fb::DataType::F32, {Dim("n"), 3, 5});
+  int c = b.addConstant("c", {5}, std::vector<float>{0.5f, -1.f, 0.25f, 2.f, -0.75f});
+  int r = b.addOp(fb::OpType::Relu, "relu", {x}, {"r"})[0];
+  int a = b.addOp(fb::OpType::Add, "add", {r, c}, {"a"})[0];
+  if (detour) {
+    fb::CastParamsT to_i32;
+    to_i32.to = fb::DataType::I32;
+    int ai = b.addOp(fb::OpType::Cast, "to_i32", {a}, {"ai"}, to_i32)[0];
+    int one = b.addConstant("one", {1}, std::vector<int32_t>{1});
+    int bi = b.addOp(fb::OpType::Add, "add_i32", {ai, one}, {"bi"})[0];
+    fb::CastParamsT to_f32;
+    to_f32.to = fb::DataType::F32;
+    a = b.addOp(fb::OpType::Cast, "to_f32", {bi}, {"af"}, to_f32)[0];
+  }
+  int s = b.addOp(fb::OpType::Sigmoid, "sigmoid", {a}, {"s"})[0];
+  int y = b.addOp(fb::OpType::Mul, "mul", {s, x}, {"y"})[0];
+  b.addOutput(y);
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+std::vector<float> RunOnce(Interpreter* interp, Session* s, const std::vector<int64_t>& shape,
+                           const std::vector<float>& x) {
+  Tensor* in = interp->getSessionInput(s);
+  EXPECT_TRUE(interp->resizeTensor(in, shape).ok());
+  EXPECT_TRUE(interp->resizeSession(s).ok());
+  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
+  EXPECT_TRUE(in->copyFromHostTensor(*host).ok());
+  Status st = interp->runSession(s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  Tensor* out = interp->getSessionOutput(s);
+  std::vector<float> y(static_cast<size_t>(out->elementCount()));
+  auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, y.data());
+  EXPECT_TRUE(out->copyToHostTensor(dst.get()).ok());
+  return y;
+}
+
+ScheduleConfig VulkanConfig() {
+  ScheduleConfig c;
+  c.type = kVk;
+  c.backupType = ForwardType::kHost;
+  return c;
+}
+
+TEST(VulkanSession, RecordedRunsReplayAndResize) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(false);
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  auto vs = (*interp)->createSession(VulkanConfig());
+  ASSERT_TRUE(vs.ok()) << vs.status().ToString();
+  auto hs = (*interp)->createSession(ScheduleConfig{});
+  ASSERT_TRUE(hs.ok());
+  EXPECT_EQ((*vs)->placement().ops_per_backend.at("vulkan"), 4);
+  EXPECT_EQ((*vs)->placement().switches, 0);
+  // The same recording, replayed with new inputs; then a new shape.
+  for (auto [n, seed] : {std::pair<int64_t, uint32_t>{2, 1}, {2, 2}, {7, 3}, {1, 4}}) {
+    std::vector<int64_t> shape = {n, 3, 5};
+    auto x = Random(static_cast<size_t>(n * 15), -2, 2, seed);
+    ExpectNear(RunOnce(interp->get(), *vs, shape, x), RunOnce(interp->get(), *hs, shape, x), 1e-5f,
+               "n=" + std::to_string(n));
+  }
+  bool vulkan_pool = false;
+  for (const MemoryUse& m : (*vs)->memory())
+    if (m.backend == "vulkan") {
+      vulkan_pool = true;
+      EXPECT_GT(m.planned_bytes, 0u);
+      EXPECT_LE(m.lower_bound_bytes, m.planned_bytes);
+    }
+  EXPECT_TRUE(vulkan_pool);
+}
+
+TEST(VulkanSession, HostFallbackWithCopies) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(true);
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  auto vs = (*interp)->createSession(VulkanConfig());
+  ASSERT_TRUE(vs.ok()) << vs.status().ToString();
+  auto hs = (*interp)->createSession(ScheduleConfig{});
+  ASSERT_TRUE(hs.ok());
+  const Placement& p = (*vs)->placement();
+  bool i32_add_on_host = false;
+  for (const OpPlacement& op : p.ops)
+    if (op.name == "add_i32") {
+      i32_add_on_host = op.backend == "host";
+      EXPECT_NE(op.reason.find("vulkan"), std::string::npos) << op.reason;
+    }
+  EXPECT_TRUE(i32_add_on_host);
+  EXPECT_GE(p.switches, 2);
+  std::vector<int64_t> shape = {3, 3, 5};
+  auto x = Random(45, -3, 3, 9);
+  ExpectNear(RunOnce(interp->get(), *vs, shape, x), RunOnce(interp->get(), *hs, shape, x), 1e-5f);
+}
+
+TEST(VulkanSession, CallbacksSeeEveryOp) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(false);
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  std::vector<int64_t> shape = {2, 3, 5};
+  auto x = Random(30, -2, 2, 5);
+  std::map<std::string, std::vector<float>> seen[2];
+  int i = 0;
+  for (ScheduleConfig c : {ScheduleConfig{}, VulkanConfig()}) {
+    auto s = (*interp)->createSession(c);
+    ASSERT_TRUE(s.ok());
+    Tensor* in = (*interp)->getSessionInput(*s);
+    ASSERT_TRUE((*interp)->resizeTensor(in, shape).ok());
+    ASSERT_TRUE((*interp)->resizeSession(*s).ok());
+    ASSERT_TRUE(in->copyFromHostTensor(*Tensor::wrap(shape, fb::DataType::F32, x.data())).ok());
+    auto after = [&](const std::vector<Tensor*>& outs, const OpInfo& op) {
+      EXPECT_EQ(op.backend, i == 0 ? "host" : "vulkan");
+      seen[i][op.name].assign(outs[0]->host<float>(), outs[0]->host<float>() + outs[0]->elementCount());
+      return true;
+    };
+    Status st = (*interp)->runSessionWithCallBack(*s, nullptr, after);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ++i;
+  }
+  ASSERT_EQ(seen[1].size(), 4u);
+  for (auto& [name, v] : seen[0]) ExpectNear(seen[1][name], v, 1e-5f, name);
+}
+
+TEST(VulkanSession, PipelineCacheFile) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(false);
+  std::string path = TempDir() + "/kiln_vk_cache.bin";
+  std::remove(path.c_str());
+  ScheduleConfig c = VulkanConfig();
+  c.cacheFile = path;
+  std::vector<int64_t> shape = {2, 3, 5};
+  auto x = Random(30, -2, 2, 6);
+  std::vector<float> first;
+  {
+    auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(interp.ok());
+    auto s = (*interp)->createSession(c);
+    ASSERT_TRUE(s.ok());
+    first = RunOnce(interp->get(), *s, shape, x);
+  }  // releasing the session writes the cache
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0) << "no cache file written";
+  EXPECT_GT(st.st_size, 16);
+  {
+    auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(interp.ok());
+    auto s = (*interp)->createSession(c);
+    ASSERT_TRUE(s.ok());
+    ExpectNear(RunOnce(interp->get(), *s, shape, x), first, 0, "warm cache");
+  }
+  // A corrupt cache file is ignored, not fatal.
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << "not a pipeline cache at all, just text of some length";
+  }
+  {
+    auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(interp.ok());
+    auto s = (*interp)->createSession(c);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ExpectNear(RunOnce(interp->get(), *s, shape, x), first, 0, "corrupt cache");
+  }
+  std::remove(path.c_str());
+}
+
+TEST(VulkanSession, BadDeviceIndexFallsBackWithReason) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(false);
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  ScheduleConfig c = VulkanConfig();
+  c.deviceIndex = 99;
+  auto s = (*interp)->createSession(c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Placement& p = (*s)->placement();
+  EXPECT_EQ(p.ops_per_backend.count("vulkan"), 0u);
+  ASSERT_FALSE(p.ops.empty());
+  EXPECT_NE(p.ops[0].reason.find("device index 99"), std::string::npos) << p.ops[0].reason;
+}
+
+}  // namespace
+}  // namespace kiln::test
