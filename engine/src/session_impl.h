@@ -58,6 +58,11 @@ class SessionImpl {
   Status run(const TensorCallBack* before, const TensorCallBack* after);
   const Placement& placement() const { return placement_; }
   std::vector<MemoryUse> memory() const;
+  std::map<std::string, std::string> devices() const {
+    std::map<std::string, std::string> d;
+    for (auto& b : backends_) d[b->name()] = b->deviceName();
+    return d;
+  }
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();

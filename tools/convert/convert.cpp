@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "kiln/convert.h"
 #include "kiln/passes.h"
 #include "fp16.h"
@@ -40,6 +42,19 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
   }
   RETURN_IF_ERROR(b.writeFile(out, w));
   return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Interpreter>> LoadAnyModel(const std::string& path) {
+  auto ends = [&](const char* ext) {
+    size_t n = std::strlen(ext);
+    return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
+  };
+  if (!ends(".onnx") && !ends(".tflite")) return Interpreter::createFromFile(path);
+  ASSIGN_OR_RETURN(NetBuilder b, ends(".onnx") ? ImportOnnx(path, {}, nullptr) : ImportTflite(path, {}, nullptr));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
+  LoadOptions options;
+  options.display_name = path;
+  return Interpreter::createFromBuffer(bytes.data(), bytes.size(), BufferOwnership::kCopy, options);
 }
 
 }  // namespace kiln

@@ -29,10 +29,6 @@ int Fail(const std::string& what, const kiln::Status& s) {
   return 1;
 }
 
-bool EndsWith(const std::string& s, const std::string& x) {
-  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
-}
-
 std::string SafeName(std::string n) {
   for (char& c : n)
     if (c == '/' || c == '\\' || c == ':') c = '_';
@@ -75,20 +71,9 @@ int main(int argc, char** argv) {
   if (model.empty()) return Usage();
 
   setenv("KILN_QUIET", "1", 0);  // the placement is printed below, once
-  std::unique_ptr<kiln::Interpreter> interp;
-  if (EndsWith(model, ".onnx") || EndsWith(model, ".tflite")) {
-    auto b = EndsWith(model, ".onnx") ? kiln::ImportOnnx(model, {}, nullptr) : kiln::ImportTflite(model, {}, nullptr);
-    if (!b.ok()) return Fail("convert", b.status());
-    auto bytes = b->finish();
-    if (!bytes.ok()) return Fail("convert", bytes.status());
-    auto r = kiln::Interpreter::createFromBuffer(bytes->data(), bytes->size());
-    if (!r.ok()) return Fail("load", r.status());
-    interp = std::move(r).value();
-  } else {
-    auto r = kiln::Interpreter::createFromFile(model);
-    if (!r.ok()) return Fail("load", r.status());
-    interp = std::move(r).value();
-  }
+  auto loaded = kiln::LoadAnyModel(model);
+  if (!loaded.ok()) return Fail("load", loaded.status());
+  std::unique_ptr<kiln::Interpreter> interp = std::move(loaded).value();
   auto session = interp->createSession(config);
   if (!session.ok()) return Fail("session", session.status());
   kiln::Session* s = *session;

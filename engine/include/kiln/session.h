@@ -101,6 +101,8 @@ class Session {
   Status runWithCallBack(const TensorCallBack& before, const TensorCallBack& after);
   const Placement& placement() const;
   std::vector<MemoryUse> memory() const;
+  // Each backend of the session and its device ("vulkan" -> "llvmpipe (...)").
+  std::map<std::string, std::string> devices() const;
   // Drops resize-only caches (shape computation scratch).
   void releaseCache();
 

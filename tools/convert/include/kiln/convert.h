@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
 #include "kiln/status.h"
 
@@ -54,5 +55,9 @@ StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions&
 // Converts IN (.onnx or .tflite) to OUT (.kiln), choosing the importer by extension.
 Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
                    ConvertReport* report);
+
+// For tools: an Interpreter over a .kiln file (mapped), or over a .onnx /
+// .tflite model converted in memory with default options.
+StatusOr<std::unique_ptr<Interpreter>> LoadAnyModel(const std::string& path);
 
 }  // namespace kiln

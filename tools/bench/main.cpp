@@ -1,0 +1,306 @@
+// kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N]
+//            [--loops 50] [--warmup 5] [--precision normal|high|low]
+//            [--shape NAME=D0,D1,...] [--json]
+//
+// For each model (a .kiln, .onnx or .tflite file, or every such file in DIR)
+// and each backend: the device, load time, session-creation time (the first
+// session of the process, which includes device start-up; then a session
+// with an empty pipeline-cache file; then one with the file that session
+// wrote), first-run time, min / median / max over --loops runs after
+// --warmup runs, planned memory per backend and the process's peak RSS.
+// Inputs are random (fixed seed); symbolic dims are 1 unless --shape says.
+//
+// Exit status: 0 when every model ran on every backend asked for, 1 when
+// one failed (the others are still measured), 2 on bad usage.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/convert.h"
+#include "kiln/interpreter.h"
+
+namespace {
+
+using namespace kiln;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N] [--loops 50]\n"
+               "                  [--warmup 5] [--precision normal|high|low] [--shape NAME=D0,D1,...] [--json]\n");
+  return 2;
+}
+
+struct Options {
+  std::vector<std::string> backends = {"host"};
+  int threads = 1, loops = 50, warmup = 5;
+  Precision precision = Precision::kNormal;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  bool json = false;
+};
+
+struct Result {
+  std::string model, backend, device, error;
+  double load_ms = 0, first_session_ms = 0, cold_cache_ms = 0, warm_cache_ms = 0, first_run_ms = 0;
+  double min_ms = 0, median_ms = 0, max_ms = 0;
+  std::map<std::string, int> ops_per_backend;
+  int switches = 0;
+  std::vector<MemoryUse> memory;
+  long peak_rss_kb = 0;
+};
+
+ForwardType ParseBackend(const std::string& b, bool* ok) {
+  *ok = true;
+  if (b == "host") return ForwardType::kHost;
+  if (b == "vulkan") return ForwardType::kVulkan;
+  if (b == "opencl") return ForwardType::kOpenCL;
+  if (b == "auto") return ForwardType::kAuto;
+  *ok = false;
+  return ForwardType::kHost;
+}
+
+// Resizes every input (symbolic dims from --shape, else 1) and fills it.
+Status PrepareInputs(Session* s, const Options& o) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (auto& [name, t] : s->getInputAll()) {
+    std::vector<int64_t> shape = t->shape();
+    auto it = o.shapes.find(name);
+    if (it != o.shapes.end()) shape = it->second;
+    for (int64_t& d : shape)
+      if (d < 0) d = 1;
+    RETURN_IF_ERROR(s->resizeTensor(t, shape));
+  }
+  RETURN_IF_ERROR(s->resize());
+  for (auto& [name, t] : s->getInputAll()) {
+    auto host = Tensor::create(t->shape(), t->dtype());
+    if (t->dtype() == fb::DataType::F32)
+      for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = dist(rng);
+    RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+  }
+  return Status::Ok();
+}
+
+Status Bench(const std::string& path, const std::string& backend, const Options& o, Result* r) {
+  bool ok;
+  ScheduleConfig config;
+  config.type = ParseBackend(backend, &ok);
+  config.numThread = o.threads;
+  config.precision = o.precision;
+  auto t0 = Clock::now();
+  ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
+  r->load_ms = Ms(t0, Clock::now());
+
+  // Session creation (with resize and input upload): the first of the
+  // process, then with a cold and a warm pipeline-cache file (a session
+  // writes the file when it is released).
+  std::string cache = "/tmp/kiln-bench-" + std::to_string(getpid()) + ".cache";
+  std::remove(cache.c_str());
+  Session* s = nullptr;
+  for (int pass = 0; pass < 3; ++pass) {
+    if (s) RETURN_IF_ERROR(interp->releaseSession(s));
+    config.cacheFile = pass == 0 ? "" : cache;
+    t0 = Clock::now();
+    ASSIGN_OR_RETURN(s, interp->createSession(config));
+    RETURN_IF_ERROR(PrepareInputs(s, o), "inputs");
+    double ms = Ms(t0, Clock::now());
+    (pass == 0 ? r->first_session_ms : pass == 1 ? r->cold_cache_ms : r->warm_cache_ms) = ms;
+  }
+  std::remove(cache.c_str());
+  r->ops_per_backend = s->placement().ops_per_backend;
+  r->switches = s->placement().switches;
+  auto devices = s->devices();
+  std::string main = backend == "auto" ? "" : backend;
+  for (auto& [name, d] : devices)
+    if (main.empty() || name == main) r->device += (r->device.empty() ? "" : "; ") + d;
+
+  t0 = Clock::now();
+  RETURN_IF_ERROR(s->run(), "first run");
+  r->first_run_ms = Ms(t0, Clock::now());
+  for (int i = 0; i < o.warmup; ++i) RETURN_IF_ERROR(s->run());
+  std::vector<double> times;
+  for (int i = 0; i < o.loops; ++i) {
+    t0 = Clock::now();
+    RETURN_IF_ERROR(s->run());
+    times.push_back(Ms(t0, Clock::now()));
+  }
+  std::sort(times.begin(), times.end());
+  if (!times.empty()) {
+    r->min_ms = times.front();
+    r->max_ms = times.back();
+    r->median_ms = times[times.size() / 2];
+  }
+  r->memory = s->memory();
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  r->peak_rss_kb = ru.ru_maxrss;
+  return Status::Ok();
+}
+
+std::vector<std::string> ModelsIn(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = opendir(path.c_str());
+  if (!d) return {path};
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    for (const char* ext : {".kiln", ".onnx", ".tflite"})
+      if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+        out.push_back(path + "/" + n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Base(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
+
+void PrintText(const Result& r) {
+  if (!r.error.empty()) {
+    std::printf("%s [%s]: FAILED: %s\n", Base(r.model).c_str(), r.backend.c_str(), r.error.c_str());
+    return;
+  }
+  std::printf("%s [%s] on %s\n", Base(r.model).c_str(), r.backend.c_str(), r.device.c_str());
+  std::string ops;
+  for (auto& [b, n] : r.ops_per_backend) ops += (ops.empty() ? "" : ", ") + b + " " + std::to_string(n);
+  std::printf("  placement      %s ops, %d switches\n", ops.c_str(), r.switches);
+  std::printf("  load           %9.2f ms\n", r.load_ms);
+  std::printf("  session        %9.2f ms first in process, %.2f ms empty cache file, %.2f ms warm cache file\n",
+              r.first_session_ms, r.cold_cache_ms, r.warm_cache_ms);
+  std::printf("  first run      %9.2f ms\n", r.first_run_ms);
+  std::printf("  run            %9.3f ms median (min %.3f, max %.3f)\n", r.median_ms, r.min_ms, r.max_ms);
+  for (const MemoryUse& m : r.memory)
+    std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)\n", m.backend.c_str(),
+                m.planned_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, m.tensor_bytes / 1048576.0);
+  std::printf("  peak RSS       %9.1f MiB\n", r.peak_rss_kb / 1024.0);
+}
+
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+  }
+  return o + "\"";
+}
+
+void PrintJson(const std::vector<Result>& rs) {
+  std::printf("[\n");
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const Result& r = rs[i];
+    std::printf("  {\"model\": %s, \"backend\": %s, \"device\": %s, \"error\": %s, \"load_ms\": %.3f, "
+                "\"first_session_ms\": %.3f, \"session_cold_cache_ms\": %.3f, \"session_warm_cache_ms\": %.3f, "
+                "\"first_run_ms\": %.3f, \"min_ms\": %.4f, \"median_ms\": %.4f, \"max_ms\": %.4f, "
+                "\"switches\": %d, \"peak_rss_kb\": %ld, \"ops\": {",
+                JsonString(Base(r.model)).c_str(), JsonString(r.backend).c_str(), JsonString(r.device).c_str(),
+                JsonString(r.error).c_str(), r.load_ms, r.first_session_ms, r.cold_cache_ms, r.warm_cache_ms,
+                r.first_run_ms, r.min_ms, r.median_ms, r.max_ms, r.switches, r.peak_rss_kb);
+    size_t k = 0;
+    for (auto& [b, n] : r.ops_per_backend) std::printf("%s%s: %d", k++ ? ", " : "", JsonString(b).c_str(), n);
+    std::printf("}, \"planned_bytes\": {");
+    k = 0;
+    for (const MemoryUse& m : r.memory) std::printf("%s%s: %zu", k++ ? ", " : "", JsonString(m.backend).c_str(), m.planned_bytes);
+    std::printf("}}%s\n", i + 1 < rs.size() ? "," : "");
+  }
+  std::printf("]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string target;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (a == "--backend") {
+      const char* v = next();
+      if (!v) return Usage();
+      o.backends.clear();
+      std::string list = v;
+      for (size_t p = 0; p <= list.size();) {
+        size_t c = list.find(',', p);
+        if (c == std::string::npos) c = list.size();
+        std::string b = list.substr(p, c - p);
+        bool ok;
+        ParseBackend(b, &ok);
+        if (!ok) return Usage();
+        o.backends.push_back(b);
+        p = c + 1;
+      }
+    } else if (a == "--threads" || a == "--loops" || a == "--warmup") {
+      const char* v = next();
+      if (!v) return Usage();
+      int n = std::atoi(v);
+      if (n < 0 || (a == "--threads" && n < 1)) return Usage();
+      (a == "--threads" ? o.threads : a == "--loops" ? o.loops : o.warmup) = n;
+    } else if (a == "--precision") {
+      const char* v = next();
+      if (!v) return Usage();
+      std::string p = v;
+      if (p == "normal") o.precision = Precision::kNormal;
+      else if (p == "high") o.precision = Precision::kHigh;
+      else if (p == "low") o.precision = Precision::kLow;
+      else return Usage();
+    } else if (a == "--shape") {
+      const char* v = next();
+      if (!v) return Usage();
+      std::string s = v;
+      size_t eq = s.find('=');
+      if (eq == std::string::npos) return Usage();
+      std::vector<int64_t> dims;
+      for (size_t p = eq + 1; p <= s.size();) {
+        size_t c = s.find(',', p);
+        if (c == std::string::npos) c = s.size();
+        dims.push_back(std::atoll(s.substr(p, c - p).c_str()));
+        p = c + 1;
+      }
+      o.shapes[s.substr(0, eq)] = dims;
+    } else if (a == "--json") {
+      o.json = true;
+    } else if (a == "--help" || a == "-h") {
+      Usage();
+      return 0;
+    } else if (!a.empty() && a[0] != '-' && target.empty()) {
+      target = a;
+    } else {
+      return Usage();
+    }
+  }
+  if (target.empty()) return Usage();
+  setenv("KILN_QUIET", "1", 0);
+  std::vector<std::string> models = ModelsIn(target);
+  if (models.empty()) {
+    std::fprintf(stderr, "kiln-bench: no .kiln, .onnx or .tflite model in %s\n", target.c_str());
+    return 1;
+  }
+  std::vector<Result> results;
+  int rc = 0;
+  for (const std::string& m : models)
+    for (const std::string& b : o.backends) {
+      if (!o.json) std::fprintf(stderr, "kiln-bench: %s on %s ...\n", Base(m).c_str(), b.c_str());
+      Result r;
+      r.model = m;
+      r.backend = b;
+      Status st = Bench(m, b, o, &r);
+      if (!st.ok()) {
+        r.error = st.message();
+        rc = 1;
+      }
+      if (!o.json) PrintText(r);
+      results.push_back(std::move(r));
+    }
+  if (o.json) PrintJson(results);
+  return rc;
+}
