@@ -1,0 +1,245 @@
+// Conv and ConvTranspose on Vulkan (f32, 1 or 2 spatial axes: a 1-D op is a
+// 2-D one of height 1). Conv picks a kernel per shape at resize:
+//   * depthwise (one input channel per group): conv_depthwise.comp, direct;
+//   * 1x1, stride 1, unpadded, one group: a GEMM over channels, W [M, C]
+//     times each image's [C, H*W] (gemm.comp, batched over N);
+//   * otherwise: conv.comp, an implicit GEMM over (group, M/group) x
+//     (N*OH*OW) with K = C/group * KH * KW, the im2col tile read from X on
+//     the fly.
+// W's NCHW layout is already the row-major [M, K] matrix every path wants,
+// so weights are used in place (constant or not). Bias and the fused
+// activation are applied in the store. ConvTranspose gathers
+// (conv_transpose.comp). Pads follow the host kernels (nn_conv.cpp):
+// explicit, VALID, SAME_UPPER / SAME_LOWER, and for ConvTranspose the split
+// implied by output_shape / output_padding.
+#include <algorithm>
+
+#include "vk_nn_gemm.h"
+
+namespace kiln {
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+IntVec IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt) {
+  if (!v || v->size() == 0) return IntVec(n, dflt);
+  return IntVec(v->begin(), v->end());
+}
+
+// The window of a Conv or ConvTranspose over two spatial axes (a 1-D op
+// gets height 1): input and output planes, kernel, strides, dilations,
+// begin pads.
+struct Window {
+  uint32_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int32_t ph = 0, pw = 0;
+};
+
+// `in`, `out`, `kernel`, `strides`, `dilations`, `pad_begin`: one entry per
+// spatial axis (1 or 2).
+Window MakeWindow(const IntVec& in, const IntVec& out, const IntVec& kernel, const IntVec& strides,
+                  const IntVec& dilations, const IntVec& pad_begin) {
+  Window w;
+  const size_t x = in.size() - 1;  // the last axis is the width
+  auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  w.w = u(in[x]);
+  w.ow = u(out[x]);
+  w.kw = u(kernel[x]);
+  w.sw = u(strides[x]);
+  w.dw = u(dilations[x]);
+  w.pw = static_cast<int32_t>(pad_begin[x]);
+  if (x == 1) {
+    w.h = u(in[0]);
+    w.oh = u(out[0]);
+    w.kh = u(kernel[0]);
+    w.sh = u(strides[0]);
+    w.dh = u(dilations[0]);
+    w.ph = static_cast<int32_t>(pad_begin[0]);
+  }
+  return w;
+}
+
+// Conv padding as [begins..., ends...] (the host's WindowPads).
+IntVec ConvPads(const fb::ConvParams* p, const IntVec& in, const IntVec& out, const IntVec& kernel,
+                const IntVec& strides, const IntVec& dilations) {
+  const size_t n = in.size();
+  const fb::AutoPad ap = p ? p->auto_pad() : fb::AutoPad::NotSet;
+  const IntVec pads = IntsOr(p ? p->pads() : nullptr, 0, 0);
+  IntVec r(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (ap == fb::AutoPad::SameUpper || ap == fb::AutoPad::SameLower) {
+      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in[i]);
+      r[i] = ap == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
+      r[i + n] = total - r[i];
+    } else if (ap == fb::AutoPad::NotSet && pads.size() == 2 * n) {
+      r[i] = pads[i];
+      r[i + n] = pads[i + n];
+    }
+  }
+  return r;
+}
+
+// ConvTranspose begin pads (the host's TransposePadBegin): explicit pads, or,
+// when output_shape or SAME_* fix the output size, a split of the total
+// padding (the odd element at the end for SAME_UPPER, else at the beginning).
+IntVec TransposePadBegin(const fb::ConvParams* p, const IntVec& in, const IntVec& out, const IntVec& kernel,
+                         const IntVec& strides, const IntVec& dilations) {
+  const size_t n = in.size();
+  const fb::AutoPad ap = p ? p->auto_pad() : fb::AutoPad::NotSet;
+  const bool has_output_shape = p && p->output_shape() && p->output_shape()->size() > 0;
+  const bool same = ap == fb::AutoPad::SameUpper || ap == fb::AutoPad::SameLower;
+  IntVec begin(n, 0);
+  if (!has_output_shape && !same) {
+    if (ap == fb::AutoPad::NotSet) {
+      const IntVec pads = IntsOr(p ? p->pads() : nullptr, 2 * n, 0);
+      for (size_t i = 0; i < n; ++i) begin[i] = pads[i];
+    }
+    return begin;
+  }
+  const IntVec out_pad = IntsOr(p ? p->output_padding() : nullptr, n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    const int64_t total = std::max<int64_t>(0, strides[i] * (in[i] - 1) + out_pad[i] + extent - out[i]);
+    begin[i] = ap == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
+  }
+  return begin;
+}
+
+// Shapes and attributes common to both ops, read at resize.
+struct ConvShapes {
+  IntVec in, out, kernel, strides, dilations;
+  uint32_t batch = 0, c = 0, m = 0, groups = 1;
+};
+
+StatusOr<ConvShapes> ReadConvShapes(const fb::ConvParams* p, const std::vector<Tensor*>& in,
+                                    const std::vector<Tensor*>& out) {
+  for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+  ConvShapes s;
+  const IntVec& x = in[0]->shape();
+  const IntVec& y = out[0]->shape();
+  const size_t n = x.size() - 2;
+  s.in.assign(x.begin() + 2, x.end());
+  s.out.assign(y.begin() + 2, y.end());
+  s.kernel.assign(in[1]->shape().begin() + 2, in[1]->shape().end());
+  s.strides = IntsOr(p ? p->strides() : nullptr, n, 1);
+  s.dilations = IntsOr(p ? p->dilations() : nullptr, n, 1);
+  s.batch = static_cast<uint32_t>(x[0]);
+  s.c = static_cast<uint32_t>(x[1]);
+  s.m = static_cast<uint32_t>(y[1]);
+  s.groups = static_cast<uint32_t>(p ? p->group() : 1);
+  return s;
+}
+
+// The push-constant tail of every conv shader.
+struct ActPush {
+  float lo, hi, slope;
+};
+
+class ConvExecution final : public GemmExecution {
+ public:
+  ConvExecution(VulkanBackend* b, const fb::ConvParams* p) : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
+    const IntVec pads = ConvPads(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
+    const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
+    const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+    const ActPush act{act_.lo, act_.hi, act_.slope};
+    const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
+    const std::vector<uint32_t> spec = {act_.code, bias != nullptr};
+    // Without a bias, W stands in for the unused binding.
+    std::vector<VkBinding> bindings = {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}};
+
+    if (cg == 1 && s.groups > 1) {
+      struct {
+        uint32_t total, c, h, w, mult, oh, ow, kh, kw, sh, sw, dh, dw;
+        int32_t ph, pw;
+        ActPush act;
+      } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, w.h, w.w, mg, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw,
+             w.dh, w.dw, w.ph, w.pw, act};
+      return add1D("conv_depthwise", std::move(bindings), push, push.total, spec);
+    }
+
+    const bool pointwise = s.groups == 1 && w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 &&
+                           std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
+    if (pointwise) {
+      GemmArgs g;
+      g.m = s.m;
+      g.n = w.oh * w.ow;
+      g.k = s.c;
+      g.a_rs = s.c;
+      g.b_rs = g.n;
+      g.batches = s.batch;
+      g.sb[3] = s.c * g.n;
+      g.bdims[3] = s.batch;
+      g.c_rs = 1;  // bias[m]
+      g.beta = 1.f;
+      g.act = act_;
+      return addGemm(in[1], in[0], bias, out[0], g);
+    }
+
+    struct {
+      uint32_t c, h, w, cg, mg, groups, batch, oh, ow, kh, kw, sh, sw, dh, dw;
+      int32_t ph, pw;
+      ActPush act;
+    } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act};
+    const uint64_t cols = static_cast<uint64_t>(s.batch) * w.oh * w.ow;
+    uint32_t local[3], groups[3];
+    PickGemmTile(mg, cols, s.groups, local);
+    const uint64_t tm = 4 * local[1], tn = 4 * local[0];
+    Groups1D((mg + tm - 1) / tm * ((cols + tn - 1) / tn) * s.groups, 1, groups);
+    return add("conv", std::move(bindings), push, groups, local, spec);
+  }
+
+  const fb::ConvParams* p_;
+  VkFusedActivation act_;
+};
+
+class ConvTransposeExecution final : public VulkanExecution {
+ public:
+  ConvTransposeExecution(VulkanBackend* b, const fb::ConvParams* p)
+      : VulkanExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
+    const IntVec pads = TransposePadBegin(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
+    const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
+    const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+    struct {
+      uint32_t total, c, h, w, cg, mg, groups, oh, ow, kh, kw, sh, sw, dh, dw;
+      int32_t ph, pw;
+      ActPush act;
+    } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, w.h, w.w, s.c / s.groups, s.m / s.groups, s.groups,
+           w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, {act_.lo, act_.hi, act_.slope}};
+    return add1D("conv_transpose", {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}}, push,
+                 push.total, {act_.code, bias != nullptr});
+  }
+
+  const fb::ConvParams* p_;
+  VkFusedActivation act_;
+};
+
+// f32, and a weight rank known now: 3 or 4 (1 or 2 spatial axes).
+Status CheckConv(const GraphOp& op, const Graph& graph) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  const GraphTensor& wt = graph.tensors[static_cast<size_t>(op.inputs[1])];
+  if (!wt.has_shape) return Unsupported("%s weights of unknown rank", op.typeName());
+  if (wt.dims.size() != 3 && wt.dims.size() != 4)
+    return Unsupported("%s with %zu spatial axes (the Vulkan kernels take 1 or 2)", op.typeName(), wt.dims.size() - 2);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkConv(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(CheckConv(op, graph));
+  return Make(std::make_unique<ConvExecution>(b, op.params<fb::ConvParams>()));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkConvTranspose(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(CheckConv(op, graph));
+  return Make(std::make_unique<ConvTransposeExecution>(b, op.params<fb::ConvParams>()));
+}
+
+}  // namespace kiln

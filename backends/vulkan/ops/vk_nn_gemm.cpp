@@ -1,0 +1,148 @@
+// MatMul and Gemm on Vulkan, and the tiled GEMM dispatch they share with
+// 1x1 Conv (vk_nn_gemm.h, shaders/vulkan/gemm.comp).
+//
+// MatMul: numpy semantics. 1-D operands are promoted ([K] -> [1, K] for A,
+// [K] -> [K, 1] for B; the memory is the same), batch dims broadcast and are
+// collapsed (vk_common's MakeBroadcast) into at most 4 strided batch dims
+// handled in the shader; when B is shared by every batch and A's batches are
+// contiguous the batches fold into M (one [batches * M, K] x [K, N]
+// product, better tiles). Gemm: transposes are strides, C is broadcast to
+// [M, N] through strides (0 along a size-1 axis), alpha, beta and the fused
+// activation are applied in the store.
+#include <algorithm>
+
+#include "vk_nn_gemm.h"
+
+namespace kiln {
+
+void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t local[3]) {
+  // A few hundred resident work groups fill today's largest GPUs; below
+  // that, smaller tiles trade arithmetic intensity for parallelism.
+  constexpr uint64_t kEnoughGroups = 128;
+  uint64_t tm = 64, tn = 64;
+  while (tm > 16 && rows <= tm / 2) tm /= 2;
+  while (tn > 16 && cols <= tn / 2) tn /= 2;
+  auto groups = [&] { return (rows + tm - 1) / tm * ((cols + tn - 1) / tn) * batches; };
+  while (groups() < kEnoughGroups && (tm > 32 || tn > 32)) {
+    if (tm >= tn)
+      tm /= 2;
+    else
+      tn /= 2;
+  }
+  local[0] = static_cast<uint32_t>(tn / 4);
+  local[1] = static_cast<uint32_t>(tm / 4);
+  local[2] = 1;
+}
+
+Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y,
+                              const GemmArgs& g) {
+  struct {
+    uint32_t m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
+    float alpha, beta, lo, hi, slope;
+    uint32_t batches, bdims[4], sa[4], sb[4];
+  } push{g.m, g.n, g.k, g.a_rs, g.a_cs, g.b_rs, g.b_cs, g.c_rs, g.c_cs, g.alpha, g.beta, g.act.lo, g.act.hi,
+         g.act.slope, g.batches, {}, {}, {}};
+  std::copy(g.bdims, g.bdims + 4, push.bdims);
+  std::copy(g.sa, g.sa + 4, push.sa);
+  std::copy(g.sb, g.sb + 4, push.sb);
+  uint32_t local[3], groups[3];
+  PickGemmTile(g.m, g.n, g.batches, local);
+  const uint64_t tm = 4 * local[1], tn = 4 * local[0];
+  Groups1D((g.m + tm - 1) / tm * ((g.n + tn - 1) / tn) * g.batches, 1, groups);
+  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr};
+  // Without C, A stands in for the unused binding.
+  return add("gemm", {{a}, {b}, {c ? c : a}, {y, nullptr, true}}, push, groups, local, spec);
+}
+
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+class MatMulExecution final : public GemmExecution {
+ public:
+  using GemmExecution::GemmExecution;
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+    IntVec a = in[0]->shape(), b = in[1]->shape();
+    if (a.size() == 1) a.insert(a.begin(), 1);
+    if (b.size() == 1) b.push_back(1);
+    GemmArgs g;
+    g.m = static_cast<uint32_t>(a[a.size() - 2]);
+    g.k = static_cast<uint32_t>(a.back());
+    g.n = static_cast<uint32_t>(b.back());
+    g.a_rs = g.k;
+    g.b_rs = g.n;
+    const IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+    const size_t rank = std::max(ba.size(), bb.size());
+    IntVec batch(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t da = i < rank - ba.size() ? 1 : ba[i - (rank - ba.size())];
+      const int64_t db = i < rank - bb.size() ? 1 : bb[i - (rank - bb.size())];
+      batch[i] = da == 1 ? db : da;
+    }
+    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(batch, {ba, bb}));
+    if (bc.rank > 4) return Unsupported("MatMul with %u batch dims after collapsing (the Vulkan kernel takes 4)", bc.rank);
+    g.batches = 1;
+    for (uint32_t d = 0; d < bc.rank; ++d) g.batches *= bc.dims[d];
+    if (bc.rank == 1 && bc.strides[0][0] == 1 && bc.strides[1][0] == 0) {
+      g.m *= g.batches;  // B shared, A's batches contiguous: one taller product
+      g.batches = 1;
+    } else {
+      for (uint32_t d = 0; d < bc.rank; ++d) {
+        const uint32_t slot = 4 - bc.rank + d;
+        g.bdims[slot] = bc.dims[d];
+        g.sa[slot] = bc.strides[0][d] * g.m * g.k;
+        g.sb[slot] = bc.strides[1][d] * g.k * g.n;
+      }
+    }
+    return addGemm(in[0], in[1], nullptr, out[0], g);
+  }
+};
+
+class GemmOpExecution final : public GemmExecution {
+ public:
+  GemmOpExecution(VulkanBackend* b, const fb::GemmParams* p) : GemmExecution(b), p_(p) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+    const bool ta = p_ && p_->trans_a(), tb = p_ && p_->trans_b();
+    GemmArgs g;
+    g.alpha = p_ ? p_->alpha() : 1.f;
+    g.beta = p_ ? p_->beta() : 1.f;
+    g.act = ReadFusedActivation(p_);
+    g.m = static_cast<uint32_t>(out[0]->length(0));
+    g.n = static_cast<uint32_t>(out[0]->length(1));
+    g.k = static_cast<uint32_t>(in[0]->length(ta ? 0 : 1));
+    const uint32_t a1 = static_cast<uint32_t>(in[0]->length(1)), b1 = static_cast<uint32_t>(in[1]->length(1));
+    g.a_rs = ta ? 1 : a1;
+    g.a_cs = ta ? a1 : 1;
+    g.b_rs = tb ? 1 : b1;
+    g.b_cs = tb ? b1 : 1;
+    // As on the host: C contributes only when given and beta != 0.
+    const Tensor* c = in.size() > 2 && in[2] && g.beta != 0.f ? in[2] : nullptr;
+    if (c) {
+      const IntVec& cs = c->shape();
+      g.c_cs = !cs.empty() && cs.back() != 1 ? 1 : 0;
+      g.c_rs = cs.size() == 2 && cs[0] != 1 ? static_cast<uint32_t>(cs[1]) : 0;
+    }
+    return addGemm(in[0], in[1], c, out[0], g);
+  }
+  const fb::GemmParams* p_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkMatMul(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  return Make(std::make_unique<MatMulExecution>(b));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkGemm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  return Make(std::make_unique<GemmOpExecution>(b, op.params<fb::GemmParams>()));
+}
+
+}  // namespace kiln

@@ -1,0 +1,59 @@
+// Shared by the Vulkan nn family (vk_nn_gemm.cpp, vk_nn_conv.cpp): the tiled
+// GEMM dispatch of shaders/vulkan/gemm.comp, used by MatMul, Gemm and 1x1
+// Conv, its tile choice, and the fused activation of Conv/Gemm params.
+#pragma once
+
+#include <cmath>
+
+#include "vk_common.h"
+
+namespace kiln {
+
+// A fused activation as the nn shaders take it (nn_activation.glsl): the
+// fb::Activation value as a specialization constant, its bounds and slope
+// as push constants.
+struct VkFusedActivation {
+  uint32_t code = 0;
+  float lo = -INFINITY, hi = INFINITY, slope = 0.01f;
+};
+
+// From ConvParams or GemmParams (the same four fields); defaults when absent.
+template <typename Params>
+VkFusedActivation ReadFusedActivation(const Params* p) {
+  VkFusedActivation a;
+  if (!p) return a;
+  a.code = static_cast<uint32_t>(p->activation());
+  a.lo = p->activation_min();
+  a.hi = p->activation_max();
+  a.slope = p->activation_alpha();
+  return a;
+}
+
+// Y = act(alpha * A * B + beta * C) over `batches` products; see gemm.comp
+// for the meaning of each stride. Defaults: dense row-major A and B, no
+// batch broadcast.
+struct GemmArgs {
+  uint32_t m = 0, n = 0, k = 0;
+  uint32_t a_rs = 0, a_cs = 1, b_rs = 0, b_cs = 1;
+  uint32_t c_rs = 0, c_cs = 0;
+  float alpha = 1.f, beta = 0.f;
+  uint32_t batches = 1;
+  uint32_t bdims[4] = {1, 1, 1, 1}, sa[4] = {}, sb[4] = {};  // innermost last
+  VkFusedActivation act;
+};
+
+// The work-group size {TN / 4, TM / 4, 1} for a rows x cols output (times
+// `batches`): 64 x 64 tiles, a side shrunk to 32 or 16 where the matrix is
+// that small, then the larger side halved (not below 32) while there are too
+// few work groups to fill a GPU.
+void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t local[3]);
+
+// An execution that records gemm.comp dispatches.
+class GemmExecution : public VulkanExecution {
+ protected:
+  using VulkanExecution::VulkanExecution;
+  // `c` may be null: no C term (beta is then ignored).
+  Status addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y, const GemmArgs& g);
+};
+
+}  // namespace kiln

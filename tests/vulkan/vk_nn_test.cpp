@@ -1,0 +1,219 @@
+// nn ops on Vulkan against the host: Conv (general implicit GEMM, 1x1 GEMM
+// path, depthwise; strides, asymmetric pads, dilation, groups, auto_pad,
+// 1-D, bias, fused activations, computed weights), ConvTranspose, MatMul
+// (2-D, batched, broadcast, 1-D operands), Gemm (transposes, alpha, beta,
+// every C shape), BatchNormalization. Odd sizes throughout so that tiles
+// are partial.
+#include "support/backend_compare.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr ForwardType kVk = ForwardType::kVulkan;
+constexpr float kTol = 1e-4f;
+
+struct ConvCase {
+  const char* what;
+  std::vector<int64_t> x, w;
+  std::vector<int32_t> strides, pads, dilations;
+  int group = 1;
+  bool bias = true;
+  fb::AutoPad auto_pad = fb::AutoPad::NotSet;
+};
+
+fb::ConvParamsT Params(const ConvCase& c) {
+  fb::ConvParamsT p;
+  p.strides = c.strides;
+  p.pads = c.pads;
+  p.dilations = c.dilations;
+  p.group = c.group;
+  p.auto_pad = c.auto_pad;
+  return p;
+}
+
+// Weights and bias are model constants unless `weights_as_input`.
+OpTest MakeConv(fb::OpType type, const ConvCase& c, const fb::ConvParamsT& p, bool weights_as_input = false) {
+  OpTest op(type);
+  op.input("x", c.x, Random(Numel(c.x), -1, 1, 11));
+  if (weights_as_input)
+    op.input("w", c.w, Random(Numel(c.w), -1, 1, 12));
+  else
+    op.constant("w", c.w, Random(Numel(c.w), -1, 1, 12));
+  const int64_t m = type == fb::OpType::Conv ? c.w[0] : c.w[1] * c.group;
+  if (c.bias) op.constant("b", {m}, Random(static_cast<size_t>(m), -1, 1, 13));
+  op.params(p);
+  return op;
+}
+
+TEST(VulkanNnConv, Variants) {
+  KILN_REQUIRE_BACKEND(kVk);
+  const ConvCase cases[] = {
+      {"3x3 pad 1", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}},
+      {"3x3 stride 2 no bias", {2, 3, 9, 11}, {17, 3, 3, 3}, {2, 2}, {}, {}, 1, false},
+      {"asymmetric pads, strides 2x1", {1, 7, 9, 11}, {5, 7, 3, 2}, {2, 1}, {0, 1, 2, 0}, {}},
+      {"dilation 2", {1, 3, 9, 11}, {4, 3, 3, 3}, {}, {2, 2, 2, 2}, {2, 2}},
+      {"groups 2", {1, 6, 9, 11}, {4, 3, 3, 3}, {}, {1, 1, 1, 1}, {}, 2},
+      {"groups 2, 1x1", {2, 6, 5, 7}, {10, 3, 1, 1}, {}, {}, {}, 2},
+      {"depthwise stride 2", {1, 17, 9, 11}, {17, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 17},
+      {"depthwise no bias, dilation 2", {2, 7, 9, 11}, {7, 1, 3, 3}, {}, {2, 1, 2, 1}, {2, 2}, 7, false},
+      {"depthwise multiplier 2", {1, 3, 9, 11}, {6, 1, 5, 5}, {}, {2, 2, 2, 2}, {}, 3},
+      {"1x1 (GEMM path)", {2, 17, 9, 11}, {33, 17, 1, 1}, {}, {}, {}},
+      {"1x1 no bias", {1, 3, 7, 5}, {1, 3, 1, 1}, {}, {}, {}, 1, false},
+      {"1x1 stride 2", {1, 17, 9, 11}, {7, 17, 1, 1}, {2, 2}, {}, {}},
+      {"SAME_UPPER stride 2", {1, 3, 9, 11}, {5, 3, 3, 3}, {2, 2}, {}, {}, 1, true, fb::AutoPad::SameUpper},
+      {"SAME_LOWER 4x4", {1, 3, 9, 11}, {5, 3, 4, 4}, {}, {}, {}, 1, true, fb::AutoPad::SameLower},
+      {"VALID", {1, 3, 9, 11}, {5, 3, 3, 3}, {}, {}, {}, 1, true, fb::AutoPad::Valid},
+      {"1-D", {2, 3, 17}, {5, 3, 3}, {2}, {1, 0}, {}},
+      {"1-D depthwise", {1, 4, 17}, {4, 1, 5}, {}, {2, 2}, {}, 4},
+      {"many tiles, K loop", {1, 40, 20, 21}, {70, 40, 3, 3}, {}, {1, 1, 1, 1}, {}},
+  };
+  for (const ConvCase& c : cases) ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c)), kVk, kTol, c.what);
+}
+
+TEST(VulkanNnConv, FusedActivations) {
+  KILN_REQUIRE_BACKEND(kVk);
+  const ConvCase shapes[] = {{"general", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}},
+                             {"1x1", {1, 5, 7, 9}, {7, 5, 1, 1}, {}, {}, {}},
+                             {"depthwise", {1, 5, 7, 9}, {5, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, 5}};
+  for (const ConvCase& c : shapes) {
+    for (fb::Activation a : {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip,
+                             fb::Activation::LeakyRelu, fb::Activation::Sigmoid, fb::Activation::HardSwish,
+                             fb::Activation::Gelu}) {
+      fb::ConvParamsT p = Params(c);
+      p.activation = a;
+      p.activation_min = -0.5f;
+      p.activation_max = 0.75f;
+      p.activation_alpha = 0.2f;
+      ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, p), kVk, kTol,
+                       std::string(c.what) + " " + fb::EnumNameActivation(a));
+    }
+  }
+}
+
+TEST(VulkanNnConv, ComputedWeights) {
+  KILN_REQUIRE_BACKEND(kVk);
+  const ConvCase c = {"weights as input", {1, 3, 9, 11}, {7, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}};
+  ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c), true), kVk, kTol, c.what);
+}
+
+TEST(VulkanNnConvTranspose, Variants) {
+  KILN_REQUIRE_BACKEND(kVk);
+  struct Case {
+    ConvCase conv;
+    std::vector<int32_t> output_padding, output_shape;
+  };
+  const Case cases[] = {
+      {{"stride 2 pad 1", {1, 3, 5, 7}, {3, 4, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}}, {1, 1}, {}},
+      {{"groups 2, dilation 2", {1, 4, 5, 7}, {4, 3, 3, 3}, {}, {0, 1, 2, 0}, {2, 2}, 2, false}, {}, {}},
+      {{"stride 2x3", {2, 3, 5, 4}, {3, 5, 2, 3}, {2, 3}, {}, {}}, {}, {}},
+      {{"SAME_UPPER", {1, 3, 5, 7}, {3, 2, 3, 3}, {2, 2}, {}, {}, 1, true, fb::AutoPad::SameUpper}, {}, {}},
+      {{"output_shape", {1, 3, 5, 7}, {3, 2, 3, 3}, {2, 2}, {}, {}}, {}, {12, 15}},
+      {{"depthwise", {1, 5, 6, 6}, {5, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 5}, {}, {}},
+      {{"1-D", {2, 3, 9}, {3, 5, 4}, {3}, {1, 2}, {}}, {}, {}},
+  };
+  for (const Case& c : cases) {
+    fb::ConvParamsT p = Params(c.conv);
+    p.output_padding = c.output_padding;
+    p.output_shape = c.output_shape;
+    ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, c.conv, p), kVk, kTol, c.conv.what);
+  }
+}
+
+TEST(VulkanNnMatMul, Shapes) {
+  KILN_REQUIRE_BACKEND(kVk);
+  struct Case {
+    const char* what;
+    std::vector<int64_t> a, b;
+  };
+  const Case cases[] = {
+      {"2-D", {7, 17}, {17, 5}},
+      {"2-D many tiles", {70, 130}, {130, 67}},
+      {"batched 3-D", {3, 7, 17}, {3, 17, 9}},
+      {"batch broadcast 4-D", {2, 1, 7, 17}, {3, 17, 9}},
+      {"B shared (folded into M)", {2, 3, 7, 17}, {17, 9}},
+      {"A shared", {7, 17}, {4, 17, 9}},
+      {"1-D A", {17}, {17, 9}},
+      {"1-D B", {3, 7, 17}, {17}},
+      {"1-D both", {17}, {17}},
+      {"1-D A, batched B", {17}, {2, 17, 3}},
+      {"M = 1 rows", {5, 1, 33}, {5, 33, 65}},
+  };
+  for (const Case& c : cases) {
+    OpTest op(fb::OpType::MatMul);
+    op.input("a", c.a, Random(Numel(c.a), -1, 1, 21)).input("b", c.b, Random(Numel(c.b), -1, 1, 22));
+    ExpectSameAsHost(op, kVk, kTol, c.what);
+  }
+  OpTest weights(fb::OpType::MatMul);
+  weights.input("a", {3, 7, 17}, Random(3 * 7 * 17, -1, 1, 23)).constant("b", {17, 9}, Random(17 * 9, -1, 1, 24));
+  ExpectSameAsHost(weights, kVk, kTol, "constant B");
+}
+
+TEST(VulkanNnGemm, TransposesAndC) {
+  KILN_REQUIRE_BACKEND(kVk);
+  const int64_t m = 7, k = 17, n = 9;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (const std::vector<int64_t>& cs : std::vector<std::vector<int64_t>>{{n}, {m, n}, {m, 1}, {1, n}, {}, {1}}) {
+        fb::GemmParamsT p;
+        p.trans_a = ta;
+        p.trans_b = tb;
+        p.alpha = 0.5f;
+        p.beta = 2.f;
+        OpTest op(fb::OpType::Gemm);
+        const std::vector<int64_t> as = ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
+        const std::vector<int64_t> bs = tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+        op.input("a", as, Random(m * k, -1, 1, 31)).constant("b", bs, Random(k * n, -1, 1, 32));
+        op.constant("c", cs, Random(Numel(cs), -1, 1, 33)).params(p);
+        ExpectSameAsHost(op, kVk, kTol,
+                         "transA " + std::to_string(ta) + " transB " + std::to_string(tb) + " C rank " +
+                             std::to_string(cs.size()) + (cs.empty() ? "" : " [" + std::to_string(cs[0]) + ",...]"));
+      }
+    }
+  }
+}
+
+TEST(VulkanNnGemm, NoCBetaZeroAndActivation) {
+  KILN_REQUIRE_BACKEND(kVk);
+  {
+    OpTest op(fb::OpType::Gemm);
+    op.input("a", {5, 130}, Random(5 * 130, -1, 1, 41)).input("b", {130, 67}, Random(130 * 67, -1, 1, 42));
+    ExpectSameAsHost(op, kVk, kTol, "no C");
+  }
+  {
+    fb::GemmParamsT p;
+    p.beta = 0.f;
+    OpTest op(fb::OpType::Gemm);
+    op.input("a", {3, 4}, Random(12, -1, 1, 43)).input("b", {4, 5}, Random(20, -1, 1, 44));
+    op.constant("c", {3, 5}, std::vector<float>(15, NAN)).params(p);
+    ExpectSameAsHost(op, kVk, kTol, "beta 0 ignores C");
+  }
+  {
+    fb::GemmParamsT p;
+    p.trans_b = true;
+    p.activation = fb::Activation::Relu;
+    OpTest op(fb::OpType::Gemm);
+    op.input("a", {2, 33}, Random(66, -1, 1, 45)).constant("b", {17, 33}, Random(17 * 33, -1, 1, 46));
+    op.constant("c", {17}, Random(17, -1, 1, 47)).params(p);
+    ExpectSameAsHost(op, kVk, kTol, "fused Relu");
+  }
+}
+
+TEST(VulkanNnBatchNorm, Shapes) {
+  KILN_REQUIRE_BACKEND(kVk);
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 17, 5, 3}, {3, 7}, {1, 3, 9, 11}}) {
+    const size_t c = static_cast<size_t>(shape[1]);
+    fb::NormParamsT p;
+    p.epsilon = 1e-3f;
+    OpTest op(fb::OpType::BatchNormalization);
+    op.input("x", shape, Random(Numel(shape), -2, 2, 51))
+        .constant("scale", {shape[1]}, Random(c, 0.5f, 2, 52))
+        .constant("b", {shape[1]}, Random(c, -1, 1, 53))
+        .constant("mean", {shape[1]}, Random(c, -1, 1, 54))
+        .input("var", {shape[1]}, Random(c, 0.1f, 2, 55))
+        .params(p);
+    ExpectSameAsHost(op, kVk, kTol, "BatchNorm rank " + std::to_string(shape.size()));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
