@@ -698,6 +698,15 @@ Status VulkanBackend::submitExecution(VulkanExecution* exec) {
   return Status::Ok();
 }
 
+bool VulkanBackend::opTime(const Execution* e, double* ms) const {
+  for (const OpTiming& t : timings_)
+    if (t.exec == e) {
+      *ms = t.ms;
+      return true;
+    }
+  return false;
+}
+
 Status VulkanBackend::readTimings() {
   timings_.clear();
   if (query_of_.empty()) return Status::Ok();

@@ -150,8 +150,7 @@ class VulkanBackend final : public Backend {
   StatusOr<VulkanBuffer> createBuffer(VkDeviceSize bytes, const void* data = nullptr);
   void freeBuffer(VulkanBuffer* b);
   Status submitExecution(VulkanExecution* exec);
-  // Per-op GPU time of the last run (profile on, timestamps supported).
-  const std::vector<OpTiming>& opTimings() const { return timings_; }
+  bool opTime(const Execution* e, double* ms) const override;
   // Pipelines created so far / how long creating them took (cold-start figures).
   size_t pipelinesCreated() const { return pipelines_.size(); }
   double pipelineMs() const { return pipeline_ms_; }

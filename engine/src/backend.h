@@ -81,6 +81,9 @@ class Backend {
   virtual void onExecuteBegin(bool op_by_op) {}
   virtual Status onExecuteEnd() { return Status::Ok(); }
   virtual Status onWaitFinish() { return Status::Ok(); }
+  // Device time of `e` in the last run, when the backend measures it
+  // (profiling on, timestamps supported).
+  virtual bool opTime(const Execution* e, double* ms) const { return false; }
   // Copies between this backend's tensors and host tensors (either way).
   virtual Status onCopyBuffer(const Tensor& src, Tensor* dst) = 0;
 };

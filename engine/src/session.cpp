@@ -43,6 +43,7 @@ Status Session::runWithCallBack(const TensorCallBack& before, const TensorCallBa
 }
 const Placement& Session::placement() const { return impl_->placement(); }
 std::vector<MemoryUse> Session::memory() const { return impl_->memory(); }
+const std::vector<OpProfile>& Session::profile() const { return impl_->profile(); }
 std::map<std::string, std::string> Session::devices() const { return impl_->devices(); }
 void Session::releaseCache() { impl_->releaseCache(); }
 

@@ -63,7 +63,10 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
     s->tensors_[i]->setDtype(g.tensors[i].dtype);
     s->graph_index_[s->tensors_[i].get()] = i;
   }
-  for (const ScheduleConfig& c : configs) s->keep_all_ = s->keep_all_ || c.keepAllTensors;
+  for (const ScheduleConfig& c : configs) {
+    s->keep_all_ = s->keep_all_ || c.keepAllTensors;
+    s->profile_ = s->profile_ || c.profile;
+  }
   RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
   RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
   RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());

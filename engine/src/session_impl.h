@@ -57,6 +57,7 @@ class SessionImpl {
   Status resize();
   Status run(const TensorCallBack* before, const TensorCallBack* after);
   const Placement& placement() const { return placement_; }
+  const std::vector<OpProfile>& profile() const { return profile_result_; }
   std::vector<MemoryUse> memory() const;
   std::map<std::string, std::string> devices() const {
     std::map<std::string, std::string> d;
@@ -94,6 +95,8 @@ class SessionImpl {
   std::vector<std::unique_ptr<Backend>> backends_;
   HostBackend* host_ = nullptr;
   bool keep_all_ = false;
+  bool profile_ = false;
+  std::vector<OpProfile> profile_result_;
 
   std::vector<std::unique_ptr<Tensor>> tensors_;  // home tensor of each graph tensor
   std::vector<Backend*> home_;                    // backend of each home tensor (host for constants)

@@ -1,6 +1,7 @@
 // SessionImpl: resize (shape inference, resize-time values, memory plan) and
 // run.
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -294,15 +295,47 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
   const bool op_by_op = (before && *before) || (after && *after);
   for (auto& b : backends_) b->onExecuteBegin(op_by_op);
   Status status;
-  for (const Step& s : steps_) {
-    status = runStep(s, before, after);
+  std::vector<double> wall(profile_ ? steps_.size() : 0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const bool host_timed = profile_ && (steps_[i].backend == host_ || steps_[i].op < 0);
+    // Profiling: GPU work submitted earlier must not be counted as this
+    // host step's (or copy's) time.
+    if (host_timed)
+      for (auto& b : backends_) (void)b->onWaitFinish();
+    auto t0 = std::chrono::steady_clock::now();
+    status = runStep(steps_[i], before, after);
     if (!status.ok()) break;
+    if (profile_) {
+      // Host work is done when the step returns; a GPU step only submitted.
+      if (host_timed) (void)steps_[i].backend->onWaitFinish();
+      wall[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
   }
   for (auto& b : backends_) {
     Status end = b->onExecuteEnd();
     if (status.ok()) status = end;
     Status wait = b->onWaitFinish();
     if (status.ok()) status = wait;
+  }
+  if (status.ok() && profile_) {
+    profile_result_.clear();
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
+      OpProfile p;
+      if (s.op < 0) {
+        p.name = s.outputs[0]->name();
+        p.type = "Copy";
+        p.backend = s.backend->name();
+      } else {
+        const GraphOp& o = graph_->ops[static_cast<size_t>(s.op)];
+        p.name = o.name;
+        p.type = o.typeName();
+        p.backend = s.backend->name();
+      }
+      p.ms = wall[i];
+      if (s.exec && s.backend->opTime(s.exec, &p.ms)) p.device_timer = true;
+      profile_result_.push_back(std::move(p));
+    }
   }
   return status.WithContext(status.ok() ? "" : model_->name());
 }

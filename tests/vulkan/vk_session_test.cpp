@@ -188,6 +188,31 @@ TEST(VulkanSession, PipelineCacheFile) {
   std::remove(path.c_str());
 }
 
+TEST(VulkanSession, ProfileTimesEveryStep) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(true);
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  ScheduleConfig c = VulkanConfig();
+  c.profile = true;
+  auto s = (*interp)->createSession(c);
+  ASSERT_TRUE(s.ok());
+  RunOnce(interp->get(), *s, {2, 3, 5}, Random(30, -1, 1, 3));
+  const auto& prof = (*s)->profile();
+  int vulkan_ops = 0, copies = 0;
+  for (const OpProfile& p : prof) {
+    EXPECT_GE(p.ms, 0) << p.name;
+    if (p.type == "Copy") ++copies;
+    if (p.backend == "vulkan" && p.type != "Copy") {
+      ++vulkan_ops;
+      // lavapipe and every desktop driver have compute-queue timestamps.
+      EXPECT_TRUE(p.device_timer) << p.name;
+    }
+  }
+  EXPECT_EQ(vulkan_ops, 4);
+  EXPECT_EQ(copies, 2);  // into the host detour and back
+}
+
 TEST(VulkanSession, BadDeviceIndexFallsBackWithReason) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = Chain(false);

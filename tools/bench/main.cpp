@@ -1,6 +1,6 @@
 // kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N]
 //            [--loops 50] [--warmup 5] [--precision normal|high|low]
-//            [--shape NAME=D0,D1,...] [--json]
+//            [--shape NAME=D0,D1,...] [--profile [--trace FILE.json]] [--json]
 //
 // For each model (a .kiln, .onnx or .tflite file, or every such file in DIR)
 // and each backend: the device, load time, session-creation time (the first
@@ -9,6 +9,10 @@
 // wrote), first-run time, min / median / max over --loops runs after
 // --warmup runs, planned memory per backend and the process's peak RSS.
 // Inputs are random (fixed seed); symbolic dims are 1 unless --shape says.
+// --profile adds a per-op table of the last run (GPU ops timed by device
+// timestamps, host ops and copies by the wall clock), a per-type summary,
+// and a Chrome trace (chrome://tracing, Perfetto) in FILE.json
+// (default kiln-trace.json).
 //
 // Exit status: 0 when every model ran on every backend asked for, 1 when
 // one failed (the others are still measured), 2 on bad usage.
@@ -39,7 +43,8 @@ double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::durati
 int Usage() {
   std::fprintf(stderr,
                "usage: kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N] [--loops 50]\n"
-               "                  [--warmup 5] [--precision normal|high|low] [--shape NAME=D0,D1,...] [--json]\n");
+               "                  [--warmup 5] [--precision normal|high|low] [--shape NAME=D0,D1,...]\n"
+               "                  [--profile [--trace FILE.json]] [--json]\n");
   return 2;
 }
 
@@ -49,6 +54,8 @@ struct Options {
   Precision precision = Precision::kNormal;
   std::map<std::string, std::vector<int64_t>> shapes;
   bool json = false;
+  bool profile = false;
+  std::string trace = "kiln-trace.json";
 };
 
 struct Result {
@@ -59,6 +66,7 @@ struct Result {
   int switches = 0;
   std::vector<MemoryUse> memory;
   long peak_rss_kb = 0;
+  std::vector<OpProfile> profile;
 };
 
 ForwardType ParseBackend(const std::string& b, bool* ok) {
@@ -99,6 +107,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   config.type = ParseBackend(backend, &ok);
   config.numThread = o.threads;
   config.precision = o.precision;
+  config.profile = o.profile;
   auto t0 = Clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
   r->load_ms = Ms(t0, Clock::now());
@@ -143,6 +152,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     r->median_ms = times[times.size() / 2];
   }
   r->memory = s->memory();
+  r->profile = s->profile();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   r->peak_rss_kb = ru.ru_maxrss;
@@ -166,6 +176,15 @@ std::vector<std::string> ModelsIn(const std::string& path) {
 
 std::string Base(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
 
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+  }
+  return o + "\"";
+}
+
 void PrintText(const Result& r) {
   if (!r.error.empty()) {
     std::printf("%s [%s]: FAILED: %s\n", Base(r.model).c_str(), r.backend.c_str(), r.error.c_str());
@@ -184,15 +203,53 @@ void PrintText(const Result& r) {
     std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)\n", m.backend.c_str(),
                 m.planned_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, m.tensor_bytes / 1048576.0);
   std::printf("  peak RSS       %9.1f MiB\n", r.peak_rss_kb / 1024.0);
+  if (r.profile.empty()) return;
+  double total = 0;
+  std::map<std::string, std::pair<double, int>> by_type;
+  for (const OpProfile& p : r.profile) {
+    total += p.ms;
+    by_type[p.backend + " " + p.type].first += p.ms;
+    by_type[p.backend + " " + p.type].second++;
+  }
+  std::printf("  profile of the last run: %.3f ms in %zu steps (* = device timestamps)\n", total, r.profile.size());
+  std::printf("    %-32s %-20s %-8s %10s %7s\n", "op", "type", "backend", "ms", "share");
+  std::vector<const OpProfile*> order;
+  for (const OpProfile& p : r.profile) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const OpProfile* a, const OpProfile* b) { return a->ms > b->ms; });
+  for (size_t i = 0; i < order.size() && i < 20; ++i)
+    std::printf("    %-32.32s %-20.20s %-8s %9.3f%s %6.1f%%\n", order[i]->name.c_str(), order[i]->type.c_str(),
+                order[i]->backend.c_str(), order[i]->ms, order[i]->device_timer ? "*" : " ",
+                total > 0 ? 100 * order[i]->ms / total : 0);
+  std::printf("    by type:\n");
+  std::vector<std::pair<std::string, std::pair<double, int>>> types(by_type.begin(), by_type.end());
+  std::sort(types.begin(), types.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  for (auto& [t, v] : types)
+    std::printf("    %-40s %4d ops %9.3f ms %6.1f%%\n", t.c_str(), v.second, v.first, total > 0 ? 100 * v.first / total : 0);
 }
 
-std::string JsonString(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+// Chrome trace: one track per backend, steps laid end to end.
+bool WriteTrace(const std::string& file, const std::vector<Result>& rs) {
+  FILE* f = std::fopen(file.c_str(), "w");
+  if (!f) return false;
+  std::fprintf(f, "{\"traceEvents\": [\n");
+  bool first = true;
+  int pid = 0;
+  for (const Result& r : rs) {
+    ++pid;
+    double ts = 0;
+    std::fprintf(f, "%s  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": %s}}",
+                 first ? "" : ",\n", pid, JsonString(Base(r.model) + " [" + r.backend + "]").c_str());
+    first = false;
+    for (const OpProfile& p : r.profile) {
+      std::fprintf(f, ",\n  {\"name\": %s, \"cat\": %s, \"ph\": \"X\", \"pid\": %d, \"tid\": %s, \"ts\": %.3f, "
+                   "\"dur\": %.3f, \"args\": {\"type\": %s}}",
+                   JsonString(p.name).c_str(), JsonString(p.type).c_str(), pid, JsonString(p.backend).c_str(), ts,
+                   p.ms * 1000, JsonString(p.type).c_str());
+      ts += p.ms * 1000;
+    }
   }
-  return o + "\"";
+  std::fprintf(f, "\n]}\n");
+  return std::fclose(f) == 0;
 }
 
 void PrintJson(const std::vector<Result>& rs) {
@@ -269,6 +326,12 @@ int main(int argc, char** argv) {
       o.shapes[s.substr(0, eq)] = dims;
     } else if (a == "--json") {
       o.json = true;
+    } else if (a == "--profile") {
+      o.profile = true;
+    } else if (a == "--trace") {
+      const char* v = next();
+      if (!v) return Usage();
+      o.trace = v;
     } else if (a == "--help" || a == "-h") {
       Usage();
       return 0;
@@ -302,5 +365,12 @@ int main(int argc, char** argv) {
       results.push_back(std::move(r));
     }
   if (o.json) PrintJson(results);
+  if (o.profile) {
+    if (!WriteTrace(o.trace, results)) {
+      std::fprintf(stderr, "kiln-bench: cannot write %s\n", o.trace.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "kiln-bench: trace written to %s (chrome://tracing or ui.perfetto.dev)\n", o.trace.c_str());
+  }
   return rc;
 }

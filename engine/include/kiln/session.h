@@ -78,6 +78,14 @@ struct Placement {
   std::string toString() const;
 };
 
+// One step of the last run (ScheduleConfig::profile): an op, or a copy
+// between backends (type "Copy").
+struct OpProfile {
+  std::string name, type, backend;
+  double ms = 0;
+  bool device_timer = false;  // GPU timestamps; else host wall clock around the step
+};
+
 struct MemoryUse {
   std::string backend;
   size_t planned_bytes = 0;      // one pool
@@ -101,6 +109,10 @@ class Session {
   Status runWithCallBack(const TensorCallBack& before, const TensorCallBack& after);
   const Placement& placement() const;
   std::vector<MemoryUse> memory() const;
+  // Per-step times of the last run when a config had `profile` set (else
+  // empty). GPU ops are timed by device timestamps where the device has
+  // them; host ops and copies by the wall clock.
+  const std::vector<OpProfile>& profile() const;
   // Each backend of the session and its device ("vulkan" -> "llvmpipe (...)").
   std::map<std::string, std::string> devices() const;
   // Drops resize-only caches (shape computation scratch).
