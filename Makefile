@@ -54,7 +54,7 @@ fuzz: deps
 # the host, compare with torch. Slow (minutes), so not part of `make test`.
 models-check: build
 	@$(DEPS) tools/setup/debian-packages-models.txt
-	tools/models/check_models.sh $(BUILD)
+	tools/models/check_models.sh $(BUILD) $(or $(BACKEND),host)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
