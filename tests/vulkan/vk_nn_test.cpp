@@ -72,22 +72,35 @@ TEST(VulkanNnConv, Variants) {
 
 TEST(VulkanNnConv, FusedActivations) {
   KILN_REQUIRE_BACKEND(kVk);
-  const ConvCase shapes[] = {{"general", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}},
-                             {"1x1", {1, 5, 7, 9}, {7, 5, 1, 1}, {}, {}, {}},
-                             {"depthwise", {1, 5, 7, 9}, {5, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, 5}};
-  for (const ConvCase& c : shapes) {
-    for (fb::Activation a : {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip,
-                             fb::Activation::LeakyRelu, fb::Activation::Sigmoid, fb::Activation::HardSwish,
-                             fb::Activation::Gelu}) {
-      fb::ConvParamsT p = Params(c);
+  // Every activation on the depthwise path (nn_activation.glsl is shared);
+  // the other paths with Clip, whose bounds come through push constants.
+  struct Case {
+    ConvCase conv;
+    std::vector<fb::Activation> acts;
+  };
+  const Case cases[] = {
+      {{"depthwise", {1, 5, 7, 9}, {5, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, 5},
+       {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip, fb::Activation::LeakyRelu,
+        fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu}},
+      {{"general", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}}, {fb::Activation::Clip}},
+      {{"1x1", {1, 5, 7, 9}, {7, 5, 1, 1}, {}, {}, {}}, {fb::Activation::Clip}},
+  };
+  for (const Case& c : cases) {
+    for (fb::Activation a : c.acts) {
+      fb::ConvParamsT p = Params(c.conv);
       p.activation = a;
       p.activation_min = -0.5f;
       p.activation_max = 0.75f;
       p.activation_alpha = 0.2f;
-      ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, p), kVk, kTol,
-                       std::string(c.what) + " " + fb::EnumNameActivation(a));
+      ExpectSameAsHost(MakeConv(fb::OpType::Conv, c.conv, p), kVk, kTol,
+                       std::string(c.conv.what) + " " + fb::EnumNameActivation(a));
     }
   }
+  ConvCase ct = {"ConvTranspose LeakyRelu", {1, 3, 5, 7}, {3, 4, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}};
+  fb::ConvParamsT p = Params(ct);
+  p.activation = fb::Activation::LeakyRelu;
+  p.activation_alpha = 0.2f;
+  ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, ct, p), kVk, kTol, ct.what);
 }
 
 TEST(VulkanNnConv, ComputedWeights) {
