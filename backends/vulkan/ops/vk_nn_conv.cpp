@@ -67,7 +67,8 @@ IntVec ConvPads(const fb::ConvParams* p, const IntVec& in, const IntVec& out, co
   IntVec r(2 * n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (ap == fb::AutoPad::SameUpper || ap == fb::AutoPad::SameLower) {
-      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in[i]);
+      const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * strides[i] + extent - in[i]);
       r[i] = ap == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
       r[i + n] = total - r[i];
     } else if (ap == fb::AutoPad::NotSet && pads.size() == 2 * n) {
@@ -185,7 +186,7 @@ class ConvExecution final : public GemmExecution {
     } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act};
     const uint64_t cols = static_cast<uint64_t>(s.batch) * w.oh * w.ow;
     uint32_t local[3], groups[3];
-    PickGemmTile(mg, cols, s.groups, local);
+    PickGemmTile(mg, cols, s.groups, vk()->caps().max_workgroup_invocations, local);
     const uint64_t tm = 4 * local[1], tn = 4 * local[0];
     Groups1D((mg + tm - 1) / tm * ((cols + tn - 1) / tn) * s.groups, 1, groups);
     return add("conv", std::move(bindings), push, groups, local, spec);

@@ -15,7 +15,7 @@
 
 namespace kiln {
 
-void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t local[3]) {
+void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_invocations, uint32_t local[3]) {
   // A few hundred resident work groups fill today's largest GPUs; below
   // that, smaller tiles trade arithmetic intensity for parallelism.
   constexpr uint64_t kEnoughGroups = 128;
@@ -24,6 +24,12 @@ void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t local
   while (tn > 16 && cols <= tn / 2) tn /= 2;
   auto groups = [&] { return (rows + tm - 1) / tm * ((cols + tn - 1) / tn) * batches; };
   while (groups() < kEnoughGroups && (tm > 32 || tn > 32)) {
+    if (tm >= tn)
+      tm /= 2;
+    else
+      tn /= 2;
+  }
+  while ((tm / 4) * (tn / 4) > max_invocations && (tm > 16 || tn > 16)) {
     if (tm >= tn)
       tm /= 2;
     else
@@ -46,7 +52,7 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   std::copy(g.sa, g.sa + 4, push.sa);
   std::copy(g.sb, g.sb + 4, push.sb);
   uint32_t local[3], groups[3];
-  PickGemmTile(g.m, g.n, g.batches, local);
+  PickGemmTile(g.m, g.n, g.batches, vk()->caps().max_workgroup_invocations, local);
   const uint64_t tm = 4 * local[1], tn = 4 * local[0];
   Groups1D((g.m + tm - 1) / tm * ((g.n + tn - 1) / tn) * g.batches, 1, groups);
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr};
@@ -83,7 +89,8 @@ class MatMulExecution final : public GemmExecution {
       batch[i] = da == 1 ? db : da;
     }
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(batch, {ba, bb}));
-    if (bc.rank > 4) return Unsupported("MatMul with %u batch dims after collapsing (the Vulkan kernel takes 4)", bc.rank);
+    if (bc.rank > 4)
+      return Unsupported("MatMul with %u batch dims after collapsing (the Vulkan kernel takes 4)", bc.rank);
     g.batches = 1;
     for (uint32_t d = 0; d < bc.rank; ++d) g.batches *= bc.dims[d];
     if (bc.rank == 1 && bc.strides[0][0] == 1 && bc.strides[1][0] == 0) {

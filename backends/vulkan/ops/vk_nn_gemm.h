@@ -45,8 +45,9 @@ struct GemmArgs {
 // The work-group size {TN / 4, TM / 4, 1} for a rows x cols output (times
 // `batches`): 64 x 64 tiles, a side shrunk to 32 or 16 where the matrix is
 // that small, then the larger side halved (not below 32) while there are too
-// few work groups to fill a GPU.
-void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t local[3]);
+// few work groups to fill a GPU, and halved again while the group exceeds
+// the device's `max_invocations` (Vulkan guarantees only 128).
+void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_invocations, uint32_t local[3]);
 
 // An execution that records gemm.comp dispatches.
 class GemmExecution : public VulkanExecution {
