@@ -144,6 +144,10 @@ class GemmOpExecution final : public GemmExecution {
 
 StatusOr<std::unique_ptr<Execution>> CreateVkMatMul(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
+  // Up to 4 batch dims always fit the shader; decided here when the rank is known.
+  const GraphTensor& y = graph.tensors[static_cast<size_t>(op.outputs[0])];
+  if (y.has_shape && y.dims.size() > 6)
+    return Unsupported("MatMul output of rank %zu (the Vulkan kernel takes up to 4 batch dims)", y.dims.size());
   return Make(std::make_unique<MatMulExecution>(b));
 }
 
