@@ -25,6 +25,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 demo: build
+	@$(DEPS) tools/setup/debian-packages-demo.txt
 	tools/demo.sh $(BUILD)
 
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
