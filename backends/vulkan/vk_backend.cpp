@@ -535,10 +535,8 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Vu
                  b.write};
   };
   for (VulkanExecution* e : execs) {
-    uint32_t q = 0;
+    const uint32_t q = timestamps ? query_of_.at(e) : 0;
     if (timestamps) {
-      for (auto& [ex, first] : query_of_)
-        if (ex == e) q = first;
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, q);
     }
     for (const VkDispatch& d : e->dispatches()) {
@@ -639,7 +637,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
     uint32_t n = 0;
     for (const auto& run : runs)
       for (Execution* e : run) {
-        query_of_.push_back({e, n});
+        query_of_[e] = n;
         n += 2;
       }
     if (n > 0) {
@@ -666,11 +664,8 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(r.cmd, &bi), "vkBeginCommandBuffer"));
     if (timestamps && queries_) {
-      uint32_t first = 0, count = 0;
-      for (auto& [ex, q] : query_of_)
-        if (ex == run.front()) first = q;
-      count = static_cast<uint32_t>(run.size()) * 2;
-      vkCmdResetQueryPool(r.cmd, queries_, first, count);
+      // A run's queries are consecutive: reset them where the run starts.
+      vkCmdResetQueryPool(r.cmd, queries_, query_of_.at(run.front()), static_cast<uint32_t>(run.size()) * 2);
     }
     RETURN_IF_ERROR(recordDispatches(r.cmd, r.execs, timestamps && queries_));
     RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer"));
@@ -699,12 +694,10 @@ Status VulkanBackend::submitExecution(VulkanExecution* exec) {
 }
 
 bool VulkanBackend::opTime(const Execution* e, double* ms) const {
-  for (const OpTiming& t : timings_)
-    if (t.exec == e) {
-      *ms = t.ms;
-      return true;
-    }
-  return false;
+  auto it = timings_.find(e);
+  if (it == timings_.end()) return false;
+  *ms = it->second;
+  return true;
 }
 
 Status VulkanBackend::readTimings() {
@@ -717,7 +710,7 @@ Status VulkanBackend::readTimings() {
   if (r == VK_NOT_READY) return Status::Ok();  // not every run was submitted
   RETURN_IF_ERROR(VkCheck(r, "vkGetQueryPoolResults"));
   for (auto& [e, q] : query_of_)
-    timings_.push_back({e, static_cast<double>(ticks[q + 1] - ticks[q]) * caps().timestamp_period_ns * 1e-6});
+    timings_[e] = static_cast<double>(ticks[q + 1] - ticks[q]) * caps().timestamp_period_ns * 1e-6;
   return Status::Ok();
 }
 

@@ -116,11 +116,6 @@ class VulkanExecution : public Execution {
   std::vector<VkDispatch> dispatches_;
 };
 
-struct OpTiming {
-  const Execution* exec;
-  double ms;
-};
-
 class VulkanBackend final : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ScheduleConfig& config);
@@ -198,8 +193,8 @@ class VulkanBackend final : public Backend {
   bool op_by_op_ = false;
 
   VkQueryPool queries_ = VK_NULL_HANDLE;
-  std::vector<std::pair<const Execution*, uint32_t>> query_of_;  // exec, first query index
-  std::vector<OpTiming> timings_;
+  std::unordered_map<const Execution*, uint32_t> query_of_;  // exec -> its first timestamp query
+  std::unordered_map<const Execution*, double> timings_;      // ms of the last run
 };
 
 }  // namespace kiln
