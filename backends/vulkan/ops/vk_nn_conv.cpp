@@ -183,7 +183,15 @@ class ConvExecution final : public GemmExecution {
       uint32_t c, h, w, cg, mg, groups, batch, oh, ow, kh, kw, sh, sw, dh, dw;
       int32_t ph, pw;
       ActPush act;
-    } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act};
+      uint32_t total;
+    } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act, 0};
+    if (vk()->caps().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      // CPU drivers: register blocks straight from memory (conv_direct.comp).
+      const uint64_t total = uint64_t{s.batch} * s.groups * ((mg + 3) / 4) * w.oh * ((w.ow + 3) / 4);
+      if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
+      push.total = static_cast<uint32_t>(total);
+      return add1D("conv_direct", std::move(bindings), push, total, spec);
+    }
     const uint64_t cols = static_cast<uint64_t>(s.batch) * w.oh * w.ow;
     uint32_t local[3], groups[3];
     PickGemmTile(mg, cols, s.groups, vk()->caps().max_workgroup_invocations, local);
