@@ -230,6 +230,11 @@ Status VulkanDevice::init(int index) {
   caps_.float16 = has_f16i8 && f16.shaderFloat16;
   caps_.storage_8bit = has_8bit && s8.storageBuffer8BitAccess;
 
+  caps_.cpu_kernels = caps_.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (const char* k = std::getenv("KILN_VULKAN_KERNELS")) {
+    if (std::strcmp(k, "gpu") == 0) caps_.cpu_kernels = false;
+    else if (std::strcmp(k, "cpu") == 0) caps_.cpu_kernels = true;
+  }
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
     if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)

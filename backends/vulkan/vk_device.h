@@ -47,6 +47,9 @@ struct VulkanCaps {
   VkDeviceSize non_coherent_atom_size = 0;
   VkDeviceSize device_local_bytes = 0;  // largest device-local heap
   bool unified_memory = false;          // a device-local type is also host-visible + coherent
+  // Kernels for CPU drivers (no shared-memory tiling): true on CPU devices;
+  // KILN_VULKAN_KERNELS=gpu|cpu overrides (tests cover both paths on lavapipe).
+  bool cpu_kernels = false;
   std::string toString() const;
 };
 

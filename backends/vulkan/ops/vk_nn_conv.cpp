@@ -185,7 +185,7 @@ class ConvExecution final : public GemmExecution {
       ActPush act;
       uint32_t total;
     } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act, 0};
-    if (vk()->caps().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    if (vk()->caps().cpu_kernels) {
       // CPU drivers: register blocks straight from memory (conv_direct.comp).
       const uint64_t total = uint64_t{s.batch} * s.groups * ((mg + 3) / 4) * w.oh * ((w.ow + 3) / 4);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
