@@ -1,0 +1,106 @@
+// LayerNormalization (with the optional Mean and InvStdDev outputs) and
+// InstanceNormalization on Vulkan (f32), in two dispatches:
+//   1. norm_stats.comp: per-row mean and 1 / sqrt(variance + eps), X viewed
+//      as [rows, len] (LayerNorm: len = the product of the axes from `axis`
+//      on; InstanceNorm: the N x C planes). Written into the Mean and
+//      InvStdDev outputs when the op has them, else into scratch buffers.
+//   2. norm_apply.comp: one element per invocation, the affine transform
+//      with scale and bias (LayerNorm: broadcast to the normalized shape;
+//      InstanceNorm: per channel).
+// Memory traffic is that of a single fused kernel (two reads of X for the
+// statistics, one read and one write to apply), and the second pass keeps
+// every invocation busy even when there are few rows.
+#include "ops/layout_common.h"
+#include "vk_reduce.h"
+
+namespace kiln {
+namespace {
+
+class NormExecution final : public RowExecution {
+ public:
+  // `axis`: the first normalized axis (InstanceNorm: 2).
+  NormExecution(VulkanBackend* b, bool instance, int axis, float eps)
+      : RowExecution(b), instance_(instance), axis_(axis), eps_(eps) {}
+  ~NormExecution() override {
+    vk()->freeBuffer(&mean_);
+    vk()->freeBuffer(&inv_);
+  }
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const char* name = instance_ ? "InstanceNormalization" : "LayerNormalization";
+    RETURN_IF_ERROR(RequireF32Input(x, name));
+    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "%s", name);
+    const std::vector<int64_t> norm(x.shape().begin() + axis, x.shape().end());
+    uint64_t len = 1;
+    for (int64_t d : norm) len *= static_cast<uint64_t>(d);
+    const uint64_t rows = len ? static_cast<uint64_t>(x.elementCount()) / len : 0;
+
+    // Statistics into the op's outputs where it has them, else scratch.
+    auto stats = [&](size_t k, VulkanBuffer* scratch) -> StatusOr<VkBinding> {
+      if (k < out.size() && out[k]) return VkBinding{out[k], nullptr, true};
+      if (scratch->bytes < rows * sizeof(float)) {
+        vk()->freeBuffer(scratch);
+        ASSIGN_OR_RETURN(*scratch, vk()->createBuffer(rows * sizeof(float)));
+      }
+      return VkBinding{nullptr, scratch, true};
+    };
+    ASSIGN_OR_RETURN(VkBinding mean, stats(1, &mean_));
+    ASSIGN_OR_RETURN(VkBinding inv, stats(2, &inv_));
+    struct {
+      uint32_t rows, len;
+      float eps;
+    } stat_push{static_cast<uint32_t>(rows), static_cast<uint32_t>(len), eps_};
+    RETURN_IF_ERROR(addRows("norm_stats", {{in[0]}, mean, inv}, stat_push, rows,
+                            RowGroupSize(vk()->caps(), rows, len, true), {}));
+
+    const Tensor* scale = in[1];
+    const Tensor* bias = in.size() > 2 && in[2] ? in[2] : nullptr;
+    struct {
+      uint32_t total, len, channels, rank;
+      uint32_t dims[6], s_scale[6], s_bias[6];
+    } push{};
+    push.total = static_cast<uint32_t>(x.elementCount());
+    push.len = static_cast<uint32_t>(len);
+    if (instance_) {
+      push.channels = static_cast<uint32_t>(x.length(1));
+    } else {
+      ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(norm, {scale->shape(), (bias ? bias : scale)->shape()}));
+      push.rank = bc.rank;
+      for (int d = 0; d < 6; ++d) {
+        push.dims[d] = bc.dims[d];
+        push.s_scale[d] = bc.strides[0][d];
+        push.s_bias[d] = bc.strides[1][d];
+      }
+    }
+    mean.write = inv.write = false;
+    return add1D("norm_apply", {{in[0]}, mean, inv, {scale}, {bias ? bias : scale}, {out[0], nullptr, true}}, push,
+                 push.total, {instance_, bias != nullptr});
+  }
+
+  bool instance_;
+  int axis_;
+  float eps_;
+  VulkanBuffer mean_, inv_;  // statistics the op does not output
+};
+
+float Epsilon(const GraphOp& op) {
+  const fb::NormParams* p = op.params<fb::NormParams>();
+  return p ? p->epsilon() : 1e-5f;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkLayerNorm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  const fb::NormParams* p = op.params<fb::NormParams>();
+  return Make(std::make_unique<NormExecution>(b, false, p ? p->axis() : -1, Epsilon(op)));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkInstanceNorm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(RequireF32(op, graph));
+  return Make(std::make_unique<NormExecution>(b, true, 2, Epsilon(op)));
+}
+
+}  // namespace kiln

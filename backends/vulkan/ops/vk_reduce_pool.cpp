@@ -1,0 +1,73 @@
+// MaxPool (with the optional int64 Indices output) and AveragePool on Vulkan
+// (f32), 1 to 3 spatial axes: strides, dilations, explicit pads or auto_pad
+// (the host's nn::WindowPads), ceil_mode (through the output shape, which
+// the shape function computed), count_include_pad. One output element per
+// invocation (shaders/vulkan/pool.comp), which visits only the window's
+// taps inside the input.
+#include "ops/nn_common.h"
+#include "vk_reduce.h"
+
+namespace kiln {
+namespace {
+
+class PoolExecution final : public VulkanExecution {
+ public:
+  PoolExecution(VulkanBackend* b, const fb::PoolParams* p, bool is_max)
+      : VulkanExecution(b), p_(p), is_max_(is_max) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& y = *out[0];
+    RETURN_IF_ERROR(RequireF32Input(x, is_max_ ? "MaxPool" : "AveragePool"));
+    RETURN_IF_ERROR(Require32Bit(y));
+    const size_t n = static_cast<size_t>(x.dimensions() - 2);  // 1 to 3: the shape function and onCreate check
+    if (n < 1 || n > 3) return Unsupported("pool over %zu spatial axes", n);
+    const std::vector<int64_t> xin(x.shape().begin() + 2, x.shape().end());
+    const std::vector<int64_t> yout(y.shape().begin() + 2, y.shape().end());
+    const std::vector<int64_t> kernel = nn::IntsOr(p_->kernel_shape(), n, 1);
+    const std::vector<int64_t> strides = nn::IntsOr(p_->strides(), n, 1);
+    const std::vector<int64_t> dilations = nn::IntsOr(p_->dilations(), n, 1);
+    const std::vector<int64_t> pads =
+        nn::WindowPads(p_->auto_pad(), nn::IntsOr(p_->pads(), 0, 0), xin, yout, kernel, strides, dilations);
+    struct {
+      uint32_t total;
+      uint32_t in[3], out[3], kernel[3], stride[3], dilation[3];
+      int32_t pad_begin[3], pad_end[3];
+    } push{};
+    push.total = static_cast<uint32_t>(y.elementCount());
+    for (size_t j = 0; j < 3; ++j) {  // axis j of 3; the leading 3 - n are size 1
+      const bool real = j >= 3 - n;
+      const size_t i = real ? j - (3 - n) : 0;
+      push.in[j] = real ? static_cast<uint32_t>(xin[i]) : 1;
+      push.out[j] = real ? static_cast<uint32_t>(yout[i]) : 1;
+      push.kernel[j] = real ? static_cast<uint32_t>(kernel[i]) : 1;
+      push.stride[j] = real ? static_cast<uint32_t>(strides[i]) : 1;
+      push.dilation[j] = real ? static_cast<uint32_t>(dilations[i]) : 1;
+      push.pad_begin[j] = real ? static_cast<int32_t>(pads[i]) : 0;
+      push.pad_end[j] = real ? static_cast<int32_t>(pads[i + n]) : 0;
+    }
+    const Tensor* indices = out.size() > 1 && out[1] ? out[1] : nullptr;
+    // Without Indices, Y stands in for the unused (never written) binding.
+    return add1D("pool", {{in[0]}, {out[0], nullptr, true}, {indices ? indices : out[0], nullptr, indices != nullptr}},
+                 push, push.total, {is_max_, p_->count_include_pad(), indices != nullptr});
+  }
+
+  const fb::PoolParams* p_;
+  bool is_max_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkPool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  const fb::PoolParams* p = op.params<fb::PoolParams>();
+  if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
+  const GraphTensor& x = graph.tensors[static_cast<size_t>(op.inputs[0])];
+  if (x.dtype != fb::DataType::F32)
+    return Unsupported("%s on %s; the Vulkan kernel takes f32", op.typeName(), fb::EnumNameDataType(x.dtype));
+  if (x.has_shape && x.dims.size() > 5)
+    return Unsupported("%s over %zu spatial axes (the Vulkan kernel takes 1 to 3)", op.typeName(), x.dims.size() - 2);
+  return Make(std::make_unique<PoolExecution>(b, p, op.type == fb::OpType::MaxPool));
+}
+
+}  // namespace kiln

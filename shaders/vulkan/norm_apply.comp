@@ -1,0 +1,44 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+
+// Applies row statistics (norm_stats.comp) to X viewed as [rows, len], one
+// element per invocation:
+//   LayerNormalization: y = (x - mean) * inv * scale[j] + bias[j], j the
+//     element's place in its row; scale and bias broadcast to the normalized
+//     shape (dims, and their strides as for BroadcastOffset);
+//   InstanceNormalization (INSTANCE): channel c = row % channels,
+//     a = scale[c] * inv, y = x * a + (bias[c] - mean * a).
+// Without a bias (HAS_BIAS false) scale is bound in its place and unread.
+layout(constant_id = 3) const bool INSTANCE = false;
+layout(constant_id = 4) const bool HAS_BIAS = true;
+
+layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
+layout(std430, binding = 1) readonly buffer Mean { float mean[]; };
+layout(std430, binding = 2) readonly buffer Inv { float inv[]; };
+layout(std430, binding = 3) readonly buffer Scale { STORE_T scale[]; };
+layout(std430, binding = 4) readonly buffer Bias { STORE_T bias[]; };
+layout(std430, binding = 5) writeonly buffer Y { STORE_T y[]; };
+layout(push_constant) uniform P {
+  uint total, len, channels, rank;
+  uint dims[KILN_MAX_RANK];
+  uint s_scale[KILN_MAX_RANK];
+  uint s_bias[KILN_MAX_RANK];
+} p;
+
+void main() {
+  const uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.total) return;
+  const uint row = i / p.len;
+  const float v = float(x[i]), m = mean[row], s = inv[row];
+  if (INSTANCE) {
+    const uint c = row % p.channels;
+    const float a = float(scale[c]) * s;
+    y[i] = STORE_T(v * a + ((HAS_BIAS ? float(bias[c]) : 0.0) - m * a));
+  } else {
+    const uint j = i - row * p.len;
+    uint dims[KILN_MAX_RANK] = p.dims, ss[KILN_MAX_RANK] = p.s_scale, sb[KILN_MAX_RANK] = p.s_bias;
+    const float b = HAS_BIAS ? float(bias[BroadcastOffset(j, p.rank, dims, sb)]) : 0.0;
+    y[i] = STORE_T((v - m) * s * float(scale[BroadcastOffset(j, p.rank, dims, ss)]) + b);
+  }
+}

@@ -1,0 +1,49 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+#include "reduce_rows.glsl"
+
+// Row statistics for LayerNormalization and InstanceNormalization: X viewed
+// as [rows, len] (contiguous rows), mean[r] and inv[r] = 1 / sqrt(variance +
+// eps). Two passes over the row, as the host: the mean, then the mean of
+// squared deviations from it (no cancellation from E[x^2] - E[x]^2).
+layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
+layout(std430, binding = 1) writeonly buffer Mean { float mean[]; };
+layout(std430, binding = 2) writeonly buffer Inv { float inv[]; };
+layout(push_constant) uniform P { uint rows, len; float eps; } p;
+
+shared float partial[KILN_ROW_GROUP_MAX];
+
+// The sum of a row over the work group (each invocation's `v`), or `v`
+// itself with one invocation per row.
+float RowSum(float v) {
+  if (!ROW_GROUP) return v;
+  const uint lane = gl_LocalInvocationID.x;
+  partial[lane] = v;
+  barrier();
+  for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
+    if (lane < s) partial[lane] += partial[lane + s];
+    barrier();
+  }
+  const float sum = partial[0];
+  barrier();  // partial is reused by the next call
+  return sum;
+}
+
+void main() {
+  const uint r = RowIndex();
+  if (r >= p.rows) return;  // uniform in a ROW_GROUP group
+  const uint base = r * p.len;
+  float sum = 0.0;
+  for (uint i = RowLane(); i < p.len; i += RowStep()) sum += float(x[base + i]);
+  const float m = RowSum(sum) / float(p.len);
+  float sq = 0.0;
+  for (uint i = RowLane(); i < p.len; i += RowStep()) {
+    const float d = float(x[base + i]) - m;
+    sq += d * d;
+  }
+  const float var = RowSum(sq) / float(p.len);
+  if (RowLane() != 0u) return;
+  mean[r] = m;
+  inv[r] = 1.0 / sqrt(var + p.eps);
+}
