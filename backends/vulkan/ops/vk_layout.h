@@ -1,0 +1,30 @@
+// Helpers shared by the Vulkan layout family (vk_layout*.cpp).
+#pragma once
+
+#include "vk_common.h"
+
+namespace kiln {
+
+// How a layout kernel moves elements of `dtype`: in 32-bit words (`shader`
+// is the word variant, `units` words an element) when the element is whole
+// words, else in bytes (`shader` with "_u8", `units` bytes an element),
+// which needs the device's 8-bit storage. Unsupported otherwise.
+struct MoveUnits {
+  const char* shader = "";
+  uint32_t units = 1;
+};
+StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const char* word_shader,
+                             const char* byte_shader);
+
+// Unsupported unless the device can store single bytes (bool tensors).
+Status Require8BitStorage(const VulkanCaps& caps, const GraphOp& op);
+
+// The dtype of input `k` of `op` as the graph declares it.
+inline fb::DataType InputDtype(const GraphOp& op, const Graph& graph, size_t k) {
+  return graph.tensors[static_cast<size_t>(op.inputs[k])].dtype;
+}
+
+// Unsupported when `t` holds more than INT32_MAX units of `units_per_element`.
+Status RequireUnits32(const Tensor& t, uint32_t units_per_element);
+
+}  // namespace kiln

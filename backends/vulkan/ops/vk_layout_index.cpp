@@ -1,0 +1,321 @@
+// Layout ops that compute where each element comes from, on Vulkan, in
+// 32-bit words (any dtype of 4 or 8 bytes; f32 where they do arithmetic):
+//   * Gather (gather.comp): indices i32, or i64 read as two words;
+//   * Pad (pad.comp): constant, reflect and edge modes, negative pads; the
+//     fill value is input 2 when given (bound as is), else PadParams.value
+//     in a small buffer of the tensor's dtype;
+//   * Resize (resize.comp): nearest (every nearest mode) and N-d linear,
+//     with the coordinate transforms the host supports. The per-axis
+//     neighbour / weight tables are built here at resize with the host
+//     kernel's arithmetic (host_fallback/ops/layout_resize.cpp) and
+//     uploaded, so the shader only looks them up. Cubic and
+//     tf_crop_and_resize are Unsupported, as on the host;
+//   * MaxUnpool (unpool.comp): f32 values, i64 indices, in three dispatches
+//     (zero, claim with atomicMax, resolve) so repeated indices give the
+//     host's answer.
+// Value inputs (Pad's pads and axes, Resize's scales and sizes) are host
+// tensors, read at resize through the host's parameter resolution.
+#include <cmath>
+#include <cstring>
+
+#include "ops/layout_common.h"
+#include "ops/shape_inference.h"
+#include "vk_layout.h"
+
+namespace kiln {
+namespace {
+
+constexpr size_t kMaxRank = 6;  // KILN_MAX_RANK of common.glsl
+
+Status RequireRank(const GraphOp& op, size_t rank) {
+  if (rank > kMaxRank) return Unsupported("Vulkan %s takes up to %zu dims, not %zu", op.typeName(), kMaxRank, rank);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- Gather
+
+class GatherExecution final : public VulkanExecution {
+ public:
+  GatherExecution(VulkanBackend* b, int axis, uint32_t words) : VulkanExecution(b), axis_(axis), words_(words) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    RETURN_IF_ERROR(RequireUnits32(x, words_));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Gather");
+    int64_t inner = words_;
+    for (int d = axis + 1; d < x.dimensions(); ++d) inner *= x.length(d);
+    struct {
+      uint32_t n, inner, count, dim;
+    } push{static_cast<uint32_t>(out[0]->elementCount() * words_), static_cast<uint32_t>(inner),
+           static_cast<uint32_t>(in[1]->elementCount()), static_cast<uint32_t>(x.length(axis))};
+    if (push.n == 0) return Status::Ok();
+    const uint32_t idx64 = in[1]->dtype() == fb::DataType::I64;
+    return add1D("gather", {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n, {idx64});
+  }
+
+  int axis_;
+  uint32_t words_;
+};
+
+// ------------------------------------------------------------------- Pad
+
+// PadParams.value as `dtype` (the host's FillBytes for the word dtypes).
+StatusOr<std::vector<uint8_t>> FillValue(float v, fb::DataType dtype) {
+  std::vector<uint8_t> bytes(DataTypeSize(dtype));
+  switch (dtype) {
+    case fb::DataType::F32: std::memcpy(bytes.data(), &v, 4); break;
+    case fb::DataType::I32: { int32_t i = static_cast<int32_t>(v); std::memcpy(bytes.data(), &i, 4); break; }
+    case fb::DataType::I64: { int64_t i = static_cast<int64_t>(v); std::memcpy(bytes.data(), &i, 8); break; }
+    default: return Unsupported("Vulkan Pad: no fill value of dtype %s", fb::EnumNameDataType(dtype));
+  }
+  return bytes;
+}
+
+class PadExecution final : public VulkanExecution {
+ public:
+  PadExecution(VulkanBackend* b, const GraphOp& op, uint32_t words) : VulkanExecution(b), op_(op), words_(words) {}
+  ~PadExecution() override { vk()->freeBuffer(&fill_); }
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const std::vector<int64_t>& xs = x.shape();
+    RETURN_IF_ERROR(RequireRank(op_, xs.size()));
+    RETURN_IF_ERROR(RequireUnits32(x, words_));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, xs, TensorValues(in)));
+    const fb::PadParams* p = op_.params<fb::PadParams>();
+    VkBinding value{in.size() > 2 ? in[2] : nullptr};
+    if (!value.tensor || value.tensor->elementCount() == 0) {
+      if (!fill_.buffer) {
+        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, x.dtype()));
+        ASSIGN_OR_RETURN(fill_, vk()->createBuffer(bytes.size(), bytes.data()));
+      }
+      value = {nullptr, &fill_, false};
+    }
+    struct {
+      uint32_t n, rank;
+      uint32_t out_dims[kMaxRank], in_dims[kMaxRank];
+      int32_t begin[kMaxRank];
+    } push{};
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.rank = static_cast<uint32_t>(xs.size());
+    for (size_t d = 0; d < xs.size(); ++d) {
+      push.out_dims[d] = static_cast<uint32_t>(out[0]->shape()[d]);
+      push.in_dims[d] = static_cast<uint32_t>(xs[d]);
+      if (pads[d] > INT32_MAX || pads[d] < INT32_MIN) return Unsupported("Pad: pad %lld is over 32 bits", (long long)pads[d]);
+      push.begin[d] = static_cast<int32_t>(pads[d]);
+    }
+    if (push.n == 0) return Status::Ok();
+    const uint32_t mode = static_cast<uint32_t>(p ? p->mode() : fb::PadMode::Constant);
+    return add1D("pad", {{in[0]}, value, {out[0], nullptr, true}}, push, push.n, {mode, words_});
+  }
+
+  const GraphOp& op_;
+  uint32_t words_;
+  VulkanBuffer fill_;
+};
+
+// ---------------------------------------------------------------- Resize
+
+// The host kernel's coordinate transform and nearest rounding
+// (host_fallback/ops/layout_resize.cpp), so the taps match it exactly.
+float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
+  switch (t) {
+    case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
+    case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+    case fb::CoordinateTransform::AlignCorners:
+      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
+    case fb::CoordinateTransform::Asymmetric: return x / scale;
+    case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
+    case fb::CoordinateTransform::TfCropAndResize: break;
+  }
+  return 0.f;
+}
+
+int64_t Nearest(fb::NearestMode m, float x) {
+  float f = std::floor(x);
+  switch (m) {
+    case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
+    case fb::NearestMode::RoundPreferCeil: return static_cast<int64_t>(x == f + 0.5f ? f + 1.f : std::round(x));
+    case fb::NearestMode::Floor: return static_cast<int64_t>(f);
+    case fb::NearestMode::Ceil: return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+uint32_t FloatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+class ResizeExecution final : public VulkanExecution {
+ public:
+  ResizeExecution(VulkanBackend* b, const GraphOp& op, uint32_t words) : VulkanExecution(b), op_(op), words_(words) {}
+  ~ResizeExecution() override { vk()->freeBuffer(&taps_); }
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const fb::ResizeParams* p = op_.params<fb::ResizeParams>();
+    const bool linear = p && p->mode() == fb::ResizeMode::Linear;
+    const auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
+    const auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
+    const std::vector<int64_t>& is = in[0]->shape();
+    RETURN_IF_ERROR(RequireRank(op_, is.size()));
+    RETURN_IF_ERROR(RequireUnits32(*in[0], words_));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
+    if (spec.out_shape != out[0]->shape())
+      return Internal("Resize: resolved %s, inferred %s", ShapeToString(spec.out_shape).c_str(),
+                      ShapeToString(out[0]->shape()).c_str());
+    struct {
+      uint32_t n, rank, nact, act, act_mask;
+      uint32_t dims[kMaxRank], tab[kMaxRank];
+    } push{};
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.rank = static_cast<uint32_t>(is.size());
+    if (push.n == 0) return Status::Ok();
+    // Per dim, per output coordinate: (off0, off1, w0, w1), as the host builds them.
+    const std::vector<int64_t> strides = ContiguousStrides(is);
+    std::vector<uint32_t> taps;
+    for (size_t d = 0; d < is.size(); ++d) {
+      const int64_t n = is[d], len = spec.out_shape[d];
+      const bool same = len == n && spec.scales[d] == 1.f;
+      bool active = false;
+      push.dims[d] = static_cast<uint32_t>(len);
+      push.tab[d] = static_cast<uint32_t>(taps.size() / 4);
+      for (int64_t o = 0; o < len; ++o) {
+        float x = same ? static_cast<float>(o) : ToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        int64_t i0, i1;
+        float w0 = 1.f, w1 = 0.f;
+        if (!linear) {
+          i0 = i1 = std::max<int64_t>(0, std::min<int64_t>(Nearest(nm, x), n - 1));
+        } else {
+          x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
+          i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1);
+          i1 = std::min<int64_t>(i0 + 1, n - 1);
+          w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
+          w0 = 1.f - w1;
+          active = active || i0 != o || w1 != 0.f;
+        }
+        taps.insert(taps.end(), {static_cast<uint32_t>(i0 * strides[d]), static_cast<uint32_t>(i1 * strides[d]),
+                                 FloatBits(w0), FloatBits(w1)});
+      }
+      if (active) {
+        push.act |= static_cast<uint32_t>(d) << (4 * push.nact++);
+        push.act_mask |= 1u << d;
+      }
+    }
+    vk()->freeBuffer(&taps_);
+    ASSIGN_OR_RETURN(taps_, vk()->createBuffer(taps.size() * 4, taps.data()));
+    return add1D("resize", {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
+                 {linear ? 1u : 0u, words_});
+  }
+
+  const GraphOp& op_;
+  uint32_t words_;
+  VulkanBuffer taps_;
+};
+
+// ------------------------------------------------------------- MaxUnpool
+
+class MaxUnpoolExecution final : public VulkanExecution {
+ public:
+  MaxUnpoolExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& y = *out[0];
+    const size_t rank = x.shape().size();
+    RETURN_IF_ERROR(RequireRank(op_, rank));
+    RETURN_IF_ERROR(Require32Bit(x));
+    RETURN_IF_ERROR(Require32Bit(y));
+    if (in[1]->elementCount() != x.elementCount())
+      return InvalidArgument("MaxUnpool: %lld indices for %lld input values", (long long)in[1]->elementCount(),
+                             (long long)x.elementCount());
+    struct {
+      uint32_t n, total, rank;
+      uint32_t def_dims[kMaxRank], out_dims[kMaxRank];
+    } push{};
+    push.n = static_cast<uint32_t>(x.elementCount());
+    push.total = static_cast<uint32_t>(y.elementCount());
+    push.rank = static_cast<uint32_t>(rank);
+    // The host's remapping: indices into the default-size output, moved to
+    // the same coordinates of a larger output_shape.
+    bool remap = false;
+    const auto* p = op_.params<fb::MaxUnpoolParams>();
+    if (p && !p->indices_in_output_shape() && rank >= 3) {
+      std::vector<int64_t> def = x.shape();
+      const size_t n_sp = rank - 2;
+      auto at = [](const flatbuffers::Vector<int32_t>* v, size_t i, int64_t d) {
+        return v && i < v->size() ? static_cast<int64_t>(v->Get(static_cast<flatbuffers::uoffset_t>(i))) : d;
+      };
+      for (size_t i = 0; i < n_sp; ++i)
+        def[2 + i] = (x.shape()[2 + i] - 1) * at(p->strides(), i, 1) - at(p->pads(), i, 0) -
+                     at(p->pads(), i + n_sp, 0) + at(p->kernel_shape(), i, 1);
+      remap = def != y.shape();
+      int64_t def_total = 1;
+      for (size_t d = 0; d < rank; ++d) {
+        if (def[d] <= 0) return InvalidArgument("MaxUnpool: default output size %s", ShapeToString(def).c_str());
+        def_total *= def[d];
+        push.def_dims[d] = static_cast<uint32_t>(def[d]);
+        push.out_dims[d] = static_cast<uint32_t>(y.shape()[d]);
+      }
+      if (remap && def_total > INT32_MAX)
+        return Unsupported("MaxUnpool: a default output of %lld elements is over 32 bits", (long long)def_total);
+    }
+    if (push.total == 0) return Status::Ok();
+    const std::vector<VkBinding> bindings = {{in[0]}, {in[1]}, {out[0], nullptr, true}};
+    RETURN_IF_ERROR(add1D("unpool", bindings, push, push.total, {0u, 0u}));
+    RETURN_IF_ERROR(add1D("unpool", bindings, push, push.n, {1u, remap ? 1u : 0u}));
+    return add1D("unpool", bindings, push, push.total, {2u, 0u});
+  }
+
+  const GraphOp& op_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(InputDtype(op, graph, 0), b->caps(), "gather", nullptr));
+  const fb::DataType idx = InputDtype(op, graph, 1);
+  if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
+    return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
+  const fb::AxisParams* p = op.params<fb::AxisParams>();
+  return Make(std::make_unique<GatherExecution>(b, p ? p->axis() : 0, units.units));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkPad(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  const fb::DataType dtype = InputDtype(op, graph, 0);
+  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(dtype, b->caps(), "pad", nullptr));
+  if (dtype != fb::DataType::F32 && dtype != fb::DataType::I32 && dtype != fb::DataType::I64)
+    return Unsupported("Vulkan Pad takes f32, i32 and i64, not %s", fb::EnumNameDataType(dtype));
+  return Make(std::make_unique<PadExecution>(b, op, units.units));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  const fb::ResizeParams* p = op.params<fb::ResizeParams>();
+  if (p && p->mode() == fb::ResizeMode::Cubic)
+    return Unsupported("Resize: cubic mode is not supported (nearest and linear are)");
+  if (p && p->coordinate_transform() == fb::CoordinateTransform::TfCropAndResize)
+    return Unsupported("Resize: the tf_crop_and_resize coordinate transform is not supported");
+  const fb::DataType dtype = InputDtype(op, graph, 0);
+  if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
+    return Unsupported("Vulkan Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
+  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(dtype, b->caps(), "resize", nullptr));
+  return Make(std::make_unique<ResizeExecution>(b, op, units.units));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkMaxUnpool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  if (InputDtype(op, graph, 0) != fb::DataType::F32)
+    return Unsupported("Vulkan MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(InputDtype(op, graph, 0)));
+  if (InputDtype(op, graph, 1) != fb::DataType::I64)
+    return Unsupported("Vulkan MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(InputDtype(op, graph, 1)));
+  return Make(std::make_unique<MaxUnpoolExecution>(b, op));
+}
+
+}  // namespace kiln

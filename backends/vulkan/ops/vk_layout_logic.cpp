@@ -1,0 +1,166 @@
+// Dtype-changing elementwise ops on Vulkan, with the host kernels'
+// semantics (host_fallback/ops/elementwise.cpp):
+//   * Cast between f32, f16, i32, i64 and bool (cast.glsl: integer-only
+//     conversions, bit-exact with the host): cast.comp when both sides are
+//     whole words, cast_u8.comp (byte addressed) when a side is f16 or bool;
+//     a cast to the same dtype is a buffer copy;
+//   * Equal, Less, Greater, And on f32 / i32 / i64 (compare.comp), Equal and
+//     And on bool / u8 and Not on bool (compare_bool.comp), broadcasting;
+//   * Where (where.comp): bool condition, 4- or 8-byte values, broadcasting.
+// Bool tensors are one byte an element: every kernel that reads or writes
+// them needs the device's 8-bit storage (storageBuffer8BitAccess), so that
+// invocations store single bytes without racing on shared words; without
+// it these ops are Unsupported and run on the host.
+#include "vk_layout.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMaxRank = 6;  // KILN_MAX_RANK of common.glsl
+
+// Element kinds of cast.glsl (KIND_*).
+enum VkCastKind : uint32_t { kF32 = 0, kF16, kI32, kI64, kBool };
+
+StatusOr<uint32_t> CastKind(fb::DataType t) {
+  switch (t) {
+    case fb::DataType::F32: return kF32;
+    case fb::DataType::F16: return kF16;
+    case fb::DataType::I32: return kI32;
+    case fb::DataType::I64: return kI64;
+    case fb::DataType::BOOL: return kBool;
+    default: return Unsupported("Vulkan Cast takes f32, f16, i32, i64 and bool, not %s", fb::EnumNameDataType(t));
+  }
+}
+
+class CastExecution final : public VulkanExecution {
+ public:
+  CastExecution(VulkanBackend* b, uint32_t src, uint32_t dst) : VulkanExecution(b), src_(src), dst_(dst) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    if (src_ == dst_) {
+      addCopy(in[0], out[0]);
+      return Status::Ok();
+    }
+    RETURN_IF_ERROR(RequireUnits32(*in[0], 2));
+    struct {
+      uint32_t n;
+    } push{static_cast<uint32_t>(in[0]->elementCount())};
+    const bool words = src_ != kF16 && src_ != kBool && dst_ != kF16 && dst_ != kBool;
+    return add1D(words ? "cast" : "cast_u8", {{in[0]}, {out[0], nullptr, true}}, push, push.n, {src_, dst_});
+  }
+
+  uint32_t src_, dst_;
+};
+
+// The push constants of compare.comp and compare_bool.comp.
+struct ComparePush {
+  uint32_t n, rank, dims[kMaxRank], sa[kMaxRank], sb[kMaxRank];
+};
+
+class CompareExecution final : public VulkanExecution {
+ public:
+  CompareExecution(VulkanBackend* b, const char* shader, std::vector<uint32_t> spec)
+      : VulkanExecution(b), shader_(shader), spec_(std::move(spec)) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    for (const Tensor* t : in) RETURN_IF_ERROR(RequireUnits32(*t, 2));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
+    const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
+    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
+    ComparePush push{};
+    push.n = static_cast<uint32_t>(out[0]->elementCount());
+    push.rank = bc.rank;
+    for (int d = 0; d < kMaxRank; ++d) {
+      push.dims[d] = bc.dims[d];
+      push.sa[d] = bc.strides[0][d];
+      push.sb[d] = bc.strides[1][d];
+    }
+    return add1D(shader_, {{in[0]}, {b}, {out[0], nullptr, true}}, push, push.n, spec_);
+  }
+
+  const char* shader_;
+  std::vector<uint32_t> spec_;
+};
+
+class WhereExecution final : public VulkanExecution {
+ public:
+  WhereExecution(VulkanBackend* b, uint32_t words) : VulkanExecution(b), words_(words) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
+    struct {
+      uint32_t n, rank, dims[kMaxRank], sc[kMaxRank], sa[kMaxRank], sb[kMaxRank];
+    } push{};
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.rank = bc.rank;
+    for (int d = 0; d < kMaxRank; ++d) {
+      push.dims[d] = bc.dims[d];
+      push.sc[d] = bc.strides[0][d];
+      push.sa[d] = bc.strides[1][d];
+      push.sb[d] = bc.strides[2][d];
+    }
+    return add1D("where", {{in[0]}, {in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n, {words_});
+  }
+
+  uint32_t words_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  ASSIGN_OR_RETURN(uint32_t src, CastKind(InputDtype(op, graph, 0)));
+  ASSIGN_OR_RETURN(uint32_t dst, CastKind(graph.tensors[static_cast<size_t>(op.outputs[0])].dtype));
+  if (src != dst && (src == kF16 || src == kBool || dst == kF16 || dst == kBool) && !b->caps().storage_8bit)
+    return Unsupported("Vulkan Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
+  return Make(std::make_unique<CastExecution>(b, src, dst));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
+  const fb::DataType t = InputDtype(op, graph, 0);
+  if (op.inputs.size() > 1 && InputDtype(op, graph, 1) != t)
+    return Unsupported("Vulkan %s: inputs of different dtypes", op.typeName());
+  const bool bytes = t == fb::DataType::BOOL || t == fb::DataType::U8;
+  if (op.type == fb::OpType::Not) {
+    if (t != fb::DataType::BOOL) return Unsupported("Vulkan Not takes bool, not %s", fb::EnumNameDataType(t));
+    return Make(std::make_unique<CompareExecution>(b, "compare_bool", std::vector<uint32_t>{2u}));
+  }
+  const bool logic = op.type == fb::OpType::And || op.type == fb::OpType::Equal;
+  if (bytes && logic)
+    return Make(std::make_unique<CompareExecution>(
+        b, "compare_bool", std::vector<uint32_t>{op.type == fb::OpType::And ? 0u : 1u}));
+  uint32_t type;
+  switch (t) {
+    case fb::DataType::F32: type = 0; break;
+    case fb::DataType::I32: type = 1; break;
+    case fb::DataType::I64: type = 2; break;
+    default:
+      return Unsupported("Vulkan %s takes f32, i32 and i64%s, not %s", op.typeName(),
+                         logic ? " (and bool, u8)" : "", fb::EnumNameDataType(t));
+  }
+  uint32_t code;
+  switch (op.type) {
+    case fb::OpType::Equal: code = 0; break;
+    case fb::OpType::Less: code = 1; break;
+    case fb::OpType::Greater: code = 2; break;
+    case fb::OpType::And: code = 3; break;
+    default: return Unsupported("no Vulkan comparison for %s", op.typeName());
+  }
+  return Make(std::make_unique<CompareExecution>(b, "compare", std::vector<uint32_t>{type, code}));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
+  if (InputDtype(op, graph, 0) != fb::DataType::BOOL)
+    return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(InputDtype(op, graph, 0)));
+  const fb::DataType t = InputDtype(op, graph, 1);
+  if (InputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
+  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(t, b->caps(), "where", nullptr));
+  return Make(std::make_unique<WhereExecution>(b, units.units));
+}
+
+}  // namespace kiln

@@ -1,0 +1,16 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+
+// The strided copy (copy_strided.glsl) in 32-bit words: any dtype whose
+// element is a whole number of words.
+#include "copy_strided.glsl"
+
+layout(std430, binding = 0) readonly buffer X { uint x[]; };
+layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
+
+void main() {
+  uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.n) return;
+  y[DstOffset(i)] = x[SrcOffset(i)];
+}
