@@ -176,6 +176,7 @@ VulkanBackend::~VulkanBackend() {
   if (command_pool_) vkDestroyCommandPool(dev, command_pool_, nullptr);
   freeBuffer(&pool_);
   freeBuffer(&staging_);
+  freeBuffer(&constant_buffer_);
 }
 
 Status VulkanBackend::saveCache() {
@@ -356,9 +357,50 @@ Status VulkanBackend::onReleaseBuffer(Tensor* t) {
   return Status::Ok();
 }
 
+StatusOr<bool> VulkanBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
+  for (const Constant& c : constants_)
+    if (c.mirror == mirror) return true;  // resident since an earlier resize
+  if (src.byteSize() > caps().max_storage_buffer_range)
+    return Unsupported("constant '%s' is %zu bytes, over the device's storage-buffer range of %u",
+                       src.name().c_str(), src.byteSize(), caps().max_storage_buffer_range);
+  constants_.push_back({mirror, &src, 0});
+  constants_dirty_ = true;
+  return true;
+}
+
+// Lays every constant out in one buffer and uploads them with one copy.
+Status VulkanBackend::uploadConstants() {
+  const VkDeviceSize align = std::max<VkDeviceSize>(64, caps().min_storage_offset_alignment);
+  VkDeviceSize total = 0;
+  for (Constant& c : constants_) {
+    c.offset = total;
+    total += (BindingRange(c.src->byteSize()) + align - 1) / align * align;
+  }
+  freeBuffer(&constant_buffer_);
+  ASSIGN_OR_RETURN(constant_buffer_, createBuffer(total + kPoolSlack));
+  RETURN_IF_ERROR(ensureStaging(total));
+  for (const Constant& c : constants_)
+    if (c.src->byteSize()) std::memcpy(staging_map_ + c.offset, c.src->hostData(), c.src->byteSize());
+  ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+  VkBufferCopy region{0, 0, total};
+  vkCmdCopyBuffer(cmd, staging_.buffer, constant_buffer_.buffer, 1, &region);
+  RETURN_IF_ERROR(endOneShot(cmd));
+  for (const Constant& c : constants_)
+    c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_.buffer), c.offset);
+  constants_dirty_ = false;
+  return Status::Ok();
+}
+
+MemoryReport VulkanBackend::memoryReport() const {
+  MemoryReport r = report_;
+  r.constant_bytes = constant_buffer_.buffer ? constant_buffer_.bytes - kPoolSlack : 0;
+  return r;
+}
+
 Status VulkanBackend::onAllocateBuffer() {
   RETURN_IF_ERROR(waitIdle());
   freeRecording();
+  if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
   MemoryPlanner::Plan plan = planner_.plan();
   VkDeviceSize bytes = plan.total + kPoolSlack;
   if (bytes > pool_.bytes || bytes * 2 < pool_.bytes) {

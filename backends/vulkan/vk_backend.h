@@ -2,8 +2,9 @@
 //
 // Memory: one VkBuffer + VkDeviceMemory per session pool, planned by
 // MemoryPlanner (offsets aligned to the device's storage-buffer offset
-// alignment); constants read by Vulkan ops are uploaded once per resize into
-// the same pool (they are planned as live for the whole run). Where a
+// alignment); the model constants read by Vulkan ops (weights) live in a
+// buffer of their own, uploaded once through the staging buffer when the
+// session first resizes and kept across later resizes. Where a
 // device-local memory type is also host-visible (lavapipe, integrated GPUs,
 // resizable BAR) the pool is mapped and copies are memcpy; elsewhere copies
 // go through a host-visible staging buffer.
@@ -128,8 +129,9 @@ class VulkanBackend final : public Backend {
   void onClearBuffer() override;
   Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
   Status onReleaseBuffer(Tensor* t) override;
+  StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
   Status onAllocateBuffer() override;
-  MemoryReport memoryReport() const override { return report_; }
+  MemoryReport memoryReport() const override;
   Status onRecord(const std::vector<std::vector<Execution*>>& runs) override;
   void onExecuteBegin(bool op_by_op) override;
   Status onWaitFinish() override;
@@ -160,6 +162,7 @@ class VulkanBackend final : public Backend {
   StatusOr<VkCommandBuffer> beginOneShot();
   Status endOneShot(VkCommandBuffer cmd);
   Status ensureStaging(VkDeviceSize bytes);
+  Status uploadConstants();
   void freeRecording();
   Status readTimings();
 
@@ -169,6 +172,15 @@ class VulkanBackend final : public Backend {
   std::map<const Tensor*, int> buffer_of_;
   VulkanBuffer pool_;
   uint8_t* pool_map_ = nullptr;  // non-null on unified memory
+  // Model constants (weights): one buffer, uploaded once per session.
+  struct Constant {
+    Tensor* mirror;
+    const Tensor* src;
+    VkDeviceSize offset;
+  };
+  std::vector<Constant> constants_;
+  bool constants_dirty_ = false;
+  VulkanBuffer constant_buffer_;
   VulkanBuffer staging_;
   uint8_t* staging_map_ = nullptr;
   MemoryReport report_;

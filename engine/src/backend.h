@@ -51,6 +51,7 @@ struct MemoryReport {
   size_t lower_bound_bytes = 0;  // largest sum of live tensor bytes at any op
   size_t tensor_bytes = 0;       // sum of all acquired tensors (no reuse)
   size_t tensors = 0;
+  size_t constant_bytes = 0;     // constants kept apart from the pool (GPU weights)
 };
 
 class Backend {
@@ -68,6 +69,12 @@ class Backend {
   // memory in place; the memory is released when both are.
   virtual Status onAcquireBuffer(Tensor* t, const Tensor* share_with = nullptr) = 0;
   virtual Status onReleaseBuffer(Tensor* t) = 0;
+  // A model constant read by this backend's ops (`mirror` of the host
+  // tensor `src`, whose bytes never change). A backend that keeps constants
+  // apart (a GPU uploading weights once, not at every resize) takes it and
+  // returns true; it must bind `mirror` by onAllocateBuffer. false: the
+  // session plans it like any tensor and copies it at each resize.
+  virtual StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) { return false; }
   virtual Status onAllocateBuffer() = 0;
   virtual MemoryReport memoryReport() const = 0;
 

@@ -152,7 +152,18 @@ Status SessionImpl::planMemory() {
   for (int t : g.inputs)
     if (!isShapeInput(tensors_[static_cast<size_t>(t)].get()))
       RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
-  for (auto& [src, m] : static_copies_) RETURN_IF_ERROR(backendOf(m)->onAcquireBuffer(m, nullptr));
+  std::vector<std::pair<Tensor*, Tensor*>> copies;  // static copies the backends did not take as constants
+  for (auto& [src, m] : static_copies_) {
+    const auto it = graph_index_.find(src);
+    const bool constant = it != graph_index_.end() && graph_->tensors[it->second].isConstant();
+    bool taken = false;
+    if (constant) {
+      ASSIGN_OR_RETURN(taken, backendOf(m)->onAcquireConstant(m, *src));
+    }
+    if (taken) continue;
+    RETURN_IF_ERROR(backendOf(m)->onAcquireBuffer(m, nullptr));
+    copies.emplace_back(src, m);
+  }
 
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
@@ -179,7 +190,7 @@ Status SessionImpl::planMemory() {
     }
   }
   for (auto& b : backends_) RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
-  for (auto& [src, m] : static_copies_) {
+  for (auto& [src, m] : copies) {
     Backend* b = backendOf(m);
     RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
@@ -344,7 +355,7 @@ std::vector<MemoryUse> SessionImpl::memory() const {
   std::vector<MemoryUse> out;
   for (auto& b : backends_) {
     MemoryReport r = b->memoryReport();
-    out.push_back({b->name(), r.planned_bytes, r.lower_bound_bytes, r.tensor_bytes});
+    out.push_back({b->name(), r.planned_bytes, r.lower_bound_bytes, r.tensor_bytes, r.constant_bytes});
   }
   return out;
 }

@@ -90,6 +90,8 @@ TEST(VulkanSession, RecordedRunsReplayAndResize) {
       vulkan_pool = true;
       EXPECT_GT(m.planned_bytes, 0u);
       EXPECT_LE(m.lower_bound_bytes, m.planned_bytes);
+      // The constant c (5 floats) is in the weights buffer, not the pool.
+      EXPECT_GE(m.constant_bytes, 20u);
     }
   EXPECT_TRUE(vulkan_pool);
 }

@@ -200,8 +200,9 @@ void PrintText(const Result& r) {
   std::printf("  first run      %9.2f ms\n", r.first_run_ms);
   std::printf("  run            %9.3f ms median (min %.3f, max %.3f)\n", r.median_ms, r.min_ms, r.max_ms);
   for (const MemoryUse& m : r.memory)
-    std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)\n", m.backend.c_str(),
-                m.planned_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, m.tensor_bytes / 1048576.0);
+    std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)%s\n", m.backend.c_str(),
+                m.planned_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, m.tensor_bytes / 1048576.0,
+                m.constant_bytes ? StrFormat(", weights %.2f MiB", m.constant_bytes / 1048576.0).c_str() : "");
   std::printf("  peak RSS       %9.1f MiB\n", r.peak_rss_kb / 1024.0);
   if (r.profile.empty()) return;
   double total = 0;
