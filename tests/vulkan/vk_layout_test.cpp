@@ -157,7 +157,9 @@ TEST(VulkanLayout, Gather) {
   // A scalar index computed at run time drops the axis.
   const int64_t one = -2;
   OpTest s(fb::OpType::Gather);
-  s.input("x", {4, 17}, Random(68)).inputI64("i", {}, {one});
+  fb::AxisParamsT p;
+  p.axis = 1;
+  s.input("x", {4, 17}, Random(68)).inputI64("i", {}, {one}).params(p);
   ExpectSameAsHost(s, kVk, 0, "Gather scalar runtime index");
 }
 

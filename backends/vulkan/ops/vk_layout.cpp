@@ -189,10 +189,11 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
 
 class CopyExecution final : public VulkanExecution {
  public:
-  CopyExecution(VulkanBackend* b, const GraphOp& op, MoveUnits units) : VulkanExecution(b), op_(op), units_(units) {}
+  CopyExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    ASSIGN_OR_RETURN(units_, UnitsFor(in[0]->dtype(), vk()->caps(), "copy", "copy_u8"));
     ASSIGN_OR_RETURN(std::vector<Piece> pieces, Pieces(op_, in, out));
     for (const Piece& p : pieces) RETURN_IF_ERROR(addPiece(p));
     return Status::Ok();
@@ -265,7 +266,7 @@ class CopyExecution final : public VulkanExecution {
   }
 
   const GraphOp& op_;
-  MoveUnits units_;
+  MoveUnits units_;  // of the bound dtype, set by plan()
 };
 
 }  // namespace
@@ -274,8 +275,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkLayoutCopy(const GraphOp& op, const
   if ((op.type == fb::OpType::DepthToSpace || op.type == fb::OpType::SpaceToDepth) &&
       !op.params<fb::SpaceDepthParams>())
     return Unsupported("%s without SpaceDepthParams", op.typeName());
-  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(InputDtype(op, graph, 0), b->caps(), "copy", "copy_u8"));
-  return Make(std::make_unique<CopyExecution>(b, op, units));
+  RETURN_IF_ERROR(UnitsFor(InputDtype(op, graph, 0), b->caps(), "copy", "copy_u8").status());
+  return Make(std::make_unique<CopyExecution>(b, op));
 }
 
 }  // namespace kiln

@@ -1,4 +1,10 @@
 // Helpers shared by the Vulkan layout family (vk_layout*.cpp).
+//
+// Dtypes are checked twice: at creation against the graph's declared dtype
+// (to decline early, so the op runs on the host), and again at resize
+// against the bound tensors, whose dtype shape inference has settled (an
+// intermediate's declared dtype may be a placeholder); kernels are chosen
+// from the latter.
 #pragma once
 
 #include "vk_common.h"

@@ -36,27 +36,31 @@ Status RequireRank(const GraphOp& op, size_t rank) {
 
 class GatherExecution final : public VulkanExecution {
  public:
-  GatherExecution(VulkanBackend* b, int axis, uint32_t words) : VulkanExecution(b), axis_(axis), words_(words) {}
+  GatherExecution(VulkanBackend* b, int axis) : VulkanExecution(b), axis_(axis) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    RETURN_IF_ERROR(RequireUnits32(x, words_));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(x.dtype(), vk()->caps(), "gather", nullptr));
+    const uint32_t words = units.units;
+    RETURN_IF_ERROR(RequireUnits32(x, words));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Gather");
-    int64_t inner = words_;
+    int64_t inner = words;
     for (int d = axis + 1; d < x.dimensions(); ++d) inner *= x.length(d);
     struct {
       uint32_t n, inner, count, dim;
-    } push{static_cast<uint32_t>(out[0]->elementCount() * words_), static_cast<uint32_t>(inner),
+    } push{static_cast<uint32_t>(out[0]->elementCount() * words), static_cast<uint32_t>(inner),
            static_cast<uint32_t>(in[1]->elementCount()), static_cast<uint32_t>(x.length(axis))};
     if (push.n == 0) return Status::Ok();
-    const uint32_t idx64 = in[1]->dtype() == fb::DataType::I64;
+    const fb::DataType idx = in[1]->dtype();
+    if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
+      return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", DataTypeName(idx));
+    const uint32_t idx64 = idx == fb::DataType::I64;
     return add1D("gather", {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n, {idx64});
   }
 
   int axis_;
-  uint32_t words_;
 };
 
 // ------------------------------------------------------------------- Pad
@@ -75,16 +79,18 @@ StatusOr<std::vector<uint8_t>> FillValue(float v, fb::DataType dtype) {
 
 class PadExecution final : public VulkanExecution {
  public:
-  PadExecution(VulkanBackend* b, const GraphOp& op, uint32_t words) : VulkanExecution(b), op_(op), words_(words) {}
+  PadExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
   ~PadExecution() override { vk()->freeBuffer(&fill_); }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const std::vector<int64_t>& xs = x.shape();
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(x.dtype(), vk()->caps(), "pad", nullptr));
+    const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, xs.size()));
-    RETURN_IF_ERROR(RequireUnits32(x, words_));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    RETURN_IF_ERROR(RequireUnits32(x, words));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, xs, TensorValues(in)));
     const fb::PadParams* p = op_.params<fb::PadParams>();
     VkBinding value{in.size() > 2 ? in[2] : nullptr};
@@ -100,7 +106,7 @@ class PadExecution final : public VulkanExecution {
       uint32_t out_dims[kMaxRank], in_dims[kMaxRank];
       int32_t begin[kMaxRank];
     } push{};
-    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words);
     push.rank = static_cast<uint32_t>(xs.size());
     for (size_t d = 0; d < xs.size(); ++d) {
       push.out_dims[d] = static_cast<uint32_t>(out[0]->shape()[d]);
@@ -110,11 +116,10 @@ class PadExecution final : public VulkanExecution {
     }
     if (push.n == 0) return Status::Ok();
     const uint32_t mode = static_cast<uint32_t>(p ? p->mode() : fb::PadMode::Constant);
-    return add1D("pad", {{in[0]}, value, {out[0], nullptr, true}}, push, push.n, {mode, words_});
+    return add1D("pad", {{in[0]}, value, {out[0], nullptr, true}}, push, push.n, {mode, words});
   }
 
   const GraphOp& op_;
-  uint32_t words_;
   VulkanBuffer fill_;
 };
 
@@ -154,7 +159,7 @@ uint32_t FloatBits(float f) {
 
 class ResizeExecution final : public VulkanExecution {
  public:
-  ResizeExecution(VulkanBackend* b, const GraphOp& op, uint32_t words) : VulkanExecution(b), op_(op), words_(words) {}
+  ResizeExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
   ~ResizeExecution() override { vk()->freeBuffer(&taps_); }
 
  private:
@@ -164,9 +169,13 @@ class ResizeExecution final : public VulkanExecution {
     const auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
     const auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
     const std::vector<int64_t>& is = in[0]->shape();
+    if (linear && in[0]->dtype() != fb::DataType::F32)
+      return Unsupported("Vulkan Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(in[0]->dtype(), vk()->caps(), "resize", nullptr));
+    const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, is.size()));
-    RETURN_IF_ERROR(RequireUnits32(*in[0], words_));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    RETURN_IF_ERROR(RequireUnits32(*in[0], words));
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
     if (spec.out_shape != out[0]->shape())
       return Internal("Resize: resolved %s, inferred %s", ShapeToString(spec.out_shape).c_str(),
@@ -175,7 +184,7 @@ class ResizeExecution final : public VulkanExecution {
       uint32_t n, rank, nact, act, act_mask;
       uint32_t dims[kMaxRank], tab[kMaxRank];
     } push{};
-    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words);
     push.rank = static_cast<uint32_t>(is.size());
     if (push.n == 0) return Status::Ok();
     // Per dim, per output coordinate: (off0, off1, w0, w1), as the host builds them.
@@ -212,11 +221,10 @@ class ResizeExecution final : public VulkanExecution {
     vk()->freeBuffer(&taps_);
     ASSIGN_OR_RETURN(taps_, vk()->createBuffer(taps.size() * 4, taps.data()));
     return add1D("resize", {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
-                 {linear ? 1u : 0u, words_});
+                 {linear ? 1u : 0u, words});
   }
 
   const GraphOp& op_;
-  uint32_t words_;
   VulkanBuffer taps_;
 };
 
@@ -231,6 +239,8 @@ class MaxUnpoolExecution final : public VulkanExecution {
     const Tensor& x = *in[0];
     const Tensor& y = *out[0];
     const size_t rank = x.shape().size();
+    if (x.dtype() != fb::DataType::F32 || in[1]->dtype() != fb::DataType::I64)
+      return Unsupported("Vulkan MaxUnpool takes f32 values and i64 indices");
     RETURN_IF_ERROR(RequireRank(op_, rank));
     RETURN_IF_ERROR(Require32Bit(x));
     RETURN_IF_ERROR(Require32Bit(y));
@@ -281,20 +291,19 @@ class MaxUnpoolExecution final : public VulkanExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(InputDtype(op, graph, 0), b->caps(), "gather", nullptr));
+  RETURN_IF_ERROR(UnitsFor(InputDtype(op, graph, 0), b->caps(), "gather", nullptr).status());
   const fb::DataType idx = InputDtype(op, graph, 1);
   if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
     return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
   const fb::AxisParams* p = op.params<fb::AxisParams>();
-  return Make(std::make_unique<GatherExecution>(b, p ? p->axis() : 0, units.units));
+  return Make(std::make_unique<GatherExecution>(b, p ? p->axis() : 0));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkPad(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   const fb::DataType dtype = InputDtype(op, graph, 0);
-  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(dtype, b->caps(), "pad", nullptr));
   if (dtype != fb::DataType::F32 && dtype != fb::DataType::I32 && dtype != fb::DataType::I64)
     return Unsupported("Vulkan Pad takes f32, i32 and i64, not %s", fb::EnumNameDataType(dtype));
-  return Make(std::make_unique<PadExecution>(b, op, units.units));
+  return Make(std::make_unique<PadExecution>(b, op));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
@@ -306,8 +315,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Gra
   const fb::DataType dtype = InputDtype(op, graph, 0);
   if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
     return Unsupported("Vulkan Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
-  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(dtype, b->caps(), "resize", nullptr));
-  return Make(std::make_unique<ResizeExecution>(b, op, units.units));
+  RETURN_IF_ERROR(UnitsFor(dtype, b->caps(), "resize", nullptr).status());
+  return Make(std::make_unique<ResizeExecution>(b, op));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkMaxUnpool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {

@@ -32,13 +32,24 @@ StatusOr<uint32_t> CastKind(fb::DataType t) {
   }
 }
 
+// The shader of a cast between two kinds: words when both sides are whole
+// words, bytes otherwise (8-bit storage).
+StatusOr<const char*> CastShader(uint32_t src, uint32_t dst, const VulkanCaps& caps) {
+  const bool words = src != kF16 && src != kBool && dst != kF16 && dst != kBool;
+  if (!words && !caps.storage_8bit)
+    return Unsupported("Vulkan Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
+  return words ? "cast" : "cast_u8";
+}
+
 class CastExecution final : public VulkanExecution {
  public:
-  CastExecution(VulkanBackend* b, uint32_t src, uint32_t dst) : VulkanExecution(b), src_(src), dst_(dst) {}
+  using VulkanExecution::VulkanExecution;
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    if (src_ == dst_) {
+    ASSIGN_OR_RETURN(uint32_t src, CastKind(in[0]->dtype()));
+    ASSIGN_OR_RETURN(uint32_t dst, CastKind(out[0]->dtype()));
+    if (src == dst) {
       addCopy(in[0], out[0]);
       return Status::Ok();
     }
@@ -46,11 +57,9 @@ class CastExecution final : public VulkanExecution {
     struct {
       uint32_t n;
     } push{static_cast<uint32_t>(in[0]->elementCount())};
-    const bool words = src_ != kF16 && src_ != kBool && dst_ != kF16 && dst_ != kBool;
-    return add1D(words ? "cast" : "cast_u8", {{in[0]}, {out[0], nullptr, true}}, push, push.n, {src_, dst_});
+    ASSIGN_OR_RETURN(const char* shader, CastShader(src, dst, vk()->caps()));
+    return add1D(shader, {{in[0]}, {out[0], nullptr, true}}, push, push.n, {src, dst});
   }
-
-  uint32_t src_, dst_;
 };
 
 // The push constants of compare.comp and compare_bool.comp.
@@ -58,16 +67,50 @@ struct ComparePush {
   uint32_t n, rank, dims[kMaxRank], sa[kMaxRank], sb[kMaxRank];
 };
 
+// The shader and specialization of a comparison or logic op on `t`.
+struct CompareKernel {
+  const char* shader;
+  std::vector<uint32_t> spec;
+};
+
+StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
+  const bool logic = op == fb::OpType::And || op == fb::OpType::Equal;
+  if (op == fb::OpType::Not) {
+    if (t != fb::DataType::BOOL) return Unsupported("Vulkan Not takes bool, not %s", fb::EnumNameDataType(t));
+    return CompareKernel{"compare_bool", {2u}};
+  }
+  if (logic && (t == fb::DataType::BOOL || t == fb::DataType::U8))
+    return CompareKernel{"compare_bool", {op == fb::OpType::And ? 0u : 1u}};
+  uint32_t type, code;
+  switch (t) {
+    case fb::DataType::F32: type = 0; break;
+    case fb::DataType::I32: type = 1; break;
+    case fb::DataType::I64: type = 2; break;
+    default:
+      return Unsupported("Vulkan %s takes f32, i32 and i64%s, not %s", fb::EnumNameOpType(op),
+                         logic ? " (and bool, u8)" : "", fb::EnumNameDataType(t));
+  }
+  switch (op) {
+    case fb::OpType::Equal: code = 0; break;
+    case fb::OpType::Less: code = 1; break;
+    case fb::OpType::Greater: code = 2; break;
+    case fb::OpType::And: code = 3; break;
+    default: return Unsupported("no Vulkan comparison for %s", fb::EnumNameOpType(op));
+  }
+  return CompareKernel{"compare", {type, code}};
+}
+
 class CompareExecution final : public VulkanExecution {
  public:
-  CompareExecution(VulkanBackend* b, const char* shader, std::vector<uint32_t> spec)
-      : VulkanExecution(b), shader_(shader), spec_(std::move(spec)) {}
+  CompareExecution(VulkanBackend* b, fb::OpType type) : VulkanExecution(b), type_(type) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
+    if (b->dtype() != in[0]->dtype()) return Unsupported("Vulkan comparison of different dtypes");
+    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, in[0]->dtype()));
     for (const Tensor* t : in) RETURN_IF_ERROR(RequireUnits32(*t, 2));
     RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
-    const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
     ComparePush push{};
     push.n = static_cast<uint32_t>(out[0]->elementCount());
@@ -77,25 +120,28 @@ class CompareExecution final : public VulkanExecution {
       push.sa[d] = bc.strides[0][d];
       push.sb[d] = bc.strides[1][d];
     }
-    return add1D(shader_, {{in[0]}, {b}, {out[0], nullptr, true}}, push, push.n, spec_);
+    return add1D(kernel.shader, {{in[0]}, {b}, {out[0], nullptr, true}}, push, push.n, kernel.spec);
   }
 
-  const char* shader_;
-  std::vector<uint32_t> spec_;
+  fb::OpType type_;
 };
 
 class WhereExecution final : public VulkanExecution {
  public:
-  WhereExecution(VulkanBackend* b, uint32_t words) : VulkanExecution(b), words_(words) {}
+  using VulkanExecution::VulkanExecution;
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words_));
+    if (in[0]->dtype() != fb::DataType::BOOL || in[1]->dtype() != in[2]->dtype())
+      return Unsupported("Vulkan Where takes a bool condition and values of one dtype");
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(in[1]->dtype(), vk()->caps(), "where", nullptr));
+    const uint32_t words = units.units;
+    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
     struct {
       uint32_t n, rank, dims[kMaxRank], sc[kMaxRank], sa[kMaxRank], sb[kMaxRank];
     } push{};
-    push.n = static_cast<uint32_t>(out[0]->elementCount() * words_);
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * words);
     push.rank = bc.rank;
     for (int d = 0; d < kMaxRank; ++d) {
       push.dims[d] = bc.dims[d];
@@ -103,20 +149,19 @@ class WhereExecution final : public VulkanExecution {
       push.sa[d] = bc.strides[1][d];
       push.sb[d] = bc.strides[2][d];
     }
-    return add1D("where", {{in[0]}, {in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n, {words_});
+    return add1D("where", {{in[0]}, {in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n, {words});
   }
-
-  uint32_t words_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+  const fb::CastParams* p = op.params<fb::CastParams>();
+  if (!p) return Unsupported("Cast without CastParams");
   ASSIGN_OR_RETURN(uint32_t src, CastKind(InputDtype(op, graph, 0)));
-  ASSIGN_OR_RETURN(uint32_t dst, CastKind(graph.tensors[static_cast<size_t>(op.outputs[0])].dtype));
-  if (src != dst && (src == kF16 || src == kBool || dst == kF16 || dst == kBool) && !b->caps().storage_8bit)
-    return Unsupported("Vulkan Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
-  return Make(std::make_unique<CastExecution>(b, src, dst));
+  ASSIGN_OR_RETURN(uint32_t dst, CastKind(p->to()));
+  if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->caps()).status());
+  return Make(std::make_unique<CastExecution>(b));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
@@ -124,33 +169,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Gr
   const fb::DataType t = InputDtype(op, graph, 0);
   if (op.inputs.size() > 1 && InputDtype(op, graph, 1) != t)
     return Unsupported("Vulkan %s: inputs of different dtypes", op.typeName());
-  const bool bytes = t == fb::DataType::BOOL || t == fb::DataType::U8;
-  if (op.type == fb::OpType::Not) {
-    if (t != fb::DataType::BOOL) return Unsupported("Vulkan Not takes bool, not %s", fb::EnumNameDataType(t));
-    return Make(std::make_unique<CompareExecution>(b, "compare_bool", std::vector<uint32_t>{2u}));
-  }
-  const bool logic = op.type == fb::OpType::And || op.type == fb::OpType::Equal;
-  if (bytes && logic)
-    return Make(std::make_unique<CompareExecution>(
-        b, "compare_bool", std::vector<uint32_t>{op.type == fb::OpType::And ? 0u : 1u}));
-  uint32_t type;
-  switch (t) {
-    case fb::DataType::F32: type = 0; break;
-    case fb::DataType::I32: type = 1; break;
-    case fb::DataType::I64: type = 2; break;
-    default:
-      return Unsupported("Vulkan %s takes f32, i32 and i64%s, not %s", op.typeName(),
-                         logic ? " (and bool, u8)" : "", fb::EnumNameDataType(t));
-  }
-  uint32_t code;
-  switch (op.type) {
-    case fb::OpType::Equal: code = 0; break;
-    case fb::OpType::Less: code = 1; break;
-    case fb::OpType::Greater: code = 2; break;
-    case fb::OpType::And: code = 3; break;
-    default: return Unsupported("no Vulkan comparison for %s", op.typeName());
-  }
-  return Make(std::make_unique<CompareExecution>(b, "compare", std::vector<uint32_t>{type, code}));
+  RETURN_IF_ERROR(CompareKernelFor(op.type, t).status());
+  return Make(std::make_unique<CompareExecution>(b, op.type));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
@@ -159,8 +179,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Grap
     return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(InputDtype(op, graph, 0)));
   const fb::DataType t = InputDtype(op, graph, 1);
   if (InputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
-  ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(t, b->caps(), "where", nullptr));
-  return Make(std::make_unique<WhereExecution>(b, units.units));
+  RETURN_IF_ERROR(UnitsFor(t, b->caps(), "where", nullptr).status());
+  return Make(std::make_unique<WhereExecution>(b));
 }
 
 }  // namespace kiln
