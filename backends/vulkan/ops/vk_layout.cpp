@@ -275,7 +275,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkLayoutCopy(const GraphOp& op, const
   if ((op.type == fb::OpType::DepthToSpace || op.type == fb::OpType::SpaceToDepth) &&
       !op.params<fb::SpaceDepthParams>())
     return Unsupported("%s without SpaceDepthParams", op.typeName());
-  RETURN_IF_ERROR(UnitsFor(InputDtype(op, graph, 0), b->caps(), "copy", "copy_u8").status());
+  RETURN_IF_ERROR(UnitsFor(DeclaredInputDtype(op, graph, 0), b->caps(), "copy", "copy_u8").status());
   return Make(std::make_unique<CopyExecution>(b, op));
 }
 

@@ -26,7 +26,7 @@ StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const c
 Status Require8BitStorage(const VulkanCaps& caps, const GraphOp& op);
 
 // The dtype of input `k` of `op` as the graph declares it.
-inline fb::DataType InputDtype(const GraphOp& op, const Graph& graph, size_t k) {
+inline fb::DataType DeclaredInputDtype(const GraphOp& op, const Graph& graph, size_t k) {
   return graph.tensors[static_cast<size_t>(op.inputs[k])].dtype;
 }
 

@@ -291,8 +291,8 @@ class MaxUnpoolExecution final : public VulkanExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(UnitsFor(InputDtype(op, graph, 0), b->caps(), "gather", nullptr).status());
-  const fb::DataType idx = InputDtype(op, graph, 1);
+  RETURN_IF_ERROR(UnitsFor(DeclaredInputDtype(op, graph, 0), b->caps(), "gather", nullptr).status());
+  const fb::DataType idx = DeclaredInputDtype(op, graph, 1);
   if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
     return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
   const fb::AxisParams* p = op.params<fb::AxisParams>();
@@ -300,7 +300,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Gra
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkPad(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  const fb::DataType dtype = InputDtype(op, graph, 0);
+  const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (dtype != fb::DataType::F32 && dtype != fb::DataType::I32 && dtype != fb::DataType::I64)
     return Unsupported("Vulkan Pad takes f32, i32 and i64, not %s", fb::EnumNameDataType(dtype));
   return Make(std::make_unique<PadExecution>(b, op));
@@ -312,7 +312,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Gra
     return Unsupported("Resize: cubic mode is not supported (nearest and linear are)");
   if (p && p->coordinate_transform() == fb::CoordinateTransform::TfCropAndResize)
     return Unsupported("Resize: the tf_crop_and_resize coordinate transform is not supported");
-  const fb::DataType dtype = InputDtype(op, graph, 0);
+  const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
     return Unsupported("Vulkan Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
   RETURN_IF_ERROR(UnitsFor(dtype, b->caps(), "resize", nullptr).status());
@@ -320,10 +320,10 @@ StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Gra
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkMaxUnpool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  if (InputDtype(op, graph, 0) != fb::DataType::F32)
-    return Unsupported("Vulkan MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(InputDtype(op, graph, 0)));
-  if (InputDtype(op, graph, 1) != fb::DataType::I64)
-    return Unsupported("Vulkan MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(InputDtype(op, graph, 1)));
+  if (DeclaredInputDtype(op, graph, 0) != fb::DataType::F32)
+    return Unsupported("Vulkan MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
+  if (DeclaredInputDtype(op, graph, 1) != fb::DataType::I64)
+    return Unsupported("Vulkan MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 1)));
   return Make(std::make_unique<MaxUnpoolExecution>(b, op));
 }
 

@@ -158,7 +158,7 @@ class WhereExecution final : public VulkanExecution {
 StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   const fb::CastParams* p = op.params<fb::CastParams>();
   if (!p) return Unsupported("Cast without CastParams");
-  ASSIGN_OR_RETURN(uint32_t src, CastKind(InputDtype(op, graph, 0)));
+  ASSIGN_OR_RETURN(uint32_t src, CastKind(DeclaredInputDtype(op, graph, 0)));
   ASSIGN_OR_RETURN(uint32_t dst, CastKind(p->to()));
   if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->caps()).status());
   return Make(std::make_unique<CastExecution>(b));
@@ -166,8 +166,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph
 
 StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
-  const fb::DataType t = InputDtype(op, graph, 0);
-  if (op.inputs.size() > 1 && InputDtype(op, graph, 1) != t)
+  const fb::DataType t = DeclaredInputDtype(op, graph, 0);
+  if (op.inputs.size() > 1 && DeclaredInputDtype(op, graph, 1) != t)
     return Unsupported("Vulkan %s: inputs of different dtypes", op.typeName());
   RETURN_IF_ERROR(CompareKernelFor(op.type, t).status());
   return Make(std::make_unique<CompareExecution>(b, op.type));
@@ -175,10 +175,10 @@ StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Gr
 
 StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
-  if (InputDtype(op, graph, 0) != fb::DataType::BOOL)
-    return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(InputDtype(op, graph, 0)));
-  const fb::DataType t = InputDtype(op, graph, 1);
-  if (InputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
+  if (DeclaredInputDtype(op, graph, 0) != fb::DataType::BOOL)
+    return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
+  const fb::DataType t = DeclaredInputDtype(op, graph, 1);
+  if (DeclaredInputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
   RETURN_IF_ERROR(UnitsFor(t, b->caps(), "where", nullptr).status());
   return Make(std::make_unique<WhereExecution>(b));
 }
