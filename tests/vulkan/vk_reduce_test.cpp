@@ -79,7 +79,7 @@ TEST(VulkanReduce, LongAndStridedRows) {
                         {"split, strided: axis 0 of 9001x3", {9001, 3}, {0}},
                         {"strided, few results", {5, 300, 7}, {1}},
                         {"strided, many results", {3, 40, 100}, {1}},
-                        {"split over two axes", {2, 3000, 3, 2}, {1, 3}}};
+                        {"split over two axes", {2, 5000, 3, 2}, {1, 3}}};
   for (fb::OpType t : {fb::OpType::ReduceSum, fb::OpType::ReduceMean, fb::OpType::ReduceMax, fb::OpType::ReduceMin,
                        fb::OpType::ReduceL2})
     for (const Case& c : cases) {
@@ -181,7 +181,7 @@ TEST(VulkanReduceSoftmax, Axes) {
     int axis;
   };
   const Case cases[] = {{{3, 17}, -1}, {{2, 3001}, -1}, {{2, 7, 5}, 1}, {{2, 7, 5}, 0}, {{1, 3000, 2}, 1}, {{4, 3, 257}, 2}};
-  for (fb::OpType t : {fb::OpType::Softmax, fb::OpType::LogSoftmax}) {
+  for (fb::OpType t : {fb::OpType::Softmax, fb::OpType::LogSoftmax})
     for (const Case& c : cases) {
       fb::AxisParamsT p;
       p.axis = c.axis;
@@ -189,8 +189,6 @@ TEST(VulkanReduceSoftmax, Axes) {
       op.input("x", c.shape, Random(Numel(c.shape), -8, 8, 9)).params(p);
       ExpectSameAsHost(op, kVk, kTol, Name(t, "axis " + std::to_string(c.axis) + " of " + std::to_string(Numel(c.shape))));
     }
-    ExpectSameAsHost(OpTest(t).input("x", {3, 1, 5}, Random(15, -8, 8, 10)), kVk, kTol, Name(t, "default axis"));
-  }
 }
 
 TEST(VulkanReduceNorm, LayerNormalization) {

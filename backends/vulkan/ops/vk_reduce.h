@@ -20,9 +20,9 @@ constexpr uint32_t kMaxRowGroup = 256;  // KILN_ROW_GROUP_MAX in reduce_rows.gls
 // elements (its innermost ones, for a multi-axis row) are adjacent.
 uint32_t RowGroupSize(const VulkanCaps& caps, uint64_t rows, uint64_t len, bool contiguous);
 
-// Unsupported unless `x` (an op's input 0, seen at resize) is f32: onCreate
-// sees an intermediate tensor's dtype only as the model declares it, and the
-// shape function decides it.
+// Unsupported unless `x` (an op's input 0, seen at resize) is f32 with a
+// 32-bit element count. The dtype was checked at onCreate already, but only
+// as the model declares it; for an intermediate the shape function decides.
 Status RequireF32Input(const Tensor& x, const char* op);
 
 class RowExecution : public VulkanExecution {
