@@ -65,6 +65,23 @@ VulkanBackend* VulkanExecution::vk() const { return static_cast<VulkanBackend*>(
 
 Status VulkanExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   dispatches_.clear();
+  if (!resolvesDtypesAtResize()) {
+    auto check = [](const std::vector<Tensor*>& ts, const std::vector<fb::DataType>& declared) -> Status {
+      for (size_t k = 0, d = 0; k < ts.size() && d < declared.size(); ++k) {
+        if (!ts[k]) continue;
+        if (ts[k]->dtype() != declared[d])
+          return Unsupported("'%s' is %s but the model declares %s, which the Vulkan kernel was chosen for",
+                             ts[k]->name().c_str(), fb::EnumNameDataType(ts[k]->dtype()),
+                             fb::EnumNameDataType(declared[d]));
+        ++d;
+      }
+      return Status::Ok();
+    };
+    // Inputs only: an output's dtype is what the kernel writes (ArgMax's
+    // i64 whatever the placeholder says); a misdeclared input is what
+    // would be misread.
+    RETURN_IF_ERROR(check(inputs, declared_in_));
+  }
   return plan(inputs, outputs);
 }
 
@@ -199,8 +216,15 @@ Status VulkanBackend::saveCache() {
 }
 
 StatusOr<std::unique_ptr<Execution>> VulkanBackend::onCreate(const GraphOp& op, const Graph& graph) {
-  for (const Entry& e : kKernels)
-    if (e.type == op.type) return e.factory(op, graph, this);
+  for (const Entry& e : kKernels) {
+    if (e.type != op.type) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e.factory(op, graph, this));
+    std::vector<fb::DataType> in;
+    for (int t : op.inputs)
+      if (t >= 0) in.push_back(graph.tensors[static_cast<size_t>(t)].dtype);
+    static_cast<VulkanExecution*>(exec.get())->setDeclaredInputDtypes(std::move(in));
+    return exec;
+  }
   return Unsupported("the Vulkan backend has no %s shader", op.typeName());
 }
 

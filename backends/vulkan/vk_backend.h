@@ -84,8 +84,16 @@ class VulkanExecution : public Execution {
   Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   std::vector<VkDispatch>& dispatches() { return dispatches_; }
+  // The dtypes the model declares for the op's inputs (missing optional
+  // inputs excluded), set by the backend at creation.
+  void setDeclaredInputDtypes(std::vector<fb::DataType> in) { declared_in_ = std::move(in); }
 
  protected:
+  // Kernels chosen at creation trust the model's declared dtypes, which for
+  // an intermediate tensor can be a placeholder; onResize then checks them
+  // against the real ones and fails (never computes on misread data). An
+  // execution that picks its kernel from the bound tensors returns true.
+  virtual bool resolvesDtypesAtResize() const { return false; }
   // Shape-dependent planning: call add*() for each unit of work.
   virtual Status plan(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
   VulkanBackend* vk() const;
@@ -115,6 +123,7 @@ class VulkanExecution : public Execution {
   static void Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]);
 
   std::vector<VkDispatch> dispatches_;
+  std::vector<fb::DataType> declared_in_;
 };
 
 class VulkanBackend final : public Backend {

@@ -36,6 +36,7 @@ class UnaryExecution final : public VulkanExecution {
 class ReshapeExecution final : public VulkanExecution {
  public:
   using VulkanExecution::VulkanExecution;
+  bool resolvesDtypesAtResize() const override { return true; }  // moves bytes
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {

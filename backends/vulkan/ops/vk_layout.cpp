@@ -189,6 +189,7 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
 
 class CopyExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   CopyExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
 
  private:

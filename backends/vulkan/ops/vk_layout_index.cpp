@@ -36,6 +36,7 @@ Status RequireRank(const GraphOp& op, size_t rank) {
 
 class GatherExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   GatherExecution(VulkanBackend* b, int axis) : VulkanExecution(b), axis_(axis) {}
 
  private:
@@ -79,6 +80,7 @@ StatusOr<std::vector<uint8_t>> FillValue(float v, fb::DataType dtype) {
 
 class PadExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   PadExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
   ~PadExecution() override { vk()->freeBuffer(&fill_); }
 
@@ -159,6 +161,7 @@ uint32_t FloatBits(float f) {
 
 class ResizeExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   ResizeExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
   ~ResizeExecution() override { vk()->freeBuffer(&taps_); }
 
@@ -232,6 +235,7 @@ class ResizeExecution final : public VulkanExecution {
 
 class MaxUnpoolExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   MaxUnpoolExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
 
  private:

@@ -43,6 +43,7 @@ StatusOr<const char*> CastShader(uint32_t src, uint32_t dst, const VulkanCaps& c
 
 class CastExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   using VulkanExecution::VulkanExecution;
 
  private:
@@ -102,6 +103,7 @@ StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
 
 class CompareExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   CompareExecution(VulkanBackend* b, fb::OpType type) : VulkanExecution(b), type_(type) {}
 
  private:
@@ -128,6 +130,7 @@ class CompareExecution final : public VulkanExecution {
 
 class WhereExecution final : public VulkanExecution {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   using VulkanExecution::VulkanExecution;
 
  private:
