@@ -109,6 +109,13 @@ Status SessionImpl::markResizeOps() {
     if (p.type == fb::OpType::Shape) continue;
     for (int in : p.inputs) work.push_back(in);
   }
+  // Shape reads only its input's shape, fixed at resize: always computed
+  // then, also when its output is a graph output.
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (g.ops[i].type != fb::OpType::Shape) continue;
+    resize_op_[i] = true;
+    for (int o : g.ops[i].outputs) resize_value_[static_cast<size_t>(o)] = true;
+  }
   // Constant subgraphs (every input a constant or a resize value), such as
   // the Cast that widens f16-stored weights, are computed once at resize too.
   for (size_t i = 0; i < g.ops.size(); ++i) {

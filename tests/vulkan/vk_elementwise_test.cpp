@@ -48,6 +48,11 @@ TEST(VulkanElementwise, UnaryWithParams) {
     ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).params(p), kVk, 0, "Clip attrs");
     ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).constant("lo", {}, {-0.5f}).constant("hi", {}, {0.25f}),
                      kVk, 0, "Clip inputs");
+    // Bounds fed at run time (binary max/min), one left out.
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).input("lo", {}, {-0.5f}).input("hi", {}, {0.25f}),
+                     kVk, 0, "Clip run-time bounds");
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).missing().input("hi", {}, {0.75f}), kVk, 0,
+                     "Clip run-time max only");
   }
   for (auto approx : {fb::GeluApproximation::None, fb::GeluApproximation::Tanh}) {
     fb::GeluParamsT p;

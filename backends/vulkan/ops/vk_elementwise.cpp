@@ -45,9 +45,31 @@ class ReshapeExecution final : public VulkanExecution {
   }
 };
 
-class BinaryExecution final : public VulkanExecution {
+// Broadcasting binary dispatches (binary.comp), shared by the binary ops and
+// Clip with bounds computed at run time.
+class BinaryBase : public VulkanExecution {
+ protected:
+  using VulkanExecution::VulkanExecution;
+  // out = a (code) b, broadcast; out may be a.
+  Status addBinary(uint32_t code, const Tensor* a, const Tensor* b, const Tensor* out) {
+    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out->shape(), {a->shape(), b->shape()}));
+    struct {
+      uint32_t n, rank, dims[6], sa[6], sb[6];
+    } push{};
+    push.n = static_cast<uint32_t>(out->elementCount());
+    push.rank = bc.rank;
+    for (int d = 0; d < 6; ++d) {
+      push.dims[d] = bc.dims[d];
+      push.sa[d] = bc.strides[0][d];
+      push.sb[d] = bc.strides[1][d];
+    }
+    return add1D("binary", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code});
+  }
+};
+
+class BinaryExecution final : public BinaryBase {
  public:
-  BinaryExecution(VulkanBackend* b, uint32_t code) : VulkanExecution(b), code_(code) {}
+  BinaryExecution(VulkanBackend* b, uint32_t code) : BinaryBase(b), code_(code) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -57,24 +79,41 @@ class BinaryExecution final : public VulkanExecution {
       return Status::Ok();
     }
     // Variadic Max/Min: out = in0 op in1, then out = out op in_k.
-    for (size_t k = 1; k < in.size(); ++k) {
-      const Tensor* a = k == 1 ? in[0] : out[0];
-      ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {a->shape(), in[k]->shape()}));
-      struct {
-        uint32_t n, rank, dims[6], sa[6], sb[6];
-      } push{};
-      push.n = static_cast<uint32_t>(out[0]->elementCount());
-      push.rank = bc.rank;
-      for (int d = 0; d < 6; ++d) {
-        push.dims[d] = bc.dims[d];
-        push.sa[d] = bc.strides[0][d];
-        push.sb[d] = bc.strides[1][d];
-      }
-      RETURN_IF_ERROR(add1D("binary", {{a}, {in[k]}, {out[0], nullptr, true}}, push, push.n, {code_}));
-    }
+    for (size_t k = 1; k < in.size(); ++k) RETURN_IF_ERROR(addBinary(code_, k == 1 ? in[0] : out[0], in[k], out[0]));
     return Status::Ok();
   }
   uint32_t code_;
+};
+
+// Clip whose bounds are tensors computed at run time: y = max(x, lo), then
+// y = min(y, hi) (binary.comp codes 5 and 6); a bound left out falls back to
+// the attribute (opset < 11), applied by unary.comp.
+class ClipBoundsExecution final : public BinaryBase {
+ public:
+  ClipBoundsExecution(VulkanBackend* b, float lo, float hi) : BinaryBase(b), lo_(lo), hi_(hi) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    const Tensor* src = in[0];
+    for (size_t k = 1; k < 3; ++k) {
+      if (k >= in.size() || !in[k]) continue;
+      if (in[k]->elementCount() != 1) return InvalidArgument("Clip bound %zu has %lld elements", k, (long long)in[k]->elementCount());
+      RETURN_IF_ERROR(addBinary(k == 1 ? 5u : 6u, src, in[k], out[0]));
+      src = out[0];
+    }
+    const bool lo_missing = in.size() < 2 || !in[1], hi_missing = in.size() < 3 || !in[2];
+    const float lo = lo_missing ? lo_ : -INFINITY, hi = hi_missing ? hi_ : INFINITY;
+    if (src == in[0] || std::isfinite(lo) || std::isfinite(hi)) {
+      struct {
+        uint32_t n;
+        float alpha, beta;
+      } push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
+      RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {uint32_t{kClip}}));
+    }
+    return Status::Ok();
+  }
+  float lo_, hi_;
 };
 
 }  // namespace
@@ -94,8 +133,12 @@ StatusOr<std::unique_ptr<Execution>> CreateVkUnary(const GraphOp& op, const Grap
     case fb::OpType::Clip: {
       code = kClip;
       auto* p = op.params<fb::ClipParams>();
-      ASSIGN_OR_RETURN(alpha, ConstantScalar(op, graph, 1, p ? p->min() : -INFINITY));
-      ASSIGN_OR_RETURN(beta, ConstantScalar(op, graph, 2, p ? p->max() : INFINITY));
+      const float lo = p ? p->min() : -INFINITY, hi = p ? p->max() : INFINITY;
+      auto clo = ConstantScalar(op, graph, 1, lo);
+      auto chi = ConstantScalar(op, graph, 2, hi);
+      if (!clo.ok() || !chi.ok()) return Make(std::make_unique<ClipBoundsExecution>(b, lo, hi));
+      alpha = *clo;
+      beta = *chi;
       break;
     }
     case fb::OpType::Sigmoid: code = kSigmoid; break;
