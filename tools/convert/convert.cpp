@@ -45,12 +45,11 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
 }
 
 StatusOr<std::unique_ptr<Interpreter>> LoadAnyModel(const std::string& path) {
-  auto ends = [&](const char* ext) {
-    size_t n = std::strlen(ext);
-    return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
-  };
-  if (!ends(".onnx") && !ends(".tflite")) return Interpreter::createFromFile(path);
-  ASSIGN_OR_RETURN(NetBuilder b, ends(".onnx") ? ImportOnnx(path, {}, nullptr) : ImportTflite(path, {}, nullptr));
+  const bool onnx = EndsWith(path, ".onnx");
+  if (!onnx && !EndsWith(path, ".tflite")) return Interpreter::createFromFile(path);
+  ASSIGN_OR_RETURN(NetBuilder b, onnx ? ImportOnnx(path, {}, nullptr) : ImportTflite(path, {}, nullptr));
+  PassReport passes;  // what kiln-convert would do
+  RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", path.c_str());
   ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
   LoadOptions options;
   options.display_name = path;

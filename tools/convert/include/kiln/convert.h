@@ -57,7 +57,8 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
                    ConvertReport* report);
 
 // For tools: an Interpreter over a .kiln file (mapped), or over a .onnx /
-// .tflite model converted in memory with default options.
+// .tflite model converted in memory as kiln-convert does by default (graph
+// passes on).
 StatusOr<std::unique_ptr<Interpreter>> LoadAnyModel(const std::string& path);
 
 }  // namespace kiln
