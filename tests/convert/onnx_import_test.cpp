@@ -39,13 +39,6 @@ onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& type, std::vect
   return n;
 }
 
-void AddIntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
 std::string Write(const onnx::ModelProto& m, const std::string& dir) {
   std::string path = dir + "/model.onnx";
   std::ofstream f(path, std::ios::binary);
@@ -240,7 +233,9 @@ TEST(OnnxImport, Fp16WeightsHalveTheFileAndStayClose) {
     auto sess = (*interp)->createSession({});
     ASSERT_TRUE(sess.ok()) << sess.status().ToString();
     // The widening Cast reads only a constant: it runs at resize, not per run.
-    if (std::string(name) == "/f16.kiln") EXPECT_EQ((*sess)->placement().ops[0].type, "Cast");
+    if (std::string(name) == "/f16.kiln") {
+      EXPECT_EQ((*sess)->placement().ops[0].type, "Cast");
+    }
     auto hx = Tensor::wrap({2, 64}, fb::DataType::F32, xv.data());
     ASSERT_TRUE((*sess)->getInput("x")->copyFromHostTensor(*hx).ok());
     std::vector<std::string> ran;

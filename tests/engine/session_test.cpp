@@ -393,7 +393,9 @@ TEST(Session, ShapeInputsAreWrittenBeforeResizeAndTracked) {
   std::vector<float> x = RandomFloats(24, 3);
   for (int64_t rows : {2, 6, 4}) {
     n->host<int64_t>()[0] = rows;  // run() notices the new value and resizes
-    if (rows == 2) ASSERT_TRUE(sess->resize().ok());
+    if (rows == 2) {
+      ASSERT_TRUE(sess->resize().ok());
+    }
     ASSERT_TRUE(Feed(sess, "x", {2, 3, 4}, x).ok());
     Status st = sess->run();
     ASSERT_TRUE(st.ok()) << st.ToString();
