@@ -54,6 +54,8 @@ echo "== 9. run it on each backend (a backend that cannot start falls back to th
 for backend in vulkan opencl host; do
   echo "-- $backend"
   "$bin/kiln-run" "$mp/selfie.kiln" --input "input_1=$mp/input.npy" --output-dir "$mp/$backend" --backend "$backend" \
-    --threads "$(nproc)" 2>&1 | grep -E '^(placement|  op|run:)' | head -n 8
+    --threads "$(nproc)" 2>&1 | grep -E '^(placement|  op|run:)' | awk 'NR <= 6 || /^run:/'
   /usr/bin/python3 tools/demo/selfie.py overlay "$mp/astronaut.png" "$mp/$backend/activation_10.npy" "$mp/selfie_$backend.png"
 done
+echo
+echo "== the segmentation overlaid on the photo: $mp/selfie_vulkan.png, selfie_opencl.png, selfie_host.png"
