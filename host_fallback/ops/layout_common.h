@@ -82,6 +82,13 @@ StatusOr<ReduceSpec> ResolveReduce(const GraphOp& op, const std::vector<int64_t>
 StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector<int64_t>& shape, int num_outputs,
                                             const ValueSource& v, int* axis);
 
+// ---- Resize ----
+// Output coordinate x (along an axis of in_len -> out_len, at `scale`) in
+// input coordinates, and the nearest input index; every backend uses these
+// so that its taps match the host's. Defined in layout_resize.cpp.
+float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len);
+int64_t ResizeNearest(fb::NearestMode m, float x);
+
 // ---- host kernels ----
 class ThreadPool;
 // dst (contiguous, `shape`) [i] = src[offset + sum_d idx_d * strides[d]], for

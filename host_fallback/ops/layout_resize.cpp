@@ -11,9 +11,8 @@
 #include "ops/shape_inference.h"
 
 namespace kiln {
-namespace {
 
-float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
+float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
   switch (t) {
     case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
     case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
@@ -28,7 +27,7 @@ float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, i
   return 0.f;
 }
 
-int64_t Nearest(fb::NearestMode m, float x) {
+int64_t ResizeNearest(fb::NearestMode m, float x) {
   float f = std::floor(x);
   switch (m) {
     case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
@@ -38,6 +37,8 @@ int64_t Nearest(fb::NearestMode m, float x) {
   }
   return 0;
 }
+
+namespace {
 
 struct Tap {
   int64_t off0, off1;  // element offsets (index * stride) of the two neighbours
@@ -70,10 +71,10 @@ class ResizeExecution final : public Execution {
       // would otherwise shift it by half a pixel).
       const bool same = len == n && spec.scales[d] == 1.f;
       for (int64_t o = 0; o < len; ++o) {
-        float x = same ? static_cast<float>(o) : ToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
         Tap t;
         if (mode_ == fb::ResizeMode::Nearest) {
-          int64_t i = std::max<int64_t>(0, std::min<int64_t>(Nearest(nm, x), n - 1));
+          int64_t i = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(nm, x), n - 1));
           t = {i * strides[d], i * strides[d], 1.f, 0.f};
           active_[d] = active_[d] || i != o;
         } else {

@@ -127,32 +127,6 @@ class PadExecution final : public VulkanExecution {
 
 // ---------------------------------------------------------------- Resize
 
-// The host kernel's coordinate transform and nearest rounding
-// (host_fallback/ops/layout_resize.cpp), so the taps match it exactly.
-float ToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
-  switch (t) {
-    case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
-    case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
-    case fb::CoordinateTransform::AlignCorners:
-      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
-    case fb::CoordinateTransform::Asymmetric: return x / scale;
-    case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
-    case fb::CoordinateTransform::TfCropAndResize: break;
-  }
-  return 0.f;
-}
-
-int64_t Nearest(fb::NearestMode m, float x) {
-  float f = std::floor(x);
-  switch (m) {
-    case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
-    case fb::NearestMode::RoundPreferCeil: return static_cast<int64_t>(x == f + 0.5f ? f + 1.f : std::round(x));
-    case fb::NearestMode::Floor: return static_cast<int64_t>(f);
-    case fb::NearestMode::Ceil: return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
-}
-
 uint32_t FloatBits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -200,11 +174,11 @@ class ResizeExecution final : public VulkanExecution {
       push.dims[d] = static_cast<uint32_t>(len);
       push.tab[d] = static_cast<uint32_t>(taps.size() / 4);
       for (int64_t o = 0; o < len; ++o) {
-        float x = same ? static_cast<float>(o) : ToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
         int64_t i0, i1;
         float w0 = 1.f, w1 = 0.f;
         if (!linear) {
-          i0 = i1 = std::max<int64_t>(0, std::min<int64_t>(Nearest(nm, x), n - 1));
+          i0 = i1 = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(nm, x), n - 1));
         } else {
           x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
           i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1);
