@@ -4,6 +4,8 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -29,7 +31,14 @@ void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t l
     for (int j = 0; j < kScalarNr; ++j) c[i * ldc + j] = (load_c ? c[i * ldc + j] : 0.f) + acc[i][j];
 }
 
-const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar};
+float FmaLoopScalar(int64_t iters) {
+  float a[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  for (int64_t i = 0; i < iters; ++i)
+    for (float& v : a) v = std::fma(v, 0.999999f, 1e-7f);
+  return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+
+const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2};
 
 // A grow-only, 64-byte aligned scratch buffer; one per thread and operand.
 struct Scratch {
@@ -235,6 +244,20 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   SgemmWithIsa(GemmBestIsa(), pool, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+double MeasureFmaGflops(Isa isa, double seconds) {
+  const gemm_detail::GemmKernel* k = gemm_detail::KernelFor(isa);
+  using Clock = std::chrono::steady_clock;
+  int64_t iters = 1 << 16;
+  volatile float sink = 0;
+  for (;;) {
+    auto t0 = Clock::now();
+    sink = sink + k->fma_loop(iters);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s >= seconds || iters >= (int64_t{1} << 40)) return static_cast<double>(iters) * k->fma_flops_per_iter / s / 1e9;
+    iters = s > 0 ? static_cast<int64_t>(static_cast<double>(iters) * std::min(16.0, 1.2 * seconds / s)) : iters * 16;
+  }
 }
 
 }  // namespace kiln

@@ -31,13 +31,22 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                   int64_t ldc);
 
+// The FMA throughput of `isa`'s peak probe on the calling thread, in
+// GFLOP/s, timed over at least `seconds` (kiln-kernelbench's roof).
+double MeasureFmaGflops(Isa isa, double seconds);
+
 namespace gemm_detail {
 // c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k * MR + i] * b[k * NR + j].
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c);
+// Peak probe: `iters` rounds of independent FMA chains in registers;
+// returns a value that depends on all of them (so none is optimised away).
+using FmaLoop = float (*)(int64_t iters);
 struct GemmKernel {
   int mr, nr;              // register tile
   int64_t mc, kc, nc;      // cache blocks (mc a multiple of mr, nc of nr)
   MicroKernel micro;
+  FmaLoop fma_loop;        // the ISA's FMA throughput probe (kiln-kernelbench)
+  int fma_flops_per_iter;  // flops one iteration of fma_loop does
 };
 // nullptr when the build has no such kernel (non-x86).
 const GemmKernel* Avx512Kernel();

@@ -33,6 +33,7 @@ class HostBackend final : public Backend {
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override { return report_; }
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+  StatusOr<DevicePeaks> measurePeaks() override;  // peaks.cpp
 
   ThreadPool& pool() { return pool_; }
   void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }

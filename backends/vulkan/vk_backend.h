@@ -145,6 +145,7 @@ class VulkanBackend final : public Backend {
   void onExecuteBegin(bool op_by_op) override;
   Status onWaitFinish() override;
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+  StatusOr<DevicePeaks> measurePeaks() override;  // vk_peaks.cpp
 
   // For executions.
   VulkanDevice& device() { return *device_; }
@@ -171,6 +172,9 @@ class VulkanBackend final : public Backend {
   StatusOr<VkCommandBuffer> beginOneShot();
   Status endOneShot(VkCommandBuffer cmd);
   Status ensureStaging(VkDeviceSize bytes);
+  // One dispatch of `p` over a and b, submitted and waited for (peaks).
+  Status timeDispatch(const VulkanPipeline* p, const VulkanBuffer& a, const VulkanBuffer& b, const void* push,
+                      uint32_t push_bytes, uint32_t groups, double* seconds);
   Status uploadConstants();
   void freeRecording();
   Status readTimings();

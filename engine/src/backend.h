@@ -54,6 +54,14 @@ struct MemoryReport {
   size_t constant_bytes = 0;     // constants kept apart from the pool (GPU weights)
 };
 
+// A device's measured roof (kiln-kernelbench): fp32 FMA throughput and copy
+// bandwidth, each from a kernel made for it, not from a data sheet.
+struct DevicePeaks {
+  double gflops = 0;  // fp32, counting an FMA as 2 flops
+  double gbps = 0;    // bytes read + written per second / 1e9
+  std::string how;    // what was measured ("AVX-512 FMA, 2 threads; memcpy 128 MiB")
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -93,6 +101,8 @@ class Backend {
   virtual bool opTime(const Execution* e, double* ms) const { return false; }
   // Copies between this backend's tensors and host tensors (either way).
   virtual Status onCopyBuffer(const Tensor& src, Tensor* dst) = 0;
+  // Measures the device's roof (takes about a second). Benchmarks only.
+  virtual StatusOr<DevicePeaks> measurePeaks() { return Unsupported("%s: no peak measurement", name()); }
 };
 
 }  // namespace kiln

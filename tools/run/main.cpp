@@ -1,8 +1,13 @@
 // kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]
-//          [--backend host|vulkan|opencl|auto] [--threads N]
+//          [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]
+//          [--compare BACKEND [--tolerance X]]
 // Runs a .kiln model (or an .onnx / .tflite one, converted in memory) on NumPy inputs
 // and writes each output as DIR/NAME.npy. Prints the placement and the time.
-// Exit codes: 0 ok; 1 model, input or run error (message on stderr); 2 usage.
+// --compare runs the same inputs on BACKEND too (normal precision), op by op,
+// and names the first op whose outputs differ by more than X (default 1e-3,
+// 1e-2 with --precision low; see compare.h for the error measure).
+// Exit codes: 0 ok (and, with --compare, every op agrees); 1 model, input or
+// run error (message on stderr); 2 usage; 3 --compare found an op that differs.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -12,6 +17,7 @@
 #include <string>
 
 #include "kiln/convert.h"
+#include "compare.h"
 #include "kiln/interpreter.h"
 #include "npy.h"
 
@@ -20,13 +26,68 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]\n"
-               "                [--backend host|vulkan|opencl|auto] [--threads N]\n");
+               "                [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]\n"
+               "                [--compare host|vulkan|opencl|auto [--tolerance X]]\n");
   return 2;
 }
 
 int Fail(const std::string& what, const kiln::Status& s) {
   std::fprintf(stderr, "kiln-run: %s: %s\n", what.c_str(), s.message().c_str());
   return 1;
+}
+
+bool ParseBackend(const std::string& b, kiln::ForwardType* type) {
+  if (b == "host") *type = kiln::ForwardType::kHost;
+  else if (b == "vulkan") *type = kiln::ForwardType::kVulkan;
+  else if (b == "opencl") *type = kiln::ForwardType::kOpenCL;
+  else if (b == "auto") *type = kiln::ForwardType::kAuto;
+  else return false;
+  return true;
+}
+
+// Creates a session, sizes its inputs from the arrays and fills them.
+kiln::StatusOr<kiln::Session*> Prepare(kiln::Interpreter* interp, const kiln::ScheduleConfig& config,
+                                       const std::map<std::string, kiln::NpyArray>& arrays) {
+  ASSIGN_OR_RETURN(kiln::Session * s, interp->createSession(config));
+  for (auto& [name, a] : arrays) RETURN_IF_ERROR(s->resizeTensor(s->getInput(name), a.shape), "input '%s'", name.c_str());
+  RETURN_IF_ERROR(s->resize(), "resize");
+  for (auto& [name, a] : arrays) {
+    auto host = kiln::Tensor::wrap(a.shape, a.dtype, const_cast<uint8_t*>(a.bytes.data()));
+    RETURN_IF_ERROR(s->getInput(name)->copyFromHostTensor(*host), "input '%s'", name.c_str());
+  }
+  return s;
+}
+
+// Runs the model op by op on `session` and on a reference session; prints
+// the first op that differs. Returns the exit code.
+int Compare(kiln::Interpreter* interp, kiln::Session* session, kiln::ScheduleConfig ref_config, double tolerance,
+            const std::map<std::string, kiln::NpyArray>& arrays) {
+  ref_config.precision = kiln::Precision::kNormal;
+  auto ref = Prepare(interp, ref_config, arrays);
+  if (!ref.ok()) return Fail("compare", ref.status());
+  auto test_ops = kiln::RecordRun(session);
+  if (!test_ops.ok()) return Fail("compare", test_ops.status());
+  auto ref_ops = kiln::RecordRun(*ref);
+  if (!ref_ops.ok()) return Fail("compare", ref_ops.status());
+  int compared = 0;
+  auto d = kiln::FirstDivergence(*test_ops, *ref_ops, tolerance, &compared);
+  if (!d.ok()) return Fail("compare", d.status());
+  const char* ref_name = kiln::ForwardTypeName(ref_config.type);
+  if (!d->has_value()) {
+    std::printf("compare: all %d ops agree with %s within %g\n", compared, ref_name, tolerance);
+    return 0;
+  }
+  const kiln::Divergence& v = **d;
+  std::printf("compare: op %d '%s' (%s, on %s) differs from %s (on %s): output '%s' ", v.test_op.op.index,
+              v.test_op.op.name.c_str(), v.test_op.op.type.c_str(), v.test_op.op.backend.c_str(), ref_name,
+              v.ref_backend.c_str(), v.tensor.c_str());
+  if (!v.reason.empty())
+    std::printf("has %s\n", v.reason.c_str());
+  else
+    std::printf("error %.3g > %g (max |diff| %.6g at element %lld: %.8g vs %.8g)\n", v.error, tolerance, v.max_abs,
+                static_cast<long long>(v.worst_index), v.test_value, v.ref_value);
+  std::printf("compare: the %d ops before it agree\n", v.ops_compared - 1);
+  return 3;
 }
 
 std::string SafeName(std::string n) {
@@ -41,6 +102,9 @@ int main(int argc, char** argv) {
   std::string model, out_dir;
   std::map<std::string, std::string> inputs;
   kiln::ScheduleConfig config;
+  kiln::ForwardType compare_type = kiln::ForwardType::kHost;
+  bool compare = false;
+  double tolerance = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--input" && i + 1 < argc) {
@@ -51,14 +115,23 @@ int main(int argc, char** argv) {
     } else if (a == "--output-dir" && i + 1 < argc) {
       out_dir = argv[++i];
     } else if (a == "--backend" && i + 1 < argc) {
-      std::string b = argv[++i];
-      if (b == "host") config.type = kiln::ForwardType::kHost;
-      else if (b == "vulkan") config.type = kiln::ForwardType::kVulkan;
-      else if (b == "opencl") config.type = kiln::ForwardType::kOpenCL;
-      else if (b == "auto") config.type = kiln::ForwardType::kAuto;
+      if (!ParseBackend(argv[++i], &config.type)) return Usage();
+    } else if (a == "--compare" && i + 1 < argc) {
+      if (!ParseBackend(argv[++i], &compare_type)) return Usage();
+      compare = true;
+    } else if (a == "--tolerance" && i + 1 < argc) {
+      char* end = nullptr;
+      tolerance = std::strtod(argv[++i], &end);
+      if (*end || !(tolerance >= 0)) return Usage();
+    } else if (a == "--precision" && i + 1 < argc) {
+      std::string p = argv[++i];
+      if (p == "normal") config.precision = kiln::Precision::kNormal;
+      else if (p == "high") config.precision = kiln::Precision::kHigh;
+      else if (p == "low") config.precision = kiln::Precision::kLow;
       else return Usage();
     } else if (a == "--threads" && i + 1 < argc) {
       config.numThread = std::atoi(argv[++i]);
+      if (config.numThread < 1) return Usage();
     } else if (a == "--help" || a == "-h") {
       Usage();
       return 0;
@@ -68,7 +141,8 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (model.empty()) return Usage();
+  if (model.empty() || (tolerance >= 0 && !compare)) return Usage();
+  if (tolerance < 0) tolerance = config.precision == kiln::Precision::kLow ? 1e-2 : 1e-3;
 
   setenv("KILN_QUIET", "1", 0);  // the placement is printed below, once
   auto loaded = kiln::LoadAnyModel(model);
@@ -134,6 +208,11 @@ int main(int argc, char** argv) {
     } else {
       std::printf("output %s: %s %s\n", name.c_str(), kiln::DataTypeName(a.dtype), shape.c_str());
     }
+  }
+  if (compare) {
+    kiln::ScheduleConfig ref = config;
+    ref.type = compare_type;
+    return Compare(interp.get(), s, ref, tolerance, arrays);
   }
   return 0;
 }
