@@ -6,6 +6,7 @@
 #include <set>
 
 #include "host_backend.h"
+#include "ops/op_cost.h"
 #include "ops/shape_inference.h"
 #include "session_impl.h"
 
@@ -337,11 +338,15 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
         p.name = s.outputs[0]->name();
         p.type = "Copy";
         p.backend = s.backend->name();
+        p.bytes = 2.0 * static_cast<double>(s.outputs[0]->byteSize());
       } else {
         const GraphOp& o = graph_->ops[static_cast<size_t>(s.op)];
         p.name = o.name;
         p.type = o.typeName();
         p.backend = s.backend->name();
+        const OpCost cost = EstimateOpCost(o, s.inputs, s.outputs);
+        p.flops = cost.flops;
+        p.bytes = cost.bytes;
       }
       p.ms = wall[i];
       if (s.exec && s.backend->opTime(s.exec, &p.ms)) p.device_timer = true;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -433,6 +434,28 @@ TEST(Session, ZeroElementTensorsCopy) {
   ASSERT_TRUE(s->run().ok());
   EXPECT_TRUE(s->getOutput()->copyToHostTensor(host.get()).ok());
   EXPECT_EQ(s->getOutput()->shape(), (std::vector<int64_t>{0, 3}));
+}
+
+// The profile's work figures (kiln-bench's GFLOP/s and GB/s columns).
+TEST(Session, ProfileCountsFlopsAndBytes) {
+  auto interp = Load(test::TinyCnn());
+  ScheduleConfig config;
+  config.profile = true;
+  Session* s = *interp->createSession(config);
+  ASSERT_TRUE(s->resizeTensor(s->getInput(), {1, 3, 10, 6}).ok());
+  ASSERT_TRUE(s->run().ok());
+  std::map<std::string, OpProfile> by_type;
+  for (const OpProfile& p : s->profile()) by_type[p.type] = p;
+  ASSERT_EQ(by_type.size(), 7u);
+  // Conv 3x3 pad 1, 3 -> 8 channels on 10x6: each output sums 27 products.
+  const double conv_out = 8 * 10 * 6;
+  EXPECT_DOUBLE_EQ(by_type["Conv"].flops, 2 * conv_out * 27);
+  EXPECT_DOUBLE_EQ(by_type["Conv"].bytes, 4 * (3 * 10 * 6 + 8 * 3 * 3 * 3 + 8 + conv_out));
+  EXPECT_DOUBLE_EQ(by_type["Relu"].flops, conv_out);
+  // Gemm [1, 8] x [4, 8]^T: 4 outputs of 8 products.
+  EXPECT_DOUBLE_EQ(by_type["Gemm"].flops, 2 * 4 * 8);
+  EXPECT_DOUBLE_EQ(by_type["MaxPool"].flops, 0);
+  EXPECT_DOUBLE_EQ(by_type["MaxPool"].bytes, 4 * (conv_out + 8 * 5 * 3));
 }
 
 }  // namespace

@@ -185,6 +185,13 @@ std::string JsonString(const std::string& s) {
   return o + "\"";
 }
 
+// GFLOP/s for arithmetic ops, else GB/s of the least memory traffic.
+std::string Rate(const OpProfile& p) {
+  if (p.ms <= 0) return "-";
+  if (p.flops > 0) return StrFormat("%.2f GFLOP/s", p.flops / (p.ms * 1e6));
+  return StrFormat("%.2f GB/s", p.bytes / (p.ms * 1e6));
+}
+
 void PrintText(const Result& r) {
   if (!r.error.empty()) {
     std::printf("%s [%s]: FAILED: %s\n", Base(r.model).c_str(), r.backend.c_str(), r.error.c_str());
@@ -213,14 +220,14 @@ void PrintText(const Result& r) {
     by_type[p.backend + " " + p.type].second++;
   }
   std::printf("  profile of the last run: %.3f ms in %zu steps (* = device timestamps)\n", total, r.profile.size());
-  std::printf("    %-32s %-20s %-8s %10s %7s\n", "op", "type", "backend", "ms", "share");
+  std::printf("    %-32s %-20s %-8s %10s %7s %14s\n", "op", "type", "backend", "ms", "share", "rate");
   std::vector<const OpProfile*> order;
   for (const OpProfile& p : r.profile) order.push_back(&p);
   std::stable_sort(order.begin(), order.end(), [](const OpProfile* a, const OpProfile* b) { return a->ms > b->ms; });
   for (size_t i = 0; i < order.size() && i < 20; ++i)
-    std::printf("    %-32.32s %-20.20s %-8s %9.3f%s %6.1f%%\n", order[i]->name.c_str(), order[i]->type.c_str(),
+    std::printf("    %-32.32s %-20.20s %-8s %9.3f%s %6.1f%% %14s\n", order[i]->name.c_str(), order[i]->type.c_str(),
                 order[i]->backend.c_str(), order[i]->ms, order[i]->device_timer ? "*" : " ",
-                total > 0 ? 100 * order[i]->ms / total : 0);
+                total > 0 ? 100 * order[i]->ms / total : 0, Rate(*order[i]).c_str());
   std::printf("    by type:\n");
   std::vector<std::pair<std::string, std::pair<double, int>>> types(by_type.begin(), by_type.end());
   std::sort(types.begin(), types.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
@@ -243,9 +250,9 @@ bool WriteTrace(const std::string& file, const std::vector<Result>& rs) {
     first = false;
     for (const OpProfile& p : r.profile) {
       std::fprintf(f, ",\n  {\"name\": %s, \"cat\": %s, \"ph\": \"X\", \"pid\": %d, \"tid\": %s, \"ts\": %.3f, "
-                   "\"dur\": %.3f, \"args\": {\"type\": %s}}",
+                   "\"dur\": %.3f, \"args\": {\"type\": %s, \"flops\": %.0f, \"bytes\": %.0f}}",
                    JsonString(p.name).c_str(), JsonString(p.type).c_str(), pid, JsonString(p.backend).c_str(), ts,
-                   p.ms * 1000, JsonString(p.type).c_str());
+                   p.ms * 1000, JsonString(p.type).c_str(), p.flops, p.bytes);
       ts += p.ms * 1000;
     }
   }

@@ -84,6 +84,10 @@ struct OpProfile {
   std::string name, type, backend;
   double ms = 0;
   bool device_timer = false;  // GPU timestamps; else host wall clock around the step
+  // The step's work: flops (multiply-add = 2) for convolutions, matrix
+  // products and elementwise math, else 0; bytes = least memory traffic
+  // (inputs read once, outputs written once).
+  double flops = 0, bytes = 0;
 };
 
 struct MemoryUse {
