@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "half.h"
 #include "log.h"
 #include "vk_shaders.h"
 
@@ -135,6 +136,8 @@ StatusOr<std::unique_ptr<Backend>> VulkanBackend::Create(const ScheduleConfig& c
 Status VulkanBackend::init(const ScheduleConfig& config) {
   config_ = config;
   ASSIGN_OR_RETURN(device_, VulkanDevice::Get(config.deviceIndex));
+  // Without 16-bit storage kLow is a no-op: fp32 is a valid "low" precision.
+  half_ = config.precision == Precision::kLow && device_->caps().storage_16bit;
   planner_ = MemoryPlanner(std::max<size_t>(64, device_->caps().min_storage_offset_alignment));
   VkDevice dev = device_->device();
 
@@ -232,13 +235,17 @@ StatusOr<std::unique_ptr<Execution>> VulkanBackend::onCreate(const GraphOp& op, 
 
 StatusOr<const VulkanPipeline*> VulkanBackend::pipeline(const char* shader, uint32_t bindings, const uint32_t local[3],
                                                         const std::vector<uint32_t>& spec) {
-  std::string key = StrFormat("%s/%u/%u,%u,%u", shader, bindings, local[0], local[1], local[2]);
+  // In fp16 mode a float kernel (one with a STORE_T variant) runs as its
+  // fp16-storage variant.
+  std::string name = shader;
+  if (half_ && FindSpirv((name + "_f16").c_str())) name += "_f16";
+  std::string key = StrFormat("%s/%u/%u,%u,%u", name.c_str(), bindings, local[0], local[1], local[2]);
   for (uint32_t v : spec) key += StrFormat(",%u", v);
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second.get();
 
-  const SpirvBlob* spv = FindSpirv(shader);
-  if (!spv) return Internal("no SPIR-V named '%s' in this build", shader);
+  const SpirvBlob* spv = FindSpirv(name.c_str());
+  if (!spv) return Internal("no SPIR-V named '%s' in this build", name.c_str());
   const VulkanCaps& caps = device_->caps();
   if (local[0] * local[1] * local[2] > caps.max_workgroup_invocations || local[0] > caps.max_workgroup_size[0] ||
       local[1] > caps.max_workgroup_size[1] || local[2] > caps.max_workgroup_size[2])
@@ -360,9 +367,10 @@ void VulkanBackend::onClearBuffer() {
 }
 
 Status VulkanBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
-  if (t->byteSize() > caps().max_storage_buffer_range)
+  const size_t bytes = storageBytes(*t);
+  if (bytes > caps().max_storage_buffer_range)
     return Unsupported("tensor '%s' is %zu bytes, over the device's storage-buffer range of %u", t->name().c_str(),
-                       t->byteSize(), caps().max_storage_buffer_range);
+                       bytes, caps().max_storage_buffer_range);
   if (share_with) {
     auto it = buffer_of_.find(share_with);
     if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
@@ -370,7 +378,7 @@ Status VulkanBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
     buffer_of_[t] = it->second;
     return Status::Ok();
   }
-  buffer_of_[t] = planner_.acquire(t->byteSize());
+  buffer_of_[t] = planner_.acquire(bytes);
   return Status::Ok();
 }
 
@@ -384,9 +392,9 @@ Status VulkanBackend::onReleaseBuffer(Tensor* t) {
 StatusOr<bool> VulkanBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
   for (const Constant& c : constants_)
     if (c.mirror == mirror) return true;  // resident since an earlier resize
-  if (src.byteSize() > caps().max_storage_buffer_range)
+  if (storageBytes(src) > caps().max_storage_buffer_range)
     return Unsupported("constant '%s' is %zu bytes, over the device's storage-buffer range of %u",
-                       src.name().c_str(), src.byteSize(), caps().max_storage_buffer_range);
+                       src.name().c_str(), storageBytes(src), caps().max_storage_buffer_range);
   constants_.push_back({mirror, &src, 0});
   constants_dirty_ = true;
   return true;
@@ -398,13 +406,13 @@ Status VulkanBackend::uploadConstants() {
   VkDeviceSize total = 0;
   for (Constant& c : constants_) {
     c.offset = total;
-    total += (BindingRange(c.src->byteSize()) + align - 1) / align * align;
+    total += (BindingRange(storageBytes(*c.src)) + align - 1) / align * align;
   }
   freeBuffer(&constant_buffer_);
   ASSIGN_OR_RETURN(constant_buffer_, createBuffer(total + kPoolSlack));
   RETURN_IF_ERROR(ensureStaging(total));
   for (const Constant& c : constants_)
-    if (c.src->byteSize()) std::memcpy(staging_map_ + c.offset, c.src->hostData(), c.src->byteSize());
+    toStorage(*c.src, staging_map_ + c.offset);
   ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   VkBufferCopy region{0, 0, total};
   vkCmdCopyBuffer(cmd, staging_.buffer, constant_buffer_.buffer, 1, &region);
@@ -451,7 +459,7 @@ Status VulkanBackend::onAllocateBuffer() {
   report_.lower_bound_bytes = plan.lower_bound;
   report_.tensor_bytes = 0;
   report_.tensors = buffer_of_.size();
-  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += tensor->byteSize();
+  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
   return Status::Ok();
 }
 
@@ -534,31 +542,60 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   return Status::Ok();
 }
 
+void VulkanBackend::toStorage(const Tensor& host, uint8_t* device_bytes) const {
+  const size_t n = static_cast<size_t>(host.elementCount());
+  if (storageType(host) == host.dtype()) {
+    if (host.byteSize()) std::memcpy(device_bytes, host.hostData(), host.byteSize());
+    return;
+  }
+  const float* f = host.host<float>();
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = FloatToHalf(f[i]);
+    std::memcpy(device_bytes + 2 * i, &h, 2);
+  }
+}
+
+void VulkanBackend::fromStorage(const uint8_t* device_bytes, Tensor* host) const {
+  const size_t n = static_cast<size_t>(host->elementCount());
+  if (storageType(*host) == host->dtype()) {
+    if (host->byteSize()) std::memcpy(host->hostData(), device_bytes, host->byteSize());
+    return;
+  }
+  float* f = host->host<float>();
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, device_bytes + 2 * i, 2);
+    f[i] = HalfToFloat(h);
+  }
+}
+
 Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   if (src.byteSize() != dst->byteSize())
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
-  const size_t bytes = src.byteSize();
+  const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
+  if (!src_dev && !dst_dev) return Internal("vulkan copy between two tensors not on Vulkan");
+  // What moves on the device side: half of the host's bytes for an f32
+  // tensor in fp16 storage (converted on the host side of the copy).
+  const size_t bytes = storageBytes(src_dev ? src : *dst);
   if (bytes == 0) return Status::Ok();
   // Copies are synchronisation points: the GPU may still use the memory.
   RETURN_IF_ERROR(waitIdle());
-  const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
-  if (!src_dev && !dst_dev) return Internal("vulkan copy between two tensors not on Vulkan");
   if ((src_dev && !src.deviceHandle()) || (dst_dev && !dst->deviceHandle()))
     return Internal("vulkan copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
   auto buf = [](const Tensor& t) { return reinterpret_cast<VkBuffer>(t.deviceHandle()); };
   const bool src_mapped = src_dev && pool_map_ && buf(src) == pool_.buffer;
   const bool dst_mapped = dst_dev && pool_map_ && buf(*dst) == pool_.buffer;
   if (!src_dev && dst_mapped) {
-    std::memcpy(pool_map_ + dst->deviceOffset(), src.hostData(), bytes);
+    toStorage(src, pool_map_ + dst->deviceOffset());
     return Status::Ok();
   }
   if (src_mapped && !dst_dev) {
-    std::memcpy(dst->hostData(), pool_map_ + src.deviceOffset(), bytes);
+    fromStorage(pool_map_ + src.deviceOffset(), dst);
     return Status::Ok();
   }
   if (!src_dev) {
     RETURN_IF_ERROR(ensureStaging(bytes));
-    std::memcpy(staging_map_, src.hostData(), bytes);
+    toStorage(src, staging_map_);
   }
   ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   VkBufferCopy region{src_dev ? src.deviceOffset() : 0, dst_dev ? dst->deviceOffset() : 0, bytes};
@@ -567,7 +604,7 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
   RETURN_IF_ERROR(endOneShot(cmd));
-  if (!dst_dev) std::memcpy(dst->hostData(), staging_map_, bytes);
+  if (!dst_dev) fromStorage(staging_map_, dst);
   return Status::Ok();
 }
 
@@ -594,10 +631,10 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Vu
   Barrier(cmd, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, kWorkWrites | VK_ACCESS_HOST_WRITE_BIT, kWorkStages,
           kWorkAccess);
   std::vector<Range> since_barrier;
-  auto range_of = [](const VkBinding& b) {
+  auto range_of = [this](const VkBinding& b) {
     if (b.buffer) return Range{b.buffer->buffer, 0, b.buffer->bytes, b.write};
     VkDeviceSize off = b.tensor->deviceOffset();
-    return Range{reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), off, off + BindingRange(b.tensor->byteSize()),
+    return Range{reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), off, off + BindingRange(storageBytes(*b.tensor)),
                  b.write};
   };
   for (VulkanExecution* e : execs) {
@@ -610,7 +647,7 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Vu
           d.bindings[0].tensor->deviceOffset() == d.bindings[1].tensor->deviceOffset())
         continue;  // an in-place reshape: nothing to do
       if (d.pipeline && (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0)) continue;
-      if (!d.pipeline && d.bindings[0].tensor->byteSize() == 0) continue;
+      if (!d.pipeline && storageBytes(*d.bindings[0].tensor) == 0) continue;
       bool conflict = false;
       std::vector<Range> mine;
       for (const VkBinding& b : d.bindings) mine.push_back(range_of(b));
@@ -624,7 +661,7 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Vu
       since_barrier.insert(since_barrier.end(), mine.begin(), mine.end());
       if (!d.pipeline) {
         VkBufferCopy region{d.bindings[0].tensor->deviceOffset(), d.bindings[1].tensor->deviceOffset(),
-                            d.bindings[0].tensor->byteSize()};
+                            storageBytes(*d.bindings[0].tensor)};
         vkCmdCopyBuffer(cmd, mine[0].buffer, mine[1].buffer, 1, &region);
         continue;
       }
@@ -683,7 +720,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
             if (!b.tensor->deviceHandle())
               return Internal("tensor '%s' is bound to no Vulkan memory", b.tensor->name().c_str());
             infos.push_back({reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), b.tensor->deviceOffset(),
-                             BindingRange(b.tensor->byteSize())});
+                             BindingRange(storageBytes(*b.tensor))});
           }
         }
         for (uint32_t i = 0; i < infos.size(); ++i) {

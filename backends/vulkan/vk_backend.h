@@ -147,13 +147,27 @@ class VulkanBackend final : public Backend {
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
   StatusOr<DevicePeaks> measurePeaks() override;  // vk_peaks.cpp
 
+  // fp16 storage (Precision::kLow on a device with storageBuffer16BitAccess):
+  // every f32 tensor on this backend (activations, weights, inputs copied
+  // in) is held as f16; kernels load it into fp32 arithmetic and store f16
+  // (the <shader>_f16 variants, picked by pipeline()), and copies to and
+  // from the host convert. The tensors' dtype stays f32: only the device
+  // memory is half size. Executions choose data-movement kernels by
+  // storageType(), not dtype().
+  bool halfStorage() const { return half_; }
+  fb::DataType storageType(const Tensor& t) const { return storageType(t.dtype()); }
+  fb::DataType storageType(fb::DataType d) const { return half_ && d == fb::DataType::F32 ? fb::DataType::F16 : d; }
+  size_t storageBytes(const Tensor& t) const {
+    return static_cast<size_t>(t.elementCount()) * DataTypeSize(storageType(t));
+  }
+
   // For executions.
   VulkanDevice& device() { return *device_; }
   const VulkanCaps& caps() const { return device_->caps(); }
   StatusOr<const VulkanPipeline*> pipeline(const char* shader, uint32_t bindings, const uint32_t local[3],
                                            const std::vector<uint32_t>& spec);
   // A device-local buffer owned by the caller (freed with freeBuffer), with
-  // `data` uploaded when given.
+  // `data` uploaded when given (bytes as they are: no fp16 conversion).
   StatusOr<VulkanBuffer> createBuffer(VkDeviceSize bytes, const void* data = nullptr);
   void freeBuffer(VulkanBuffer* b);
   Status submitExecution(VulkanExecution* exec);
@@ -172,6 +186,10 @@ class VulkanBackend final : public Backend {
   StatusOr<VkCommandBuffer> beginOneShot();
   Status endOneShot(VkCommandBuffer cmd);
   Status ensureStaging(VkDeviceSize bytes);
+  // A host tensor's bytes as this backend stores them (f32 -> f16 in fp16
+  // mode), and back.
+  void toStorage(const Tensor& host, uint8_t* device_bytes) const;
+  void fromStorage(const uint8_t* device_bytes, Tensor* host) const;
   // One dispatch of `p` over a and b, submitted and waited for (peaks).
   Status timeDispatch(const VulkanPipeline* p, const VulkanBuffer& a, const VulkanBuffer& b, const void* push,
                       uint32_t push_bytes, uint32_t groups, double* seconds);
@@ -181,6 +199,7 @@ class VulkanBackend final : public Backend {
 
   std::shared_ptr<VulkanDevice> device_;
   ScheduleConfig config_;
+  bool half_ = false;
   MemoryPlanner planner_;
   std::map<const Tensor*, int> buffer_of_;
   VulkanBuffer pool_;

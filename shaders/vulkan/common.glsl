@@ -10,7 +10,32 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
+// STORE_T: the element type of float tensors: float, or float16_t in the
+// fp16-storage variant (<shader>_f16, built with -DKILN_FP16, used when the
+// session asks for Precision::kLow). UNIT_T: the unit a data-movement shader
+// moves: a 32-bit word, or 16 bits in the <shader>_u16 variant (f16 and
+// fp16-stored tensors). Loads widen to float and stores narrow from float
+// (GL_EXT_shader_16bit_storage); arithmetic stays fp32.
+#if defined(KILN_FP16) || defined(KILN_UNIT16)
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+#ifdef KILN_FP16
+#define STORE_T float16_t
+#else
 #define STORE_T float
+#endif
+// UnitToFloat / FloatToUnit read and write a unit holding a float (Resize's
+// linear mode): fp16 bits in a 16-bit unit. Macros, since 16-bit types may
+// only be loaded and stored (no parameters) without shaderInt16.
+#ifdef KILN_UNIT16
+#define UNIT_T uint16_t
+#define UnitToFloat(u) unpackHalf2x16(uint(u)).x
+#define FloatToUnit(f) UNIT_T(packHalf2x16(vec2((f), 0.0)))
+#else
+#define UNIT_T uint
+#define UnitToFloat(u) uintBitsToFloat(u)
+#define FloatToUnit(f) floatBitsToUint(f)
+#endif
 
 // A 1-D index over work that may have been folded into y (more than 65535
 // groups of x).

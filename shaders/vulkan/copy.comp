@@ -6,8 +6,8 @@
 // element is a whole number of words.
 #include "copy_strided.glsl"
 
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
-layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
+layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
+layout(std430, binding = 1) writeonly buffer Y { UNIT_T y[]; };
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;

@@ -11,9 +11,9 @@
 // error) writes 0 here instead of reading out of bounds.
 layout(constant_id = 3) const bool IDX64 = false;
 
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
+layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
 layout(std430, binding = 1) readonly buffer I { uint ind[]; };
-layout(std430, binding = 2) writeonly buffer Y { uint y[]; };
+layout(std430, binding = 2) writeonly buffer Y { UNIT_T y[]; };
 layout(push_constant) uniform P { uint n, inner, count, dim; } p;
 
 int Index(uint k) {
@@ -30,6 +30,6 @@ void main() {
   int v = Index(k);
   if (v < 0) v += int(p.dim);
   uint word = 0u;
-  if (v >= 0 && v < int(p.dim)) word = x[(o * p.dim + uint(v)) * p.inner + r];
-  y[i] = word;
+  if (v >= 0 && v < int(p.dim)) word = uint(x[(o * p.dim + uint(v)) * p.inner + r]);
+  y[i] = UNIT_T(word);
 }

@@ -14,8 +14,8 @@ layout(constant_id = 3) const bool INSTANCE = false;
 layout(constant_id = 4) const bool HAS_BIAS = true;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
-layout(std430, binding = 1) readonly buffer Mean { float mean[]; };
-layout(std430, binding = 2) readonly buffer Inv { float inv[]; };
+layout(std430, binding = 1) readonly buffer Mean { STORE_T mean[]; };
+layout(std430, binding = 2) readonly buffer Inv { STORE_T inv[]; };
 layout(std430, binding = 3) readonly buffer Scale { STORE_T scale[]; };
 layout(std430, binding = 4) readonly buffer Bias { STORE_T bias[]; };
 layout(std430, binding = 5) writeonly buffer Y { STORE_T y[]; };
@@ -30,7 +30,7 @@ void main() {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
   const uint row = i / p.len;
-  const float v = float(x[i]), m = mean[row], s = inv[row];
+  const float v = float(x[i]), m = float(mean[row]), s = float(inv[row]);
   if (INSTANCE) {
     const uint c = row % p.channels;
     const float a = float(scale[c]) * s;

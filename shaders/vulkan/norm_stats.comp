@@ -8,8 +8,8 @@
 // eps). Two passes over the row, as the host: the mean, then the mean of
 // squared deviations from it (no cancellation from E[x^2] - E[x]^2).
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
-layout(std430, binding = 1) writeonly buffer Mean { float mean[]; };
-layout(std430, binding = 2) writeonly buffer Inv { float inv[]; };
+layout(std430, binding = 1) writeonly buffer Mean { STORE_T mean[]; };
+layout(std430, binding = 2) writeonly buffer Inv { STORE_T inv[]; };
 layout(push_constant) uniform P { uint rows, len; float eps; } p;
 
 shared float partial[KILN_ROW_GROUP_MAX];
@@ -44,6 +44,6 @@ void main() {
   }
   const float var = RowSum(sq) / float(p.len);
   if (RowLane() != 0u) return;
-  mean[r] = m;
-  inv[r] = 1.0 / sqrt(var + p.eps);
+  mean[r] = STORE_T(m);
+  inv[r] = STORE_T(1.0 / sqrt(var + p.eps));
 }

@@ -12,9 +12,9 @@
 layout(constant_id = 3) const uint MODE = 0;
 layout(constant_id = 4) const uint WORDS = 1;
 
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
-layout(std430, binding = 1) readonly buffer V { uint v[]; };
-layout(std430, binding = 2) writeonly buffer Y { uint y[]; };
+layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
+layout(std430, binding = 1) readonly buffer V { UNIT_T v[]; };
+layout(std430, binding = 2) writeonly buffer Y { UNIT_T y[]; };
 layout(push_constant) uniform P {
   uint n, rank;
   uint out_dims[KILN_MAX_RANK];
@@ -48,5 +48,5 @@ void main() {
       stride *= p.in_dims[d];
     }
   }
-  y[i] = fill ? v[w] : x[off * WORDS + w];
+  y[i] = UNIT_T(fill ? uint(v[w]) : uint(x[off * WORDS + w]));
 }

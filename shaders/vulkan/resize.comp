@@ -13,9 +13,9 @@
 layout(constant_id = 3) const bool LINEAR = false;
 layout(constant_id = 4) const uint WORDS = 1;
 
-layout(std430, binding = 0) readonly buffer X { uint x[]; };
+layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
 layout(std430, binding = 1) readonly buffer T { uvec4 taps[]; };
-layout(std430, binding = 2) writeonly buffer Y { uint y[]; };
+layout(std430, binding = 2) writeonly buffer Y { UNIT_T y[]; };
 layout(push_constant) uniform P {
   uint n, rank, nact, act, act_mask;
   uint dims[KILN_MAX_RANK];
@@ -51,7 +51,7 @@ void main() {
       off += hi ? t.y : t.x;
       weight *= uintBitsToFloat(hi ? t.w : t.z);
     }
-    if (weight != 0.0) acc += weight * uintBitsToFloat(x[off]);
+    if (weight != 0.0) acc += weight * UnitToFloat(x[off]);
   }
-  y[i] = floatBitsToUint(acc);
+  y[i] = FloatToUnit(acc);
 }

@@ -10,9 +10,9 @@
 layout(constant_id = 3) const uint WORDS = 1;
 
 layout(std430, binding = 0) readonly buffer C { uint8_t c[]; };
-layout(std430, binding = 1) readonly buffer A { uint a[]; };
-layout(std430, binding = 2) readonly buffer B { uint b[]; };
-layout(std430, binding = 3) writeonly buffer Y { uint y[]; };
+layout(std430, binding = 1) readonly buffer A { UNIT_T a[]; };
+layout(std430, binding = 2) readonly buffer B { UNIT_T b[]; };
+layout(std430, binding = 3) writeonly buffer Y { UNIT_T y[]; };
 layout(push_constant) uniform P {
   uint n, rank;
   uint dims[KILN_MAX_RANK];

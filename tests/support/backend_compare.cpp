@@ -1,5 +1,8 @@
 #include "support/backend_compare.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "session_impl.h"
 
 namespace kiln::test {
@@ -12,7 +15,14 @@ bool BackendAvailable(ForwardType type, std::string* why) {
   return b.ok();
 }
 
-void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std::string& what) {
+bool LowPrecisionRun() {
+  const char* p = std::getenv("KILN_TEST_PRECISION");
+  return p && std::string(p) == "low";
+}
+
+void ExpectSameAsHost(const OpTest& test, ForwardType backend, float tol, const std::string& what) {
+  OpTest t = test;
+  if (LowPrecisionRun()) t.roundF32InputsToHalf();
   auto want = t.run();
   ASSERT_TRUE(want.ok()) << what << ": host: " << want.status().ToString();
   Placement placement;
@@ -21,6 +31,10 @@ void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std
   ScheduleConfig c;
   c.type = backend;
   c.backupType = ForwardType::kHost;
+  if (LowPrecisionRun()) {
+    c.precision = Precision::kLow;
+    tol = std::max(tol, kFp16Tolerance);
+  }
   auto got = gpu.run(c);
   ASSERT_TRUE(got.ok()) << what << ": " << ForwardTypeName(backend) << ": " << got.status().ToString();
   for (const OpPlacement& p : placement.ops)

@@ -16,6 +16,16 @@ namespace kiln::test {
 // Fails (or skips, see above) when `type` cannot be created here.
 bool BackendAvailable(ForwardType type, std::string* why);
 
+// Tolerances (relative, see ExpectNear): fp32 kernels are held to the
+// caller's (typically 1e-4); with fp16 storage every value is rounded to
+// 11 significant bits on the way in and out, so 1e-2.
+constexpr float kFp16Tolerance = 1e-2f;
+
+// True when KILN_TEST_PRECISION=low: ExpectSameAsHost then runs the GPU side
+// with Precision::kLow (fp16 storage) and the fp16 tolerance (ctest
+// vulkan_fp16 runs the op suites this way).
+bool LowPrecisionRun();
+
 void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std::string& what = "");
 
 // Values in [lo, hi) from a fixed seed.

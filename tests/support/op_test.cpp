@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "half.h"
+
 namespace kiln::test {
 
 OpTest& OpTest::input(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
@@ -90,6 +92,19 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
     results.push_back(std::move(r));
   }
   return results;
+}
+
+OpTest& OpTest::roundF32InputsToHalf() {
+  for (In& in : inputs_) {
+    if (in.dtype != fb::DataType::F32) continue;
+    for (size_t i = 0; i + 4 <= in.bytes.size(); i += 4) {
+      float v;
+      std::memcpy(&v, in.bytes.data() + i, 4);
+      v = HalfToFloat(FloatToHalf(v));
+      std::memcpy(in.bytes.data() + i, &v, 4);
+    }
+  }
+  return *this;
 }
 
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float tol, const std::string& what) {

@@ -65,6 +65,11 @@ class OpTest {
     return *this;
   }
 
+  // Rounds every f32 input and constant to the nearest fp16 value (kept as
+  // f32), so that an fp16-storage run and the host reference start from the
+  // same numbers and a tolerance measures the kernel, not the input rounding.
+  OpTest& roundF32InputsToHalf();
+
   // Where the op ran, filled by run().
   OpTest& capturePlacement(Placement* p) {
     placement_ = p;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
@@ -228,6 +229,56 @@ TEST(VulkanSession, BadDeviceIndexFallsBackWithReason) {
   EXPECT_EQ(p.ops_per_backend.count("vulkan"), 0u);
   ASSERT_FALSE(p.ops.empty());
   EXPECT_NE(p.ops[0].reason.find("device index 99"), std::string::npos) << p.ops[0].reason;
+}
+
+// Precision::kLow: f32 tensors live on the device as f16 (half the pool and
+// the weights), kernels compute in fp32, results match fp32 within 1e-2;
+// an op whose kernel cannot take fp16 storage (a comparison) runs on the host
+// and the placement says why.
+TEST(VulkanSession, Fp16StorageHalvesMemoryAndMatches) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = TinyCnn().finish();
+  ASSERT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  const std::vector<int64_t> shape = {1, 3, 17, 13};
+  const std::vector<float> x = RandomFloats(3 * 17 * 13, 9);
+  std::map<Precision, std::vector<float>> out;
+  std::map<Precision, MemoryUse> mem;
+  for (Precision p : {Precision::kNormal, Precision::kLow}) {
+    ScheduleConfig c;
+    c.type = kVk;
+    c.precision = p;
+    auto s = (*interp)->createSession(c);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ((*s)->placement().ops_per_backend.at("vulkan"), 7);
+    out[p] = RunOnce(interp->get(), *s, shape, x);
+    for (const MemoryUse& m : (*s)->memory())
+      if (m.backend == "vulkan") mem[p] = m;
+    ASSERT_TRUE((*interp)->releaseSession(*s).ok());
+  }
+  EXPECT_EQ(mem[Precision::kLow].tensor_bytes * 2, mem[Precision::kNormal].tensor_bytes);
+  EXPECT_LT(mem[Precision::kLow].constant_bytes, mem[Precision::kNormal].constant_bytes);
+  ExpectNear(out[Precision::kLow], out[Precision::kNormal], kFp16Tolerance, "fp16 vs fp32");
+  // Not bit-identical: the fp16 path really rounds.
+  EXPECT_NE(out[Precision::kLow], out[Precision::kNormal]);
+
+  NetBuilder b("less");
+  int a = b.addInput("a", fb::DataType::F32, {4});
+  int c = b.addConstant("c", {4}, std::vector<float>{0, 1, 2, 3});
+  b.addOutput(b.addOp(fb::OpType::Less, "less", {a, c}, {"y"})[0]);
+  auto less = b.finish();
+  ASSERT_TRUE(less.ok());
+  auto li = Interpreter::createFromBuffer(less->data(), less->size());
+  ASSERT_TRUE(li.ok());
+  ScheduleConfig low;
+  low.type = kVk;
+  low.precision = Precision::kLow;
+  auto ls = (*li)->createSession(low);
+  ASSERT_TRUE(ls.ok());
+  const Placement& p = (*ls)->placement();
+  EXPECT_EQ(p.ops[0].backend, "host");
+  EXPECT_NE(p.ops[0].reason.find("F16"), std::string::npos) << p.ops[0].reason;
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const c
                              const char* byte_shader) {
   const size_t size = DataTypeSize(dtype);
   if (size > 0 && size % 4 == 0) return MoveUnits{word_shader, static_cast<uint32_t>(size / 4)};
+  if (size == 2 && caps.storage_16bit) return MoveUnits{std::string(word_shader) + "_u16", 1};
   if (size == 0 || !byte_shader)
     return Unsupported("%s elements; the Vulkan kernel moves 32-bit words", fb::EnumNameDataType(dtype));
   if (!caps.storage_8bit)
@@ -194,7 +195,7 @@ class CopyExecution final : public VulkanExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(units_, UnitsFor(in[0]->dtype(), vk()->caps(), "copy", "copy_u8"));
+    ASSIGN_OR_RETURN(units_, UnitsFor(vk()->storageType(*in[0]), vk()->caps(), "copy", "copy_u8"));
     ASSIGN_OR_RETURN(std::vector<Piece> pieces, Pieces(op_, in, out));
     for (const Piece& p : pieces) RETURN_IF_ERROR(addPiece(p));
     return Status::Ok();
@@ -235,9 +236,9 @@ class CopyExecution final : public VulkanExecution {
       }
     }
     if (n == 0) return Status::Ok();
-    const uint64_t bytes = static_cast<uint64_t>(n) * (p.dst->elementSize() / static_cast<size_t>(u));
+    const uint64_t bytes = static_cast<uint64_t>(n) * (DataTypeSize(vk()->storageType(*p.dst)) / static_cast<size_t>(u));
     if (!tile && !rows && dims.size() <= 1 && (dims.empty() || strides[0] == 1) && p.base == 0 &&
-        bytes == p.src->byteSize() && bytes == p.dst->byteSize()) {
+        bytes == vk()->storageBytes(*p.src) && bytes == vk()->storageBytes(*p.dst)) {
       addCopy(p.src, p.dst);  // the whole tensor, in order
       return Status::Ok();
     }
@@ -263,7 +264,7 @@ class CopyExecution final : public VulkanExecution {
       push.strides[d] = static_cast<int32_t>(strides[d]);
       push.mods[d] = static_cast<uint32_t>(mods[d]);
     }
-    return add1D(units_.shader, {{p.src}, {p.dst, nullptr, true}}, push, push.n, {tile ? 1u : 0u, rows ? 1u : 0u});
+    return add1D(units_.shader.c_str(), {{p.src}, {p.dst, nullptr, true}}, push, push.n, {tile ? 1u : 0u, rows ? 1u : 0u});
   }
 
   const GraphOp& op_;
@@ -276,7 +277,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkLayoutCopy(const GraphOp& op, const
   if ((op.type == fb::OpType::DepthToSpace || op.type == fb::OpType::SpaceToDepth) &&
       !op.params<fb::SpaceDepthParams>())
     return Unsupported("%s without SpaceDepthParams", op.typeName());
-  RETURN_IF_ERROR(UnitsFor(DeclaredInputDtype(op, graph, 0), b->caps(), "copy", "copy_u8").status());
+  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->caps(), "copy", "copy_u8").status());
   return Make(std::make_unique<CopyExecution>(b, op));
 }
 

@@ -11,12 +11,14 @@
 
 namespace kiln {
 
-// How a layout kernel moves elements of `dtype`: in 32-bit words (`shader`
-// is the word variant, `units` words an element) when the element is whole
-// words, else in bytes (`shader` with "_u8", `units` bytes an element),
-// which needs the device's 8-bit storage. Unsupported otherwise.
+// How a layout kernel moves elements of `dtype` (a storage dtype: pass
+// VulkanBackend::storageType): in 32-bit words (`shader` is the word kernel,
+// `units` words an element) when the element is whole words; 16-bit
+// elements one a unit with the word kernel's _u16 variant (16-bit storage);
+// else in bytes (`byte_shader`, `units` bytes an element), which needs the
+// device's 8-bit storage. Unsupported otherwise.
 struct MoveUnits {
-  const char* shader = "";
+  std::string shader;
   uint32_t units = 1;
 };
 StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const char* word_shader,

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "half.h"
 #include "ops/layout_common.h"
 #include "ops/shape_inference.h"
 #include "vk_layout.h"
@@ -42,7 +43,7 @@ class GatherExecution final : public VulkanExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(x.dtype(), vk()->caps(), "gather", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(x), vk()->caps(), "gather", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireUnits32(x, words));
     RETURN_IF_ERROR(RequireUnits32(*out[0], words));
@@ -58,7 +59,7 @@ class GatherExecution final : public VulkanExecution {
     if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
       return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", DataTypeName(idx));
     const uint32_t idx64 = idx == fb::DataType::I64;
-    return add1D("gather", {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n, {idx64});
+    return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n, {idx64});
   }
 
   int axis_;
@@ -71,6 +72,7 @@ StatusOr<std::vector<uint8_t>> FillValue(float v, fb::DataType dtype) {
   std::vector<uint8_t> bytes(DataTypeSize(dtype));
   switch (dtype) {
     case fb::DataType::F32: std::memcpy(bytes.data(), &v, 4); break;
+    case fb::DataType::F16: { uint16_t h = FloatToHalf(v); std::memcpy(bytes.data(), &h, 2); break; }
     case fb::DataType::I32: { int32_t i = static_cast<int32_t>(v); std::memcpy(bytes.data(), &i, 4); break; }
     case fb::DataType::I64: { int64_t i = static_cast<int64_t>(v); std::memcpy(bytes.data(), &i, 8); break; }
     default: return Unsupported("Vulkan Pad: no fill value of dtype %s", fb::EnumNameDataType(dtype));
@@ -88,7 +90,7 @@ class PadExecution final : public VulkanExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const std::vector<int64_t>& xs = x.shape();
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(x.dtype(), vk()->caps(), "pad", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(x), vk()->caps(), "pad", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, xs.size()));
     RETURN_IF_ERROR(RequireUnits32(x, words));
@@ -98,7 +100,7 @@ class PadExecution final : public VulkanExecution {
     VkBinding value{in.size() > 2 ? in[2] : nullptr};
     if (!value.tensor || value.tensor->elementCount() == 0) {
       if (!fill_.buffer) {
-        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, x.dtype()));
+        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, vk()->storageType(x)));
         ASSIGN_OR_RETURN(fill_, vk()->createBuffer(bytes.size(), bytes.data()));
       }
       value = {nullptr, &fill_, false};
@@ -118,7 +120,7 @@ class PadExecution final : public VulkanExecution {
     }
     if (push.n == 0) return Status::Ok();
     const uint32_t mode = static_cast<uint32_t>(p ? p->mode() : fb::PadMode::Constant);
-    return add1D("pad", {{in[0]}, value, {out[0], nullptr, true}}, push, push.n, {mode, words});
+    return add1D(units.shader.c_str(), {{in[0]}, value, {out[0], nullptr, true}}, push, push.n, {mode, words});
   }
 
   const GraphOp& op_;
@@ -148,7 +150,7 @@ class ResizeExecution final : public VulkanExecution {
     const std::vector<int64_t>& is = in[0]->shape();
     if (linear && in[0]->dtype() != fb::DataType::F32)
       return Unsupported("Vulkan Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(in[0]->dtype(), vk()->caps(), "resize", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(*in[0]), vk()->caps(), "resize", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, is.size()));
     RETURN_IF_ERROR(RequireUnits32(*in[0], words));
@@ -197,7 +199,7 @@ class ResizeExecution final : public VulkanExecution {
     }
     vk()->freeBuffer(&taps_);
     ASSIGN_OR_RETURN(taps_, vk()->createBuffer(taps.size() * 4, taps.data()));
-    return add1D("resize", {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
+    return add1D(units.shader.c_str(), {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
                  {linear ? 1u : 0u, words});
   }
 
@@ -269,7 +271,7 @@ class MaxUnpoolExecution final : public VulkanExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(UnitsFor(DeclaredInputDtype(op, graph, 0), b->caps(), "gather", nullptr).status());
+  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->caps(), "gather", nullptr).status());
   const fb::DataType idx = DeclaredInputDtype(op, graph, 1);
   if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
     return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
@@ -293,7 +295,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Gra
   const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
     return Unsupported("Vulkan Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
-  RETURN_IF_ERROR(UnitsFor(dtype, b->caps(), "resize", nullptr).status());
+  RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->caps(), "resize", nullptr).status());
   return Make(std::make_unique<ResizeExecution>(b, op));
 }
 
@@ -302,6 +304,8 @@ StatusOr<std::unique_ptr<Execution>> CreateVkMaxUnpool(const GraphOp& op, const 
     return Unsupported("Vulkan MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   if (DeclaredInputDtype(op, graph, 1) != fb::DataType::I64)
     return Unsupported("Vulkan MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 1)));
+  if (b->halfStorage())
+    return Unsupported("Vulkan MaxUnpool claims outputs with 32-bit atomics, so it takes no fp16 storage");
   return Make(std::make_unique<MaxUnpoolExecution>(b, op));
 }
 

@@ -48,8 +48,8 @@ class CastExecution final : public VulkanExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(uint32_t src, CastKind(in[0]->dtype()));
-    ASSIGN_OR_RETURN(uint32_t dst, CastKind(out[0]->dtype()));
+    ASSIGN_OR_RETURN(uint32_t src, CastKind(vk()->storageType(*in[0])));
+    ASSIGN_OR_RETURN(uint32_t dst, CastKind(vk()->storageType(*out[0])));
     if (src == dst) {
       addCopy(in[0], out[0]);
       return Status::Ok();
@@ -110,7 +110,7 @@ class CompareExecution final : public VulkanExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
     if (b->dtype() != in[0]->dtype()) return Unsupported("Vulkan comparison of different dtypes");
-    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, in[0]->dtype()));
+    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, vk()->storageType(*in[0])));
     for (const Tensor* t : in) RETURN_IF_ERROR(RequireUnits32(*t, 2));
     RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
@@ -137,7 +137,7 @@ class WhereExecution final : public VulkanExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     if (in[0]->dtype() != fb::DataType::BOOL || in[1]->dtype() != in[2]->dtype())
       return Unsupported("Vulkan Where takes a bool condition and values of one dtype");
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(in[1]->dtype(), vk()->caps(), "where", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(*in[1]), vk()->caps(), "where", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
@@ -152,7 +152,7 @@ class WhereExecution final : public VulkanExecution {
       push.sa[d] = bc.strides[1][d];
       push.sb[d] = bc.strides[2][d];
     }
-    return add1D("where", {{in[0]}, {in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n, {words});
+    return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n, {words});
   }
 };
 
@@ -161,8 +161,8 @@ class WhereExecution final : public VulkanExecution {
 StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
   const fb::CastParams* p = op.params<fb::CastParams>();
   if (!p) return Unsupported("Cast without CastParams");
-  ASSIGN_OR_RETURN(uint32_t src, CastKind(DeclaredInputDtype(op, graph, 0)));
-  ASSIGN_OR_RETURN(uint32_t dst, CastKind(p->to()));
+  ASSIGN_OR_RETURN(uint32_t src, CastKind(b->storageType(DeclaredInputDtype(op, graph, 0))));
+  ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(p->to())));
   if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->caps()).status());
   return Make(std::make_unique<CastExecution>(b));
 }
@@ -172,7 +172,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Gr
   const fb::DataType t = DeclaredInputDtype(op, graph, 0);
   if (op.inputs.size() > 1 && DeclaredInputDtype(op, graph, 1) != t)
     return Unsupported("Vulkan %s: inputs of different dtypes", op.typeName());
-  RETURN_IF_ERROR(CompareKernelFor(op.type, t).status());
+  RETURN_IF_ERROR(CompareKernelFor(op.type, b->storageType(t)).status());
   return Make(std::make_unique<CompareExecution>(b, op.type));
 }
 
@@ -182,7 +182,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Grap
     return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   const fb::DataType t = DeclaredInputDtype(op, graph, 1);
   if (DeclaredInputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
-  RETURN_IF_ERROR(UnitsFor(t, b->caps(), "where", nullptr).status());
+  RETURN_IF_ERROR(UnitsFor(b->storageType(t), b->caps(), "where", nullptr).status());
   return Make(std::make_unique<WhereExecution>(b));
 }
 
