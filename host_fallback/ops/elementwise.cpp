@@ -3,6 +3,7 @@
 // All tolerate out == input 0 (the session runs them in place).
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "broadcast.h"
 #include "half.h"
@@ -140,18 +141,34 @@ void Binary(ThreadPool& pool, const Tensor& a, const Tensor& b, Tensor& y, F f) 
   });
 }
 
+// Integer Add, Sub, Mul and Div wrap around in two's complement (ONNX; the
+// Vulkan binary.comp does the same): computed on the unsigned type, since
+// signed overflow is undefined in C++. x / 0 is 0 and MIN / -1 wraps to MIN
+// instead of trapping (SIGFPE on x86) on a hostile model.
+template <typename T, bool = std::is_integral<T>::value>
+struct Wrapping {
+  static T add(T u, T v) { return u + v; }
+  static T sub(T u, T v) { return u - v; }
+  static T mul(T u, T v) { return u * v; }
+  static T div(T u, T v) { return u / v; }
+};
+template <typename T>
+struct Wrapping<T, true> {
+  using U = typename std::make_unsigned<T>::type;
+  static T add(T u, T v) { return static_cast<T>(static_cast<U>(static_cast<U>(u) + static_cast<U>(v))); }
+  static T sub(T u, T v) { return static_cast<T>(static_cast<U>(static_cast<U>(u) - static_cast<U>(v))); }
+  static T mul(T u, T v) { return static_cast<T>(static_cast<U>(static_cast<U>(u) * static_cast<U>(v))); }
+  static T div(T u, T v) { return v == 0 ? T(0) : std::is_signed<T>::value && v == T(-1) ? sub(T(0), u) : T(u / v); }
+};
+
 template <typename T>
 Status Arith(fb::OpType type, ThreadPool& p, const Tensor& a, const Tensor& b, Tensor& y) {
+  using W = Wrapping<T>;
   switch (type) {
-    case fb::OpType::Add: Binary<T, T>(p, a, b, y, [](T u, T v) { return u + v; }); break;
-    case fb::OpType::Sub: Binary<T, T>(p, a, b, y, [](T u, T v) { return u - v; }); break;
-    case fb::OpType::Mul: Binary<T, T>(p, a, b, y, [](T u, T v) { return u * v; }); break;
-    case fb::OpType::Div:
-      if (std::is_integral<T>::value)
-        Binary<T, T>(p, a, b, y, [](T u, T v) { return v == 0 ? T(0) : T(u / v); });  // no SIGFPE on bad input
-      else
-        Binary<T, T>(p, a, b, y, [](T u, T v) { return u / v; });
-      break;
+    case fb::OpType::Add: Binary<T, T>(p, a, b, y, [](T u, T v) { return W::add(u, v); }); break;
+    case fb::OpType::Sub: Binary<T, T>(p, a, b, y, [](T u, T v) { return W::sub(u, v); }); break;
+    case fb::OpType::Mul: Binary<T, T>(p, a, b, y, [](T u, T v) { return W::mul(u, v); }); break;
+    case fb::OpType::Div: Binary<T, T>(p, a, b, y, [](T u, T v) { return W::div(u, v); }); break;
     case fb::OpType::Max: Binary<T, T>(p, a, b, y, [](T u, T v) { return u >= v || u != u ? u : v; }); break;
     case fb::OpType::Min: Binary<T, T>(p, a, b, y, [](T u, T v) { return u <= v || u != u ? u : v; }); break;
     case fb::OpType::Equal: Binary<T, uint8_t>(p, a, b, y, [](T u, T v) { return uint8_t(u == v); }); break;

@@ -10,6 +10,8 @@
 //   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word.
 // The kinds (spec constants SRC and DST) are VkCastKind in
 // backends/vulkan/ops/vk_layout_logic.cpp.
+#include "int64.glsl"
+
 #define KIND_F32 0u
 #define KIND_F16 1u
 #define KIND_I32 2u
@@ -19,27 +21,6 @@
 layout(constant_id = 3) const uint SRC = 0;
 layout(constant_id = 4) const uint DST = 0;
 
-uvec2 Shr64(uvec2 v, uint s) {  // s in [0, 63]
-  if (s == 0u) return v;
-  if (s >= 32u) return uvec2(v.y >> (s - 32u), 0u);
-  return uvec2((v.x >> s) | (v.y << (32u - s)), v.y >> s);
-}
-
-uvec2 Shl64(uvec2 v, uint s) {  // s in [0, 63]
-  if (s == 0u) return v;
-  if (s >= 32u) return uvec2(0u, v.x << (s - 32u));
-  return uvec2(v.x << s, (v.y << s) | (v.x >> (32u - s)));
-}
-
-int Msb64(uvec2 v) { return v.y != 0u ? 32 + findMSB(v.y) : findMSB(v.x); }  // -1 for 0
-
-uvec2 Neg64(uvec2 v) {
-  uint lo = ~v.x + 1u;
-  return uvec2(lo, ~v.y + (lo == 0u ? 1u : 0u));
-}
-
-bool Greater64(uvec2 a, uvec2 b) { return a.y > b.y || (a.y == b.y && a.x > b.x); }
-
 // v rounded to its `keep` most significant bits, to nearest even.
 uvec2 RoundBits(uvec2 v, int keep) {
   int drop = Msb64(v) + 1 - keep;
@@ -48,7 +29,7 @@ uvec2 RoundBits(uvec2 v, int keep) {
   uvec2 q = Shr64(v, s);
   uvec2 rem = v ^ Shl64(q, s);
   uvec2 half_ulp = Shl64(uvec2(1u, 0u), s - 1u);
-  if (Greater64(rem, half_ulp) || (rem == half_ulp && (q.x & 1u) != 0u))
+  if (LessUnsigned64(half_ulp, rem) || (rem == half_ulp && (q.x & 1u) != 0u))
     q = uvec2(q.x + 1u, q.y + (q.x == 0xffffffffu ? 1u : 0u));
   return Shl64(q, s);
 }

@@ -3,34 +3,29 @@
 #include "common.glsl"
 #include "nn_activation.glsl"
 #include "gemm_tile.glsl"
+#include "conv_common.glsl"
 
-// Conv (1-D/2-D, any stride, padding, dilation, group) as an implicit GEMM.
-// For group g: Y_g[m, col] = sum_k W_g[m, k] * X_col[k, col] + bias[g*mg + m]
-// with k = (ci, ky, kx) over cg x kh x kw (W's NCHW layout is this row-major
-// [mg, K] matrix already) and col = (n, oy, ox) over the batch and the output
-// plane. The im2col element X_col[k, col] is read from X during the shared
-// B fill (0 in the padding), never materialised. One TM x TN tile of one
+// Conv (1-D/2-D/3-D, any stride, padding, dilation, group) as an implicit
+// GEMM. For group g: Y_g[m, col] = sum_k W_g[m, k] * X_col[k, col] +
+// bias[g*mg + m] with k = (ci, kz, ky, kx) over cg x kd x kh x kw (W's NCHW
+// layout is this row-major [mg, K] matrix already) and col = (n, oz, oy, ox)
+// over the batch and the output volume. The im2col element X_col[k, col] is
+// read from X during the shared B fill (0 in the padding), never
+// materialised. One TM x TN tile of one
 // group per work group (gemm_tile.glsl), tiles counted col fastest, then m,
 // then group. NT is a multiple of TN (TM >= 16), so every invocation fills one
-// fixed column of Bs and decodes its (n, oy, ox) once.
-layout(constant_id = 3) const uint ACT = 0;
-layout(constant_id = 4) const bool HAS_BIAS = false;
-
-layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
-layout(std430, binding = 1) readonly buffer W { STORE_T w[]; };
-layout(std430, binding = 2) readonly buffer Bias { STORE_T bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { STORE_T y[]; };
+// fixed column of Bs and decodes its (n, oz, oy, ox) once. The push constants
+// are conv_direct.comp's (one C++ struct), `total` unused.
 layout(push_constant) uniform P {
-  uint c, h, w;           // input channels (all groups), height, width
-  uint cg, mg, groups;    // channels in and out per group, group count
-  uint batch, oh, ow;
-  uint kh, kw, sh, sw, dh, dw;
-  int ph, pw;             // begin pads
-  float lo, hi, slope;    // fused activation
+  uint c, cg, mg, groups, batch;  // input channels (all groups); channels in and out per group
+  CONV_WINDOW
+  float lo, hi, slope;            // fused activation
+  uint total;
 } p;
 
 void main() {
-  const uint khw = p.kh * p.kw, K = p.cg * khw, ohw = p.oh * p.ow, cols = p.batch * ohw;
+  const uint khw = p.kh * p.kw, kvol = p.kd * khw, K = p.cg * kvol;
+  const uint ohw = p.oh * p.ow, ovol = p.od * ohw, cols = p.batch * ovol;
   const uint tiles_n = (cols + TN - 1u) / TN, tiles_m = (p.mg + TM - 1u) / TM;
   uint tile = TileIndex();
   if (tile >= tiles_n * tiles_m * p.groups) return;  // the whole group: before any barrier
@@ -42,9 +37,9 @@ void main() {
   // This invocation's column of Bs.
   const uint bcol = tid % TN, gcol = col0 + bcol;
   const bool col_ok = gcol < cols;
-  const uint n = gcol / ohw, q = gcol - n * ohw, oy = q / p.ow, ox = q - oy * p.ow;
-  const int iy0 = int(oy * p.sh) - p.ph, ix0 = int(ox * p.sw) - p.pw;
-  const uint x_base = (n * p.c + g * p.cg) * p.h * p.w;
+  const uint n = gcol / ovol, q = gcol - n * ovol, oz = q / ohw, r = q - oz * ohw, oy = r / p.ow, ox = r - oy * p.ow;
+  const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph, ix0 = int(ox * p.sw) - p.pw;
+  const uint x_base = (n * p.c + g * p.cg) * p.d * p.h * p.w;
   const uint w_base = g * p.mg * K;
 
   float acc[4][4];
@@ -61,10 +56,11 @@ void main() {
       const uint gk = k0 + kk;
       float v = 0.0;
       if (col_ok && gk < K) {
-        const uint ci = gk / khw, t = gk - ci * khw, ky = t / p.kw, kx = t - ky * p.kw;
-        const int iy = iy0 + int(ky * p.dh), ix = ix0 + int(kx * p.dw);
-        if (iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w))
-          v = float(x[x_base + (ci * p.h + uint(iy)) * p.w + uint(ix)]);
+        const uint ci = gk / kvol, t = gk - ci * kvol, kz = t / khw, t2 = t - kz * khw, ky = t2 / p.kw,
+                   kx = t2 - ky * p.kw;
+        const int iz = iz0 + int(kz * p.dd), iy = iy0 + int(ky * p.dh), ix = ix0 + int(kx * p.dw);
+        if (iz >= 0 && iz < int(p.d) && iy >= 0 && iy < int(p.h) && ix >= 0 && ix < int(p.w))
+          v = float(x[x_base + ((ci * p.d + uint(iz)) * p.h + uint(iy)) * p.w + uint(ix)]);
       }
       Bs[kk * BS_STRIDE + bcol] = v;
     }
@@ -78,14 +74,14 @@ void main() {
   [[unroll]] for (uint j = 0u; j < 4u; ++j) {
     const uint gj = col0 + tx + j * LX;
     if (gj >= cols) break;
-    const uint nj = gj / ohw, qj = gj - nj * ohw;
+    const uint nj = gj / ovol, qj = gj - nj * ovol;
     [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       const uint gi = row0 + ty + i * LY;
       if (gi >= p.mg) break;
       const uint m = g * p.mg + gi;
       float v = acc[i][j];
       if (HAS_BIAS) v += float(bias[m]);
-      y[(nj * m_total + m) * ohw + qj] = STORE_T(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+      y[(nj * m_total + m) * ovol + qj] = STORE_T(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
     }
   }
 }

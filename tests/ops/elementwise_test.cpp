@@ -157,6 +157,29 @@ TEST(Elementwise, BinaryBroadcastF32) {
   }
 }
 
+// Two's complement wraparound, x / 0 = 0 and MIN / -1 = MIN (no trap).
+TEST(Elementwise, IntegerArithmeticWraps) {
+  const int64_t kMin = INT64_MIN, kMax = INT64_MAX;
+  std::vector<int64_t> a = {kMax, kMin, kMin, 7, kMax, -9}, b = {1, -1, -1, 0, 2, 2};
+  auto run = [&](fb::OpType t) {
+    auto out = OpTest(t).inputI64("a", {6}, a).inputI64("b", {6}, b).run();
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? out->at(0).i64() : std::vector<int64_t>{};
+  };
+  EXPECT_EQ(run(fb::OpType::Add), (std::vector<int64_t>{kMin, kMax, kMax, 7, kMin + 1, -7}));
+  EXPECT_EQ(run(fb::OpType::Sub), (std::vector<int64_t>{kMax - 1, kMin + 1, kMin + 1, 7, kMax - 2, -11}));
+  EXPECT_EQ(run(fb::OpType::Mul), (std::vector<int64_t>{kMax, kMin, kMin, 0, -2, -18}));
+  EXPECT_EQ(run(fb::OpType::Div), (std::vector<int64_t>{kMax, kMin, kMin, 0, kMax / 2, -4}));
+  const int32_t kMin32 = INT32_MIN;
+  const std::vector<int32_t> a32 = {kMin32, INT32_MAX, -7}, b32 = {-1, 2, 2};
+  auto div = OpTest(fb::OpType::Div)
+                 .input("a", {3}, fb::DataType::I32, a32.data(), 12)
+                 .input("b", {3}, fb::DataType::I32, b32.data(), 12)
+                 .run();
+  ASSERT_TRUE(div.ok()) << div.status().ToString();
+  EXPECT_EQ(div->at(0).i32(), (std::vector<int32_t>{kMin32, INT32_MAX / 2, -3}));
+}
+
 TEST(Elementwise, BinaryI64AndComparisons) {
   std::vector<int64_t> a = {5, -7, 9, 0, 12, -3}, b = {2, 3, -4};
   auto add = OpTest(fb::OpType::Div).inputI64("a", {2, 3}, a).inputI64("b", {3}, b).run();

@@ -1,4 +1,6 @@
 // Elementwise ops on Vulkan against the host, odd shapes.
+#include <limits>
+
 #include "support/backend_compare.h"
 
 namespace kiln::test {
@@ -85,6 +87,62 @@ TEST(VulkanElementwise, BinaryBroadcast) {
   OpTest max3(fb::OpType::Max);
   max3.input("a", {4, 5}, Random(20, -1, 1, 3)).input("b", {5}, Random(5, -1, 1, 4)).input("c", {4, 1}, Random(4, -1, 1, 5));
   ExpectSameAsHost(max3, kVk, 0, "Max of three");
+}
+
+// Integers that cross word and sign boundaries: small (with zeros, for Div
+// by 0), -1 (MIN / -1), the extremes, around 2^31 and 2^32, random bits.
+template <typename T>
+std::vector<T> IntValues(int64_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) {
+    const uint64_t r = rng(), small = r >> 59;  // [0, 32)
+    switch (r % 7) {
+      case 0: x = static_cast<T>(static_cast<int64_t>(small) - 16); break;
+      case 1: x = T(-1); break;
+      case 2: x = static_cast<T>(std::numeric_limits<T>::min() + static_cast<T>(small)); break;
+      case 3: x = static_cast<T>(std::numeric_limits<T>::max() - static_cast<T>(small)); break;
+      case 4: x = static_cast<T>(0x7fffffffull + small - 16); break;
+      case 5: x = static_cast<T>(0xffffffffull + small - 16); break;
+      default: x = static_cast<T>(r); break;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+OpTest& IntInput(OpTest& op, const std::string& name, const std::vector<int64_t>& shape, uint32_t seed) {
+  const std::vector<T> v = IntValues<T>(Numel(shape), seed);
+  return op.input(name, shape, sizeof(T) == 8 ? fb::DataType::I64 : fb::DataType::I32, v.data(), v.size() * sizeof(T));
+}
+
+template <typename T>
+void ExpectIntBinaryOps(const char* dtype) {
+  struct Case {
+    std::vector<int64_t> a, b;
+  };
+  const Case cases[] = {{{3, 67}, {3, 67}}, {{2, 3, 5}, {5}}, {{2, 1, 5}, {3, 1}}, {{1}, {4, 7}}, {{7, 1, 9}, {1, 17, 1}}};
+  for (fb::OpType t : {fb::OpType::Add, fb::OpType::Sub, fb::OpType::Mul, fb::OpType::Div, fb::OpType::Max,
+                       fb::OpType::Min}) {
+    uint32_t seed = 40;
+    for (const Case& c : cases) {
+      OpTest op(t);
+      IntInput<T>(op, "a", c.a, seed++);
+      IntInput<T>(op, "b", c.b, seed++);
+      ExpectSameAsHost(op, kVk, 0, std::string(fb::EnumNameOpType(t)) + " " + dtype + " " + std::to_string(c.a.size()));
+    }
+  }
+  OpTest min3(fb::OpType::Min);
+  IntInput<T>(min3, "a", {4, 5}, 1);
+  IntInput<T>(min3, "b", {5}, 2);
+  IntInput<T>(min3, "c", {4, 1}, 3);
+  ExpectSameAsHost(min3, kVk, 0, std::string("Min of three ") + dtype);
+}
+
+TEST(VulkanElementwise, IntegerBinary) {
+  KILN_REQUIRE_BACKEND(kVk);
+  ExpectIntBinaryOps<int32_t>("i32");
+  ExpectIntBinaryOps<int64_t>("i64");
 }
 
 TEST(VulkanElementwise, ReshapeLikes) {

@@ -1,6 +1,6 @@
 // nn ops on Vulkan against the host: Conv (general implicit GEMM, 1x1 GEMM
 // path, depthwise; strides, asymmetric pads, dilation, groups, auto_pad,
-// 1-D, bias, fused activations, computed weights), ConvTranspose, MatMul
+// 1-D, 3-D, bias, fused activations, computed weights), ConvTranspose, MatMul
 // (2-D, batched, broadcast, 1-D operands), Gemm (transposes, alpha, beta,
 // every C shape), BatchNormalization. Odd sizes throughout so that tiles
 // are partial.
@@ -66,6 +66,13 @@ TEST(VulkanNnConv, Variants) {
       {"1-D", {2, 3, 17}, {5, 3, 3}, {2}, {1, 0}, {}},
       {"1-D depthwise", {1, 4, 17}, {4, 1, 5}, {}, {2, 2}, {}, 4},
       {"many tiles, K loop", {1, 40, 20, 21}, {70, 40, 3, 3}, {}, {1, 1, 1, 1}, {}},
+      {"3-D", {2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {}, {1, 1, 1, 1, 1, 1}, {}},
+      {"3-D asymmetric strides, pads, dilations", {1, 3, 9, 7, 8}, {6, 3, 3, 2, 3}, {2, 1, 3}, {1, 0, 2, 0, 1, 1},
+       {2, 1, 1}},
+      {"3-D groups 3, no bias", {1, 6, 4, 5, 6}, {9, 2, 2, 3, 1}, {1, 2, 1}, {0, 1, 0, 1, 1, 0}, {}, 3, false},
+      {"3-D depthwise", {2, 4, 5, 6, 7}, {8, 1, 3, 2, 3}, {2, 1, 1}, {1, 0, 1, 1, 1, 1}, {1, 2, 1}, 4},
+      {"3-D 1x1x1 (GEMM path)", {2, 5, 3, 4, 5}, {7, 5, 1, 1, 1}, {}, {}, {}},
+      {"3-D SAME_UPPER", {1, 3, 5, 6, 7}, {4, 3, 3, 3, 2}, {2, 2, 2}, {}, {}, 1, true, fb::AutoPad::SameUpper},
   };
   for (const ConvCase& c : cases) ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c)), kVk, kTol, c.what);
 }
@@ -123,6 +130,11 @@ TEST(VulkanNnConvTranspose, Variants) {
       {{"output_shape", {1, 3, 5, 7}, {3, 2, 3, 3}, {2, 2}, {}, {}}, {}, {12, 15}},
       {{"depthwise", {1, 5, 6, 6}, {5, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 5}, {}, {}},
       {{"1-D", {2, 3, 9}, {3, 5, 4}, {3}, {1, 2}, {}}, {}, {}},
+      {{"3-D", {1, 3, 3, 4, 5}, {3, 2, 3, 3, 3}, {}, {}, {}}, {}, {}},
+      {{"3-D strides, pads, groups 2, dilation", {2, 4, 3, 4, 3}, {4, 3, 2, 3, 2}, {2, 1, 3}, {1, 0, 1, 0, 1, 1},
+        {1, 2, 1}, 2},
+       {1, 0, 2},
+       {}},
   };
   for (const Case& c : cases) {
     fb::ConvParamsT p = Params(c.conv);

@@ -18,8 +18,9 @@ namespace {
 constexpr ForwardType kVk = ForwardType::kVulkan;
 
 // x[?,3,5] -> Relu -> Add(c) -> Sigmoid -> Mul(x) -> y, with an i32 detour
-// (Cast, Add on i32, Cast back) when `detour`: the i32 Add has no Vulkan
-// kernel, so it runs on the host between two Vulkan runs.
+// (Cast, Neg on i32, Cast back) when `detour`: the i32 Neg has no Vulkan
+// kernel (unary.comp is f32), so it runs on the host between two Vulkan
+// runs. Its tensors are declared i32 so that Vulkan declines it at creation.
 std::vector<uint8_t> Chain(bool detour) {
   NetBuilder b("chain");
   int x = b.addInput("x", fb::DataType::F32, {Dim("n"), 3, 5});
@@ -29,9 +30,11 @@ std::vector<uint8_t> Chain(bool detour) {
   if (detour) {
     fb::CastParamsT to_i32;
     to_i32.to = fb::DataType::I32;
-    int ai = b.addOp(fb::OpType::Cast, "to_i32", {a}, {"ai"}, to_i32)[0];
-    int one = b.addConstant("one", {1}, std::vector<int32_t>{1});
-    int bi = b.addOp(fb::OpType::Add, "add_i32", {ai, one}, {"bi"})[0];
+    fb::OpParamsUnion cast;
+    cast.Set(to_i32);
+    int ai = b.addTensor("ai", fb::DataType::I32), bi = b.addTensor("bi", fb::DataType::I32);
+    b.addOpWithOutputs(fb::OpType::Cast, "to_i32", {a}, {ai}, std::move(cast));
+    b.addOpWithOutputs(fb::OpType::Neg, "neg_i32", {ai}, {bi});
     fb::CastParamsT to_f32;
     to_f32.to = fb::DataType::F32;
     a = b.addOp(fb::OpType::Cast, "to_f32", {bi}, {"af"}, to_f32)[0];
@@ -107,17 +110,47 @@ TEST(VulkanSession, HostFallbackWithCopies) {
   auto hs = (*interp)->createSession(ScheduleConfig{});
   ASSERT_TRUE(hs.ok());
   const Placement& p = (*vs)->placement();
-  bool i32_add_on_host = false;
+  bool i32_neg_on_host = false;
   for (const OpPlacement& op : p.ops)
-    if (op.name == "add_i32") {
-      i32_add_on_host = op.backend == "host";
+    if (op.name == "neg_i32") {
+      i32_neg_on_host = op.backend == "host";
       EXPECT_NE(op.reason.find("vulkan"), std::string::npos) << op.reason;
     }
-  EXPECT_TRUE(i32_add_on_host);
+  EXPECT_TRUE(i32_neg_on_host);
   EXPECT_GE(p.switches, 2);
   std::vector<int64_t> shape = {3, 3, 5};
   auto x = Random(45, -3, 3, 9);
   ExpectNear(RunOnce(interp->get(), *vs, shape, x), RunOnce(interp->get(), *hs, shape, x), 1e-5f);
+}
+
+// An i64 intermediate whose declared dtype is the builder's f32 placeholder
+// (as ONNX files without value_info give): the binary kernel follows the
+// dtype shape inference settles, so both ops run on Vulkan, on integers.
+TEST(VulkanSession, IntegerIntermediateWithPlaceholderDtype) {
+  KILN_REQUIRE_BACKEND(kVk);
+  NetBuilder b("i64 chain");
+  int x = b.addInput("x", fb::DataType::I64, {2, 3});
+  int c = b.addConstant("c", {3}, std::vector<int64_t>{int64_t{1} << 40, -3, 7});
+  int s = b.addOp(fb::OpType::Add, "add", {x, c}, {"s"})[0];
+  int y = b.addOp(fb::OpType::Mul, "mul", {c, s}, {"y"})[0];
+  b.addOutput(y);
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  auto vs = (*interp)->createSession(VulkanConfig());
+  ASSERT_TRUE(vs.ok()) << vs.status().ToString();
+  for (const OpPlacement& op : (*vs)->placement().ops) EXPECT_EQ(op.backend, "vulkan") << op.name << ": " << op.reason;
+  std::vector<int64_t> xv = {5, -6, 1 << 30, int64_t{3} << 33, 0, -1};
+  Tensor* in = (*interp)->getSessionInput(*vs);
+  ASSERT_TRUE((*interp)->resizeSession(*vs).ok());
+  ASSERT_TRUE(in->copyFromHostTensor(*Tensor::wrap({2, 3}, fb::DataType::I64, xv.data())).ok());
+  Status st = (*interp)->runSession(*vs);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<int64_t> got(6);
+  ASSERT_TRUE((*interp)->getSessionOutput(*vs)->copyToHostTensor(Tensor::wrap({2, 3}, fb::DataType::I64, got.data()).get()).ok());
+  const int64_t cv[3] = {int64_t{1} << 40, -3, 7};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(got[i], cv[i % 3] * (xv[i] + cv[i % 3])) << i;
 }
 
 TEST(VulkanSession, CallbacksSeeEveryOp) {
@@ -212,7 +245,7 @@ TEST(VulkanSession, ProfileTimesEveryStep) {
       EXPECT_TRUE(p.device_timer) << p.name;
     }
   }
-  EXPECT_EQ(vulkan_ops, 6);  // all but the i32 Add
+  EXPECT_EQ(vulkan_ops, 6);  // all but the i32 Neg
   EXPECT_EQ(copies, 2);      // into the host detour and back
 }
 

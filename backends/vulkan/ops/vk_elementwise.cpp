@@ -1,8 +1,10 @@
 // Elementwise ops on Vulkan: one unary shader (the function is a
-// specialization constant) and one broadcasting binary shader.
+// specialization constant) and one broadcasting binary shader, which takes
+// f32, and i32 / i64 for Add, Sub, Mul, Div, Max and Min (the host
+// kernel's integer semantics, see binary.comp).
 #include <cmath>
 
-#include "vk_common.h"
+#include "vk_layout.h"
 
 namespace kiln {
 namespace {
@@ -50,8 +52,21 @@ class ReshapeExecution final : public VulkanExecution {
 class BinaryBase : public VulkanExecution {
  protected:
   using VulkanExecution::VulkanExecution;
-  // out = a (code) b, broadcast; out may be a.
+  // out = a (code) b, broadcast; out may be a. The element type is the
+  // bound tensors' (binary.comp TYPE): integers for codes 0-3, 5, 6.
   Status addBinary(uint32_t code, const Tensor* a, const Tensor* b, const Tensor* out) {
+    if (b->dtype() != a->dtype() || out->dtype() != a->dtype())
+      return Unsupported("Vulkan binary op on %s, %s into %s: one dtype expected", fb::EnumNameDataType(a->dtype()),
+                         fb::EnumNameDataType(b->dtype()), fb::EnumNameDataType(out->dtype()));
+    uint32_t type = 0;
+    switch (a->dtype()) {
+      case fb::DataType::F32: type = 0; break;
+      case fb::DataType::I32: type = 1; break;
+      case fb::DataType::I64: type = 2; break;
+      default: return Unsupported("Vulkan binary ops take f32, i32 and i64, not %s", fb::EnumNameDataType(a->dtype()));
+    }
+    if (type != 0 && (code == 4 || code == 7)) return Unsupported("Vulkan Pow and PRelu take f32 only");
+    RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out->shape(), {a->shape(), b->shape()}));
     struct {
       uint32_t n, rank, dims[6], sa[6], sb[6];
@@ -63,17 +78,19 @@ class BinaryBase : public VulkanExecution {
       push.sa[d] = bc.strides[0][d];
       push.sb[d] = bc.strides[1][d];
     }
-    return add1D("binary", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code});
+    return add1D("binary", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
   }
 };
 
 class BinaryExecution final : public BinaryBase {
  public:
   BinaryExecution(VulkanBackend* b, uint32_t code) : BinaryBase(b), code_(code) {}
+  // The kernel follows the bound dtypes: an integer intermediate that the
+  // model declares with a placeholder dtype still runs here.
+  bool resolvesDtypesAtResize() const override { return true; }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    RETURN_IF_ERROR(Require32Bit(*out[0]));
     if (in.size() == 1) {  // Max/Min of one input
       addCopy(in[0], out[0]);
       return Status::Ok();
@@ -183,7 +200,20 @@ StatusOr<std::unique_ptr<Execution>> CreateVkReshape(const GraphOp& op, const Gr
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateVkBinary(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  // Integers for the ops the host also computes on them. Only the inputs'
+  // declared dtypes are checked here: an intermediate's (and the output's)
+  // may be a placeholder, and shape inference gives every input and the
+  // output one real dtype, which addBinary takes at resize.
+  if (op.type == fb::OpType::Pow || op.type == fb::OpType::PRelu) {
+    RETURN_IF_ERROR(RequireF32(op, graph));
+  } else {
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      if (op.inputs[k] < 0) continue;
+      const fb::DataType t = DeclaredInputDtype(op, graph, k);
+      if (t != fb::DataType::F32 && t != fb::DataType::I32 && t != fb::DataType::I64)
+        return Unsupported("Vulkan %s takes f32, i32 and i64, not %s", op.typeName(), fb::EnumNameDataType(t));
+    }
+  }
   uint32_t code = 0;
   switch (op.type) {
     case fb::OpType::Add: code = 0; break;

@@ -1,11 +1,12 @@
-// Conv and ConvTranspose on Vulkan (f32, 1 or 2 spatial axes: a 1-D op is a
-// 2-D one of height 1). Conv picks a kernel per shape at resize:
+// Conv and ConvTranspose on Vulkan (f32, 1 to 3 spatial axes: the shaders
+// are 3-D, a 2-D op is a 3-D one of depth 1, a 1-D op also of height 1).
+// Conv picks a kernel per shape at resize:
 //   * depthwise (one input channel per group): conv_depthwise.comp, direct;
 //   * 1x1, stride 1, unpadded, one group: a GEMM over channels, W [M, C]
-//     times each image's [C, H*W] (gemm.comp, batched over N);
+//     times each image's [C, D*H*W] (gemm.comp, batched over N);
 //   * otherwise: conv.comp, an implicit GEMM over (group, M/group) x
-//     (N*OH*OW) with K = C/group * KH * KW, the im2col tile read from X on
-//     the fly.
+//     (N*OD*OH*OW) with K = C/group * KD * KH * KW, the im2col tile read
+//     from X on the fly (conv_direct.comp on CPU drivers).
 // W's NCHW layout is already the row-major [M, K] matrix every path wants,
 // so weights are used in place (constant or not). Bias and the fused
 // activation are applied in the store. ConvTranspose gathers
@@ -26,34 +27,37 @@ IntVec IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt) {
   return IntVec(v->begin(), v->end());
 }
 
-// The window of a Conv or ConvTranspose over two spatial axes (a 1-D op
-// gets height 1): input and output planes, kernel, strides, dilations,
-// begin pads.
+// The window of a Conv or ConvTranspose over three spatial axes (depth,
+// height, width), as the shaders' push constants hold it (CONV_WINDOW in
+// conv_common.glsl): input and output extents, kernel, strides, dilations,
+// begin pads. Axes an op lacks are the leading ones, of extent 1.
 struct Window {
-  uint32_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
-  int32_t ph = 0, pw = 0;
+  uint32_t d = 1, h = 1, w = 1, od = 1, oh = 1, ow = 1, kd = 1, kh = 1, kw = 1;
+  uint32_t sd = 1, sh = 1, sw = 1, dd = 1, dh = 1, dw = 1;
+  int32_t pd = 0, ph = 0, pw = 0;
 };
+static_assert(sizeof(Window) == 18 * 4, "Window is CONV_WINDOW: 18 words");
 
 // `in`, `out`, `kernel`, `strides`, `dilations`, `pad_begin`: one entry per
-// spatial axis (1 or 2).
+// spatial axis (1 to 3).
 Window MakeWindow(const IntVec& in, const IntVec& out, const IntVec& kernel, const IntVec& strides,
                   const IntVec& dilations, const IntVec& pad_begin) {
   Window w;
-  const size_t x = in.size() - 1;  // the last axis is the width
-  auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-  w.w = u(in[x]);
-  w.ow = u(out[x]);
-  w.kw = u(kernel[x]);
-  w.sw = u(strides[x]);
-  w.dw = u(dilations[x]);
-  w.pw = static_cast<int32_t>(pad_begin[x]);
-  if (x == 1) {
-    w.h = u(in[0]);
-    w.oh = u(out[0]);
-    w.kh = u(kernel[0]);
-    w.sh = u(strides[0]);
-    w.dh = u(dilations[0]);
-    w.ph = static_cast<int32_t>(pad_begin[0]);
+  // Window's fields by axis, depth first; the op's axes fill the last ones.
+  uint32_t* const ext[3] = {&w.d, &w.h, &w.w};
+  uint32_t* const oext[3] = {&w.od, &w.oh, &w.ow};
+  uint32_t* const ker[3] = {&w.kd, &w.kh, &w.kw};
+  uint32_t* const str[3] = {&w.sd, &w.sh, &w.sw};
+  uint32_t* const dil[3] = {&w.dd, &w.dh, &w.dw};
+  int32_t* const pad[3] = {&w.pd, &w.ph, &w.pw};
+  const size_t n = in.size(), first = 3 - n;
+  for (size_t i = 0; i < n; ++i) {
+    *ext[first + i] = static_cast<uint32_t>(in[i]);
+    *oext[first + i] = static_cast<uint32_t>(out[i]);
+    *ker[first + i] = static_cast<uint32_t>(kernel[i]);
+    *str[first + i] = static_cast<uint32_t>(strides[i]);
+    *dil[first + i] = static_cast<uint32_t>(dilations[i]);
+    *pad[first + i] = static_cast<int32_t>(pad_begin[i]);
   }
   return w;
 }
@@ -117,6 +121,8 @@ StatusOr<ConvShapes> ReadConvShapes(const fb::ConvParams* p, const std::vector<T
   ConvShapes s;
   const IntVec& x = in[0]->shape();
   const IntVec& y = out[0]->shape();
+  if (x.size() < 3 || x.size() > 5)
+    return Unsupported("'%s' has rank %zu; the Vulkan conv kernels take 3 to 5", in[0]->name().c_str(), x.size());
   const size_t n = x.size() - 2;
   s.in.assign(x.begin() + 2, x.end());
   s.out.assign(y.begin() + 2, y.end());
@@ -153,20 +159,19 @@ class ConvExecution final : public GemmExecution {
 
     if (cg == 1 && s.groups > 1) {
       struct {
-        uint32_t total, c, h, w, mult, oh, ow, kh, kw, sh, sw, dh, dw;
-        int32_t ph, pw;
+        uint32_t total, c, mult;
+        Window win;
         ActPush act;
-      } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, w.h, w.w, mg, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw,
-             w.dh, w.dw, w.ph, w.pw, act};
+      } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, mg, w, act};
       return add1D("conv_depthwise", std::move(bindings), push, push.total, spec);
     }
 
-    const bool pointwise = s.groups == 1 && w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 &&
-                           std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
+    const bool pointwise = s.groups == 1 && w.kd == 1 && w.kh == 1 && w.kw == 1 && w.sd == 1 && w.sh == 1 &&
+                           w.sw == 1 && std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
     if (pointwise) {
       GemmArgs g;
       g.m = s.m;
-      g.n = w.oh * w.ow;
+      g.n = w.od * w.oh * w.ow;
       g.k = s.c;
       g.a_rs = s.c;
       g.b_rs = g.n;
@@ -180,19 +185,19 @@ class ConvExecution final : public GemmExecution {
     }
 
     struct {
-      uint32_t c, h, w, cg, mg, groups, batch, oh, ow, kh, kw, sh, sw, dh, dw;
-      int32_t ph, pw;
+      uint32_t c, cg, mg, groups, batch;
+      Window win;
       ActPush act;
       uint32_t total;
-    } push{s.c, w.h, w.w, cg, mg, s.groups, s.batch, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, act, 0};
+    } push{s.c, cg, mg, s.groups, s.batch, w, act, 0};
     if (vk()->caps().cpu_kernels) {
       // CPU drivers: register blocks straight from memory (conv_direct.comp).
-      const uint64_t total = uint64_t{s.batch} * s.groups * ((mg + 3) / 4) * w.oh * ((w.ow + 3) / 4);
+      const uint64_t total = uint64_t{s.batch} * s.groups * ((mg + 3) / 4) * w.od * w.oh * ((w.ow + 3) / 4);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
       push.total = static_cast<uint32_t>(total);
       return add1D("conv_direct", std::move(bindings), push, total, spec);
     }
-    const uint64_t cols = static_cast<uint64_t>(s.batch) * w.oh * w.ow;
+    const uint64_t cols = static_cast<uint64_t>(s.batch) * w.od * w.oh * w.ow;
     uint32_t local[3], groups[3];
     PickGemmTile(mg, cols, s.groups, vk()->caps().max_workgroup_invocations, local);
     const uint64_t tm = 4 * local[1], tn = 4 * local[0];
@@ -216,11 +221,11 @@ class ConvTransposeExecution final : public VulkanExecution {
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
     const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
     struct {
-      uint32_t total, c, h, w, cg, mg, groups, oh, ow, kh, kw, sh, sw, dh, dw;
-      int32_t ph, pw;
+      uint32_t total, c, cg, mg, groups;
+      Window win;
       ActPush act;
-    } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, w.h, w.w, s.c / s.groups, s.m / s.groups, s.groups,
-           w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.dh, w.dw, w.ph, w.pw, {act_.lo, act_.hi, act_.slope}};
+    } push{static_cast<uint32_t>(out[0]->elementCount()), s.c, s.c / s.groups, s.m / s.groups, s.groups, w,
+           {act_.lo, act_.hi, act_.slope}};
     return add1D("conv_transpose", {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}}, push,
                  push.total, {act_.code, bias != nullptr});
   }
@@ -229,13 +234,13 @@ class ConvTransposeExecution final : public VulkanExecution {
   VkFusedActivation act_;
 };
 
-// f32, and a weight rank known now: 3 or 4 (1 or 2 spatial axes).
+// f32, and a weight rank known now: 3 to 5 (1 to 3 spatial axes).
 Status CheckConv(const GraphOp& op, const Graph& graph) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   const GraphTensor& wt = graph.tensors[static_cast<size_t>(op.inputs[1])];
   if (!wt.has_shape) return Unsupported("%s weights of unknown rank", op.typeName());
-  if (wt.dims.size() != 3 && wt.dims.size() != 4)
-    return Unsupported("%s with %zu spatial axes (the Vulkan kernels take 1 or 2)", op.typeName(), wt.dims.size() - 2);
+  if (wt.dims.size() < 3 || wt.dims.size() > 5)
+    return Unsupported("%s with %zu spatial axes (the Vulkan kernels take 1 to 3)", op.typeName(), wt.dims.size() - 2);
   return Status::Ok();
 }
 
