@@ -1,23 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
-#include "int64.glsl"
 
-// c = a (op) b with numpy broadcasting: dims of c, strides of a and b (0
-// where broadcast), at most KILN_MAX_RANK dims after collapsing.
-// TYPE: 0 f32, 1 i32, 2 i64 (two words, low first). The buffers are raw
-// 32-bit words so that one shader serves the three; f32 is reinterpreted,
-// never converted. Integers need no shaderInt64: an element is a uvec2 (low,
-// high word; i32 sign-extended, its result the low word), and the arithmetic
-// is the host kernel's (host_fallback/ops/elementwise.cpp) on every device:
-// two's complement wraparound for Add, Sub, Mul, Div truncating toward zero
-// with x / 0 = 0. Pow and PRelu are f32 only.
+// c = a (op) b on float tensors with numpy broadcasting: dims of c, strides
+// of a and b (0 where broadcast), at most KILN_MAX_RANK dims after
+// collapsing. Integer tensors: binary_int.comp (same push constants).
 layout(constant_id = 3) const uint OP = 0;
-layout(constant_id = 4) const uint TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer A { uint a[]; };
-layout(std430, binding = 1) readonly buffer B { uint b[]; };
-layout(std430, binding = 2) writeonly buffer C { uint c[]; };
+layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
+layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
+layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
 layout(push_constant) uniform P {
   uint n, rank;
   uint dims[KILN_MAX_RANK];
@@ -42,36 +34,11 @@ float Apply(float x, float y) {
   }
 }
 
-uvec2 ApplyInt(uvec2 x, uvec2 y) {
-  switch (OP) {
-    case 0: return Add64(x, y);
-    case 1: return Sub64(x, y);
-    case 2: return Mul64(x, y);
-    case 3: {
-      if ((y.x | y.y) == 0u) return uvec2(0u);
-      const bool neg = Negative64(x) != Negative64(y);
-      uvec2 q = UDiv64(Negative64(x) ? Neg64(x) : x, Negative64(y) ? Neg64(y) : y);
-      return neg ? Neg64(q) : q;
-    }
-    case 5: return LessSigned64(x, y) ? y : x;
-    default: return LessSigned64(y, x) ? y : x;  // 6: Min
-  }
-}
-
-uvec2 LoadInt(uint w0, uint w1) { return TYPE == 2u ? uvec2(w0, w1) : uvec2(w0, int(w0) < 0 ? 0xffffffffu : 0u); }
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   uint dims[KILN_MAX_RANK] = p.dims, sa[KILN_MAX_RANK] = p.sa, sb[KILN_MAX_RANK] = p.sb;
-  const uint ia = BroadcastOffset(i, p.rank, dims, sa), ib = BroadcastOffset(i, p.rank, dims, sb);
-  if (TYPE == 0u) {
-    c[i] = floatBitsToUint(Apply(uintBitsToFloat(a[ia]), uintBitsToFloat(b[ib])));
-  } else if (TYPE == 1u) {
-    c[i] = ApplyInt(LoadInt(a[ia], 0u), LoadInt(b[ib], 0u)).x;
-  } else {
-    const uvec2 r = ApplyInt(LoadInt(a[2u * ia], a[2u * ia + 1u]), LoadInt(b[2u * ib], b[2u * ib + 1u]));
-    c[2u * i] = r.x;
-    c[2u * i + 1u] = r.y;
-  }
+  const float x = float(a[BroadcastOffset(i, p.rank, dims, sa)]);
+  const float y = float(b[BroadcastOffset(i, p.rank, dims, sb)]);
+  c[i] = STORE_T(Apply(x, y));
 }

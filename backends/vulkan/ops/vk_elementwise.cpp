@@ -1,7 +1,7 @@
 // Elementwise ops on Vulkan: one unary shader (the function is a
-// specialization constant) and one broadcasting binary shader, which takes
-// f32, and i32 / i64 for Add, Sub, Mul, Div, Max and Min (the host
-// kernel's integer semantics, see binary.comp).
+// specialization constant) and broadcasting binary shaders: binary.comp for
+// float tensors (fp16 storage too), binary_int.comp for i32 / i64 Add, Sub,
+// Mul, Div, Max and Min (the host kernel's integer semantics).
 #include <cmath>
 
 #include "vk_layout.h"
@@ -53,7 +53,8 @@ class BinaryBase : public VulkanExecution {
  protected:
   using VulkanExecution::VulkanExecution;
   // out = a (code) b, broadcast; out may be a. The element type is the
-  // bound tensors' (binary.comp TYPE): integers for codes 0-3, 5, 6.
+  // bound tensors': binary.comp for f32, binary_int.comp (TYPE 1 i32, 2
+  // i64) for integers, codes 0-3, 5, 6.
   Status addBinary(uint32_t code, const Tensor* a, const Tensor* b, const Tensor* out) {
     if (b->dtype() != a->dtype() || out->dtype() != a->dtype())
       return Unsupported("Vulkan binary op on %s, %s into %s: one dtype expected", fb::EnumNameDataType(a->dtype()),
@@ -78,7 +79,7 @@ class BinaryBase : public VulkanExecution {
       push.sa[d] = bc.strides[0][d];
       push.sb[d] = bc.strides[1][d];
     }
-    return add1D("binary", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
+    return add1D(type == 0 ? "binary" : "binary_int", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
   }
 };
 
