@@ -4,28 +4,16 @@
 #include <chrono>
 #include <fstream>
 
-#include "half.h"
 #include "log.h"
 #include "vk_shaders.h"
 
 namespace kiln {
-
-#define KILN_VK_OP(Op, Factory) \
-  StatusOr<std::unique_ptr<Execution>> CreateVk##Factory(const GraphOp&, const Graph&, VulkanBackend*);
-#include "vk_ops.inc"
-#undef KILN_VK_OP
-
 namespace {
 
-using Factory = StatusOr<std::unique_ptr<Execution>> (*)(const GraphOp&, const Graph&, VulkanBackend*);
-struct Entry {
-  fb::OpType type;
-  Factory factory;
-};
-const Entry kKernels[] = {
-#define KILN_VK_OP(Op, Fac) {fb::OpType::Op, &CreateVk##Fac},
+const GpuBackend::OpEntry kKernels[] = {
+#define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
 #include "vk_ops.inc"
-#undef KILN_VK_OP
+#undef KILN_GPU_OP
 };
 
 // Pool slack so that a binding of a small tensor at the pool's end may round
@@ -57,73 +45,6 @@ constexpr VkAccessFlags kWorkAccess =
     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 
 }  // namespace
-
-// ---------------------------------------------------------------- executions
-
-VulkanExecution::VulkanExecution(VulkanBackend* b) : Execution(b) {}
-
-VulkanBackend* VulkanExecution::vk() const { return static_cast<VulkanBackend*>(backend()); }
-
-Status VulkanExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
-  dispatches_.clear();
-  if (!resolvesDtypesAtResize()) {
-    auto check = [](const std::vector<Tensor*>& ts, const std::vector<fb::DataType>& declared) -> Status {
-      for (size_t k = 0, d = 0; k < ts.size() && d < declared.size(); ++k) {
-        if (!ts[k]) continue;
-        if (ts[k]->dtype() != declared[d])
-          return Unsupported("'%s' is %s but the model declares %s, which the Vulkan kernel was chosen for",
-                             ts[k]->name().c_str(), fb::EnumNameDataType(ts[k]->dtype()),
-                             fb::EnumNameDataType(declared[d]));
-        ++d;
-      }
-      return Status::Ok();
-    };
-    // Inputs only: an output's dtype is what the kernel writes (ArgMax's
-    // i64 whatever the placeholder says); a misdeclared input is what
-    // would be misread.
-    RETURN_IF_ERROR(check(inputs, declared_in_));
-  }
-  return plan(inputs, outputs);
-}
-
-Status VulkanExecution::onExecute(const std::vector<Tensor*>&, const std::vector<Tensor*>&) {
-  return vk()->submitExecution(this);
-}
-
-void VulkanExecution::Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]) {
-  uint64_t g = (n + local - 1) / local;
-  groups[1] = groups[2] = 1;
-  // 65535 is the smallest maxComputeWorkGroupCount[0] a device may have.
-  while (g > 65535) {
-    groups[1] *= 2;
-    g = (g + 1) / 2;
-  }
-  groups[0] = static_cast<uint32_t>(g);
-}
-
-Status VulkanExecution::addRaw(const char* shader, std::vector<VkBinding> bindings, std::vector<uint8_t> push,
-                               const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec) {
-  ASSIGN_OR_RETURN(const VulkanPipeline* p,
-                   vk()->pipeline(shader, static_cast<uint32_t>(bindings.size()), local, spec));
-  VkDispatch d;
-  d.pipeline = p;
-  d.bindings = std::move(bindings);
-  d.push = std::move(push);
-  for (int i = 0; i < 3; ++i) {
-    if (groups[i] > vk()->caps().max_workgroup_count[i])
-      return Unsupported("%s: %u work groups in dimension %d exceed the device's %u", shader, groups[i], i,
-                         vk()->caps().max_workgroup_count[i]);
-    d.groups[i] = groups[i];
-  }
-  dispatches_.push_back(std::move(d));
-  return Status::Ok();
-}
-
-void VulkanExecution::addCopy(const Tensor* src, const Tensor* dst) {
-  VkDispatch d;
-  d.bindings = {{src, nullptr, false}, {dst, nullptr, true}};
-  dispatches_.push_back(std::move(d));
-}
 
 // ------------------------------------------------------------------- backend
 
@@ -194,9 +115,9 @@ VulkanBackend::~VulkanBackend() {
   }
   if (one_shot_fence_) vkDestroyFence(dev, one_shot_fence_, nullptr);
   if (command_pool_) vkDestroyCommandPool(dev, command_pool_, nullptr);
-  freeBuffer(&pool_);
-  freeBuffer(&staging_);
-  freeBuffer(&constant_buffer_);
+  freeVkBuffer(&pool_);
+  freeVkBuffer(&staging_);
+  freeVkBuffer(&constant_buffer_);
 }
 
 Status VulkanBackend::saveCache() {
@@ -219,22 +140,13 @@ Status VulkanBackend::saveCache() {
 }
 
 StatusOr<std::unique_ptr<Execution>> VulkanBackend::onCreate(const GraphOp& op, const Graph& graph) {
-  for (const Entry& e : kKernels) {
-    if (e.type != op.type) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e.factory(op, graph, this));
-    std::vector<fb::DataType> in;
-    for (int t : op.inputs)
-      if (t >= 0) in.push_back(graph.tensors[static_cast<size_t>(t)].dtype);
-    static_cast<VulkanExecution*>(exec.get())->setDeclaredInputDtypes(std::move(in));
-    return exec;
-  }
-  return Unsupported("the Vulkan backend has no %s shader", op.typeName());
+  return createFrom(std::begin(kKernels), std::end(kKernels), op, graph);
 }
 
 // ------------------------------------------------------------------ pipelines
 
-StatusOr<const VulkanPipeline*> VulkanBackend::pipeline(const char* shader, uint32_t bindings, const uint32_t local[3],
-                                                        const std::vector<uint32_t>& spec) {
+StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bindings, const uint32_t local[3],
+                                                  const std::vector<uint32_t>& spec) {
   // In fp16 mode a float kernel (one with a STORE_T variant) runs as its
   // fp16-storage variant.
   std::string name = shader;
@@ -253,6 +165,7 @@ StatusOr<const VulkanPipeline*> VulkanBackend::pipeline(const char* shader, uint
   auto t0 = std::chrono::steady_clock::now();
   VkDevice dev = device_->device();
   auto p = std::make_unique<VulkanPipeline>();
+  p->name = name;
   p->bindings = bindings;
   std::copy(local, local + 3, p->local_size);
 
@@ -306,14 +219,14 @@ StatusOr<const VulkanPipeline*> VulkanBackend::pipeline(const char* shader, uint
     return st;
   }
   pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const VulkanPipeline* raw = p.get();
+  const GpuKernel* raw = p.get();
   pipelines_.emplace(key, std::move(p));
   return raw;
 }
 
 // -------------------------------------------------------------------- memory
 
-StatusOr<VulkanBuffer> VulkanBackend::createBuffer(VkDeviceSize bytes, const void* data) {
+StatusOr<VulkanBuffer> VulkanBackend::createVkBuffer(VkDeviceSize bytes, const void* data) {
   VkDevice dev = device_->device();
   VulkanBuffer b;
   b.bytes = std::max<VkDeviceSize>(bytes, 16);
@@ -347,18 +260,35 @@ StatusOr<VulkanBuffer> VulkanBackend::createBuffer(VkDeviceSize bytes, const voi
     dst.bind(this, nullptr, reinterpret_cast<uint64_t>(b.buffer), 0);
     Status s = onCopyBuffer(src, &dst);
     if (!s.ok()) {
-      freeBuffer(&keep);
+      freeVkBuffer(&keep);
       return s;
     }
   }
   return b;
 }
 
-void VulkanBackend::freeBuffer(VulkanBuffer* b) {
+void VulkanBackend::freeVkBuffer(VulkanBuffer* b) {
   VkDevice dev = device_->device();
   if (b->buffer) vkDestroyBuffer(dev, b->buffer, nullptr);
   if (b->memory) vkFreeMemory(dev, b->memory, nullptr);
   *b = VulkanBuffer();
+}
+
+StatusOr<GpuBuffer> VulkanBackend::createBuffer(uint64_t bytes, const void* data) {
+  ASSIGN_OR_RETURN(VulkanBuffer b, createVkBuffer(bytes, data));
+  GpuBuffer g;
+  g.handle = reinterpret_cast<uint64_t>(b.buffer);
+  g.memory = reinterpret_cast<uint64_t>(b.memory);
+  g.bytes = b.bytes;
+  return g;
+}
+
+void VulkanBackend::freeBuffer(GpuBuffer* g) {
+  VulkanBuffer b;
+  b.buffer = reinterpret_cast<VkBuffer>(g->handle);
+  b.memory = reinterpret_cast<VkDeviceMemory>(g->memory);
+  freeVkBuffer(&b);
+  *g = GpuBuffer();
 }
 
 void VulkanBackend::onClearBuffer() {
@@ -408,8 +338,8 @@ Status VulkanBackend::uploadConstants() {
     c.offset = total;
     total += (BindingRange(storageBytes(*c.src)) + align - 1) / align * align;
   }
-  freeBuffer(&constant_buffer_);
-  ASSIGN_OR_RETURN(constant_buffer_, createBuffer(total + kPoolSlack));
+  freeVkBuffer(&constant_buffer_);
+  ASSIGN_OR_RETURN(constant_buffer_, createVkBuffer(total + kPoolSlack));
   RETURN_IF_ERROR(ensureStaging(total));
   for (const Constant& c : constants_)
     toStorage(*c.src, staging_map_ + c.offset);
@@ -438,8 +368,8 @@ Status VulkanBackend::onAllocateBuffer() {
   if (bytes > pool_.bytes || bytes * 2 < pool_.bytes) {
     if (pool_map_) vkUnmapMemory(device_->device(), pool_.memory);
     pool_map_ = nullptr;
-    freeBuffer(&pool_);
-    ASSIGN_OR_RETURN(pool_, createBuffer(bytes));
+    freeVkBuffer(&pool_);
+    ASSIGN_OR_RETURN(pool_, createVkBuffer(bytes));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_->device(), pool_.buffer, &req);
     // Unified memory: map the pool once; copies become memcpy.
@@ -514,7 +444,7 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   VkDevice dev = device_->device();
   if (staging_map_) vkUnmapMemory(dev, staging_.memory);
   staging_map_ = nullptr;
-  freeBuffer(&staging_);
+  freeVkBuffer(&staging_);
   VulkanBuffer b;
   b.bytes = std::max<VkDeviceSize>(bytes, 1 << 16);
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -540,33 +470,6 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   staging_ = b;
   staging_map_ = static_cast<uint8_t*>(p);
   return Status::Ok();
-}
-
-void VulkanBackend::toStorage(const Tensor& host, uint8_t* device_bytes) const {
-  const size_t n = static_cast<size_t>(host.elementCount());
-  if (storageType(host) == host.dtype()) {
-    if (host.byteSize()) std::memcpy(device_bytes, host.hostData(), host.byteSize());
-    return;
-  }
-  const float* f = host.host<float>();
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t h = FloatToHalf(f[i]);
-    std::memcpy(device_bytes + 2 * i, &h, 2);
-  }
-}
-
-void VulkanBackend::fromStorage(const uint8_t* device_bytes, Tensor* host) const {
-  const size_t n = static_cast<size_t>(host->elementCount());
-  if (storageType(*host) == host->dtype()) {
-    if (host->byteSize()) std::memcpy(host->hostData(), device_bytes, host->byteSize());
-    return;
-  }
-  float* f = host->host<float>();
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, device_bytes + 2 * i, 2);
-    f[i] = HalfToFloat(h);
-  }
 }
 
 Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
@@ -625,32 +528,32 @@ void VulkanBackend::freeRecording() {
   query_of_.clear();
 }
 
-Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<VulkanExecution*>& execs,
+Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<GpuExecution*>& execs,
                                        bool timestamps) {
   // Order after everything submitted before (an earlier run, a copy).
   Barrier(cmd, kWorkStages | VK_PIPELINE_STAGE_HOST_BIT, kWorkWrites | VK_ACCESS_HOST_WRITE_BIT, kWorkStages,
           kWorkAccess);
   std::vector<Range> since_barrier;
-  auto range_of = [this](const VkBinding& b) {
-    if (b.buffer) return Range{b.buffer->buffer, 0, b.buffer->bytes, b.write};
+  auto range_of = [this](const GpuBinding& b) {
+    if (b.buffer) return Range{reinterpret_cast<VkBuffer>(b.buffer->handle), 0, b.buffer->bytes, b.write};
     VkDeviceSize off = b.tensor->deviceOffset();
     return Range{reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), off, off + BindingRange(storageBytes(*b.tensor)),
                  b.write};
   };
-  for (VulkanExecution* e : execs) {
+  for (GpuExecution* e : execs) {
     const uint32_t q = timestamps ? query_of_.at(e) : 0;
     if (timestamps) {
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, q);
     }
-    for (const VkDispatch& d : e->dispatches()) {
-      if (!d.pipeline && d.bindings[0].tensor->deviceHandle() == d.bindings[1].tensor->deviceHandle() &&
+    for (const GpuDispatch& d : e->dispatches()) {
+      if (!d.kernel && d.bindings[0].tensor->deviceHandle() == d.bindings[1].tensor->deviceHandle() &&
           d.bindings[0].tensor->deviceOffset() == d.bindings[1].tensor->deviceOffset())
         continue;  // an in-place reshape: nothing to do
-      if (d.pipeline && (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0)) continue;
-      if (!d.pipeline && storageBytes(*d.bindings[0].tensor) == 0) continue;
+      if (d.kernel && (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0)) continue;
+      if (!d.kernel && storageBytes(*d.bindings[0].tensor) == 0) continue;
       bool conflict = false;
       std::vector<Range> mine;
-      for (const VkBinding& b : d.bindings) mine.push_back(range_of(b));
+      for (const GpuBinding& b : d.bindings) mine.push_back(range_of(b));
       for (const Range& m : mine)
         for (const Range& s : since_barrier)
           if (Overlaps(m, s) && (m.write || s.write)) conflict = true;
@@ -659,16 +562,18 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Vu
         since_barrier.clear();
       }
       since_barrier.insert(since_barrier.end(), mine.begin(), mine.end());
-      if (!d.pipeline) {
+      if (!d.kernel) {
         VkBufferCopy region{d.bindings[0].tensor->deviceOffset(), d.bindings[1].tensor->deviceOffset(),
                             storageBytes(*d.bindings[0].tensor)};
         vkCmdCopyBuffer(cmd, mine[0].buffer, mine[1].buffer, 1, &region);
         continue;
       }
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->pipeline);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline->layout, 0, 1, &d.set, 0, nullptr);
+      const auto* pl = static_cast<const VulkanPipeline*>(d.kernel);
+      const VkDescriptorSet set = reinterpret_cast<VkDescriptorSet>(d.prepared);
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pl->layout, 0, 1, &set, 0, nullptr);
       if (!d.push.empty())
-        vkCmdPushConstants(cmd, d.pipeline->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+        vkCmdPushConstants(cmd, pl->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<uint32_t>(d.push.size()), d.push.data());
       vkCmdDispatch(cmd, d.groups[0], d.groups[1], d.groups[2]);
     }
@@ -687,8 +592,8 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
   uint32_t sets = 0, descriptors = 0;
   for (const auto& run : runs)
     for (Execution* e : run)
-      for (const VkDispatch& d : static_cast<VulkanExecution*>(e)->dispatches())
-        if (d.pipeline) {
+      for (const GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches())
+        if (d.kernel) {
           ++sets;
           descriptors += static_cast<uint32_t>(d.bindings.size());
         }
@@ -704,18 +609,20 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
   std::vector<VkWriteDescriptorSet> writes;
   for (const auto& run : runs)
     for (Execution* e : run)
-      for (VkDispatch& d : static_cast<VulkanExecution*>(e)->dispatches()) {
-        if (!d.pipeline) continue;
+      for (GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches()) {
+        if (!d.kernel) continue;
         VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
         ai.descriptorPool = descriptor_pool_;
         ai.descriptorSetCount = 1;
-        ai.pSetLayouts = &d.pipeline->set_layout;
-        RETURN_IF_ERROR(VkCheck(vkAllocateDescriptorSets(dev, &ai, &d.set), "vkAllocateDescriptorSets"));
+        ai.pSetLayouts = &static_cast<const VulkanPipeline*>(d.kernel)->set_layout;
+        VkDescriptorSet set = VK_NULL_HANDLE;
+        RETURN_IF_ERROR(VkCheck(vkAllocateDescriptorSets(dev, &ai, &set), "vkAllocateDescriptorSets"));
+        d.prepared = reinterpret_cast<uint64_t>(set);
         infos.clear();
         writes.clear();
-        for (const VkBinding& b : d.bindings) {
+        for (const GpuBinding& b : d.bindings) {
           if (b.buffer) {
-            infos.push_back({b.buffer->buffer, 0, b.buffer->bytes});
+            infos.push_back({reinterpret_cast<VkBuffer>(b.buffer->handle), 0, b.buffer->bytes});
           } else {
             if (!b.tensor->deviceHandle())
               return Internal("tensor '%s' is bound to no Vulkan memory", b.tensor->name().c_str());
@@ -725,7 +632,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
         }
         for (uint32_t i = 0; i < infos.size(); ++i) {
           VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-          w.dstSet = d.set;
+          w.dstSet = set;
           w.dstBinding = i;
           w.descriptorCount = 1;
           w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
@@ -754,7 +661,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
   for (const auto& run : runs) {
     if (run.empty()) continue;
     Run r;
-    for (Execution* e : run) r.execs.push_back(static_cast<VulkanExecution*>(e));
+    for (Execution* e : run) r.execs.push_back(static_cast<GpuExecution*>(e));
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cai.commandPool = command_pool_;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -779,7 +686,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
 
 void VulkanBackend::onExecuteBegin(bool op_by_op) { op_by_op_ = op_by_op; }
 
-Status VulkanBackend::submitExecution(VulkanExecution* exec) {
+Status VulkanBackend::submitExecution(GpuExecution* exec) {
   if (op_by_op_) {
     RETURN_IF_ERROR(waitIdle());
     ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());

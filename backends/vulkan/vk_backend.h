@@ -9,9 +9,9 @@
 // resizable BAR) the pool is mapped and copies are memcpy; elsewhere copies
 // go through a host-visible staging buffer.
 //
-// Kernels: an Execution describes its work at onResize as a list of
-// VkDispatch (pipeline, bindings, push constants, group counts). Nothing
-// Vulkan-specific beyond that lives in an op: at onRecord the backend
+// Kernels: the shared op layer (backends/gpu) describes each op's work at
+// onResize as a list of GpuDispatch (kernel, bindings, push constants,
+// group counts); nothing Vulkan-specific lives in an op. At onRecord the backend
 // allocates and writes every descriptor set, then records each run of
 // consecutive Vulkan ops into one command buffer, inserting a barrier
 // exactly where a dispatch reads or writes memory that an earlier dispatch
@@ -35,98 +35,27 @@
 #include <vector>
 
 #include "backend.h"
+#include "gpu_backend.h"
 #include "kiln/session.h"
 #include "memory_planner.h"
 #include "vk_device.h"
 
 namespace kiln {
 
-class VulkanBackend;
-
-// A device buffer owned by an execution (packed weights, scratch).
+// A device buffer of the backend's own (pool, weights, staging).
 struct VulkanBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize bytes = 0;
 };
 
-struct VulkanPipeline {
+struct VulkanPipeline : GpuKernel {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  uint32_t bindings = 0;
-  uint32_t local_size[3] = {1, 1, 1};
 };
 
-// One binding of a dispatch: a session tensor or an execution's own buffer.
-struct VkBinding {
-  const Tensor* tensor = nullptr;
-  const VulkanBuffer* buffer = nullptr;
-  bool write = false;
-};
-
-// One unit of recorded work: a compute dispatch, or (pipeline == nullptr) a
-// buffer copy of bindings[0] into bindings[1] (skipped when they alias).
-struct VkDispatch {
-  const VulkanPipeline* pipeline = nullptr;
-  std::vector<VkBinding> bindings;
-  std::vector<uint8_t> push;
-  uint32_t groups[3] = {1, 1, 1};
-  VkDescriptorSet set = VK_NULL_HANDLE;
-};
-
-constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every device guarantees
-
-// One op on Vulkan. Subclasses fill dispatches_ in onResize.
-class VulkanExecution : public Execution {
- public:
-  explicit VulkanExecution(VulkanBackend* b);
-  Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
-  Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
-  std::vector<VkDispatch>& dispatches() { return dispatches_; }
-  // The dtypes the model declares for the op's inputs (missing optional
-  // inputs excluded), set by the backend at creation.
-  void setDeclaredInputDtypes(std::vector<fb::DataType> in) { declared_in_ = std::move(in); }
-
- protected:
-  // Kernels chosen at creation trust the model's declared dtypes, which for
-  // an intermediate tensor can be a placeholder; onResize then checks them
-  // against the real ones and fails (never computes on misread data). An
-  // execution that picks its kernel from the bound tensors returns true.
-  virtual bool resolvesDtypesAtResize() const { return false; }
-  // Shape-dependent planning: call add*() for each unit of work.
-  virtual Status plan(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
-  VulkanBackend* vk() const;
-  // A dispatch of `shader` with `spec` constants (ids 3, 4, ...; ids 0-2 are
-  // the work-group size `local`), over `groups` work groups.
-  template <typename Push>
-  Status add(const char* shader, std::vector<VkBinding> bindings, const Push& push, const uint32_t groups[3],
-             const uint32_t local[3], const std::vector<uint32_t>& spec = {}) {
-    static_assert(sizeof(Push) <= kMaxPushConstantBytes, "push constants must fit in 128 bytes");
-    static_assert(sizeof(Push) % 4 == 0, "push constants are 32-bit words");
-    std::vector<uint8_t> bytes(sizeof(Push));
-    std::memcpy(bytes.data(), &push, sizeof(Push));
-    return addRaw(shader, std::move(bindings), std::move(bytes), groups, local, spec);
-  }
-  Status addRaw(const char* shader, std::vector<VkBinding> bindings, std::vector<uint8_t> push,
-                const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec);
-  // A 1-D dispatch over `n` items with 64-wide groups (y/z folded in when n
-  // exceeds the group-count limit; shaders use KILN_GLOBAL_INDEX).
-  template <typename Push>
-  Status add1D(const char* shader, std::vector<VkBinding> bindings, const Push& push, uint64_t n,
-               const std::vector<uint32_t>& spec = {}) {
-    uint32_t groups[3], local[3] = {64, 1, 1};
-    Groups1D(n, 64, groups);
-    return add(shader, std::move(bindings), push, groups, local, spec);
-  }
-  void addCopy(const Tensor* src, const Tensor* dst);
-  static void Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]);
-
-  std::vector<VkDispatch> dispatches_;
-  std::vector<fb::DataType> declared_in_;
-};
-
-class VulkanBackend final : public Backend {
+class VulkanBackend final : public GpuBackend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ScheduleConfig& config);
   ~VulkanBackend() override;
@@ -147,30 +76,16 @@ class VulkanBackend final : public Backend {
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
   StatusOr<DevicePeaks> measurePeaks() override;  // vk_peaks.cpp
 
-  // fp16 storage (Precision::kLow on a device with storageBuffer16BitAccess):
-  // every f32 tensor on this backend (activations, weights, inputs copied
-  // in) is held as f16; kernels load it into fp32 arithmetic and store f16
-  // (the <shader>_f16 variants, picked by pipeline()), and copies to and
-  // from the host convert. The tensors' dtype stays f32: only the device
-  // memory is half size. Executions choose data-movement kernels by
-  // storageType(), not dtype().
-  bool halfStorage() const { return half_; }
-  fb::DataType storageType(const Tensor& t) const { return storageType(t.dtype()); }
-  fb::DataType storageType(fb::DataType d) const { return half_ && d == fb::DataType::F32 ? fb::DataType::F16 : d; }
-  size_t storageBytes(const Tensor& t) const {
-    return static_cast<size_t>(t.elementCount()) * DataTypeSize(storageType(t));
-  }
+  // GpuBackend.
+  const GpuCaps& gpuCaps() const override { return device_->caps(); }
+  StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
+                                    const std::vector<uint32_t>& spec) override;
+  StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) override;
+  void freeBuffer(GpuBuffer* b) override;
+  Status submitExecution(GpuExecution* exec) override;
 
-  // For executions.
   VulkanDevice& device() { return *device_; }
   const VulkanCaps& caps() const { return device_->caps(); }
-  StatusOr<const VulkanPipeline*> pipeline(const char* shader, uint32_t bindings, const uint32_t local[3],
-                                           const std::vector<uint32_t>& spec);
-  // A device-local buffer owned by the caller (freed with freeBuffer), with
-  // `data` uploaded when given (bytes as they are: no fp16 conversion).
-  StatusOr<VulkanBuffer> createBuffer(VkDeviceSize bytes, const void* data = nullptr);
-  void freeBuffer(VulkanBuffer* b);
-  Status submitExecution(VulkanExecution* exec);
   bool opTime(const Execution* e, double* ms) const override;
   // Pipelines created so far / how long creating them took (cold-start figures).
   size_t pipelinesCreated() const { return pipelines_.size(); }
@@ -181,15 +96,15 @@ class VulkanBackend final : public Backend {
   VulkanBackend() = default;
   Status init(const ScheduleConfig& config);
   Status waitIdle();
-  Status recordDispatches(VkCommandBuffer cmd, const std::vector<VulkanExecution*>& execs, bool timestamps);
+  Status recordDispatches(VkCommandBuffer cmd, const std::vector<GpuExecution*>& execs, bool timestamps);
+  // A device-local buffer (freed with freeVkBuffer), with `data` uploaded
+  // when given.
+  StatusOr<VulkanBuffer> createVkBuffer(VkDeviceSize bytes, const void* data = nullptr);
+  void freeVkBuffer(VulkanBuffer* b);
   Status submit(VkCommandBuffer cmd, VkFence fence);
   StatusOr<VkCommandBuffer> beginOneShot();
   Status endOneShot(VkCommandBuffer cmd);
   Status ensureStaging(VkDeviceSize bytes);
-  // A host tensor's bytes as this backend stores them (f32 -> f16 in fp16
-  // mode), and back.
-  void toStorage(const Tensor& host, uint8_t* device_bytes) const;
-  void fromStorage(const uint8_t* device_bytes, Tensor* host) const;
   // One dispatch of `p` over a and b, submitted and waited for (peaks).
   Status timeDispatch(const VulkanPipeline* p, const VulkanBuffer& a, const VulkanBuffer& b, const void* push,
                       uint32_t push_bytes, uint32_t groups, double* seconds);
@@ -199,7 +114,6 @@ class VulkanBackend final : public Backend {
 
   std::shared_ptr<VulkanDevice> device_;
   ScheduleConfig config_;
-  bool half_ = false;
   MemoryPlanner planner_;
   std::map<const Tensor*, int> buffer_of_;
   VulkanBuffer pool_;
@@ -227,7 +141,7 @@ class VulkanBackend final : public Backend {
   struct Run {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
-    std::vector<VulkanExecution*> execs;
+    std::vector<GpuExecution*> execs;
     bool pending = false;
   };
   std::vector<Run> runs_;

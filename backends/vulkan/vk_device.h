@@ -23,33 +23,26 @@
 #include <string>
 #include <vector>
 
+#include "gpu_backend.h"
 #include "kiln/status.h"
 
 namespace kiln {
 
-struct VulkanCaps {
+// The Vulkan device's properties; the op layer's view of them is GpuCaps.
+struct VulkanCaps : GpuCaps {
   std::string name;
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t api_version = 0, driver_version = 0, vendor_id = 0, device_id = 0;
   uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
-  bool storage_16bit = false;   // storageBuffer16BitAccess
-  bool float16 = false;         // shaderFloat16 (fp16 arithmetic)
-  bool storage_8bit = false;    // storageBuffer8BitAccess
-  uint32_t subgroup_size = 0;
   bool timestamps = false;      // compute queue supports timestamps
   float timestamp_period_ns = 0;
-  uint32_t max_workgroup_invocations = 0;
-  uint32_t max_workgroup_size[3] = {};
-  uint32_t max_workgroup_count[3] = {};
   uint32_t max_push_constants = 0;
-  uint32_t max_storage_buffer_range = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
   VkDeviceSize non_coherent_atom_size = 0;
   VkDeviceSize device_local_bytes = 0;  // largest device-local heap
+  // GpuCaps::cpu_kernels: true on CPU devices; KILN_VULKAN_KERNELS=gpu|cpu
+  // overrides (the tests cover both paths on lavapipe).
   bool unified_memory = false;          // a device-local type is also host-visible + coherent
-  // Kernels for CPU drivers (no shared-memory tiling): true on CPU devices;
-  // KILN_VULKAN_KERNELS=gpu|cpu overrides (tests cover both paths on lavapipe).
-  bool cpu_kernels = false;
   std::string toString() const;
 };
 

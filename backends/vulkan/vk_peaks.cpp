@@ -56,12 +56,14 @@ Status VulkanBackend::timeDispatch(const VulkanPipeline* p, const VulkanBuffer& 
 StatusOr<DevicePeaks> VulkanBackend::measurePeaks() {
   constexpr uint32_t kLocal = 256, kGroups = 4096, kCopyBytes = 64u << 20;
   const uint32_t local[3] = {kLocal, 1, 1};
-  ASSIGN_OR_RETURN(const VulkanPipeline* fma, pipeline("peak", 2, local, {0}));
-  ASSIGN_OR_RETURN(const VulkanPipeline* copy, pipeline("peak", 2, local, {1}));
-  ASSIGN_OR_RETURN(VulkanBuffer a, createBuffer(kCopyBytes));
-  auto b = createBuffer(kCopyBytes);
+  ASSIGN_OR_RETURN(const GpuKernel* fma_kernel, kernel("peak", 2, local, {0}));
+  ASSIGN_OR_RETURN(const GpuKernel* copy_kernel, kernel("peak", 2, local, {1}));
+  const auto* fma = static_cast<const VulkanPipeline*>(fma_kernel);
+  const auto* copy = static_cast<const VulkanPipeline*>(copy_kernel);
+  ASSIGN_OR_RETURN(VulkanBuffer a, createVkBuffer(kCopyBytes));
+  auto b = createVkBuffer(kCopyBytes);
   if (!b.ok()) {
-    freeBuffer(&a);
+    freeVkBuffer(&a);
     return b.status();
   }
   DevicePeaks peaks;
@@ -93,8 +95,8 @@ StatusOr<DevicePeaks> VulkanBackend::measurePeaks() {
     peaks.gbps = 2.0 * kCopyBytes / best / 1e9;
     return Status::Ok();
   }();
-  freeBuffer(&a);
-  freeBuffer(&*b);
+  freeVkBuffer(&a);
+  freeVkBuffer(&*b);
   RETURN_IF_ERROR(st);
   peaks.how = "vec4 FMA chains (peak.comp), 1M invocations; vec4 copy of 64 MiB (read + write)";
   return peaks;

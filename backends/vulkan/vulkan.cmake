@@ -75,8 +75,8 @@ ${KILN_SPV_ENTRIES}  };
 set_source_files_properties(${KILN_SPV_REGISTRY} PROPERTIES OBJECT_DEPENDS "${KILN_SPV_HEADERS}")
 add_custom_target(kiln_spirv DEPENDS ${KILN_SPV_HEADERS})
 
-file(GLOB KILN_VK_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backends/vulkan/*.cpp
-     ${CMAKE_SOURCE_DIR}/backends/vulkan/ops/*.cpp)
+include(${CMAKE_SOURCE_DIR}/backends/gpu/gpu.cmake)
+file(GLOB KILN_VK_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backends/vulkan/*.cpp)
 # `VkFooInfo info{VK_STRUCTURE_TYPE_FOO_INFO};` zero-fills the rest on purpose.
 set_source_files_properties(${KILN_VK_SOURCES} ${CMAKE_SOURCE_DIR}/engine/src/session_impl.cpp
   PROPERTIES COMPILE_OPTIONS "-Wno-missing-field-initializers")

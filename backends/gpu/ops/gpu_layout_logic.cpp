@@ -1,4 +1,4 @@
-// Dtype-changing elementwise ops on Vulkan, with the host kernels'
+// Dtype-changing elementwise ops on GPU, with the host kernels'
 // semantics (host_fallback/ops/elementwise.cpp):
 //   * Cast between f32, f16, i32, i64 and bool (cast.glsl: integer-only
 //     conversions, bit-exact with the host): cast.comp when both sides are
@@ -11,7 +11,7 @@
 // them needs the device's 8-bit storage (storageBuffer8BitAccess), so that
 // invocations store single bytes without racing on shared words; without
 // it these ops are Unsupported and run on the host.
-#include "vk_layout.h"
+#include "gpu_layout.h"
 
 namespace kiln {
 namespace {
@@ -28,28 +28,28 @@ StatusOr<uint32_t> CastKind(fb::DataType t) {
     case fb::DataType::I32: return kI32;
     case fb::DataType::I64: return kI64;
     case fb::DataType::BOOL: return kBool;
-    default: return Unsupported("Vulkan Cast takes f32, f16, i32, i64 and bool, not %s", fb::EnumNameDataType(t));
+    default: return Unsupported("GPU Cast takes f32, f16, i32, i64 and bool, not %s", fb::EnumNameDataType(t));
   }
 }
 
 // The shader of a cast between two kinds: words when both sides are whole
 // words, bytes otherwise (8-bit storage).
-StatusOr<const char*> CastShader(uint32_t src, uint32_t dst, const VulkanCaps& caps) {
+StatusOr<const char*> CastShader(uint32_t src, uint32_t dst, const GpuCaps& caps) {
   const bool words = src != kF16 && src != kBool && dst != kF16 && dst != kBool;
   if (!words && !caps.storage_8bit)
-    return Unsupported("Vulkan Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
+    return Unsupported("GPU Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
   return words ? "cast" : "cast_u8";
 }
 
-class CastExecution final : public VulkanExecution {
+class CastExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(uint32_t src, CastKind(vk()->storageType(*in[0])));
-    ASSIGN_OR_RETURN(uint32_t dst, CastKind(vk()->storageType(*out[0])));
+    ASSIGN_OR_RETURN(uint32_t src, CastKind(gpu()->storageType(*in[0])));
+    ASSIGN_OR_RETURN(uint32_t dst, CastKind(gpu()->storageType(*out[0])));
     if (src == dst) {
       addCopy(in[0], out[0]);
       return Status::Ok();
@@ -58,7 +58,7 @@ class CastExecution final : public VulkanExecution {
     struct {
       uint32_t n;
     } push{static_cast<uint32_t>(in[0]->elementCount())};
-    ASSIGN_OR_RETURN(const char* shader, CastShader(src, dst, vk()->caps()));
+    ASSIGN_OR_RETURN(const char* shader, CastShader(src, dst, gpu()->gpuCaps()));
     return add1D(shader, {{in[0]}, {out[0], nullptr, true}}, push, push.n, {src, dst});
   }
 };
@@ -77,7 +77,7 @@ struct CompareKernel {
 StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
   const bool logic = op == fb::OpType::And || op == fb::OpType::Equal;
   if (op == fb::OpType::Not) {
-    if (t != fb::DataType::BOOL) return Unsupported("Vulkan Not takes bool, not %s", fb::EnumNameDataType(t));
+    if (t != fb::DataType::BOOL) return Unsupported("GPU Not takes bool, not %s", fb::EnumNameDataType(t));
     return CompareKernel{"compare_bool", {2u}};
   }
   if (logic && (t == fb::DataType::BOOL || t == fb::DataType::U8))
@@ -88,7 +88,7 @@ StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
     case fb::DataType::I32: type = 1; break;
     case fb::DataType::I64: type = 2; break;
     default:
-      return Unsupported("Vulkan %s takes f32, i32 and i64%s, not %s", fb::EnumNameOpType(op),
+      return Unsupported("GPU %s takes f32, i32 and i64%s, not %s", fb::EnumNameOpType(op),
                          logic ? " (and bool, u8)" : "", fb::EnumNameDataType(t));
   }
   switch (op) {
@@ -96,21 +96,21 @@ StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
     case fb::OpType::Less: code = 1; break;
     case fb::OpType::Greater: code = 2; break;
     case fb::OpType::And: code = 3; break;
-    default: return Unsupported("no Vulkan comparison for %s", fb::EnumNameOpType(op));
+    default: return Unsupported("no GPU comparison for %s", fb::EnumNameOpType(op));
   }
   return CompareKernel{"compare", {type, code}};
 }
 
-class CompareExecution final : public VulkanExecution {
+class CompareExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  CompareExecution(VulkanBackend* b, fb::OpType type) : VulkanExecution(b), type_(type) {}
+  CompareExecution(GpuBackend* b, fb::OpType type) : GpuExecution(b), type_(type) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
-    if (b->dtype() != in[0]->dtype()) return Unsupported("Vulkan comparison of different dtypes");
-    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, vk()->storageType(*in[0])));
+    if (b->dtype() != in[0]->dtype()) return Unsupported("GPU comparison of different dtypes");
+    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, gpu()->storageType(*in[0])));
     for (const Tensor* t : in) RETURN_IF_ERROR(RequireUnits32(*t, 2));
     RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
@@ -128,16 +128,16 @@ class CompareExecution final : public VulkanExecution {
   fb::OpType type_;
 };
 
-class WhereExecution final : public VulkanExecution {
+class WhereExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     if (in[0]->dtype() != fb::DataType::BOOL || in[1]->dtype() != in[2]->dtype())
-      return Unsupported("Vulkan Where takes a bool condition and values of one dtype");
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(*in[1]), vk()->caps(), "where", nullptr));
+      return Unsupported("GPU Where takes a bool condition and values of one dtype");
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[1]), gpu()->gpuCaps(), "where", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
@@ -158,31 +158,31 @@ class WhereExecution final : public VulkanExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkCast(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuCast(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::CastParams* p = op.params<fb::CastParams>();
   if (!p) return Unsupported("Cast without CastParams");
   ASSIGN_OR_RETURN(uint32_t src, CastKind(b->storageType(DeclaredInputDtype(op, graph, 0))));
   ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(p->to())));
-  if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->caps()).status());
+  if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->gpuCaps()).status());
   return Make(std::make_unique<CastExecution>(b));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkCompare(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
+StatusOr<std::unique_ptr<Execution>> CreateGpuCompare(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
   const fb::DataType t = DeclaredInputDtype(op, graph, 0);
   if (op.inputs.size() > 1 && DeclaredInputDtype(op, graph, 1) != t)
-    return Unsupported("Vulkan %s: inputs of different dtypes", op.typeName());
+    return Unsupported("GPU %s: inputs of different dtypes", op.typeName());
   RETURN_IF_ERROR(CompareKernelFor(op.type, b->storageType(t)).status());
   return Make(std::make_unique<CompareExecution>(b, op.type));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkWhere(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(Require8BitStorage(b->caps(), op));
+StatusOr<std::unique_ptr<Execution>> CreateGpuWhere(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
   if (DeclaredInputDtype(op, graph, 0) != fb::DataType::BOOL)
-    return Unsupported("Vulkan Where takes a bool condition, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
+    return Unsupported("GPU Where takes a bool condition, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   const fb::DataType t = DeclaredInputDtype(op, graph, 1);
-  if (DeclaredInputDtype(op, graph, 2) != t) return Unsupported("Vulkan Where: values of different dtypes");
-  RETURN_IF_ERROR(UnitsFor(b->storageType(t), b->caps(), "where", nullptr).status());
+  if (DeclaredInputDtype(op, graph, 2) != t) return Unsupported("GPU Where: values of different dtypes");
+  RETURN_IF_ERROR(UnitsFor(b->storageType(t), b->gpuCaps(), "where", nullptr).status());
   return Make(std::make_unique<WhereExecution>(b));
 }
 

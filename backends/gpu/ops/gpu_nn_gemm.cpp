@@ -1,5 +1,5 @@
-// MatMul and Gemm on Vulkan, and the tiled GEMM dispatch they share with
-// 1x1 Conv (vk_nn_gemm.h, shaders/vulkan/gemm.comp).
+// MatMul and Gemm on GPU, and the tiled GEMM dispatch they share with
+// 1x1 Conv (gpu_nn_gemm.h, shaders/vulkan/gemm.comp).
 //
 // MatMul: numpy semantics. 1-D operands are promoted ([K] -> [1, K] for A,
 // [K] -> [K, 1] for B; the memory is the same), batch dims broadcast and are
@@ -11,7 +11,7 @@
 // activation are applied in the store.
 #include <algorithm>
 
-#include "vk_nn_gemm.h"
+#include "gpu_nn_gemm.h"
 
 namespace kiln {
 
@@ -52,7 +52,7 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   std::copy(g.sa, g.sa + 4, push.sa);
   std::copy(g.sb, g.sb + 4, push.sb);
   uint32_t local[3], groups[3];
-  PickGemmTile(g.m, g.n, g.batches, vk()->caps().max_workgroup_invocations, local);
+  PickGemmTile(g.m, g.n, g.batches, gpu()->gpuCaps().max_workgroup_invocations, local);
   const uint64_t tm = 4 * local[1], tn = 4 * local[0];
   Groups1D((g.m + tm - 1) / tm * ((g.n + tn - 1) / tn) * g.batches, 1, groups);
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr};
@@ -90,7 +90,7 @@ class MatMulExecution final : public GemmExecution {
     }
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(batch, {ba, bb}));
     if (bc.rank > 4)
-      return Unsupported("MatMul with %u batch dims after collapsing (the Vulkan kernel takes 4)", bc.rank);
+      return Unsupported("MatMul with %u batch dims after collapsing (the GPU kernel takes 4)", bc.rank);
     g.batches = 1;
     for (uint32_t d = 0; d < bc.rank; ++d) g.batches *= bc.dims[d];
     if (bc.rank == 1 && bc.strides[0][0] == 1 && bc.strides[1][0] == 0) {
@@ -110,7 +110,7 @@ class MatMulExecution final : public GemmExecution {
 
 class GemmOpExecution final : public GemmExecution {
  public:
-  GemmOpExecution(VulkanBackend* b, const fb::GemmParams* p) : GemmExecution(b), p_(p) {}
+  GemmOpExecution(GpuBackend* b, const fb::GemmParams* p) : GemmExecution(b), p_(p) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -142,16 +142,16 @@ class GemmOpExecution final : public GemmExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkMatMul(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuMatMul(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   // Up to 4 batch dims always fit the shader; decided here when the rank is known.
   const GraphTensor& y = graph.tensors[static_cast<size_t>(op.outputs[0])];
   if (y.has_shape && y.dims.size() > 6)
-    return Unsupported("MatMul output of rank %zu (the Vulkan kernel takes up to 4 batch dims)", y.dims.size());
+    return Unsupported("MatMul output of rank %zu (the GPU kernel takes up to 4 batch dims)", y.dims.size());
   return Make(std::make_unique<MatMulExecution>(b));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkGemm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuGemm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   return Make(std::make_unique<GemmOpExecution>(b, op.params<fb::GemmParams>()));
 }

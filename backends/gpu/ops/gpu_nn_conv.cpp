@@ -1,4 +1,4 @@
-// Conv and ConvTranspose on Vulkan (f32, 1 to 3 spatial axes: the shaders
+// Conv and ConvTranspose on GPU (f32, 1 to 3 spatial axes: the shaders
 // are 3-D, a 2-D op is a 3-D one of depth 1, a 1-D op also of height 1).
 // Conv picks a kernel per shape at resize:
 //   * depthwise (one input channel per group): conv_depthwise.comp, direct;
@@ -15,7 +15,7 @@
 // implied by output_shape / output_padding.
 #include <algorithm>
 
-#include "vk_nn_gemm.h"
+#include "gpu_nn_gemm.h"
 
 namespace kiln {
 namespace {
@@ -122,7 +122,7 @@ StatusOr<ConvShapes> ReadConvShapes(const fb::ConvParams* p, const std::vector<T
   const IntVec& x = in[0]->shape();
   const IntVec& y = out[0]->shape();
   if (x.size() < 3 || x.size() > 5)
-    return Unsupported("'%s' has rank %zu; the Vulkan conv kernels take 3 to 5", in[0]->name().c_str(), x.size());
+    return Unsupported("'%s' has rank %zu; the GPU conv kernels take 3 to 5", in[0]->name().c_str(), x.size());
   const size_t n = x.size() - 2;
   s.in.assign(x.begin() + 2, x.end());
   s.out.assign(y.begin() + 2, y.end());
@@ -143,7 +143,7 @@ struct ActPush {
 
 class ConvExecution final : public GemmExecution {
  public:
-  ConvExecution(VulkanBackend* b, const fb::ConvParams* p) : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
+  ConvExecution(GpuBackend* b, const fb::ConvParams* p) : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -155,7 +155,7 @@ class ConvExecution final : public GemmExecution {
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
     const std::vector<uint32_t> spec = {act_.code, bias != nullptr};
     // Without a bias, W stands in for the unused binding.
-    std::vector<VkBinding> bindings = {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}};
+    std::vector<GpuBinding> bindings = {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}};
 
     if (cg == 1 && s.groups > 1) {
       struct {
@@ -190,7 +190,7 @@ class ConvExecution final : public GemmExecution {
       ActPush act;
       uint32_t total;
     } push{s.c, cg, mg, s.groups, s.batch, w, act, 0};
-    if (vk()->caps().cpu_kernels) {
+    if (gpu()->gpuCaps().cpu_kernels) {
       // CPU drivers: register blocks straight from memory (conv_direct.comp).
       const uint64_t total = uint64_t{s.batch} * s.groups * ((mg + 3) / 4) * w.od * w.oh * ((w.ow + 3) / 4);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
@@ -199,20 +199,20 @@ class ConvExecution final : public GemmExecution {
     }
     const uint64_t cols = static_cast<uint64_t>(s.batch) * w.od * w.oh * w.ow;
     uint32_t local[3], groups[3];
-    PickGemmTile(mg, cols, s.groups, vk()->caps().max_workgroup_invocations, local);
+    PickGemmTile(mg, cols, s.groups, gpu()->gpuCaps().max_workgroup_invocations, local);
     const uint64_t tm = 4 * local[1], tn = 4 * local[0];
     Groups1D((mg + tm - 1) / tm * ((cols + tn - 1) / tn) * s.groups, 1, groups);
     return add("conv", std::move(bindings), push, groups, local, spec);
   }
 
   const fb::ConvParams* p_;
-  VkFusedActivation act_;
+  GpuFusedActivation act_;
 };
 
-class ConvTransposeExecution final : public VulkanExecution {
+class ConvTransposeExecution final : public GpuExecution {
  public:
-  ConvTransposeExecution(VulkanBackend* b, const fb::ConvParams* p)
-      : VulkanExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
+  ConvTransposeExecution(GpuBackend* b, const fb::ConvParams* p)
+      : GpuExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -231,7 +231,7 @@ class ConvTransposeExecution final : public VulkanExecution {
   }
 
   const fb::ConvParams* p_;
-  VkFusedActivation act_;
+  GpuFusedActivation act_;
 };
 
 // f32, and a weight rank known now: 3 to 5 (1 to 3 spatial axes).
@@ -240,18 +240,18 @@ Status CheckConv(const GraphOp& op, const Graph& graph) {
   const GraphTensor& wt = graph.tensors[static_cast<size_t>(op.inputs[1])];
   if (!wt.has_shape) return Unsupported("%s weights of unknown rank", op.typeName());
   if (wt.dims.size() < 3 || wt.dims.size() > 5)
-    return Unsupported("%s with %zu spatial axes (the Vulkan kernels take 1 to 3)", op.typeName(), wt.dims.size() - 2);
+    return Unsupported("%s with %zu spatial axes (the GPU kernels take 1 to 3)", op.typeName(), wt.dims.size() - 2);
   return Status::Ok();
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkConv(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuConv(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(CheckConv(op, graph));
   return Make(std::make_unique<ConvExecution>(b, op.params<fb::ConvParams>()));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkConvTranspose(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuConvTranspose(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(CheckConv(op, graph));
   return Make(std::make_unique<ConvTransposeExecution>(b, op.params<fb::ConvParams>()));
 }

@@ -1,26 +1,26 @@
-// Shared by the Vulkan nn family (vk_nn_gemm.cpp, vk_nn_conv.cpp): the tiled
+// Shared by the GPU nn family (gpu_nn_gemm.cpp, gpu_nn_conv.cpp): the tiled
 // GEMM dispatch of shaders/vulkan/gemm.comp, used by MatMul, Gemm and 1x1
 // Conv, its tile choice, and the fused activation of Conv/Gemm params.
 #pragma once
 
 #include <cmath>
 
-#include "vk_common.h"
+#include "gpu_common.h"
 
 namespace kiln {
 
 // A fused activation as the nn shaders take it (nn_activation.glsl): the
 // fb::Activation value as a specialization constant, its bounds and slope
 // as push constants.
-struct VkFusedActivation {
+struct GpuFusedActivation {
   uint32_t code = 0;
   float lo = -INFINITY, hi = INFINITY, slope = 0.01f;
 };
 
 // From ConvParams or GemmParams (the same four fields); defaults when absent.
 template <typename Params>
-VkFusedActivation ReadFusedActivation(const Params* p) {
-  VkFusedActivation a;
+GpuFusedActivation ReadFusedActivation(const Params* p) {
+  GpuFusedActivation a;
   if (!p) return a;
   a.code = static_cast<uint32_t>(p->activation());
   a.lo = p->activation_min();
@@ -39,7 +39,7 @@ struct GemmArgs {
   float alpha = 1.f, beta = 0.f;
   uint32_t batches = 1;
   uint32_t bdims[4] = {1, 1, 1, 1}, sa[4] = {}, sb[4] = {};  // innermost last
-  VkFusedActivation act;
+  GpuFusedActivation act;
 };
 
 // The work-group size {TN / 4, TM / 4, 1} for a rows x cols output (times
@@ -50,9 +50,9 @@ struct GemmArgs {
 void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_invocations, uint32_t local[3]);
 
 // An execution that records gemm.comp dispatches.
-class GemmExecution : public VulkanExecution {
+class GemmExecution : public GpuExecution {
  protected:
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
   // `c` may be null: no C term (beta is then ignored).
   Status addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y, const GemmArgs& g);
 };

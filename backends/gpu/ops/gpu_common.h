@@ -1,16 +1,16 @@
-// Helpers shared by the Vulkan op families.
+// Helpers shared by the GPU op families.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "graph.h"
-#include "vk_backend.h"
+#include "gpu_backend.h"
 
 namespace kiln {
 
 // Unsupported unless every non-missing input and output of `op` has one of
-// the dtypes (Vulkan kernels are f32 unless they say otherwise).
+// the dtypes (GPU kernels are f32 unless they say otherwise).
 Status RequireDtypes(const GraphOp& op, const Graph& graph, std::initializer_list<fb::DataType> allowed);
 inline Status RequireF32(const GraphOp& op, const Graph& graph) { return RequireDtypes(op, graph, {fb::DataType::F32}); }
 

@@ -1,5 +1,5 @@
 // LayerNormalization (with the optional Mean and InvStdDev outputs) and
-// InstanceNormalization on Vulkan (f32), in two dispatches:
+// InstanceNormalization on GPU (f32), in two dispatches:
 //   1. norm_stats.comp: per-row mean and 1 / sqrt(variance + eps), X viewed
 //      as [rows, len] (LayerNorm: len = the product of the axes from `axis`
 //      on; InstanceNorm: the N x C planes). Written into the Mean and
@@ -11,7 +11,7 @@
 // statistics, one read and one write to apply), and the second pass keeps
 // every invocation busy even when there are few rows.
 #include "ops/layout_common.h"
-#include "vk_reduce.h"
+#include "gpu_reduce.h"
 
 namespace kiln {
 namespace {
@@ -19,11 +19,11 @@ namespace {
 class NormExecution final : public RowExecution {
  public:
   // `axis`: the first normalized axis (InstanceNorm: 2).
-  NormExecution(VulkanBackend* b, bool instance, int axis, float eps)
+  NormExecution(GpuBackend* b, bool instance, int axis, float eps)
       : RowExecution(b), instance_(instance), axis_(axis), eps_(eps) {}
   ~NormExecution() override {
-    vk()->freeBuffer(&mean_);
-    vk()->freeBuffer(&inv_);
+    gpu()->freeBuffer(&mean_);
+    gpu()->freeBuffer(&inv_);
   }
 
  private:
@@ -38,22 +38,22 @@ class NormExecution final : public RowExecution {
     const uint64_t rows = len ? static_cast<uint64_t>(x.elementCount()) / len : 0;
 
     // Statistics into the op's outputs where it has them, else scratch.
-    auto stats = [&](size_t k, VulkanBuffer* scratch) -> StatusOr<VkBinding> {
-      if (k < out.size() && out[k]) return VkBinding{out[k], nullptr, true};
+    auto stats = [&](size_t k, GpuBuffer* scratch) -> StatusOr<GpuBinding> {
+      if (k < out.size() && out[k]) return GpuBinding{out[k], nullptr, true};
       if (scratch->bytes < rows * sizeof(float)) {
-        vk()->freeBuffer(scratch);
-        ASSIGN_OR_RETURN(*scratch, vk()->createBuffer(rows * sizeof(float)));
+        gpu()->freeBuffer(scratch);
+        ASSIGN_OR_RETURN(*scratch, gpu()->createBuffer(rows * sizeof(float)));
       }
-      return VkBinding{nullptr, scratch, true};
+      return GpuBinding{nullptr, scratch, true};
     };
-    ASSIGN_OR_RETURN(VkBinding mean, stats(1, &mean_));
-    ASSIGN_OR_RETURN(VkBinding inv, stats(2, &inv_));
+    ASSIGN_OR_RETURN(GpuBinding mean, stats(1, &mean_));
+    ASSIGN_OR_RETURN(GpuBinding inv, stats(2, &inv_));
     struct {
       uint32_t rows, len;
       float eps;
     } stat_push{static_cast<uint32_t>(rows), static_cast<uint32_t>(len), eps_};
     RETURN_IF_ERROR(addRows("norm_stats", {{in[0]}, mean, inv}, stat_push, rows,
-                            RowGroupSize(vk()->caps(), rows, len, true), {}));
+                            RowGroupSize(gpu()->gpuCaps(), rows, len, true), {}));
 
     const Tensor* scale = in[1];
     const Tensor* bias = in.size() > 2 && in[2] ? in[2] : nullptr;
@@ -82,7 +82,7 @@ class NormExecution final : public RowExecution {
   bool instance_;
   int axis_;
   float eps_;
-  VulkanBuffer mean_, inv_;  // statistics the op does not output
+  GpuBuffer mean_, inv_;  // statistics the op does not output
 };
 
 float Epsilon(const GraphOp& op) {
@@ -92,13 +92,13 @@ float Epsilon(const GraphOp& op) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkLayerNorm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuLayerNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   const fb::NormParams* p = op.params<fb::NormParams>();
   return Make(std::make_unique<NormExecution>(b, false, p ? p->axis() : -1, Epsilon(op)));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkInstanceNorm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuInstanceNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   return Make(std::make_unique<NormExecution>(b, true, 2, Epsilon(op)));
 }

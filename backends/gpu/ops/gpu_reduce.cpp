@@ -1,8 +1,8 @@
-// Reductions on Vulkan (f32): ReduceSum / Mean / Max / Min / Prod / L2 over
+// Reductions on GPU (f32): ReduceSum / Mean / Max / Min / Prod / L2 over
 // any axes (attribute or value input, keepdims, noop_with_empty_axes: the
 // host's ResolveReduce), GlobalAveragePool / GlobalMaxPool (a reduction over
 // the spatial axes), ArgMax / ArgMin (int64 result); and the row launch
-// shared by the family (vk_reduce.h).
+// shared by the family (gpu_reduce.h).
 //
 // A reduction views X as rows like the host kernel: the kept dims (in output
 // order) and the reduced dims, each merged where contiguous and without
@@ -14,11 +14,11 @@
 #include <algorithm>
 
 #include "ops/layout_common.h"
-#include "vk_reduce.h"
+#include "gpu_reduce.h"
 
 namespace kiln {
 
-uint32_t RowGroupSize(const VulkanCaps& caps, uint64_t rows, uint64_t len, bool contiguous) {
+uint32_t RowGroupSize(const GpuCaps& caps, uint64_t rows, uint64_t len, bool contiguous) {
   if (len < 32 || (!contiguous && rows >= 256)) return 0;
   uint32_t most = kMaxRowGroup;
   while (most > caps.max_workgroup_invocations || most > caps.max_workgroup_size[0]) most /= 2;
@@ -29,7 +29,7 @@ uint32_t RowGroupSize(const VulkanCaps& caps, uint64_t rows, uint64_t len, bool 
 
 Status RequireF32Input(const Tensor& x, const char* op) {
   if (x.dtype() != fb::DataType::F32)
-    return Unsupported("%s on %s '%s'; the Vulkan kernel takes f32", op, DataTypeName(x.dtype()), x.name().c_str());
+    return Unsupported("%s on %s '%s'; the GPU kernel takes f32", op, DataTypeName(x.dtype()), x.name().c_str());
   return Require32Bit(x);
 }
 
@@ -86,8 +86,8 @@ struct ReducePush {
 
 class ReduceExecution final : public RowExecution {
  public:
-  ReduceExecution(VulkanBackend* b, const GraphOp& op, uint32_t code) : RowExecution(b), op_(op), code_(code) {}
-  ~ReduceExecution() override { vk()->freeBuffer(&partial_); }
+  ReduceExecution(GpuBackend* b, const GraphOp& op, uint32_t code) : RowExecution(b), op_(op), code_(code) {}
+  ~ReduceExecution() override { gpu()->freeBuffer(&partial_); }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -106,7 +106,7 @@ class ReduceExecution final : public RowExecution {
     }
     const ReduceView v = MakeView(x.shape(), reduce);
     if (v.kdims.size() > 6 || v.rdims.size() > 6)
-      return Unsupported("%s: %zu kept and %zu reduced dim groups (the Vulkan kernel takes 6 each)", op_.typeName(),
+      return Unsupported("%s: %zu kept and %zu reduced dim groups (the GPU kernel takes 6 each)", op_.typeName(),
                          v.kdims.size(), v.rdims.size());
     ReducePush push;
     push.outputs = static_cast<uint32_t>(out[0]->elementCount());
@@ -123,7 +123,7 @@ class ReduceExecution final : public RowExecution {
       push.rdims[d] = static_cast<uint32_t>(v.rdims[d]);
       push.rstrides[d] = static_cast<uint32_t>(v.rstrides[d]);
     }
-    const uint32_t group = RowGroupSize(vk()->caps(), push.outputs, push.count, v.rstrides.back() == 1);
+    const uint32_t group = RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
     if (!group || push.outputs >= kFewRows || push.count < 2 * kChunk)
       return addRows("reduce", {{in[0]}, {out[0], nullptr, true}}, push, push.outputs, group, {code_, 0});
 
@@ -131,10 +131,10 @@ class ReduceExecution final : public RowExecution {
     // `chunks` partials.
     push.chunks = std::min(kMaxChunks, (push.count + kChunk - 1) / kChunk);
     push.chunk = (push.count + push.chunks - 1) / push.chunks;
-    const VkDeviceSize bytes = uint64_t{push.outputs} * push.chunks * sizeof(float);
+    const uint64_t bytes = uint64_t{push.outputs} * push.chunks * sizeof(float);
     if (partial_.bytes < bytes) {
-      vk()->freeBuffer(&partial_);
-      ASSIGN_OR_RETURN(partial_, vk()->createBuffer(bytes));
+      gpu()->freeBuffer(&partial_);
+      ASSIGN_OR_RETURN(partial_, gpu()->createBuffer(bytes));
     }
     RETURN_IF_ERROR(addRows("reduce", {{in[0]}, {nullptr, &partial_, true}}, push, uint64_t{push.outputs} * push.chunks,
                             group, {code_, 1}));
@@ -148,17 +148,17 @@ class ReduceExecution final : public RowExecution {
     second.rdims[0] = push.chunks;
     second.rstrides[0] = 1;
     return addRows("reduce", {{nullptr, &partial_, false}, {out[0], nullptr, true}}, second, second.outputs,
-                   RowGroupSize(vk()->caps(), second.outputs, second.count, true), {code_, 2});
+                   RowGroupSize(gpu()->gpuCaps(), second.outputs, second.count, true), {code_, 2});
   }
 
   const GraphOp& op_;
   uint32_t code_;
-  VulkanBuffer partial_;
+  GpuBuffer partial_;
 };
 
 class ArgExecution final : public RowExecution {
  public:
-  ArgExecution(VulkanBackend* b, int axis, bool is_max, bool last)
+  ArgExecution(GpuBackend* b, int axis, bool is_max, bool last)
       : RowExecution(b), axis_(axis), is_max_(is_max), last_(last) {}
 
  private:
@@ -172,7 +172,7 @@ class ArgExecution final : public RowExecution {
     for (int d = axis + 1; d < x.dimensions(); ++d) push.inner *= static_cast<uint32_t>(x.length(d));
     if (push.n == 0 && push.outputs > 0) return InvalidArgument("ArgMax/ArgMin over an empty axis %d", axis);
     return addRows("reduce_arg", {{in[0]}, {out[0], nullptr, true}}, push, push.outputs,
-                   RowGroupSize(vk()->caps(), push.outputs, push.n, push.inner == 1), {is_max_, last_});
+                   RowGroupSize(gpu()->gpuCaps(), push.outputs, push.n, push.inner == 1), {is_max_, last_});
   }
 
   int axis_;
@@ -184,13 +184,13 @@ class ArgExecution final : public RowExecution {
 Status RequireF32Declared(const GraphOp& op, const Graph& graph) {
   const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
   if (x != fb::DataType::F32)
-    return Unsupported("%s on %s; the Vulkan kernel takes f32", op.typeName(), fb::EnumNameDataType(x));
+    return Unsupported("%s on %s; the GPU kernel takes f32", op.typeName(), fb::EnumNameDataType(x));
   return Status::Ok();
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkReduce(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuReduce(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32Declared(op, graph));
   uint32_t code = kSum;
   switch (op.type) {
@@ -202,12 +202,12 @@ StatusOr<std::unique_ptr<Execution>> CreateVkReduce(const GraphOp& op, const Gra
     case fb::OpType::ReduceMin: code = kMin; break;
     case fb::OpType::ReduceProd: code = kProd; break;
     case fb::OpType::ReduceL2: code = kL2; break;
-    default: return Unsupported("no Vulkan reduction for %s", op.typeName());
+    default: return Unsupported("no GPU reduction for %s", op.typeName());
   }
   return Make(std::make_unique<ReduceExecution>(b, op, code));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkArg(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuArg(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32Declared(op, graph));
   const fb::ArgParams* p = op.params<fb::ArgParams>();
   return Make(std::make_unique<ArgExecution>(b, p ? p->axis() : 0, op.type == fb::OpType::ArgMax,

@@ -1,4 +1,4 @@
-// Shared by the Vulkan reduce family (vk_reduce*.cpp): how the row kernels
+// Shared by the GPU reduce family (gpu_reduce*.cpp): how the row kernels
 // (reduce.comp, reduce_arg.comp, softmax.comp, norm_stats.comp) spread their
 // rows, a row being the elements behind one result. See
 // shaders/vulkan/reduce_rows.glsl for the shader side.
@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "vk_common.h"
+#include "gpu_common.h"
 
 namespace kiln {
 
@@ -18,23 +18,23 @@ constexpr uint32_t kMaxRowGroup = 256;  // KILN_ROW_GROUP_MAX in reduce_rows.gls
 // a power of two (about four elements an invocation, at most kMaxRowGroup
 // and the device's limits) for one work group per row. `contiguous`: a row's
 // elements (its innermost ones, for a multi-axis row) are adjacent.
-uint32_t RowGroupSize(const VulkanCaps& caps, uint64_t rows, uint64_t len, bool contiguous);
+uint32_t RowGroupSize(const GpuCaps& caps, uint64_t rows, uint64_t len, bool contiguous);
 
 // Unsupported unless `x` (an op's input 0, seen at resize) is f32 with a
 // 32-bit element count. The dtype was checked at onCreate already, but only
 // as the model declares it; for an intermediate the shape function decides.
 Status RequireF32Input(const Tensor& x, const char* op);
 
-class RowExecution : public VulkanExecution {
+class RowExecution : public GpuExecution {
  protected:
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
 
   // Dispatches `shader` over `rows` rows: one work group of `group`
   // invocations a row (rows folded into y past the group-count limit), or
   // one invocation a row when `group` is 0. ROW_GROUP (constant 3) says
   // which; `spec` continues from constant 4.
   template <typename Push>
-  Status addRows(const char* shader, std::vector<VkBinding> bindings, const Push& push, uint64_t rows,
+  Status addRows(const char* shader, std::vector<GpuBinding> bindings, const Push& push, uint64_t rows,
                  uint32_t group, std::vector<uint32_t> spec) {
     uint32_t groups[3], local[3] = {group ? group : 64, 1, 1};
     Groups1D(rows, group ? 1 : 64, groups);

@@ -1,14 +1,14 @@
-// BatchNormalization (inference form) on Vulkan: one elementwise pass over
+// BatchNormalization (inference form) on GPU: one elementwise pass over
 // X [N, C, ...] (shaders/vulkan/batchnorm.comp); scale, B, mean and var may
 // be constants or computed.
-#include "vk_common.h"
+#include "gpu_common.h"
 
 namespace kiln {
 namespace {
 
-class BatchNormExecution final : public VulkanExecution {
+class BatchNormExecution final : public GpuExecution {
  public:
-  BatchNormExecution(VulkanBackend* b, float eps) : VulkanExecution(b), eps_(eps) {}
+  BatchNormExecution(GpuBackend* b, float eps) : GpuExecution(b), eps_(eps) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -28,7 +28,7 @@ class BatchNormExecution final : public VulkanExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkBatchNorm(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuBatchNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   if (op.inputs.size() < 5) return Unsupported("BatchNormalization with %zu inputs (needs 5)", op.inputs.size());
   const fb::NormParams* p = op.params<fb::NormParams>();

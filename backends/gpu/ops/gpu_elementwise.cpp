@@ -1,10 +1,10 @@
-// Elementwise ops on Vulkan: one unary shader (the function is a
+// Elementwise ops on GPU: one unary shader (the function is a
 // specialization constant) and broadcasting binary shaders: binary.comp for
 // float tensors (fp16 storage too), binary_int.comp for i32 / i64 Add, Sub,
 // Mul, Div, Max and Min (the host kernel's integer semantics).
 #include <cmath>
 
-#include "vk_layout.h"
+#include "gpu_layout.h"
 
 namespace kiln {
 namespace {
@@ -15,10 +15,10 @@ enum VkUnaryOp : uint32_t {
   kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kIdentity
 };
 
-class UnaryExecution final : public VulkanExecution {
+class UnaryExecution final : public GpuExecution {
  public:
-  UnaryExecution(VulkanBackend* b, uint32_t code, float alpha, float beta)
-      : VulkanExecution(b), code_(code), alpha_(alpha), beta_(beta) {}
+  UnaryExecution(GpuBackend* b, uint32_t code, float alpha, float beta)
+      : GpuExecution(b), code_(code), alpha_(alpha), beta_(beta) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -35,9 +35,9 @@ class UnaryExecution final : public VulkanExecution {
 
 // Reshape-likes: the same bytes under a new shape (a copy unless the
 // planner gave the output the input's memory).
-class ReshapeExecution final : public VulkanExecution {
+class ReshapeExecution final : public GpuExecution {
  public:
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
   bool resolvesDtypesAtResize() const override { return true; }  // moves bytes
 
  private:
@@ -49,24 +49,24 @@ class ReshapeExecution final : public VulkanExecution {
 
 // Broadcasting binary dispatches (binary.comp), shared by the binary ops and
 // Clip with bounds computed at run time.
-class BinaryBase : public VulkanExecution {
+class BinaryBase : public GpuExecution {
  protected:
-  using VulkanExecution::VulkanExecution;
+  using GpuExecution::GpuExecution;
   // out = a (code) b, broadcast; out may be a. The element type is the
   // bound tensors': binary.comp for f32, binary_int.comp (TYPE 1 i32, 2
   // i64) for integers, codes 0-3, 5, 6.
   Status addBinary(uint32_t code, const Tensor* a, const Tensor* b, const Tensor* out) {
     if (b->dtype() != a->dtype() || out->dtype() != a->dtype())
-      return Unsupported("Vulkan binary op on %s, %s into %s: one dtype expected", fb::EnumNameDataType(a->dtype()),
+      return Unsupported("GPU binary op on %s, %s into %s: one dtype expected", fb::EnumNameDataType(a->dtype()),
                          fb::EnumNameDataType(b->dtype()), fb::EnumNameDataType(out->dtype()));
     uint32_t type = 0;
     switch (a->dtype()) {
       case fb::DataType::F32: type = 0; break;
       case fb::DataType::I32: type = 1; break;
       case fb::DataType::I64: type = 2; break;
-      default: return Unsupported("Vulkan binary ops take f32, i32 and i64, not %s", fb::EnumNameDataType(a->dtype()));
+      default: return Unsupported("GPU binary ops take f32, i32 and i64, not %s", fb::EnumNameDataType(a->dtype()));
     }
-    if (type != 0 && (code == 4 || code == 7)) return Unsupported("Vulkan Pow and PRelu take f32 only");
+    if (type != 0 && (code == 4 || code == 7)) return Unsupported("GPU Pow and PRelu take f32 only");
     RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
     ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out->shape(), {a->shape(), b->shape()}));
     struct {
@@ -85,7 +85,7 @@ class BinaryBase : public VulkanExecution {
 
 class BinaryExecution final : public BinaryBase {
  public:
-  BinaryExecution(VulkanBackend* b, uint32_t code) : BinaryBase(b), code_(code) {}
+  BinaryExecution(GpuBackend* b, uint32_t code) : BinaryBase(b), code_(code) {}
   // The kernel follows the bound dtypes: an integer intermediate that the
   // model declares with a placeholder dtype still runs here.
   bool resolvesDtypesAtResize() const override { return true; }
@@ -108,7 +108,7 @@ class BinaryExecution final : public BinaryBase {
 // the attribute (opset < 11), applied by unary.comp.
 class ClipBoundsExecution final : public BinaryBase {
  public:
-  ClipBoundsExecution(VulkanBackend* b, float lo, float hi) : BinaryBase(b), lo_(lo), hi_(hi) {}
+  ClipBoundsExecution(GpuBackend* b, float lo, float hi) : BinaryBase(b), lo_(lo), hi_(hi) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -136,7 +136,7 @@ class ClipBoundsExecution final : public BinaryBase {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkUnary(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   float alpha = 0, beta = 0;
   uint32_t code = kIdentity;
@@ -187,12 +187,12 @@ StatusOr<std::unique_ptr<Execution>> CreateVkUnary(const GraphOp& op, const Grap
     case fb::OpType::Neg: code = kNeg; break;
     case fb::OpType::Abs: code = kAbs; break;
     case fb::OpType::Reciprocal: code = kReciprocal; break;
-    default: return Unsupported("no Vulkan unary function for %s", op.typeName());
+    default: return Unsupported("no GPU unary function for %s", op.typeName());
   }
   return Make(std::make_unique<UnaryExecution>(b, code, alpha, beta));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkReshape(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuReshape(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   // Any dtype: the bytes are moved, not interpreted. Value inputs (the new
   // shape, the axes) were used by shape inference and are not read here.
   const GraphTensor& in = graph.tensors[static_cast<size_t>(op.inputs[0])];
@@ -200,7 +200,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkReshape(const GraphOp& op, const Gr
   return Make(std::make_unique<ReshapeExecution>(b));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkBinary(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   // Integers for the ops the host also computes on them. Only the inputs'
   // declared dtypes are checked here: an intermediate's (and the output's)
   // may be a placeholder, and shape inference gives every input and the
@@ -212,7 +212,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkBinary(const GraphOp& op, const Gra
       if (op.inputs[k] < 0) continue;
       const fb::DataType t = DeclaredInputDtype(op, graph, k);
       if (t != fb::DataType::F32 && t != fb::DataType::I32 && t != fb::DataType::I64)
-        return Unsupported("Vulkan %s takes f32, i32 and i64, not %s", op.typeName(), fb::EnumNameDataType(t));
+        return Unsupported("GPU %s takes f32, i32 and i64, not %s", op.typeName(), fb::EnumNameDataType(t));
     }
   }
   uint32_t code = 0;
@@ -225,7 +225,7 @@ StatusOr<std::unique_ptr<Execution>> CreateVkBinary(const GraphOp& op, const Gra
     case fb::OpType::Max: code = 5; break;
     case fb::OpType::Min: code = 6; break;
     case fb::OpType::PRelu: code = 7; break;
-    default: return Unsupported("no Vulkan binary function for %s", op.typeName());
+    default: return Unsupported("no GPU binary function for %s", op.typeName());
   }
   return Make(std::make_unique<BinaryExecution>(b, code));
 }

@@ -1,4 +1,4 @@
-#include "vk_common.h"
+#include "gpu_common.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,7 +12,7 @@ Status RequireDtypes(const GraphOp& op, const Graph& graph, std::initializer_lis
     if (t < 0) return Status::Ok();
     fb::DataType d = graph.tensors[static_cast<size_t>(t)].dtype;
     if (std::find(allowed.begin(), allowed.end(), d) == allowed.end())
-      return Unsupported("tensor '%s' is %s; the Vulkan %s kernel takes %s", graph.tensors[static_cast<size_t>(t)].name.c_str(),
+      return Unsupported("tensor '%s' is %s; the GPU %s kernel takes %s", graph.tensors[static_cast<size_t>(t)].name.c_str(),
                          fb::EnumNameDataType(d), op.typeName(), fb::EnumNameDataType(*allowed.begin()));
     return Status::Ok();
   };
@@ -30,13 +30,13 @@ const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback) {
   if (k >= op.inputs.size() || op.inputs[k] < 0) return fallback;
   const GraphTensor* t = ConstantInput(op, graph, k);
-  if (!t) return Unsupported("input %zu is computed at run time; the Vulkan kernel needs it constant", k);
+  if (!t) return Unsupported("input %zu is computed at run time; the GPU kernel needs it constant", k);
   if (t->constant.size < DataTypeSize(t->dtype)) return fallback;
   const uint8_t* p = t->constant.data;
   switch (t->dtype) {
     case fb::DataType::F32: { float v; std::memcpy(&v, p, 4); return v; }
     case fb::DataType::F16: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
-    default: return Unsupported("input %zu is %s; the Vulkan kernel takes f32", k, fb::EnumNameDataType(t->dtype));
+    default: return Unsupported("input %zu is %s; the GPU kernel takes f32", k, fb::EnumNameDataType(t->dtype));
   }
 }
 
@@ -71,7 +71,7 @@ StatusOr<Broadcast> MakeBroadcast(const std::vector<int64_t>& out, const std::ve
       for (size_t k = 0; k < ins.size(); ++k) st[k].push_back(strides[k][d]);
     }
   }
-  if (dims.size() > 6) return Unsupported("broadcast over %zu dims (the Vulkan kernel takes 6)", dims.size());
+  if (dims.size() > 6) return Unsupported("broadcast over %zu dims (the GPU kernel takes 6)", dims.size());
   Broadcast b;
   b.rank = static_cast<uint32_t>(dims.size());
   b.strides.assign(ins.size(), std::vector<uint32_t>(6, 0));
@@ -85,7 +85,7 @@ StatusOr<Broadcast> MakeBroadcast(const std::vector<int64_t>& out, const std::ve
 
 Status Require32Bit(const Tensor& t) {
   if (t.elementCount() > INT32_MAX)
-    return Unsupported("'%s' has %lld elements; Vulkan kernels index with 32 bits", t.name().c_str(),
+    return Unsupported("'%s' has %lld elements; GPU kernels index with 32 bits", t.name().c_str(),
                        (long long)t.elementCount());
   return Status::Ok();
 }

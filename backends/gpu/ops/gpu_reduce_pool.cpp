@@ -1,19 +1,19 @@
-// MaxPool (with the optional int64 Indices output) and AveragePool on Vulkan
+// MaxPool (with the optional int64 Indices output) and AveragePool on GPU
 // (f32), 1 to 3 spatial axes: strides, dilations, explicit pads or auto_pad
 // (the host's nn::WindowPads), ceil_mode (through the output shape, which
 // the shape function computed), count_include_pad. One output element per
 // invocation (shaders/vulkan/pool.comp), which visits only the window's
 // taps inside the input.
 #include "ops/nn_common.h"
-#include "vk_reduce.h"
+#include "gpu_reduce.h"
 
 namespace kiln {
 namespace {
 
-class PoolExecution final : public VulkanExecution {
+class PoolExecution final : public GpuExecution {
  public:
-  PoolExecution(VulkanBackend* b, const fb::PoolParams* p, bool is_max)
-      : VulkanExecution(b), p_(p), is_max_(is_max) {}
+  PoolExecution(GpuBackend* b, const fb::PoolParams* p, bool is_max)
+      : GpuExecution(b), p_(p), is_max_(is_max) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -59,14 +59,14 @@ class PoolExecution final : public VulkanExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkPool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuPool(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::PoolParams* p = op.params<fb::PoolParams>();
   if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
   const GraphTensor& x = graph.tensors[static_cast<size_t>(op.inputs[0])];
   if (x.dtype != fb::DataType::F32)
-    return Unsupported("%s on %s; the Vulkan kernel takes f32", op.typeName(), fb::EnumNameDataType(x.dtype));
+    return Unsupported("%s on %s; the GPU kernel takes f32", op.typeName(), fb::EnumNameDataType(x.dtype));
   if (x.has_shape && x.dims.size() > 5)
-    return Unsupported("%s over %zu spatial axes (the Vulkan kernel takes 1 to 3)", op.typeName(), x.dims.size() - 2);
+    return Unsupported("%s over %zu spatial axes (the GPU kernel takes 1 to 3)", op.typeName(), x.dims.size() - 2);
   return Make(std::make_unique<PoolExecution>(b, p, op.type == fb::OpType::MaxPool));
 }
 

@@ -1,4 +1,4 @@
-// Helpers shared by the Vulkan layout family (vk_layout*.cpp).
+// Helpers shared by the GPU layout family (gpu_layout*.cpp).
 //
 // Dtypes are checked twice: at creation against the graph's declared dtype
 // (to decline early, so the op runs on the host), and again at resize
@@ -7,12 +7,12 @@
 // from the latter.
 #pragma once
 
-#include "vk_common.h"
+#include "gpu_common.h"
 
 namespace kiln {
 
 // How a layout kernel moves elements of `dtype` (a storage dtype: pass
-// VulkanBackend::storageType): in 32-bit words (`shader` is the word kernel,
+// GpuBackend::storageType): in 32-bit words (`shader` is the word kernel,
 // `units` words an element) when the element is whole words; 16-bit
 // elements one a unit with the word kernel's _u16 variant (16-bit storage);
 // else in bytes (`byte_shader`, `units` bytes an element), which needs the
@@ -21,11 +21,11 @@ struct MoveUnits {
   std::string shader;
   uint32_t units = 1;
 };
-StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const char* word_shader,
+StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const GpuCaps& caps, const char* word_shader,
                              const char* byte_shader);
 
 // Unsupported unless the device can store single bytes (bool tensors).
-Status Require8BitStorage(const VulkanCaps& caps, const GraphOp& op);
+Status Require8BitStorage(const GpuCaps& caps, const GraphOp& op);
 
 // The dtype of input `k` of `op` as the graph declares it.
 inline fb::DataType DeclaredInputDtype(const GraphOp& op, const Graph& graph, size_t k) {

@@ -1,4 +1,4 @@
-// Layout ops that compute where each element comes from, on Vulkan, in
+// Layout ops that compute where each element comes from, on GPU, in
 // 32-bit words (any dtype of 4 or 8 bytes; f32 where they do arithmetic):
 //   * Gather (gather.comp): indices i32, or i64 read as two words;
 //   * Pad (pad.comp): constant, reflect and edge modes, negative pads; the
@@ -21,7 +21,7 @@
 #include "half.h"
 #include "ops/layout_common.h"
 #include "ops/shape_inference.h"
-#include "vk_layout.h"
+#include "gpu_layout.h"
 
 namespace kiln {
 namespace {
@@ -29,21 +29,21 @@ namespace {
 constexpr size_t kMaxRank = 6;  // KILN_MAX_RANK of common.glsl
 
 Status RequireRank(const GraphOp& op, size_t rank) {
-  if (rank > kMaxRank) return Unsupported("Vulkan %s takes up to %zu dims, not %zu", op.typeName(), kMaxRank, rank);
+  if (rank > kMaxRank) return Unsupported("GPU %s takes up to %zu dims, not %zu", op.typeName(), kMaxRank, rank);
   return Status::Ok();
 }
 
 // ---------------------------------------------------------------- Gather
 
-class GatherExecution final : public VulkanExecution {
+class GatherExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  GatherExecution(VulkanBackend* b, int axis) : VulkanExecution(b), axis_(axis) {}
+  GatherExecution(GpuBackend* b, int axis) : GpuExecution(b), axis_(axis) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(x), vk()->caps(), "gather", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireUnits32(x, words));
     RETURN_IF_ERROR(RequireUnits32(*out[0], words));
@@ -57,7 +57,7 @@ class GatherExecution final : public VulkanExecution {
     if (push.n == 0) return Status::Ok();
     const fb::DataType idx = in[1]->dtype();
     if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
-      return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", DataTypeName(idx));
+      return Unsupported("GPU Gather takes i32 or i64 indices, not %s", DataTypeName(idx));
     const uint32_t idx64 = idx == fb::DataType::I64;
     return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n, {idx64});
   }
@@ -75,33 +75,33 @@ StatusOr<std::vector<uint8_t>> FillValue(float v, fb::DataType dtype) {
     case fb::DataType::F16: { uint16_t h = FloatToHalf(v); std::memcpy(bytes.data(), &h, 2); break; }
     case fb::DataType::I32: { int32_t i = static_cast<int32_t>(v); std::memcpy(bytes.data(), &i, 4); break; }
     case fb::DataType::I64: { int64_t i = static_cast<int64_t>(v); std::memcpy(bytes.data(), &i, 8); break; }
-    default: return Unsupported("Vulkan Pad: no fill value of dtype %s", fb::EnumNameDataType(dtype));
+    default: return Unsupported("GPU Pad: no fill value of dtype %s", fb::EnumNameDataType(dtype));
   }
   return bytes;
 }
 
-class PadExecution final : public VulkanExecution {
+class PadExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  PadExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
-  ~PadExecution() override { vk()->freeBuffer(&fill_); }
+  PadExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  ~PadExecution() override { gpu()->freeBuffer(&fill_); }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const std::vector<int64_t>& xs = x.shape();
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(x), vk()->caps(), "pad", nullptr));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "pad", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, xs.size()));
     RETURN_IF_ERROR(RequireUnits32(x, words));
     RETURN_IF_ERROR(RequireUnits32(*out[0], words));
     ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, xs, TensorValues(in)));
     const fb::PadParams* p = op_.params<fb::PadParams>();
-    VkBinding value{in.size() > 2 ? in[2] : nullptr};
+    GpuBinding value{in.size() > 2 ? in[2] : nullptr};
     if (!value.tensor || value.tensor->elementCount() == 0) {
-      if (!fill_.buffer) {
-        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, vk()->storageType(x)));
-        ASSIGN_OR_RETURN(fill_, vk()->createBuffer(bytes.size(), bytes.data()));
+      if (!fill_.handle) {
+        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, gpu()->storageType(x)));
+        ASSIGN_OR_RETURN(fill_, gpu()->createBuffer(bytes.size(), bytes.data()));
       }
       value = {nullptr, &fill_, false};
     }
@@ -124,7 +124,7 @@ class PadExecution final : public VulkanExecution {
   }
 
   const GraphOp& op_;
-  VulkanBuffer fill_;
+  GpuBuffer fill_;
 };
 
 // ---------------------------------------------------------------- Resize
@@ -135,11 +135,11 @@ uint32_t FloatBits(float f) {
   return u;
 }
 
-class ResizeExecution final : public VulkanExecution {
+class ResizeExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  ResizeExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
-  ~ResizeExecution() override { vk()->freeBuffer(&taps_); }
+  ResizeExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  ~ResizeExecution() override { gpu()->freeBuffer(&taps_); }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -149,8 +149,8 @@ class ResizeExecution final : public VulkanExecution {
     const auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
     const std::vector<int64_t>& is = in[0]->shape();
     if (linear && in[0]->dtype() != fb::DataType::F32)
-      return Unsupported("Vulkan Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(vk()->storageType(*in[0]), vk()->caps(), "resize", nullptr));
+      return Unsupported("GPU Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
+    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "resize", nullptr));
     const uint32_t words = units.units;
     RETURN_IF_ERROR(RequireRank(op_, is.size()));
     RETURN_IF_ERROR(RequireUnits32(*in[0], words));
@@ -197,22 +197,22 @@ class ResizeExecution final : public VulkanExecution {
         push.act_mask |= 1u << d;
       }
     }
-    vk()->freeBuffer(&taps_);
-    ASSIGN_OR_RETURN(taps_, vk()->createBuffer(taps.size() * 4, taps.data()));
+    gpu()->freeBuffer(&taps_);
+    ASSIGN_OR_RETURN(taps_, gpu()->createBuffer(taps.size() * 4, taps.data()));
     return add1D(units.shader.c_str(), {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
                  {linear ? 1u : 0u, words});
   }
 
   const GraphOp& op_;
-  VulkanBuffer taps_;
+  GpuBuffer taps_;
 };
 
 // ------------------------------------------------------------- MaxUnpool
 
-class MaxUnpoolExecution final : public VulkanExecution {
+class MaxUnpoolExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  MaxUnpoolExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
+  MaxUnpoolExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -220,7 +220,7 @@ class MaxUnpoolExecution final : public VulkanExecution {
     const Tensor& y = *out[0];
     const size_t rank = x.shape().size();
     if (x.dtype() != fb::DataType::F32 || in[1]->dtype() != fb::DataType::I64)
-      return Unsupported("Vulkan MaxUnpool takes f32 values and i64 indices");
+      return Unsupported("GPU MaxUnpool takes f32 values and i64 indices");
     RETURN_IF_ERROR(RequireRank(op_, rank));
     RETURN_IF_ERROR(Require32Bit(x));
     RETURN_IF_ERROR(Require32Bit(y));
@@ -259,7 +259,7 @@ class MaxUnpoolExecution final : public VulkanExecution {
         return Unsupported("MaxUnpool: a default output of %lld elements is over 32 bits", (long long)def_total);
     }
     if (push.total == 0) return Status::Ok();
-    const std::vector<VkBinding> bindings = {{in[0]}, {in[1]}, {out[0], nullptr, true}};
+    const std::vector<GpuBinding> bindings = {{in[0]}, {in[1]}, {out[0], nullptr, true}};
     RETURN_IF_ERROR(add1D("unpool", bindings, push, push.total, {0u, 0u}));
     RETURN_IF_ERROR(add1D("unpool", bindings, push, push.n, {1u, remap ? 1u : 0u}));
     return add1D("unpool", bindings, push, push.total, {2u, 0u});
@@ -270,23 +270,23 @@ class MaxUnpoolExecution final : public VulkanExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkGather(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
-  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->caps(), "gather", nullptr).status());
+StatusOr<std::unique_ptr<Execution>> CreateGpuGather(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather", nullptr).status());
   const fb::DataType idx = DeclaredInputDtype(op, graph, 1);
   if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
-    return Unsupported("Vulkan Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
+    return Unsupported("GPU Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
   const fb::AxisParams* p = op.params<fb::AxisParams>();
   return Make(std::make_unique<GatherExecution>(b, p ? p->axis() : 0));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkPad(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuPad(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (dtype != fb::DataType::F32 && dtype != fb::DataType::I32 && dtype != fb::DataType::I64)
-    return Unsupported("Vulkan Pad takes f32, i32 and i64, not %s", fb::EnumNameDataType(dtype));
+    return Unsupported("GPU Pad takes f32, i32 and i64, not %s", fb::EnumNameDataType(dtype));
   return Make(std::make_unique<PadExecution>(b, op));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuResize(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::ResizeParams* p = op.params<fb::ResizeParams>();
   if (p && p->mode() == fb::ResizeMode::Cubic)
     return Unsupported("Resize: cubic mode is not supported (nearest and linear are)");
@@ -294,18 +294,18 @@ StatusOr<std::unique_ptr<Execution>> CreateVkResize(const GraphOp& op, const Gra
     return Unsupported("Resize: the tf_crop_and_resize coordinate transform is not supported");
   const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
-    return Unsupported("Vulkan Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
-  RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->caps(), "resize", nullptr).status());
+    return Unsupported("GPU Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
+  RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->gpuCaps(), "resize", nullptr).status());
   return Make(std::make_unique<ResizeExecution>(b, op));
 }
 
-StatusOr<std::unique_ptr<Execution>> CreateVkMaxUnpool(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuMaxUnpool(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   if (DeclaredInputDtype(op, graph, 0) != fb::DataType::F32)
-    return Unsupported("Vulkan MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
+    return Unsupported("GPU MaxUnpool takes f32 values, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   if (DeclaredInputDtype(op, graph, 1) != fb::DataType::I64)
-    return Unsupported("Vulkan MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 1)));
+    return Unsupported("GPU MaxUnpool takes i64 indices, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 1)));
   if (b->halfStorage())
-    return Unsupported("Vulkan MaxUnpool claims outputs with 32-bit atomics, so it takes no fp16 storage");
+    return Unsupported("GPU MaxUnpool claims outputs with 32-bit atomics, so it takes no fp16 storage");
   return Make(std::make_unique<MaxUnpoolExecution>(b, op));
 }
 

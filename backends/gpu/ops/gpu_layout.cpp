@@ -1,4 +1,4 @@
-// Layout ops that only move elements, on Vulkan: Transpose, Concat, Split,
+// Layout ops that only move elements, on GPU: Transpose, Concat, Split,
 // Slice (negative steps too), Tile, Expand, DepthToSpace, SpaceToDepth.
 //
 // Each op is a *view* of its input (MNN's "geometry" idea): for every dim
@@ -20,33 +20,33 @@
 
 #include "ops/layout_common.h"
 #include "ops/shape_inference.h"
-#include "vk_layout.h"
+#include "gpu_layout.h"
 
 namespace kiln {
 
-StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const VulkanCaps& caps, const char* word_shader,
+StatusOr<MoveUnits> UnitsFor(fb::DataType dtype, const GpuCaps& caps, const char* word_shader,
                              const char* byte_shader) {
   const size_t size = DataTypeSize(dtype);
   if (size > 0 && size % 4 == 0) return MoveUnits{word_shader, static_cast<uint32_t>(size / 4)};
   if (size == 2 && caps.storage_16bit) return MoveUnits{std::string(word_shader) + "_u16", 1};
   if (size == 0 || !byte_shader)
-    return Unsupported("%s elements; the Vulkan kernel moves 32-bit words", fb::EnumNameDataType(dtype));
+    return Unsupported("%s elements; the GPU kernel moves 32-bit words", fb::EnumNameDataType(dtype));
   if (!caps.storage_8bit)
     return Unsupported("%s elements need 8-bit storage (storageBuffer8BitAccess), which the device lacks",
                        fb::EnumNameDataType(dtype));
   return MoveUnits{byte_shader, static_cast<uint32_t>(size)};
 }
 
-Status Require8BitStorage(const VulkanCaps& caps, const GraphOp& op) {
+Status Require8BitStorage(const GpuCaps& caps, const GraphOp& op) {
   if (!caps.storage_8bit)
-    return Unsupported("Vulkan %s stores bool bytes, which needs 8-bit storage (storageBuffer8BitAccess)",
+    return Unsupported("GPU %s stores bool bytes, which needs 8-bit storage (storageBuffer8BitAccess)",
                        op.typeName());
   return Status::Ok();
 }
 
 Status RequireUnits32(const Tensor& t, uint32_t units_per_element) {
   if (static_cast<uint64_t>(t.elementCount()) * units_per_element > INT32_MAX)
-    return Unsupported("'%s' has %lld elements; Vulkan layout kernels index with 32 bits", t.name().c_str(),
+    return Unsupported("'%s' has %lld elements; GPU layout kernels index with 32 bits", t.name().c_str(),
                        (long long)t.elementCount());
   return Status::Ok();
 }
@@ -183,19 +183,19 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
       }
       break;
     }
-    default: return Internal("no Vulkan view for %s", op.typeName());
+    default: return Internal("no GPU view for %s", op.typeName());
   }
   return pieces;
 }
 
-class CopyExecution final : public VulkanExecution {
+class CopyExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  CopyExecution(VulkanBackend* b, const GraphOp& op) : VulkanExecution(b), op_(op) {}
+  CopyExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(units_, UnitsFor(vk()->storageType(*in[0]), vk()->caps(), "copy", "copy_u8"));
+    ASSIGN_OR_RETURN(units_, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "copy", "copy_u8"));
     ASSIGN_OR_RETURN(std::vector<Piece> pieces, Pieces(op_, in, out));
     for (const Piece& p : pieces) RETURN_IF_ERROR(addPiece(p));
     return Status::Ok();
@@ -236,14 +236,14 @@ class CopyExecution final : public VulkanExecution {
       }
     }
     if (n == 0) return Status::Ok();
-    const uint64_t bytes = static_cast<uint64_t>(n) * (DataTypeSize(vk()->storageType(*p.dst)) / static_cast<size_t>(u));
+    const uint64_t bytes = static_cast<uint64_t>(n) * (DataTypeSize(gpu()->storageType(*p.dst)) / static_cast<size_t>(u));
     if (!tile && !rows && dims.size() <= 1 && (dims.empty() || strides[0] == 1) && p.base == 0 &&
-        bytes == vk()->storageBytes(*p.src) && bytes == vk()->storageBytes(*p.dst)) {
+        bytes == gpu()->storageBytes(*p.src) && bytes == gpu()->storageBytes(*p.dst)) {
       addCopy(p.src, p.dst);  // the whole tensor, in order
       return Status::Ok();
     }
     if (dims.size() > kMaxRank)
-      return Unsupported("%s: a view of %zu dims after merging (the Vulkan kernel takes %d)", op_.typeName(),
+      return Unsupported("%s: a view of %zu dims after merging (the GPU kernel takes %d)", op_.typeName(),
                          dims.size(), kMaxRank);
     struct {
       uint32_t n, rank;
@@ -273,11 +273,11 @@ class CopyExecution final : public VulkanExecution {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateVkLayoutCopy(const GraphOp& op, const Graph& graph, VulkanBackend* b) {
+StatusOr<std::unique_ptr<Execution>> CreateGpuLayoutCopy(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   if ((op.type == fb::OpType::DepthToSpace || op.type == fb::OpType::SpaceToDepth) &&
       !op.params<fb::SpaceDepthParams>())
     return Unsupported("%s without SpaceDepthParams", op.typeName());
-  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->caps(), "copy", "copy_u8").status());
+  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "copy", "copy_u8").status());
   return Make(std::make_unique<CopyExecution>(b, op));
 }
 

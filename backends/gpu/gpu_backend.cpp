@@ -1,0 +1,116 @@
+#include "gpu_backend.h"
+
+#include "half.h"
+
+namespace kiln {
+
+// ---------------------------------------------------------------- executions
+
+GpuExecution::GpuExecution(GpuBackend* b) : Execution(b) {}
+
+GpuBackend* GpuExecution::gpu() const { return static_cast<GpuBackend*>(backend()); }
+
+Status GpuExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
+  dispatches_.clear();
+  if (!resolvesDtypesAtResize()) {
+    auto check = [this](const std::vector<Tensor*>& ts, const std::vector<fb::DataType>& declared) -> Status {
+      for (size_t k = 0, d = 0; k < ts.size() && d < declared.size(); ++k) {
+        if (!ts[k]) continue;
+        if (ts[k]->dtype() != declared[d])
+          return Unsupported("'%s' is %s but the model declares %s, which the %s kernel was chosen for",
+                             ts[k]->name().c_str(), fb::EnumNameDataType(ts[k]->dtype()),
+                             fb::EnumNameDataType(declared[d]), gpu()->name());
+        ++d;
+      }
+      return Status::Ok();
+    };
+    // Inputs only: an output's dtype is what the kernel writes (ArgMax's
+    // i64 whatever the placeholder says); a misdeclared input is what
+    // would be misread.
+    RETURN_IF_ERROR(check(inputs, declared_in_));
+  }
+  return plan(inputs, outputs);
+}
+
+Status GpuExecution::onExecute(const std::vector<Tensor*>&, const std::vector<Tensor*>&) {
+  return gpu()->submitExecution(this);
+}
+
+void GpuExecution::Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]) {
+  uint64_t g = (n + local - 1) / local;
+  groups[1] = groups[2] = 1;
+  // 65535 is the smallest maxComputeWorkGroupCount[0] a Vulkan device may have.
+  while (g > 65535) {
+    groups[1] *= 2;
+    g = (g + 1) / 2;
+  }
+  groups[0] = static_cast<uint32_t>(g);
+}
+
+Status GpuExecution::addRaw(const char* name, std::vector<GpuBinding> bindings, std::vector<uint8_t> push,
+                            const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec) {
+  ASSIGN_OR_RETURN(const GpuKernel* k, gpu()->kernel(name, static_cast<uint32_t>(bindings.size()), local, spec));
+  GpuDispatch d;
+  d.kernel = k;
+  d.bindings = std::move(bindings);
+  d.push = std::move(push);
+  for (int i = 0; i < 3; ++i) {
+    if (groups[i] > gpu()->gpuCaps().max_workgroup_count[i])
+      return Unsupported("%s: %u work groups in dimension %d exceed the device's %u", name, groups[i], i,
+                         gpu()->gpuCaps().max_workgroup_count[i]);
+    d.groups[i] = groups[i];
+  }
+  dispatches_.push_back(std::move(d));
+  return Status::Ok();
+}
+
+void GpuExecution::addCopy(const Tensor* src, const Tensor* dst) {
+  GpuDispatch d;
+  d.bindings = {{src, nullptr, false}, {dst, nullptr, true}};
+  dispatches_.push_back(std::move(d));
+}
+
+// ------------------------------------------------------------------- backend
+
+void GpuBackend::toStorage(const Tensor& host, uint8_t* device_bytes) const {
+  const size_t n = static_cast<size_t>(host.elementCount());
+  if (storageType(host) == host.dtype()) {
+    if (host.byteSize()) std::memcpy(device_bytes, host.hostData(), host.byteSize());
+    return;
+  }
+  const float* f = host.host<float>();
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = FloatToHalf(f[i]);
+    std::memcpy(device_bytes + 2 * i, &h, 2);
+  }
+}
+
+void GpuBackend::fromStorage(const uint8_t* device_bytes, Tensor* host) const {
+  const size_t n = static_cast<size_t>(host->elementCount());
+  if (storageType(*host) == host->dtype()) {
+    if (host->byteSize()) std::memcpy(host->hostData(), device_bytes, host->byteSize());
+    return;
+  }
+  float* f = host->host<float>();
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, device_bytes + 2 * i, 2);
+    f[i] = HalfToFloat(h);
+  }
+}
+
+StatusOr<std::unique_ptr<Execution>> GpuBackend::createFrom(const OpEntry* begin, const OpEntry* end,
+                                                            const GraphOp& op, const Graph& graph) {
+  for (const OpEntry* e = begin; e != end; ++e) {
+    if (e->type != op.type) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e->factory(op, graph, this));
+    std::vector<fb::DataType> in;
+    for (int t : op.inputs)
+      if (t >= 0) in.push_back(graph.tensors[static_cast<size_t>(t)].dtype);
+    static_cast<GpuExecution*>(exec.get())->setDeclaredInputDtypes(std::move(in));
+    return exec;
+  }
+  return Unsupported("the %s backend has no %s kernel", name(), op.typeName());
+}
+
+}  // namespace kiln

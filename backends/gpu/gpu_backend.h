@@ -1,0 +1,187 @@
+// What the GPU backends (Vulkan, OpenCL) share: the op layer.
+//
+// An op family is written once, against GpuBackend, as an Execution that
+// *describes* its work at resize (GpuExecution::plan): a list of
+// GpuDispatch, each a kernel by name, its buffer bindings in order, a block
+// of push constants, specialization constants and a grid of work groups.
+// Each GPU backend turns the same description into its API's objects:
+//   - Vulkan: kernel <name> is SPIR-V compiled from shaders/vulkan/<name>.comp;
+//     bindings are descriptor-set bindings 0..n-1, the push block is the
+//     push-constant range, spec constant k is constant_id k (0-2: the
+//     work-group size);
+//   - OpenCL: kernel <name> is `__kernel void <name>(...)` in
+//     shaders/opencl/<name>.cl; bindings are its first n arguments (global
+//     pointers to each tensor's first element), the push block is the next
+//     argument (a struct passed by value, laid out as the GLSL block), spec
+//     constant k is the build option -DKILN_SPEC_<k>=<value>.
+// So the two kernel sources of one family keep one interface, and adding a
+// kernel to a backend is adding its source file and one registration line
+// (vk_ops.inc / cl_ops.inc), not a second copy of the planning code.
+//
+// Thread-safety: one session, one thread (see backend.h).
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace kiln {
+
+class GpuBackend;
+
+// Device limits and capabilities the op layer looks at.
+struct GpuCaps {
+  bool storage_16bit = false;  // 16-bit loads/stores in kernels (fp16 storage, 16-bit moves)
+  bool float16 = false;        // fp16 arithmetic
+  bool storage_8bit = false;   // 8-bit loads/stores (bool, u8 tensors)
+  uint32_t subgroup_size = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_size[3] = {};
+  uint32_t max_workgroup_count[3] = {};
+  uint64_t max_storage_buffer_range = 0;
+  // Kernels for CPU drivers (lavapipe, PoCL): no shared-memory tiling, where
+  // barriers cost more than the reuse saves.
+  bool cpu_kernels = false;
+};
+
+// A device buffer owned by an execution (packed weights, scratch, tables):
+// opaque handles of the backend's API.
+struct GpuBuffer {
+  uint64_t handle = 0;  // VkBuffer / cl_mem
+  uint64_t memory = 0;  // VkDeviceMemory (Vulkan only)
+  uint64_t bytes = 0;
+};
+
+// A compiled kernel with its work-group size; the backend's own type.
+struct GpuKernel {
+  virtual ~GpuKernel() = default;
+  std::string name;
+  uint32_t bindings = 0;
+  uint32_t local_size[3] = {1, 1, 1};
+};
+
+// One binding of a dispatch: a session tensor or an execution's own buffer.
+struct GpuBinding {
+  const Tensor* tensor = nullptr;
+  const GpuBuffer* buffer = nullptr;
+  bool write = false;
+};
+
+// One unit of recorded work: a kernel dispatch, or (kernel == nullptr) a
+// buffer copy of bindings[0] into bindings[1] (skipped when they alias).
+struct GpuDispatch {
+  const GpuKernel* kernel = nullptr;
+  std::vector<GpuBinding> bindings;
+  std::vector<uint8_t> push;
+  uint32_t groups[3] = {1, 1, 1};
+  uint64_t prepared = 0;  // the backend's per-dispatch object (VkDescriptorSet / cl_kernel)
+};
+
+constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every Vulkan device guarantees
+
+// One op on a GPU backend. Subclasses fill dispatches_ in plan().
+class GpuExecution : public Execution {
+ public:
+  explicit GpuExecution(GpuBackend* b);
+  Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
+  Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
+  std::vector<GpuDispatch>& dispatches() { return dispatches_; }
+  // The dtypes the model declares for the op's inputs (missing optional
+  // inputs excluded), set by the backend at creation.
+  void setDeclaredInputDtypes(std::vector<fb::DataType> in) { declared_in_ = std::move(in); }
+
+ protected:
+  // Kernels chosen at creation trust the model's declared dtypes, which for
+  // an intermediate tensor can be a placeholder; onResize then checks them
+  // against the real ones and fails (never computes on misread data). An
+  // execution that picks its kernel from the bound tensors returns true.
+  virtual bool resolvesDtypesAtResize() const { return false; }
+  // Shape-dependent planning: call add*() for each unit of work.
+  virtual Status plan(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
+  GpuBackend* gpu() const;
+  // A dispatch of kernel `name` with `spec` constants (ids 3, 4, ...; ids
+  // 0-2 are the work-group size `local`), over `groups` work groups.
+  template <typename Push>
+  Status add(const char* name, std::vector<GpuBinding> bindings, const Push& push, const uint32_t groups[3],
+             const uint32_t local[3], const std::vector<uint32_t>& spec = {}) {
+    static_assert(sizeof(Push) <= kMaxPushConstantBytes, "push constants must fit in 128 bytes");
+    static_assert(sizeof(Push) % 4 == 0, "push constants are 32-bit words");
+    std::vector<uint8_t> bytes(sizeof(Push));
+    std::memcpy(bytes.data(), &push, sizeof(Push));
+    return addRaw(name, std::move(bindings), std::move(bytes), groups, local, spec);
+  }
+  Status addRaw(const char* name, std::vector<GpuBinding> bindings, std::vector<uint8_t> push,
+                const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec);
+  // A 1-D dispatch over `n` items with 64-wide groups (y folded in when n
+  // exceeds the group-count limit; kernels use KILN_GLOBAL_INDEX).
+  template <typename Push>
+  Status add1D(const char* name, std::vector<GpuBinding> bindings, const Push& push, uint64_t n,
+               const std::vector<uint32_t>& spec = {}) {
+    uint32_t groups[3], local[3] = {64, 1, 1};
+    Groups1D(n, 64, groups);
+    return add(name, std::move(bindings), push, groups, local, spec);
+  }
+  void addCopy(const Tensor* src, const Tensor* dst);
+  static void Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]);
+
+  std::vector<GpuDispatch> dispatches_;
+  std::vector<fb::DataType> declared_in_;
+};
+
+class GpuBackend : public Backend {
+ public:
+  virtual const GpuCaps& gpuCaps() const = 0;
+  // The kernel `name` for `bindings` buffers, work-group size `local` and
+  // spec constants (ids 3...), created (compiled) on first use and kept.
+  virtual StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
+                                            const std::vector<uint32_t>& spec) = 0;
+  // A device buffer owned by the caller (freed with freeBuffer), with `data`
+  // uploaded when given (bytes as they are: no fp16 conversion).
+  virtual StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) = 0;
+  virtual void freeBuffer(GpuBuffer* b) = 0;
+  // Runs (or, inside a recorded run, lets the run submit) an execution's work.
+  virtual Status submitExecution(GpuExecution* exec) = 0;
+
+  // fp16 storage (Precision::kLow on a device with 16-bit storage): every
+  // f32 tensor on this backend (activations, weights, inputs copied in) is
+  // held as f16; kernels load it into fp32 arithmetic and store f16 (each
+  // float kernel's _f16 variant, picked by kernel()), and copies to and from
+  // the host convert. The tensors' dtype stays f32: only the device memory
+  // is half size. Executions choose data-movement kernels by storageType(),
+  // not dtype().
+  bool halfStorage() const { return half_; }
+  fb::DataType storageType(const Tensor& t) const { return storageType(t.dtype()); }
+  fb::DataType storageType(fb::DataType d) const { return half_ && d == fb::DataType::F32 ? fb::DataType::F16 : d; }
+  size_t storageBytes(const Tensor& t) const {
+    return static_cast<size_t>(t.elementCount()) * DataTypeSize(storageType(t));
+  }
+
+  // One line of a backend's registration list (vk_ops.inc, cl_ops.inc).
+  struct OpEntry {
+    fb::OpType type;
+    StatusOr<std::unique_ptr<Execution>> (*factory)(const GraphOp&, const Graph&, GpuBackend*);
+  };
+
+ protected:
+  // A host tensor's bytes as this backend stores them (f32 -> f16 in fp16
+  // mode), and back.
+  void toStorage(const Tensor& host, uint8_t* device_bytes) const;
+  void fromStorage(const uint8_t* device_bytes, Tensor* host) const;
+  // Looks the op up in a backend's registration list and creates its
+  // execution (Unsupported, naming the backend, when the list lacks the op).
+  StatusOr<std::unique_ptr<Execution>> createFrom(const OpEntry* begin, const OpEntry* end, const GraphOp& op,
+                                                  const Graph& graph);
+
+  bool half_ = false;
+};
+
+// The op factories of backends/gpu/ops (declared from gpu_ops.inc).
+#define KILN_GPU_FACTORY(Factory) \
+  StatusOr<std::unique_ptr<Execution>> CreateGpu##Factory(const GraphOp&, const Graph&, GpuBackend*);
+#include "gpu_factories.inc"
+#undef KILN_GPU_FACTORY
+
+}  // namespace kiln
