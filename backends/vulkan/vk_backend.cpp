@@ -299,8 +299,8 @@ void VulkanBackend::onClearBuffer() {
 Status VulkanBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
   const size_t bytes = storageBytes(*t);
   if (bytes > caps().max_storage_buffer_range)
-    return Unsupported("tensor '%s' is %zu bytes, over the device's storage-buffer range of %u", t->name().c_str(),
-                       bytes, caps().max_storage_buffer_range);
+    return Unsupported("tensor '%s' is %zu bytes, over the device's storage-buffer range of %llu", t->name().c_str(),
+                       bytes, (unsigned long long)caps().max_storage_buffer_range);
   if (share_with) {
     auto it = buffer_of_.find(share_with);
     if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
@@ -323,8 +323,8 @@ StatusOr<bool> VulkanBackend::onAcquireConstant(Tensor* mirror, const Tensor& sr
   for (const Constant& c : constants_)
     if (c.mirror == mirror) return true;  // resident since an earlier resize
   if (storageBytes(src) > caps().max_storage_buffer_range)
-    return Unsupported("constant '%s' is %zu bytes, over the device's storage-buffer range of %u",
-                       src.name().c_str(), storageBytes(src), caps().max_storage_buffer_range);
+    return Unsupported("constant '%s' is %zu bytes, over the device's storage-buffer range of %llu",
+                       src.name().c_str(), storageBytes(src), (unsigned long long)caps().max_storage_buffer_range);
   constants_.push_back({mirror, &src, 0});
   constants_dirty_ = true;
   return true;

@@ -9,6 +9,9 @@
 #ifdef KILN_HAVE_VULKAN
 #include "vk_backend.h"
 #endif
+#ifdef KILN_HAVE_OPENCL
+#include "cl_backend.h"
+#endif
 
 namespace kiln {
 
@@ -38,7 +41,12 @@ BackendFactory DefaultBackendFactory() {
 #else
         return Unavailable("this build of Kiln has no Vulkan backend (built without glslangValidator/Vulkan headers)");
 #endif
-      case ForwardType::kOpenCL: return Unavailable("this build of Kiln has no OpenCL backend yet");
+      case ForwardType::kOpenCL:
+#ifdef KILN_HAVE_OPENCL
+        return OpenCLBackend::Create(config);
+#else
+        return Unavailable("this build of Kiln has no OpenCL backend (built without CL/cl.h or clang)");
+#endif
       case ForwardType::kAuto: break;
     }
     return InvalidArgument("kAuto is not a backend");

@@ -15,6 +15,11 @@ bool BackendAvailable(ForwardType type, std::string* why) {
   return b.ok();
 }
 
+ForwardType TestGpu() {
+  const char* g = std::getenv("KILN_TEST_GPU");
+  return g && std::string(g) == "opencl" ? ForwardType::kOpenCL : ForwardType::kVulkan;
+}
+
 bool LowPrecisionRun() {
   const char* p = std::getenv("KILN_TEST_PRECISION");
   return p && std::string(p) == "low";

@@ -13,6 +13,10 @@
 
 namespace kiln::test {
 
+// The GPU backend the shared op suites (tests/gpu) run on: Vulkan, or
+// OpenCL when KILN_TEST_GPU=opencl (ctest opencl_ops).
+ForwardType TestGpu();
+
 // Fails (or skips, see above) when `type` cannot be created here.
 bool BackendAvailable(ForwardType type, std::string* why);
 

@@ -1,4 +1,4 @@
-// nn ops on Vulkan against the host: Conv (general implicit GEMM, 1x1 GEMM
+// nn ops on a GPU backend against the host: Conv (general implicit GEMM, 1x1 GEMM
 // path, depthwise; strides, asymmetric pads, dilation, groups, auto_pad,
 // 1-D, 3-D, bias, fused activations, computed weights), ConvTranspose, MatMul
 // (2-D, batched, broadcast, 1-D operands), Gemm (transposes, alpha, beta,
@@ -9,7 +9,8 @@
 namespace kiln::test {
 namespace {
 
-constexpr ForwardType kVk = ForwardType::kVulkan;
+// The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
+const ForwardType kVk = TestGpu();
 constexpr float kTol = 1e-4f;
 
 struct ConvCase {
@@ -45,7 +46,7 @@ OpTest MakeConv(fb::OpType type, const ConvCase& c, const fb::ConvParamsT& p, bo
   return op;
 }
 
-TEST(VulkanNnConv, Variants) {
+TEST(GpuNnConv, Variants) {
   KILN_REQUIRE_BACKEND(kVk);
   const ConvCase cases[] = {
       {"3x3 pad 1", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}},
@@ -77,7 +78,7 @@ TEST(VulkanNnConv, Variants) {
   for (const ConvCase& c : cases) ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c)), kVk, kTol, c.what);
 }
 
-TEST(VulkanNnConv, FusedActivations) {
+TEST(GpuNnConv, FusedActivations) {
   KILN_REQUIRE_BACKEND(kVk);
   // Every activation on the depthwise path (nn_activation.glsl is shared);
   // the other paths with Clip, whose bounds come through push constants.
@@ -110,13 +111,13 @@ TEST(VulkanNnConv, FusedActivations) {
   ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, ct, p), kVk, kTol, ct.what);
 }
 
-TEST(VulkanNnConv, ComputedWeights) {
+TEST(GpuNnConv, ComputedWeights) {
   KILN_REQUIRE_BACKEND(kVk);
   const ConvCase c = {"weights as input", {1, 3, 9, 11}, {7, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}};
   ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c), true), kVk, kTol, c.what);
 }
 
-TEST(VulkanNnConvTranspose, Variants) {
+TEST(GpuNnConvTranspose, Variants) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     ConvCase conv;
@@ -144,7 +145,7 @@ TEST(VulkanNnConvTranspose, Variants) {
   }
 }
 
-TEST(VulkanNnMatMul, Shapes) {
+TEST(GpuNnMatMul, Shapes) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     const char* what;
@@ -173,7 +174,7 @@ TEST(VulkanNnMatMul, Shapes) {
   ExpectSameAsHost(weights, kVk, kTol, "constant B");
 }
 
-TEST(VulkanNnGemm, TransposesAndC) {
+TEST(GpuNnGemm, TransposesAndC) {
   KILN_REQUIRE_BACKEND(kVk);
   const int64_t m = 7, k = 17, n = 9;
   for (bool ta : {false, true}) {
@@ -197,7 +198,7 @@ TEST(VulkanNnGemm, TransposesAndC) {
   }
 }
 
-TEST(VulkanNnGemm, NoCBetaZeroAndActivation) {
+TEST(GpuNnGemm, NoCBetaZeroAndActivation) {
   KILN_REQUIRE_BACKEND(kVk);
   {
     OpTest op(fb::OpType::Gemm);
@@ -223,7 +224,7 @@ TEST(VulkanNnGemm, NoCBetaZeroAndActivation) {
   }
 }
 
-TEST(VulkanNnBatchNorm, Shapes) {
+TEST(GpuNnBatchNorm, Shapes) {
   KILN_REQUIRE_BACKEND(kVk);
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 17, 5, 3}, {3, 7}, {1, 3, 9, 11}}) {
     const size_t c = static_cast<size_t>(shape[1]);

@@ -1,4 +1,4 @@
-// Elementwise ops on Vulkan against the host, odd shapes.
+// Elementwise ops on a GPU backend against the host, odd shapes.
 #include <limits>
 
 #include "support/backend_compare.h"
@@ -6,9 +6,10 @@
 namespace kiln::test {
 namespace {
 
-constexpr ForwardType kVk = ForwardType::kVulkan;
+// The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
+const ForwardType kVk = TestGpu();
 
-TEST(VulkanElementwise, UnaryOps) {
+TEST(GpuElementwise, UnaryOps) {
   KILN_REQUIRE_BACKEND(kVk);
   const std::vector<int64_t> shape = {2, 3, 7, 5};
   for (fb::OpType t : {fb::OpType::Relu, fb::OpType::Sigmoid, fb::OpType::Tanh, fb::OpType::HardSwish,
@@ -24,7 +25,7 @@ TEST(VulkanElementwise, UnaryOps) {
   }
 }
 
-TEST(VulkanElementwise, UnaryWithParams) {
+TEST(GpuElementwise, UnaryWithParams) {
   KILN_REQUIRE_BACKEND(kVk);
   auto x = Random(3 * 17, -4, 4);
   {
@@ -63,7 +64,7 @@ TEST(VulkanElementwise, UnaryWithParams) {
   }
 }
 
-TEST(VulkanElementwise, BinaryBroadcast) {
+TEST(GpuElementwise, BinaryBroadcast) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     std::vector<int64_t> a, b;
@@ -139,13 +140,13 @@ void ExpectIntBinaryOps(const char* dtype) {
   ExpectSameAsHost(min3, kVk, 0, std::string("Min of three ") + dtype);
 }
 
-TEST(VulkanElementwise, IntegerBinary) {
+TEST(GpuElementwise, IntegerBinary) {
   KILN_REQUIRE_BACKEND(kVk);
   ExpectIntBinaryOps<int32_t>("i32");
   ExpectIntBinaryOps<int64_t>("i64");
 }
 
-TEST(VulkanElementwise, ReshapeLikes) {
+TEST(GpuElementwise, ReshapeLikes) {
   KILN_REQUIRE_BACKEND(kVk);
   fb::AxisParamsT ax;
   ax.axis = 2;

@@ -1,4 +1,4 @@
-// Layout ops on Vulkan against the host: Transpose, Concat, Split, Slice,
+// Layout ops on a GPU backend against the host: Transpose, Concat, Split, Slice,
 // Gather, Tile, Expand, Pad, Resize, DepthToSpace, SpaceToDepth, MaxUnpool,
 // Cast, Where, Equal, Less, Greater, Not, And. Odd shapes, every parameter
 // variant the host supports, and the dtypes each kernel moves (4-byte,
@@ -14,7 +14,8 @@
 namespace kiln::test {
 namespace {
 
-constexpr ForwardType kVk = ForwardType::kVulkan;
+// The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
+const ForwardType kVk = TestGpu();
 using Shape = std::vector<int64_t>;
 
 // Raw values of a dtype: distinct, from a seed.
@@ -54,7 +55,7 @@ std::string Name(const std::string& op, fb::DataType t, const Shape& s) {
   return op + " " + fb::EnumNameDataType(t) + " " + Dims(s);
 }
 
-TEST(VulkanLayout, Transpose) {
+TEST(GpuLayout, Transpose) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     Shape s;
@@ -72,7 +73,7 @@ TEST(VulkanLayout, Transpose) {
     }
 }
 
-TEST(VulkanLayout, ConcatAndSplit) {
+TEST(GpuLayout, ConcatAndSplit) {
   KILN_REQUIRE_BACKEND(kVk);
   for (fb::DataType t : kMoveTypes)
     for (int axis : {0, 1, -1}) {
@@ -108,7 +109,7 @@ TEST(VulkanLayout, ConcatAndSplit) {
   }
 }
 
-TEST(VulkanLayout, Slice) {
+TEST(GpuLayout, Slice) {
   KILN_REQUIRE_BACKEND(kVk);
   const int64_t kMax = INT64_MAX, kMin = INT64_MIN;
   struct Case {
@@ -137,7 +138,7 @@ TEST(VulkanLayout, Slice) {
     }
 }
 
-TEST(VulkanLayout, Gather) {
+TEST(GpuLayout, Gather) {
   KILN_REQUIRE_BACKEND(kVk);
   for (fb::DataType t : {fb::DataType::F32, fb::DataType::I64, fb::DataType::I32})
     for (int axis : {0, 1, -1}) {
@@ -163,7 +164,7 @@ TEST(VulkanLayout, Gather) {
   ExpectSameAsHost(s, kVk, 0, "Gather scalar runtime index");
 }
 
-TEST(VulkanLayout, TileAndExpand) {
+TEST(GpuLayout, TileAndExpand) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     Shape s, reps;
@@ -185,7 +186,7 @@ TEST(VulkanLayout, TileAndExpand) {
     }
 }
 
-TEST(VulkanLayout, SpaceDepth) {
+TEST(GpuLayout, SpaceDepth) {
   KILN_REQUIRE_BACKEND(kVk);
   for (fb::DataType t : kMoveTypes) {
     for (auto mode : {fb::DepthToSpaceMode::DCR, fb::DepthToSpaceMode::CRD}) {
@@ -208,7 +209,7 @@ TEST(VulkanLayout, SpaceDepth) {
   }
 }
 
-TEST(VulkanLayout, Pad) {
+TEST(GpuLayout, Pad) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     Shape s, pads, axes;
@@ -239,7 +240,7 @@ TEST(VulkanLayout, Pad) {
   ExpectSameAsHost(v, kVk, 0, "Pad i64 value input");
 }
 
-TEST(VulkanLayout, Resize) {
+TEST(GpuLayout, Resize) {
   KILN_REQUIRE_BACKEND(kVk);
   using CT = fb::CoordinateTransform;
   struct Case {
@@ -276,7 +277,7 @@ TEST(VulkanLayout, Resize) {
     }
 }
 
-TEST(VulkanLayout, MaxUnpool) {
+TEST(GpuLayout, MaxUnpool) {
   KILN_REQUIRE_BACKEND(kVk);
   // [1, 3, 2, 3] values into a [1, 3, 4, 5] output (4x6 by default for
   // k2 s2), with a repeated index (the last value wins).
@@ -304,7 +305,7 @@ TEST(VulkanLayout, MaxUnpool) {
   ExpectSameAsHost(d, kVk, 0, "MaxUnpool 1-D default size");
 }
 
-TEST(VulkanLayout, Cast) {
+TEST(GpuLayout, Cast) {
   KILN_REQUIRE_BACKEND(kVk);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> f32 = {0.f, -0.f, 1.5f, -1.5f, 2.5f, -2.7f, 65504.f, 65520.f, 1e-6f, -6e-8f, 3e-5f,
@@ -339,7 +340,7 @@ TEST(VulkanLayout, Cast) {
     }
 }
 
-TEST(VulkanLayout, Compare) {
+TEST(GpuLayout, Compare) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     Shape a, b;
@@ -380,7 +381,7 @@ TEST(VulkanLayout, Compare) {
   ExpectSameAsHost(no, kVk, 0, "Not");
 }
 
-TEST(VulkanLayout, Where) {
+TEST(GpuLayout, Where) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     Shape c, a, b;

@@ -1,4 +1,4 @@
-// Reduce-family ops on Vulkan against the host: reductions over single,
+// Reduce-family ops on a GPU backend against the host: reductions over single,
 // several (contiguous or not) and all axes, keepdims, axes as a constant or
 // a graph input, noop_with_empty_axes, rows long enough to split; global
 // pools; ArgMax/ArgMin with ties; MaxPool/AveragePool (1-D to 3-D, pads,
@@ -14,7 +14,8 @@
 namespace kiln::test {
 namespace {
 
-constexpr ForwardType kVk = ForwardType::kVulkan;
+// The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
+const ForwardType kVk = TestGpu();
 constexpr float kTol = 1e-4f;
 
 const fb::OpType kReduceOps[] = {fb::OpType::ReduceSum, fb::OpType::ReduceMean, fb::OpType::ReduceMax,
@@ -29,7 +30,7 @@ fb::ReduceParamsT ReduceParams(std::vector<int32_t> axes, bool keepdims) {
 
 std::string Name(fb::OpType t, const std::string& what) { return std::string(fb::EnumNameOpType(t)) + " " + what; }
 
-TEST(VulkanReduce, Axes) {
+TEST(GpuReduce, Axes) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     const char* what;
@@ -48,7 +49,7 @@ TEST(VulkanReduce, Axes) {
     }
 }
 
-TEST(VulkanReduce, AxesInputAndNoop) {
+TEST(GpuReduce, AxesInputAndNoop) {
   KILN_REQUIRE_BACKEND(kVk);
   const std::vector<int64_t> shape = {3, 1, 7, 17};
   const auto x = Random(Numel(shape), -2, 2);
@@ -67,7 +68,7 @@ TEST(VulkanReduce, AxesInputAndNoop) {
 
 // Rows long enough for a work group each, strided rows with few and with
 // many results, and rows split in two dispatches (few long rows).
-TEST(VulkanReduce, LongAndStridedRows) {
+TEST(GpuReduce, LongAndStridedRows) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     const char* what;
@@ -92,7 +93,7 @@ TEST(VulkanReduce, LongAndStridedRows) {
   ExpectSameAsHost(prod, kVk, kTol, "ReduceProd split");
 }
 
-TEST(VulkanReduce, GlobalPools) {
+TEST(GpuReduce, GlobalPools) {
   KILN_REQUIRE_BACKEND(kVk);
   for (fb::OpType t : {fb::OpType::GlobalAveragePool, fb::OpType::GlobalMaxPool})
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3, 7, 5}, {1, 17, 9}, {1, 7, 64, 65}, {2, 1, 3, 4, 5}}) {
@@ -102,7 +103,7 @@ TEST(VulkanReduce, GlobalPools) {
     }
 }
 
-TEST(VulkanReduceArg, AxesKeepdimsTies) {
+TEST(GpuReduceArg, AxesKeepdimsTies) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     std::vector<int64_t> shape;
@@ -136,7 +137,7 @@ struct PoolCase {
   fb::AutoPad auto_pad = fb::AutoPad::NotSet;
 };
 
-TEST(VulkanReducePool, Variants) {
+TEST(GpuReducePool, Variants) {
   KILN_REQUIRE_BACKEND(kVk);
   const PoolCase cases[] = {
       {"3x3 pad 1", {1, 3, 7, 9}, {3, 3}, {}, {1, 1, 1, 1}, {}},
@@ -174,7 +175,7 @@ TEST(VulkanReducePool, Variants) {
       }
 }
 
-TEST(VulkanReduceSoftmax, Axes) {
+TEST(GpuReduceSoftmax, Axes) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     std::vector<int64_t> shape;
@@ -191,7 +192,7 @@ TEST(VulkanReduceSoftmax, Axes) {
     }
 }
 
-TEST(VulkanReduceNorm, LayerNormalization) {
+TEST(GpuReduceNorm, LayerNormalization) {
   KILN_REQUIRE_BACKEND(kVk);
   struct Case {
     const char* what;
@@ -221,7 +222,7 @@ TEST(VulkanReduceNorm, LayerNormalization) {
   ExpectSameAsHost(computed, kVk, kTol, "scale as a graph input");
 }
 
-TEST(VulkanReduceNorm, InstanceNormalization) {
+TEST(GpuReduceNorm, InstanceNormalization) {
   KILN_REQUIRE_BACKEND(kVk);
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1, 3, 7, 5}, {2, 17, 9}, {1, 7, 64, 65}}) {
     const int64_t c = shape[1];

@@ -1,0 +1,491 @@
+#include "cl_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "cl_sources.h"
+#include "log.h"
+
+namespace kiln {
+namespace {
+
+const GpuBackend::OpEntry kKernels[] = {
+#define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
+#include "cl_ops.inc"
+#undef KILN_GPU_OP
+};
+
+// Sub-buffers of at least a word, and pool slack so that one at the pool's
+// end stays inside it.
+constexpr uint64_t kPoolSlack = 256;
+constexpr char kCacheMagic[8] = {'K', 'I', 'L', 'N', 'C', 'L', 'B', '1'};
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+cl_mem Mem(uint64_t handle) { return reinterpret_cast<cl_mem>(handle); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> OpenCLBackend::Create(const ScheduleConfig& config) {
+  std::unique_ptr<OpenCLBackend> b(new OpenCLBackend());
+  RETURN_IF_ERROR(b->init(config));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Status OpenCLBackend::init(const ScheduleConfig& config) {
+  config_ = config;
+  ASSIGN_OR_RETURN(device_, ClDevice::Get(config.deviceIndex));
+  planner_ = MemoryPlanner(std::max<size_t>(64, caps().base_address_align));
+  half_ = config.precision == Precision::kLow && caps().storage_16bit;
+  cl_int err = CL_SUCCESS;
+  queue_ = cl().clCreateCommandQueue(device_->context(), device_->device(),
+                                     config.profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+  RETURN_IF_ERROR(ClCheck(err, "clCreateCommandQueue"));
+  loadCache();
+  return Status::Ok();
+}
+
+OpenCLBackend::~OpenCLBackend() {
+  if (!device_) return;
+  if (queue_) cl().clFinish(queue_);
+  if (!config_.cacheFile.empty()) {
+    Status s = saveCache();
+    if (!s.ok()) KILN_LOG("opencl: %s", s.message().c_str());
+  }
+  freeRecording();
+  for (auto& [key, p] : programs_) cl().clReleaseProgram(p);
+  if (pool_) cl().clReleaseMemObject(pool_);
+  if (constant_buffer_) cl().clReleaseMemObject(constant_buffer_);
+  if (queue_) cl().clReleaseCommandQueue(queue_);
+}
+
+StatusOr<std::unique_ptr<Execution>> OpenCLBackend::onCreate(const GraphOp& op, const Graph& graph) {
+  return createFrom(std::begin(kKernels), std::end(kKernels), op, graph);
+}
+
+// ------------------------------------------------------------------ programs
+
+// The cache file: "KILNCLB1", then entries of [u32 key bytes][key][u64
+// binary bytes][binary]. A file that does not parse is ignored (logged); a
+// binary the driver rejects is rebuilt from source.
+void OpenCLBackend::loadCache() {
+  if (config_.cacheFile.empty()) return;
+  std::ifstream f(config_.cacheFile, std::ios::binary);
+  if (!f) return;
+  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t pos = sizeof(kCacheMagic);
+  if (all.size() < pos || std::memcmp(all.data(), kCacheMagic, sizeof(kCacheMagic)) != 0) {
+    KILN_LOG("opencl: '%s' is not a Kiln OpenCL cache; starting empty", config_.cacheFile.c_str());
+    return;
+  }
+  std::map<std::string, std::vector<uint8_t>> entries;
+  while (pos < all.size()) {
+    uint32_t klen;
+    uint64_t blen;
+    if (all.size() - pos < 4) break;
+    std::memcpy(&klen, all.data() + pos, 4);
+    pos += 4;
+    if (all.size() - pos < klen + 8ull) break;
+    std::string key(all.data() + pos, klen);
+    pos += klen;
+    std::memcpy(&blen, all.data() + pos, 8);
+    pos += 8;
+    if (all.size() - pos < blen) break;
+    entries[key].assign(all.begin() + static_cast<std::ptrdiff_t>(pos),
+                        all.begin() + static_cast<std::ptrdiff_t>(pos + blen));
+    pos += blen;
+  }
+  if (pos != all.size()) {
+    KILN_LOG("opencl: cache '%s' is truncated or corrupt; starting empty", config_.cacheFile.c_str());
+    return;
+  }
+  binaries_ = std::move(entries);
+  binaries_loaded_ = binaries_.size();
+}
+
+Status OpenCLBackend::saveCache() {
+  if (binaries_.size() == binaries_loaded_) return Status::Ok();  // nothing new learned
+  std::string tmp = config_.cacheFile + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(kCacheMagic, sizeof(kCacheMagic));
+    for (auto& [key, bin] : binaries_) {
+      const uint32_t klen = static_cast<uint32_t>(key.size());
+      const uint64_t blen = bin.size();
+      f.write(reinterpret_cast<const char*>(&klen), 4);
+      f.write(key.data(), klen);
+      f.write(reinterpret_cast<const char*>(&blen), 8);
+      f.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(blen));
+    }
+    if (!f) return Unavailable("cannot write the OpenCL program cache '%s'", tmp.c_str());
+  }
+  if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
+    return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
+  binaries_loaded_ = binaries_.size();
+  return Status::Ok();
+}
+
+StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const std::string& options) {
+  const std::string pkey = stem + " " + options;
+  auto it = programs_.find(pkey);
+  if (it != programs_.end()) return it->second;
+  const char* common = FindClSource("common");
+  const char* body = FindClSource(stem.c_str());
+  if (!common || !body) return Internal("no OpenCL kernel source '%s' in this build", stem.c_str());
+  const std::string source = std::string(common) + "\n" + body;
+  const std::string ckey = StrFormat("%s|%s|%s|%016llx", stem.c_str(), caps().name.c_str(),
+                                     caps().driver_version.c_str(), (unsigned long long)Fnv1a(source + options));
+  const cl_device_id dev = device_->device();
+  cl_int err = CL_SUCCESS;
+  cl_program program = nullptr;
+  auto cached = binaries_.find(ckey);
+  if (cached != binaries_.end()) {
+    const unsigned char* bin = cached->second.data();
+    const size_t len = cached->second.size();
+    cl_int bin_status = CL_SUCCESS;
+    program = cl().clCreateProgramWithBinary(device_->context(), 1, &dev, &len, &bin, &bin_status, &err);
+    if (err != CL_SUCCESS || bin_status != CL_SUCCESS ||
+        cl().clBuildProgram(program, 1, &dev, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+      if (program) cl().clReleaseProgram(program);
+      program = nullptr;
+      binaries_.erase(cached);  // stale (another driver build): compile again
+    }
+  }
+  if (!program) {
+    const char* src = source.c_str();
+    program = cl().clCreateProgramWithSource(device_->context(), 1, &src, nullptr, &err);
+    RETURN_IF_ERROR(ClCheck(err, "clCreateProgramWithSource"));
+    err = cl().clBuildProgram(program, 1, &dev, options.c_str(), nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      size_t n = 0;
+      cl().clGetProgramBuildInfo(program, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      cl().clGetProgramBuildInfo(program, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      cl().clReleaseProgram(program);
+      return Internal("building OpenCL kernel %s.cl (%s): %s: %s", stem.c_str(), options.c_str(), ClErrorName(err),
+                      log.c_str());
+    }
+    ++programs_compiled_;
+    size_t len = 0;
+    if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, nullptr) == CL_SUCCESS && len) {
+      std::vector<uint8_t> bin(len);
+      unsigned char* ptr = bin.data();
+      if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) == CL_SUCCESS)
+        binaries_[ckey] = std::move(bin);
+    }
+  }
+  programs_[pkey] = program;
+  return program;
+}
+
+StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bindings, const uint32_t local[3],
+                                                 const std::vector<uint32_t>& spec) {
+  std::string key = StrFormat("%s/%u/%u,%u,%u", name, bindings, local[0], local[1], local[2]);
+  for (uint32_t v : spec) key += StrFormat(",%u", v);
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) return it->second.get();
+  const GpuCaps& c = caps();
+  if (local[0] * local[1] * local[2] > c.max_workgroup_invocations || local[0] > c.max_workgroup_size[0] ||
+      local[1] > c.max_workgroup_size[1] || local[2] > c.max_workgroup_size[2])
+    return Unsupported("%s: work group %ux%ux%u exceeds the device's limits", name, local[0], local[1], local[2]);
+  // <stem>_u16 is <stem>.cl moving 16-bit units; in fp16 mode a float kernel
+  // (one that uses STORE_T) stores half.
+  std::string stem = name, options = "-cl-std=CL1.2";
+  if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, "_u16") == 0) {
+    stem.resize(stem.size() - 4);
+    options += " -DKILN_UNIT16";
+  }
+  const char* body = FindClSource(stem.c_str());
+  if (!body) return Unsupported("no OpenCL kernel %s.cl", stem.c_str());
+  if (half_ && std::strstr(body, "STORE_T")) options += " -DKILN_FP16";
+  for (int i = 0; i < 3; ++i) options += StrFormat(" -DKILN_SPEC_%d=%u", i, local[i]);
+  for (size_t i = 0; i < spec.size(); ++i) options += StrFormat(" -DKILN_SPEC_%zu=%u", i + 3, spec[i]);
+  ASSIGN_OR_RETURN(cl_program program, buildProgram(stem, options));
+  auto k = std::make_unique<ClKernel>();
+  k->name = stem;
+  k->bindings = bindings;
+  std::copy(local, local + 3, k->local_size);
+  k->program = program;
+  const GpuKernel* raw = k.get();
+  kernels_.emplace(key, std::move(k));
+  return raw;
+}
+
+// -------------------------------------------------------------------- memory
+
+StatusOr<GpuBuffer> OpenCLBackend::createBuffer(uint64_t bytes, const void* data) {
+  GpuBuffer b;
+  b.bytes = std::max<uint64_t>(bytes, 16);
+  cl_int err = CL_SUCCESS;
+  cl_mem m = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, b.bytes, nullptr, &err);
+  RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating %llu bytes of OpenCL memory", (unsigned long long)b.bytes).c_str()));
+  b.handle = reinterpret_cast<uint64_t>(m);
+  if (data && bytes) {
+    err = cl().clEnqueueWriteBuffer(queue_, m, CL_TRUE, 0, bytes, data, 0, nullptr, nullptr);
+    if (err != CL_SUCCESS) {
+      cl().clReleaseMemObject(m);
+      return ClCheck(err, "clEnqueueWriteBuffer");
+    }
+  }
+  return b;
+}
+
+void OpenCLBackend::freeBuffer(GpuBuffer* b) {
+  if (b->handle) cl().clReleaseMemObject(Mem(b->handle));
+  *b = GpuBuffer();
+}
+
+void OpenCLBackend::onClearBuffer() {
+  planner_.clear();
+  buffer_of_.clear();
+}
+
+Status OpenCLBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
+  const size_t bytes = storageBytes(*t);
+  if (bytes > caps().max_storage_buffer_range)
+    return Unsupported("tensor '%s' is %zu bytes, over the device's largest allocation of %llu", t->name().c_str(),
+                       bytes, (unsigned long long)caps().max_storage_buffer_range);
+  if (share_with) {
+    auto it = buffer_of_.find(share_with);
+    if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
+    planner_.share(it->second);
+    buffer_of_[t] = it->second;
+    return Status::Ok();
+  }
+  buffer_of_[t] = planner_.acquire(bytes);
+  return Status::Ok();
+}
+
+Status OpenCLBackend::onReleaseBuffer(Tensor* t) {
+  auto it = buffer_of_.find(t);
+  if (it == buffer_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
+  planner_.release(it->second);
+  return Status::Ok();
+}
+
+StatusOr<bool> OpenCLBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
+  for (const Constant& c : constants_)
+    if (c.mirror == mirror) return true;  // resident since an earlier resize
+  constants_.push_back({mirror, &src, 0});
+  constants_dirty_ = true;
+  return true;
+}
+
+// Lays every constant out in one buffer and uploads them with one write.
+Status OpenCLBackend::uploadConstants() {
+  const uint64_t align = std::max<uint64_t>(64, caps().base_address_align);
+  uint64_t total = 0;
+  for (Constant& c : constants_) {
+    c.offset = total;
+    total += (std::max<uint64_t>(storageBytes(*c.src), 4) + align - 1) / align * align;
+  }
+  std::vector<uint8_t> bytes(total);
+  for (const Constant& c : constants_) toStorage(*c.src, bytes.data() + c.offset);
+  if (constant_buffer_) cl().clReleaseMemObject(constant_buffer_);
+  constant_buffer_ = nullptr;
+  cl_int err = CL_SUCCESS;
+  constant_bytes_ = total + kPoolSlack;
+  constant_buffer_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, constant_bytes_, nullptr, &err);
+  RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL weights buffer"));
+  if (total)
+    RETURN_IF_ERROR(ClCheck(cl().clEnqueueWriteBuffer(queue_, constant_buffer_, CL_TRUE, 0, total, bytes.data(), 0,
+                                                      nullptr, nullptr),
+                            "uploading weights"));
+  for (const Constant& c : constants_)
+    c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_), c.offset);
+  constants_dirty_ = false;
+  return Status::Ok();
+}
+
+MemoryReport OpenCLBackend::memoryReport() const {
+  MemoryReport r = report_;
+  r.constant_bytes = constant_buffer_ ? constant_bytes_ - kPoolSlack : 0;
+  return r;
+}
+
+Status OpenCLBackend::onAllocateBuffer() {
+  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
+  freeRecording();
+  if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
+  MemoryPlanner::Plan plan = planner_.plan();
+  const uint64_t bytes = plan.total + kPoolSlack;
+  if (bytes > pool_bytes_ || bytes * 2 < pool_bytes_) {
+    if (pool_) cl().clReleaseMemObject(pool_);
+    pool_ = nullptr;
+    pool_bytes_ = 0;
+    cl_int err = CL_SUCCESS;
+    pool_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating a %llu-byte OpenCL pool", (unsigned long long)bytes).c_str()));
+    pool_bytes_ = bytes;
+  }
+  for (auto& [tensor, id] : buffer_of_)
+    const_cast<Tensor*>(tensor)->bind(this, nullptr, reinterpret_cast<uint64_t>(pool_),
+                                      plan.offsets[static_cast<size_t>(id)]);
+  report_.planned_bytes = plan.total;
+  report_.lower_bound_bytes = plan.lower_bound;
+  report_.tensor_bytes = 0;
+  report_.tensors = buffer_of_.size();
+  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
+  return Status::Ok();
+}
+
+Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
+  if (src.byteSize() != dst->byteSize())
+    return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
+  const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
+  if (src_dev == dst_dev) return Internal("opencl copy of '%s' is not between the host and OpenCL", src.name().c_str());
+  const Tensor& dev = src_dev ? src : *dst;
+  const size_t bytes = storageBytes(dev);
+  if (bytes == 0) return Status::Ok();
+  if (!dev.deviceHandle())
+    return Internal("opencl copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
+  std::vector<uint8_t> staging(bytes);
+  if (!src_dev) {
+    toStorage(src, staging.data());
+    return ClCheck(cl().clEnqueueWriteBuffer(queue_, Mem(dst->deviceHandle()), CL_TRUE, dst->deviceOffset(), bytes,
+                                             staging.data(), 0, nullptr, nullptr),
+                   "clEnqueueWriteBuffer");
+  }
+  RETURN_IF_ERROR(ClCheck(cl().clEnqueueReadBuffer(queue_, Mem(src.deviceHandle()), CL_TRUE, src.deviceOffset(), bytes,
+                                                   staging.data(), 0, nullptr, nullptr),
+                          "clEnqueueReadBuffer"));
+  fromStorage(staging.data(), dst);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- recording
+
+StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {
+  if (!t.deviceHandle()) return Internal("tensor '%s' is bound to no OpenCL memory", t.name().c_str());
+  const uint64_t size = std::max<uint64_t>(storageBytes(t), 4);
+  const auto key = std::make_pair(t.deviceHandle(), std::make_pair(t.deviceOffset(), size));
+  auto it = sub_buffers_.find(key);
+  if (it != sub_buffers_.end()) return it->second;
+  cl_buffer_region region{t.deviceOffset(), size};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = cl().clCreateSubBuffer(Mem(t.deviceHandle()), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                                    &err);
+  RETURN_IF_ERROR(ClCheck(err, StrFormat("sub-buffer of '%s'", t.name().c_str()).c_str()));
+  sub_buffers_[key] = m;
+  return m;
+}
+
+void OpenCLBackend::freeRecording() {
+  for (cl_kernel k : recorded_kernels_) cl().clReleaseKernel(k);
+  recorded_kernels_.clear();
+  for (auto& [key, m] : sub_buffers_) cl().clReleaseMemObject(m);
+  sub_buffers_.clear();
+  for (auto& [e, ev] : events_) {
+    if (ev.first) cl().clReleaseEvent(ev.first);
+    if (ev.second && ev.second != ev.first) cl().clReleaseEvent(ev.second);
+  }
+  events_.clear();
+}
+
+Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs) {
+  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
+  freeRecording();
+  for (const auto& run : runs)
+    for (Execution* e : run)
+      for (GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches()) {
+        if (!d.kernel) continue;
+        const auto* k = static_cast<const ClKernel*>(d.kernel);
+        cl_int err = CL_SUCCESS;
+        cl_kernel kernel = cl().clCreateKernel(k->program, k->name.c_str(), &err);
+        RETURN_IF_ERROR(ClCheck(err, StrFormat("clCreateKernel %s", k->name.c_str()).c_str()));
+        recorded_kernels_.push_back(kernel);
+        d.prepared = reinterpret_cast<uint64_t>(kernel);
+        cl_uint arg = 0;
+        for (const GpuBinding& b : d.bindings) {
+          cl_mem m = nullptr;
+          if (b.buffer) {
+            m = Mem(b.buffer->handle);
+          } else {
+            ASSIGN_OR_RETURN(m, subBuffer(*b.tensor));
+          }
+          RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), k->name.c_str()));
+        }
+        if (!d.push.empty())
+          RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg, d.push.size(), d.push.data()),
+                                  StrFormat("%s: push constants", k->name.c_str()).c_str()));
+      }
+  return Status::Ok();
+}
+
+Status OpenCLBackend::enqueue(const GpuDispatch& d, cl_event* event) {
+  if (!d.kernel) {
+    const Tensor& src = *d.bindings[0].tensor;
+    const Tensor& dst = *d.bindings[1].tensor;
+    const size_t bytes = storageBytes(src);
+    if (bytes == 0 || (src.deviceHandle() == dst.deviceHandle() && src.deviceOffset() == dst.deviceOffset()))
+      return Status::Ok();
+    return ClCheck(cl().clEnqueueCopyBuffer(queue_, Mem(src.deviceHandle()), Mem(dst.deviceHandle()),
+                                            src.deviceOffset(), dst.deviceOffset(), bytes, 0, nullptr, event),
+                   "clEnqueueCopyBuffer");
+  }
+  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return Status::Ok();
+  const uint32_t* local = d.kernel->local_size;
+  const size_t global[3] = {size_t{d.groups[0]} * local[0], size_t{d.groups[1]} * local[1],
+                            size_t{d.groups[2]} * local[2]};
+  const size_t lsize[3] = {local[0], local[1], local[2]};
+  return ClCheck(cl().clEnqueueNDRangeKernel(queue_, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, global,
+                                             lsize, 0, nullptr, event),
+                 d.kernel->name.c_str());
+}
+
+Status OpenCLBackend::submitExecution(GpuExecution* exec) {
+  const bool timed = config_.profile && !op_by_op_;
+  std::pair<cl_event, cl_event> ev{nullptr, nullptr};
+  for (const GpuDispatch& d : exec->dispatches()) {
+    cl_event e = nullptr;
+    RETURN_IF_ERROR(enqueue(d, timed ? &e : nullptr));
+    if (!e) continue;
+    if (!ev.first) {
+      ev.first = e;
+    } else {
+      if (ev.second) cl().clReleaseEvent(ev.second);
+      ev.second = e;
+    }
+  }
+  if (timed) {
+    auto old = events_.find(exec);
+    if (old != events_.end()) {
+      if (old->second.first) cl().clReleaseEvent(old->second.first);
+      if (old->second.second) cl().clReleaseEvent(old->second.second);
+    }
+    events_[exec] = ev;
+  }
+  if (op_by_op_) return ClCheck(cl().clFinish(queue_), "clFinish");
+  return Status::Ok();
+}
+
+Status OpenCLBackend::onWaitFinish() {
+  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "waiting for OpenCL"));
+  if (!config_.profile) return Status::Ok();
+  timings_.clear();
+  for (auto& [e, ev] : events_) {
+    if (!ev.first) continue;
+    cl_ulong start = 0, end = 0;
+    if (cl().clGetEventProfilingInfo(ev.first, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr) != CL_SUCCESS ||
+        cl().clGetEventProfilingInfo(ev.second ? ev.second : ev.first, CL_PROFILING_COMMAND_END, sizeof(end), &end,
+                                     nullptr) != CL_SUCCESS)
+      continue;
+    timings_[e] = static_cast<double>(end - start) * 1e-6;
+  }
+  return Status::Ok();
+}
+
+bool OpenCLBackend::opTime(const Execution* e, double* ms) const {
+  auto it = timings_.find(e);
+  if (it == timings_.end()) return false;
+  *ms = it->second;
+  return true;
+}
+
+}  // namespace kiln

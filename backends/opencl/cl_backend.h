@@ -1,0 +1,118 @@
+// The OpenCL backend: the GPU op layer (backends/gpu) on OpenCL 1.2.
+//
+// Memory: one cl_mem per session pool, planned by MemoryPlanner with
+// offsets aligned to the device's base-address alignment, so that each
+// tensor a kernel reads is a sub-buffer of the pool; the model constants
+// (weights) read by OpenCL ops live in a buffer of their own, uploaded once
+// when the session first resizes and kept across later resizes. Copies to
+// and from the host are blocking reads and writes (converting f32 <-> f16 in
+// fp16-storage mode).
+//
+// Kernels: shaders/opencl/<name>.cl, checked by clang at build time and
+// embedded; a program is built per (kernel, spec constants, fp16) at resize,
+// never at run time, and its binary kept in ScheduleConfig::cacheFile (keyed
+// by device, driver version and a hash of source and options), so a second
+// process skips the compiler. At onRecord every dispatch gets its own
+// cl_kernel with all arguments set once; run() only enqueues the prepared
+// kernels in order (an in-order queue orders them) and waits at the end.
+// With profiling on, each op's commands are timed with events.
+//
+// Thread-safety: one session, one thread (see backend.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cl_device.h"
+#include "gpu_backend.h"
+#include "kiln/session.h"
+#include "memory_planner.h"
+
+namespace kiln {
+
+struct ClKernel : GpuKernel {
+  cl_program program = nullptr;
+};
+
+class OpenCLBackend final : public GpuBackend {
+ public:
+  static StatusOr<std::unique_ptr<Backend>> Create(const ScheduleConfig& config);
+  ~OpenCLBackend() override;
+
+  const char* name() const override { return "opencl"; }
+  std::string deviceName() const override { return device_->caps().toString(); }
+  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
+
+  void onClearBuffer() override;
+  Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
+  Status onReleaseBuffer(Tensor* t) override;
+  StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
+  Status onAllocateBuffer() override;
+  MemoryReport memoryReport() const override;
+  Status onRecord(const std::vector<std::vector<Execution*>>& runs) override;
+  void onExecuteBegin(bool op_by_op) override { op_by_op_ = op_by_op; }
+  Status onWaitFinish() override;
+  Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+  bool opTime(const Execution* e, double* ms) const override;
+
+  // GpuBackend.
+  const GpuCaps& gpuCaps() const override { return device_->caps(); }
+  StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
+                                    const std::vector<uint32_t>& spec) override;
+  StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) override;
+  void freeBuffer(GpuBuffer* b) override;
+  Status submitExecution(GpuExecution* exec) override;
+
+  const ClCaps& caps() const { return device_->caps(); }
+  // Programs built from source in this session (the rest came from the cache file).
+  size_t programsCompiled() const { return programs_compiled_; }
+
+ private:
+  OpenCLBackend() = default;
+  Status init(const ScheduleConfig& config);
+  const ClApi& cl() const { return device_->api(); }
+  StatusOr<cl_program> buildProgram(const std::string& stem, const std::string& options);
+  StatusOr<cl_mem> subBuffer(const Tensor& t);
+  Status enqueue(const GpuDispatch& d, cl_event* event);
+  Status uploadConstants();
+  void freeRecording();
+  void loadCache();
+  Status saveCache();
+
+  std::shared_ptr<ClDevice> device_;
+  ScheduleConfig config_;
+  cl_command_queue queue_ = nullptr;
+  MemoryPlanner planner_;
+  std::map<const Tensor*, int> buffer_of_;
+  cl_mem pool_ = nullptr;
+  uint64_t pool_bytes_ = 0;
+  struct Constant {
+    Tensor* mirror;
+    const Tensor* src;
+    uint64_t offset;
+  };
+  std::vector<Constant> constants_;
+  bool constants_dirty_ = false;
+  cl_mem constant_buffer_ = nullptr;
+  uint64_t constant_bytes_ = 0;
+  MemoryReport report_;
+
+  std::map<std::string, std::unique_ptr<ClKernel>> kernels_;  // by name, bindings, local size, spec
+  std::map<std::string, cl_program> programs_;                // by source stem and build options
+  std::map<std::string, std::vector<uint8_t>> binaries_;      // the cache file's program binaries
+  size_t binaries_loaded_ = 0;
+  size_t programs_compiled_ = 0;
+
+  // The recording: one cl_kernel per dispatch (GpuDispatch::prepared) and
+  // the sub-buffers their arguments point at.
+  std::vector<cl_kernel> recorded_kernels_;
+  std::map<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>, cl_mem> sub_buffers_;
+  bool op_by_op_ = false;
+  std::unordered_map<const Execution*, std::pair<cl_event, cl_event>> events_;  // first, last command
+  std::unordered_map<const Execution*, double> timings_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,52 @@
+// ClDevice: one OpenCL platform device and a context on it, shared by every
+// session of the process that asks for the same device index (each backend
+// makes its own in-order command queue on it).
+//
+// Device choice: an explicit index into the devices of all platforms, in
+// platform order; else the fastest kind (GPU, accelerator, then CPU drivers
+// such as PoCL). No OpenCL library or no device: Get() returns Unavailable
+// and the scheduler falls back.
+//
+// Thread-safety: immutable after Get().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cl_loader.h"
+#include "gpu_backend.h"
+
+namespace kiln {
+
+struct ClCaps : GpuCaps {
+  std::string name, vendor, driver_version, device_version, platform;
+  cl_device_type type = 0;
+  bool fp16_math = false;  // cl_khr_fp16
+  bool images = false;
+  uint32_t compute_units = 0;
+  uint64_t local_memory = 0;
+  uint32_t base_address_align = 0;  // bytes: sub-buffer origins are multiples of it
+  std::string toString() const;
+};
+
+class ClDevice {
+ public:
+  static StatusOr<std::shared_ptr<ClDevice>> Get(int index);
+  ~ClDevice();
+  ClDevice(const ClDevice&) = delete;
+  ClDevice& operator=(const ClDevice&) = delete;
+
+  const ClApi& api() const { return *api_; }
+  const ClCaps& caps() const { return caps_; }
+  cl_device_id device() const { return device_; }
+  cl_context context() const { return context_; }
+
+ private:
+  ClDevice() = default;
+  const ClApi* api_ = nullptr;
+  ClCaps caps_;
+  cl_device_id device_ = nullptr;
+  cl_context context_ = nullptr;
+};
+
+}  // namespace kiln

@@ -1,0 +1,153 @@
+// The OpenCL backend as a session uses it (on PoCL in CI): prepared kernels
+// replayed with new inputs and shapes, host fallback with the reason, the
+// program-binary cache file, profiling, a bad device index.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cl_backend.h"
+#include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
+#include "support/backend_compare.h"
+#include "support/test_models.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr ForwardType kCl = ForwardType::kOpenCL;
+
+// x[?,3,5] -> Relu -> Add(c) -> Sigmoid -> Mul(x) -> Transpose -> y.
+std::unique_ptr<Interpreter> Chain() {
+  NetBuilder b("chain");
+  int x = b.addInput("x", fb::DataType::F32, {Dim("n"), 3, 5});
+  int c = b.addConstant("c", {5}, std::vector<float>{0.5f, -1.f, 0.25f, 2.f, -0.75f});
+  int r = b.addOp(fb::OpType::Relu, "relu", {x}, {"r"})[0];
+  int a = b.addOp(fb::OpType::Add, "add", {r, c}, {"a"})[0];
+  int s = b.addOp(fb::OpType::Sigmoid, "sigmoid", {a}, {"s"})[0];
+  int m = b.addOp(fb::OpType::Mul, "mul", {s, x}, {"m"})[0];
+  fb::TransposeParamsT perm;
+  perm.perm = {2, 0, 1};
+  b.addOutput(b.addOp(fb::OpType::Transpose, "transpose", {m}, {"y"}, perm)[0]);
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  EXPECT_TRUE(interp.ok());
+  return std::move(interp).value();
+}
+
+std::vector<float> RunOnce(Session* s, const std::vector<int64_t>& shape, const std::vector<float>& x) {
+  Tensor* in = s->getInput();
+  EXPECT_TRUE(s->resizeTensor(in, shape).ok());
+  EXPECT_TRUE(s->resize().ok());
+  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
+  EXPECT_TRUE(in->copyFromHostTensor(*host).ok());
+  Status st = s->run();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  Tensor* out = s->getOutput();
+  std::vector<float> y(static_cast<size_t>(out->elementCount()));
+  auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, y.data());
+  EXPECT_TRUE(out->copyToHostTensor(dst.get()).ok());
+  return y;
+}
+
+TEST(OpenCLSession, PreparedRunsReplayAndResize) {
+  KILN_REQUIRE_BACKEND(kCl);
+  auto interp = Chain();
+  ScheduleConfig cl_config;
+  cl_config.type = kCl;
+  Session* cl = *interp->createSession(cl_config);
+  Session* host = *interp->createSession({});
+  EXPECT_EQ(cl->placement().ops_per_backend.at("opencl"), 5);
+  EXPECT_EQ(cl->placement().switches, 0);
+  for (int64_t n : {1, 4, 2}) {
+    for (uint32_t seed : {1u, 2u}) {
+      const std::vector<float> x = RandomFloats(static_cast<size_t>(n) * 15, seed);
+      ExpectNear(RunOnce(cl, {n, 3, 5}, x), RunOnce(host, {n, 3, 5}, x), 1e-5f, "n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(OpenCLSession, HostFallbackNamesTheOp) {
+  KILN_REQUIRE_BACKEND(kCl);
+  auto bytes = TinyCnn().finish();
+  ASSERT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  ScheduleConfig c;
+  c.type = kCl;
+  Session* cl = *(*interp)->createSession(c);
+  Session* host = *(*interp)->createSession({});
+  const Placement& p = cl->placement();
+  bool conv_reason = false;
+  for (const OpPlacement& op : p.ops) {
+    if (op.type == "Relu" || op.type == "Flatten") {
+      EXPECT_EQ(op.backend, "opencl") << op.name;
+    }
+    if (op.type == "Conv") {
+      EXPECT_EQ(op.backend, "host");
+      conv_reason = op.reason.find("opencl backend has no Conv kernel") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(conv_reason) << p.toString();
+  EXPECT_GT(p.switches, 0);
+  const std::vector<float> x = RandomFloats(3 * 9 * 7, 4);
+  ExpectNear(RunOnce(cl, {1, 3, 9, 7}, x), RunOnce(host, {1, 3, 9, 7}, x), 1e-5f, "TinyCnn");
+}
+
+// A second backend with the cache file builds no program from source; a
+// file that is not a cache is ignored.
+TEST(OpenCLSession, ProgramBinaryCacheFile) {
+  KILN_REQUIRE_BACKEND(kCl);
+  const std::string file = TempDir() + "/cl.cache";
+  const uint32_t local[3] = {64, 1, 1};
+  ScheduleConfig c;
+  c.type = kCl;
+  c.cacheFile = file;
+  for (int pass = 0; pass < 2; ++pass) {
+    auto b = OpenCLBackend::Create(c);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    auto* cl = static_cast<OpenCLBackend*>(b->get());
+    ASSERT_TRUE(cl->kernel("unary", 2, local, {3}).ok());
+    ASSERT_TRUE(cl->kernel("binary", 3, local, {0}).ok());
+    EXPECT_EQ(cl->programsCompiled(), pass == 0 ? 2u : 0u) << "pass " << pass;
+  }
+  std::ofstream(file, std::ios::trunc) << "not a cache";
+  auto b = OpenCLBackend::Create(c);
+  ASSERT_TRUE(b.ok());
+  auto* cl = static_cast<OpenCLBackend*>(b->get());
+  ASSERT_TRUE(cl->kernel("unary", 2, local, {3}).ok());
+  EXPECT_EQ(cl->programsCompiled(), 1u);
+}
+
+TEST(OpenCLSession, ProfileTimesEveryOp) {
+  KILN_REQUIRE_BACKEND(kCl);
+  auto interp = Chain();
+  ScheduleConfig c;
+  c.type = kCl;
+  c.profile = true;
+  Session* s = *interp->createSession(c);
+  RunOnce(s, {3, 3, 5}, RandomFloats(45, 3));
+  const auto& prof = s->profile();
+  ASSERT_EQ(prof.size(), 5u);
+  for (const OpProfile& p : prof) {
+    EXPECT_EQ(p.backend, "opencl") << p.name;
+    EXPECT_TRUE(p.device_timer) << p.name;
+    EXPECT_GE(p.ms, 0) << p.name;
+  }
+}
+
+TEST(OpenCLSession, BadDeviceIndexFallsBackWithReason) {
+  auto interp = Chain();
+  ScheduleConfig c;
+  c.type = kCl;
+  c.deviceIndex = 99;
+  auto s = interp->createSession(c);
+  ASSERT_TRUE(s.ok());
+  const Placement& p = (*s)->placement();
+  EXPECT_EQ(p.ops[0].backend, "host");
+  EXPECT_NE(p.ops[0].reason.find("OpenCL device index 99"), std::string::npos) << p.ops[0].reason;
+}
+
+}  // namespace
+}  // namespace kiln::test
