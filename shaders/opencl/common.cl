@@ -12,6 +12,18 @@
 //     UNIT_T (uint, or ushort with KILN_UNIT16).
 #define KILN_MAX_RANK 6
 
+// The work-group size (the backend always passes it; defaults for the
+// build-time check).
+#ifndef KILN_SPEC_0
+#define KILN_SPEC_0 64
+#endif
+#ifndef KILN_SPEC_1
+#define KILN_SPEC_1 1
+#endif
+#ifndef KILN_SPEC_2
+#define KILN_SPEC_2 1
+#endif
+
 // A 1-D index over work that may have been folded into y.
 #define KILN_GLOBAL_INDEX ((uint)get_global_id(0) + (uint)get_global_id(1) * (uint)get_global_size(0))
 
@@ -76,4 +88,58 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
   if (!rows) return i;
   uint row = i / p->dst_block;
   return p->dst_base + row * p->dst_row + (i - row * p->dst_block);
+}
+
+// The activation a graph pass may fuse into Conv, ConvTranspose and Gemm
+// (shaders/vulkan/nn_activation.glsl; codes are fb::Activation's).
+float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
+  switch (act) {
+    case 1: return fmax(v, 0.0f);
+    case 2: return clamp(v, 0.0f, 6.0f);
+    case 3: return v < lo ? lo : (v > hi ? hi : v);
+    case 4: return v >= 0.0f ? v : alpha * v;
+    case 5: return 1.0f / (1.0f + exp(-v));
+    case 6: return v * clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+    case 7: return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+    default: return v;
+  }
+}
+
+// The window part of the conv kernels' push constants (struct Window of
+// backends/gpu/ops/gpu_nn_conv.cpp): input extents, output extents, kernel,
+// strides, dilations, begin pads over depth, height, width.
+#define CONV_WINDOW \
+  uint d, h, w;     \
+  uint od, oh, ow;  \
+  uint kd, kh, kw;  \
+  uint sd, sh, sw;  \
+  uint dd, dh, dw;  \
+  int pd, ph, pw;
+
+// The tiled-GEMM core of gemm.cl and conv.cl (shaders/vulkan/gemm_tile.glsl):
+// a work group of LX x LY computes a TM x TN tile from TK-deep slices of A
+// (As[k][m]) and B (Bs[k][n]) staged in local memory; each work item owns a
+// 4 x 4 register block at rows ty + i * LY and columns tx + j * LX.
+#define TK 16u
+#define LX ((uint)KILN_SPEC_0)
+#define LY ((uint)KILN_SPEC_1)
+#define TM (4u * LY)
+#define TN (4u * LX)
+#define NT (LX * LY)
+#define TILE_MAX 64u
+#define AS_STRIDE (TM + 1u)
+#define BS_STRIDE (TN + 1u)
+#define TILE_INDEX ((uint)get_group_id(0) + (uint)get_group_id(1) * (uint)get_num_groups(0))
+#define LOCAL_INDEX ((uint)get_local_id(0) + (uint)get_local_id(1) * (uint)get_local_size(0))
+
+// acc[i * 4 + j] += As * Bs over one TK slice.
+void MultiplyTile(__local const float* As, __local const float* Bs, float* acc) {
+  const uint tx = get_local_id(0), ty = get_local_id(1);
+  for (uint k = 0u; k < TK; ++k) {
+    float a[4], b[4];
+    for (uint i = 0u; i < 4u; ++i) a[i] = As[k * AS_STRIDE + ty + i * LY];
+    for (uint j = 0u; j < 4u; ++j) b[j] = Bs[k * BS_STRIDE + tx + j * LX];
+    for (uint i = 0u; i < 4u; ++i)
+      for (uint j = 0u; j < 4u; ++j) acc[i * 4u + j] += a[i] * b[j];
+  }
 }

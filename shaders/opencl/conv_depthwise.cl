@@ -1,0 +1,43 @@
+// Depthwise Conv (one input channel per group; output channel m reads input
+// channel m / mult), 1-D/2-D/3-D (shaders/vulkan/conv_depthwise.comp): one
+// output element per work item, a direct sum that skips taps in the padding.
+#ifndef KILN_SPEC_3
+#define KILN_SPEC_3 0
+#endif
+#ifndef KILN_SPEC_4
+#define KILN_SPEC_4 0
+#endif
+#define ACT KILN_SPEC_3
+#define HAS_BIAS (KILN_SPEC_4 != 0)
+
+typedef struct {
+  uint total;
+  uint c, mult;
+  CONV_WINDOW
+  float lo, hi, slope;
+} DepthwisePush;
+
+__kernel void conv_depthwise(__global const STORE_T* x, __global const STORE_T* w, __global const STORE_T* bias,
+                             __global STORE_T* y, DepthwisePush p) {
+  const uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.total) return;
+  const uint ox = i % p.ow, t = i / p.ow, oy = t % p.oh, t2 = t / p.oh, oz = t2 % p.od, nm = t2 / p.od;
+  const uint m_total = p.c * p.mult, m = nm % m_total, n = nm / m_total;
+  const uint x_base = (n * p.c + m / p.mult) * p.d * p.h * p.w, w_base = m * p.kd * p.kh * p.kw;
+  const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph, ix0 = (int)(ox * p.sw) - p.pw;
+  float acc = HAS_BIAS ? LOAD(bias, m) : 0.0f;
+  for (uint kz = 0u; kz < p.kd; ++kz) {
+    const int iz = iz0 + (int)(kz * p.dd);
+    if (iz < 0 || iz >= (int)p.d) continue;
+    for (uint ky = 0u; ky < p.kh; ++ky) {
+      const int iy = iy0 + (int)(ky * p.dh);
+      if (iy < 0 || iy >= (int)p.h) continue;
+      const uint row = x_base + ((uint)iz * p.h + (uint)iy) * p.w, w_row = w_base + (kz * p.kh + ky) * p.kw;
+      for (uint kx = 0u; kx < p.kw; ++kx) {
+        const int ix = ix0 + (int)(kx * p.dw);
+        if (ix >= 0 && ix < (int)p.w) acc += LOAD(w, w_row + kx) * LOAD(x, row + (uint)ix);
+      }
+    }
+  }
+  STORE(y, i, FusedActivation(ACT, acc, p.lo, p.hi, p.slope));
+}

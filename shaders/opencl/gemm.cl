@@ -1,0 +1,84 @@
+// Y = act(alpha * A * B + beta * C) for MatMul, Gemm and 1x1 Conv, batched
+// (shaders/vulkan/gemm.comp, same strides and push constants). One TM x TN
+// tile per work group (common.cl), tiles counted n fastest, then m, batch.
+#ifndef KILN_SPEC_3
+#define KILN_SPEC_3 1
+#endif
+#ifndef KILN_SPEC_4
+#define KILN_SPEC_4 0
+#endif
+#ifndef KILN_SPEC_5
+#define KILN_SPEC_5 0
+#endif
+#ifndef KILN_SPEC_6
+#define KILN_SPEC_6 0
+#endif
+#define A_K_FAST (KILN_SPEC_3 != 0)
+#define B_K_FAST (KILN_SPEC_4 != 0)
+#define ACT KILN_SPEC_5
+#define HAS_C (KILN_SPEC_6 != 0)
+
+typedef struct {
+  uint m, n, k;
+  uint a_rs, a_cs, b_rs, b_cs;
+  uint c_rs, c_cs;
+  float alpha, beta;
+  float lo, hi, slope;
+  uint batches;
+  uint bdims[4];
+  uint sa[4], sb[4];
+} GemmPush;
+
+__kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __global const STORE_T* c,
+                   __global STORE_T* y, GemmPush p) {
+  __local float As[TK * (TILE_MAX + 1u)];
+  __local float Bs[TK * (TILE_MAX + 1u)];
+  const uint tiles_n = (p.n + TN - 1u) / TN, tiles_m = (p.m + TM - 1u) / TM;
+  uint tile = TILE_INDEX;
+  if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group: before any barrier
+  const uint col0 = (tile % tiles_n) * TN;
+  tile /= tiles_n;
+  const uint row0 = (tile % tiles_m) * TM;
+  uint rest = tile / tiles_m, a_off = 0u, b_off = 0u;
+  for (int d = 3; d >= 0; --d) {
+    const uint q = rest / p.bdims[d], i = rest - q * p.bdims[d];
+    a_off += i * p.sa[d];
+    b_off += i * p.sb[d];
+    rest = q;
+  }
+  const uint y_off = (tile / tiles_m) * p.m * p.n;
+  const uint tid = LOCAL_INDEX;
+  float acc[16];
+  for (uint i = 0u; i < 16u; ++i) acc[i] = 0.0f;
+  for (uint k0 = 0u; k0 < p.k; k0 += TK) {
+    for (uint e = tid; e < TM * TK; e += NT) {
+      const uint r = A_K_FAST ? e / TK : e % TM, kk = A_K_FAST ? e % TK : e / TM;
+      const uint gi = row0 + r, gk = k0 + kk;
+      float v = 0.0f;
+      if (gi < p.m && gk < p.k) v = LOAD(a, a_off + gi * p.a_rs + gk * p.a_cs);
+      As[kk * AS_STRIDE + r] = v;
+    }
+    for (uint e = tid; e < TK * TN; e += NT) {
+      const uint cc = B_K_FAST ? e / TK : e % TN, kk = B_K_FAST ? e % TK : e / TN;
+      const uint gj = col0 + cc, gk = k0 + kk;
+      float v = 0.0f;
+      if (gj < p.n && gk < p.k) v = LOAD(b, b_off + gk * p.b_rs + gj * p.b_cs);
+      Bs[kk * BS_STRIDE + cc] = v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    MultiplyTile(As, Bs, acc);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const uint tx = get_local_id(0), ty = get_local_id(1);
+  for (uint i = 0u; i < 4u; ++i) {
+    const uint gi = row0 + ty + i * LY;
+    if (gi >= p.m) break;
+    for (uint j = 0u; j < 4u; ++j) {
+      const uint gj = col0 + tx + j * LX;
+      if (gj >= p.n) break;
+      float v = p.alpha * acc[i * 4u + j];
+      if (HAS_C) v += p.beta * LOAD(c, gi * p.c_rs + gj * p.c_cs);
+      STORE(y, y_off + gi * p.n + gj, FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+    }
+  }
+}
