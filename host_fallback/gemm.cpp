@@ -32,7 +32,8 @@ void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t l
 }
 
 float FmaLoopScalar(int64_t iters) {
-  float a[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  // Distinct starts: identical chains would be computed once (see FmaLoopAvx512).
+  float a[8] = {1.f, 1.01f, 1.02f, 1.03f, 1.04f, 1.05f, 1.06f, 1.07f};
   for (int64_t i = 0; i < iters; ++i)
     for (float& v : a) v = std::fma(v, 0.999999f, 1e-7f);
   return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
