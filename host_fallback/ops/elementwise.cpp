@@ -85,11 +85,18 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
     case fb::OpType::HardSigmoid: {
       auto* prm = op.params<fb::HardSigmoidParams>();
       float a = prm ? prm->alpha() : 0.2f, b = prm ? prm->beta() : 0.5f;
-      MapF32(p, x, y, [a, b](float v) { return std::fmin(1.f, std::fmax(0.f, a * v + b)); });
+      // Comparisons rather than std::fmin/fmax, which are libm calls here.
+      MapF32(p, x, y, [a, b](float v) {
+        const float g = a * v + b;
+        return g > 0.f ? (g < 1.f ? g : 1.f) : 0.f;
+      });
       break;
     }
     case fb::OpType::HardSwish:
-      MapF32(p, x, y, [](float v) { return v * std::fmin(1.f, std::fmax(0.f, v / 6.f + 0.5f)); });
+      MapF32(p, x, y, [](float v) {
+        const float g = v / 6.f + 0.5f;
+        return v * (g > 0.f ? (g < 1.f ? g : 1.f) : 0.f);
+      });
       break;
     case fb::OpType::Elu: {
       auto* prm = op.params<fb::EluParams>();
