@@ -49,6 +49,16 @@ void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, f
   }
 }
 
+bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* lo, float* hi) {
+  switch (act) {
+    case fb::Activation::None: *lo = -INFINITY; *hi = INFINITY; return true;
+    case fb::Activation::Relu: *lo = 0.f; *hi = INFINITY; return true;
+    case fb::Activation::Relu6: *lo = 0.f; *hi = 6.f; return true;
+    case fb::Activation::Clip: *lo = act_min; *hi = act_max; return true;
+    default: return false;
+  }
+}
+
 // Padding of a sliding window (Conv, pools) whose output sizes `out` are
 // already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
 // NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the
