@@ -235,7 +235,8 @@ thread_local ColScratch tl_col;
 // groups) stays on RunConv.
 class ConvExecution final : public Execution {
  public:
-  ConvExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
+  ConvExecution(HostBackend* b, const GraphOp& op, bool constant_weights)
+      : Execution(b), op_(op), constant_weights_(constant_weights) {}
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     prepared_ = false;
@@ -255,6 +256,14 @@ class ConvExecution final : public Execution {
     float* y = out[0]->host<float>();
     if (out_plane_ == 0) return Status::Ok();
     const int64_t kdim = Cg_ * ksize_;
+    // Bias and a clamp activation ride on the GEMM's stores; others after it.
+    GemmEpilogue ep;
+    float lo = 0, hi = 0;
+    const bool fused = nn::ActivationAsClamp(a_.act, a_.act_min, a_.act_max, &lo, &hi);
+    ep.clamp = fused && a_.act != fb::Activation::None;
+    ep.lo = lo;
+    ep.hi = hi;
+    const float* bias = B ? B->host<float>() : nullptr;
     for (int64_t n = 0; n < N_; ++n) {
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
@@ -265,21 +274,20 @@ class ConvExecution final : public Execution {
           Im2col(be, xg, col);
           bmat = col;
         }
-        Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
-              y + (n * M_ + g * Mg_) * out_plane_, out_plane_);
+        ep.row_bias = bias ? bias + g * Mg_ : nullptr;
+        float* yg = y + (n * M_ + g * Mg_) * out_plane_;
+        if (!packed_.empty())
+          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, 0.f, yg,
+                      out_plane_, &ep);
+        else
+          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
+                yg, out_plane_, &ep);
       }
     }
-    if (B || a_.act != fb::Activation::None) {
-      const float* bias = B ? B->host<float>() : nullptr;
+    if (!fused) {
       be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
-        for (int64_t nm = begin; nm < end; ++nm) {
-          float* yp = y + nm * out_plane_;
-          if (bias) {
-            const float bv = bias[nm % M_];
-            for (int64_t i = 0; i < out_plane_; ++i) yp[i] += bv;
-          }
-          nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, yp, out_plane_);
-        }
+        nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, y + begin * out_plane_,
+                                 (end - begin) * out_plane_);
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
     }
     return Status::Ok();
@@ -314,6 +322,13 @@ class ConvExecution final : public Execution {
       if (a_.kernel[i] != 1 || a_.strides[i] != 1) pointwise_ = false;
     for (int64_t v : pads)
       if (v != 0) pointwise_ = false;
+    // Constant weights are packed for the GEMM once (they never change).
+    if (!direct_ && constant_weights_ && packed_.empty()) {
+      const int64_t kdim = Cg_ * ksize_;
+      const float* w = W.host<float>();
+      for (int64_t g = 0; g < a_.group; ++g)
+        packed_.push_back(PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim));
+    }
     if (!direct_ && !pointwise_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
@@ -355,6 +370,8 @@ class ConvExecution final : public Execution {
   }
 
   const GraphOp& op_;
+  const bool constant_weights_;
+  std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   bool prepared_ = false, direct_ = false, pointwise_ = false;
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
@@ -444,8 +461,11 @@ Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph&, HostBackend* b) {
-  return std::unique_ptr<Execution>(new ConvExecution(b, op));
+StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  const int w = op.inputs.size() > 1 ? op.inputs[1] : -1;
+  const bool constant = w >= 0 && static_cast<size_t>(w) < graph.tensors.size() &&
+                        graph.tensors[static_cast<size_t>(w)].isConstant();
+  return std::unique_ptr<Execution>(new ConvExecution(b, op, constant));
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunConvTranspose);
