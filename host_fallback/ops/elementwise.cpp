@@ -9,6 +9,7 @@
 #include "half.h"
 #include "host_backend.h"
 #include "ops/shape_inference.h"
+#include "vec_math.h"
 
 namespace kiln {
 namespace {
@@ -80,7 +81,12 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
       MapF32(p, x, y, [lo, hi](float v) { return v < lo ? lo : (v > hi ? hi : v); });
       break;
     }
-    case fb::OpType::Sigmoid: MapF32(p, x, y, [](float v) { return 1.f / (1.f + std::exp(-v)); }); break;
+    case fb::OpType::Sigmoid: {
+      const float* xs = x.host<float>();
+      float* ys = y.host<float>();
+      p.parallelFor(x.elementCount(), [&](int64_t b, int64_t e) { SigmoidF32(xs + b, ys + b, e - b); }, 16384);
+      break;
+    }
     case fb::OpType::Tanh: MapF32(p, x, y, [](float v) { return std::tanh(v); }); break;
     case fb::OpType::HardSigmoid: {
       auto* prm = op.params<fb::HardSigmoidParams>();

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/nn_common.h"
+#include "vec_math.h"
 
 namespace kiln::nn {
 
@@ -35,7 +36,7 @@ void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, f
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : alpha * y[i];
       return;
     case fb::Activation::Sigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-y[i]));
+      SigmoidF32(y, y, n);
       return;
     case fb::Activation::HardSwish:
       for (int64_t i = 0; i < n; ++i) {
