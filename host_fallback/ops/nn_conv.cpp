@@ -3,10 +3,11 @@
 // activation). Conv with more than one input channel a group is a GEMM
 // (gemm.h): 1x1 stride-1 unpadded convs multiply the weights by the input
 // planes directly; others first unfold the input (im2col, one group of one
-// batch at a time, into a per-thread buffer grown at resize). Depthwise Conv and
-// ConvTranspose are direct: for every kernel tap the weight times a shifted
-// row of one plane is accumulated into another plane, work split over
-// batch x output channels so each thread owns whole output planes.
+// batch at a time, into a per-thread buffer grown at resize). Constant weights
+// are packed for the GEMM once; bias and a clamp activation ride on its stores.
+// Depthwise Conv is direct, one output row at a time (DepthwisePlane);
+// ConvTranspose scatters each input row into the output, tap by tap. Both split
+// work over batch x output channels so each thread owns whole output planes.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
