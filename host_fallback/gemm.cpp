@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "simd_clones.h"
 #include "thread_pool.h"
 
 namespace kiln {
@@ -32,7 +33,8 @@ void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t l
 }
 
 float FmaLoopScalar(int64_t iters) {
-  float a[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  // Distinct starts: identical chains would be computed once (see FmaLoopAvx512).
+  float a[8] = {1.f, 1.01f, 1.02f, 1.03f, 1.04f, 1.05f, 1.06f, 1.07f};
   for (int64_t i = 0; i < iters; ++i)
     for (float& v : a) v = std::fma(v, 0.999999f, 1e-7f);
   return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
@@ -68,11 +70,37 @@ struct Problem {
   float beta;
   float* C;
   int64_t ldc;
+  const float* packed_a = nullptr;  // PackA's panels (then A, lda, alpha are unused)
+  int64_t m_pad = 0;
+  const GemmEpilogue* ep = nullptr;
 };
+
+// The epilogue (gemm.h) on rows x cols of C at c; rb, cb: the biases of its
+// first row and column (or null).
+KILN_SIMD_CLONES
+void EpilogueTile(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* rb, const float* cb, bool clamp,
+                  float lo, float hi) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* __restrict r = c + i * ldc;
+    const float b = rb ? rb[i] : 0.f;
+    if (cb)
+      for (int64_t j = 0; j < cols; ++j) r[j] += b + cb[j];
+    else if (b != 0.f)
+      for (int64_t j = 0; j < cols; ++j) r[j] += b;
+    if (clamp)
+      for (int64_t j = 0; j < cols; ++j) r[j] = r[j] > lo ? (r[j] < hi ? r[j] : hi) : lo;
+  }
+}
+
+void ApplyEpilogue(const Problem& pr, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  const GemmEpilogue& e = *pr.ep;
+  EpilogueTile(pr.C + i0 * pr.ldc + j0, pr.ldc, rows, cols, e.row_bias ? e.row_bias + i0 : nullptr,
+               e.col_bias ? e.col_bias + j0 : nullptr, e.clamp, e.lo, e.hi);
+}
 
 // Rows [i0, i0 + mc) x cols [k0, k0 + kc) of alpha * op(A) as mr-tall
 // panels: panel p holds a[k * mr + r] = A(i0 + p * mr + r, k0 + k), zero past mc.
-void PackA(const Problem& pr, int mr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
+void PackAPanels(const Problem& pr, int mr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
   for (int64_t p = 0; p < mc; p += mr) {
     const int64_t rows = std::min<int64_t>(mr, mc - p);
     float* d = dst + p * kc;
@@ -131,6 +159,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   if (pr.K == 0) {
     if (pr.beta == 0.f)
       for (int64_t i = m0; i < m1; ++i) std::fill(pr.C + i * pr.ldc + n0, pr.C + i * pr.ldc + n1, 0.f);
+    if (pr.ep) ApplyEpilogue(pr, m0, m1 - m0, n0, n1 - n0);
     return;
   }
   const int mr = kr.mr, nr = kr.nr;
@@ -138,23 +167,26 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   const int64_t NC = std::min<int64_t>(kr.nc, (n1 - n0 + nr - 1) / nr * nr);
   const int64_t MC = std::min<int64_t>(kr.mc, (m1 - m0 + mr - 1) / mr * mr);
   float* pack_b = tl_pack_b.get(static_cast<size_t>(KC * NC));
-  float* pack_a = tl_pack_a.get(static_cast<size_t>(KC * MC));
+  float* pack_a = pr.packed_a ? nullptr : tl_pack_a.get(static_cast<size_t>(KC * MC));
   alignas(64) float tmp[16 * 64];  // an edge tile (mr * nr <= 1024)
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
       const int64_t kc = std::min(KC, pr.K - pc);
       const bool load = pc > 0 || pr.beta != 0.f;
+      const bool last = pc + kc == pr.K;
       PackB(pr, nr, pc, kc, jc, nc, pack_b);
       for (int64_t ic = m0; ic < m1; ic += MC) {
         const int64_t mc = std::min(MC, m1 - ic);
-        PackA(pr, mr, ic, mc, pc, kc, pack_a);
+        // Pre-packed A: block pc holds m_pad rows of kc, panel by panel.
+        const float* block_a = pr.packed_a ? pr.packed_a + pc * pr.m_pad + ic * kc : pack_a;
+        if (!pr.packed_a) PackAPanels(pr, mr, ic, mc, pc, kc, pack_a);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
           const float* pb = pack_b + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t mrr = std::min<int64_t>(mr, mc - ir);
-            const float* pa = pack_a + ir * kc;
+            const float* pa = block_a + ir * kc;
             float* c = pr.C + (ic + ir) * pr.ldc + jc + jr;
             if (mrr == mr && nrr == nr) {
               kr.micro(kc, pa, pb, c, pr.ldc, load);
@@ -164,6 +196,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
                 for (int64_t j = 0; j < nrr; ++j)
                   c[i * pr.ldc + j] = (load ? c[i * pr.ldc + j] : 0.f) + tmp[i * nr + j];
             }
+            if (last && pr.ep) ApplyEpilogue(pr, ic + ir, mrr, jc + jr, nrr);
           }
         }
       }
@@ -209,17 +242,58 @@ const char* GemmIsaName(Isa isa) {
   return "?";
 }
 
-void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                  float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                  int64_t ldc) {
-  using namespace gemm_detail;
-  if (M <= 0 || N <= 0) return;
-  const GemmKernel* kp = KernelFor(isa);
-  if (!kp) kp = &kScalarKernel;
-  const GemmKernel& kr = *kp;
-  const Problem pr{trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc};
+namespace gemm_detail {
+namespace {
+
+// y[j] (j in [j0, j1)) = sum_k a[k] * B(k, j), B(k, j) = B[j * ldb + k] when
+// tb, else B[k * ldb + j]. Sixteen partial sums a column when tb, so the
+// loop vectorizes without reassociating one sum.
+KILN_SIMD_CLONES
+void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, int64_t j0, int64_t j1, float* y) {
+  if (tb) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const float* __restrict b = B + j * ldb;
+      float part[16] = {};
+      int64_t k = 0;
+      for (; k + 16 <= K; k += 16)
+        for (int l = 0; l < 16; ++l) part[l] += a[k + l] * b[k + l];
+      float sum = 0.f;
+      for (int l = 0; l < 16; ++l) sum += part[l];
+      for (; k < K; ++k) sum += a[k] * b[k];
+      y[j - j0] = sum;
+    }
+  } else {
+    float* __restrict out = y;
+    for (int64_t j = j0; j < j1; ++j) out[j - j0] = 0.f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float av = a[k];
+      const float* __restrict b = B + k * ldb + j0;
+      for (int64_t j = 0; j < j1 - j0; ++j) out[j] += av * b[j];
+    }
+  }
+}
+
+// M == 1: a matrix-vector product (FC layers at batch 1), streamed over B
+// once instead of packing it for a 1-row tile.
+void Gemv(ThreadPool& pool, const Problem& pr, int64_t N) {
+  std::vector<float> a(static_cast<size_t>(pr.K));
+  for (int64_t k = 0; k < pr.K; ++k) a[static_cast<size_t>(k)] = pr.alpha * (pr.ta ? pr.A[k * pr.lda] : pr.A[k]);
+  pool.parallelFor(N, [&](int64_t b, int64_t e) {
+    for (int64_t j0 = b; j0 < e; j0 += 256) {
+      const int64_t j1 = std::min(e, j0 + 256);
+      float y[256];
+      GemvRange(a.data(), pr.K, pr.tb, pr.B, pr.ldb, j0, j1, y);
+      for (int64_t j = j0; j < j1; ++j)
+        pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
+      if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
+    }
+  }, 64);
+}
+
+// Splits C over the pool's threads and runs GemmRange on each part.
+void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, int64_t N) {
   const int threads = pool.threads();
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(pr.K, 1));
   if (threads <= 1 || work < 64.0 * 1024.0) {
     GemmRange(kr, pr, 0, M, 0, N);
     return;
@@ -241,9 +315,55 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
   }
 }
 
+const GemmKernel& KernelOrScalar(Isa isa) {
+  const GemmKernel* kp = KernelFor(isa);
+  return kp ? *kp : kScalarKernel;
+}
+
+}  // namespace
+}  // namespace gemm_detail
+
+void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                  int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (M <= 0 || N <= 0) return;
+  Problem pr{trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  pr.ep = epilogue;
+  if (M == 1 && K > 0) return Gemv(pool, pr, N);
+  Run(KernelOrScalar(isa), pool, pr, M, N);
+}
+
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  SgemmWithIsa(GemmBestIsa(), pool, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           const GemmEpilogue* epilogue) {
+  SgemmWithIsa(GemmBestIsa(), pool, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue);
+}
+
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda) {
+  using namespace gemm_detail;
+  const GemmKernel& kr = KernelOrScalar(isa);
+  PackedA p;
+  p.isa = isa;
+  p.M = M;
+  p.K = K;
+  p.m_pad = (M + kr.mr - 1) / kr.mr * kr.mr;
+  p.data.assign(static_cast<size_t>(p.m_pad * K), 0.f);
+  const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
+  for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
+    PackAPanels(pr, kr.mr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
+  return p;
+}
+
+void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (a.M <= 0 || N <= 0) return;
+  Problem pr{false, trans_b, a.K, 1.f, nullptr, 0, B, ldb, beta, C, ldc};
+  pr.packed_a = a.data.data();
+  pr.m_pad = a.m_pad;
+  pr.ep = epilogue;
+  Run(KernelOrScalar(a.isa), pool, pr, a.M, N);
 }
 
 double MeasureFmaGflops(Isa isa, double seconds) {

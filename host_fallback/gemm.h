@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln {
 
@@ -24,12 +25,37 @@ bool GemmIsaSupported(Isa isa);
 Isa GemmBestIsa();
 const char* GemmIsaName(Isa isa);
 
+// What Sgemm does to each output element after the product, while the tile
+// is still in registers or L1 (a separate pass would stream C through memory
+// again): C(i, j) = clamp(C(i, j) + row_bias[i] + col_bias[j]), each part
+// optional. A NaN clamps to lo.
+struct GemmEpilogue {
+  const float* row_bias = nullptr;  // [M] or null (Conv: a bias a output channel)
+  const float* col_bias = nullptr;  // [N] or null (Gemm: C broadcast along rows)
+  bool clamp = false;
+  float lo = 0.f, hi = 0.f;
+};
+
+// op(A) * alpha packed once for many products with different B (Conv weights
+// at resize): the micro-kernel's panel layout for `isa`, K in the kernel's
+// cache blocks. Read-only after PackA, so one may serve any thread.
+struct PackedA {
+  Isa isa = Isa::kScalar;
+  int64_t M = 0, K = 0, m_pad = 0;  // m_pad: M rounded up to the register tile
+  std::vector<float> data;
+};
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda);
+
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+           const GemmEpilogue* epilogue = nullptr);
 // Sgemm on a forced micro-kernel (tests, benchmarks); `isa` must be supported.
 void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                  int64_t ldc);
+                  int64_t ldc, const GemmEpilogue* epilogue = nullptr);
+// C = a * op(B) + beta * C with a = PackA(...) (its alpha included).
+void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
 
 // The FMA throughput of `isa`'s peak probe on the calling thread, in
 // GFLOP/s, timed over at least `seconds` (kiln-kernelbench's roof).

@@ -40,11 +40,15 @@ void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
 }
 
 // 12 independent chains: enough to cover FMA latency x issue width on the
-// cores we know (4 cycles x 2 ports, plus slack).
+// cores we know (4 cycles x 2 ports, plus slack). Each chain starts from a
+// different value: identical chains are one value to the compiler, which then
+// computes it once and the probe reports 12x the FMAs it ran.
 float FmaLoopAvx2(int64_t iters) {
   const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-  __m256 a0 = _mm256_set1_ps(1.f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0,
-         a10 = a0, a11 = a0;
+  __m256 a0 = _mm256_set1_ps(1.f), a1 = _mm256_set1_ps(1.01f), a2 = _mm256_set1_ps(1.02f),
+         a3 = _mm256_set1_ps(1.03f), a4 = _mm256_set1_ps(1.04f), a5 = _mm256_set1_ps(1.05f),
+         a6 = _mm256_set1_ps(1.06f), a7 = _mm256_set1_ps(1.07f), a8 = _mm256_set1_ps(1.08f),
+         a9 = _mm256_set1_ps(1.09f), a10 = _mm256_set1_ps(1.1f), a11 = _mm256_set1_ps(1.11f);
   for (int64_t i = 0; i < iters; ++i) {
     a0 = _mm256_fmadd_ps(a0, x, y); a1 = _mm256_fmadd_ps(a1, x, y); a2 = _mm256_fmadd_ps(a2, x, y);
     a3 = _mm256_fmadd_ps(a3, x, y); a4 = _mm256_fmadd_ps(a4, x, y); a5 = _mm256_fmadd_ps(a5, x, y);

@@ -9,6 +9,7 @@
 #include "half.h"
 #include "host_backend.h"
 #include "ops/shape_inference.h"
+#include "vec_math.h"
 
 namespace kiln {
 namespace {
@@ -80,16 +81,28 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
       MapF32(p, x, y, [lo, hi](float v) { return v < lo ? lo : (v > hi ? hi : v); });
       break;
     }
-    case fb::OpType::Sigmoid: MapF32(p, x, y, [](float v) { return 1.f / (1.f + std::exp(-v)); }); break;
+    case fb::OpType::Sigmoid: {
+      const float* xs = x.host<float>();
+      float* ys = y.host<float>();
+      p.parallelFor(x.elementCount(), [&](int64_t b, int64_t e) { SigmoidF32(xs + b, ys + b, e - b); }, 16384);
+      break;
+    }
     case fb::OpType::Tanh: MapF32(p, x, y, [](float v) { return std::tanh(v); }); break;
     case fb::OpType::HardSigmoid: {
       auto* prm = op.params<fb::HardSigmoidParams>();
       float a = prm ? prm->alpha() : 0.2f, b = prm ? prm->beta() : 0.5f;
-      MapF32(p, x, y, [a, b](float v) { return std::fmin(1.f, std::fmax(0.f, a * v + b)); });
+      // Comparisons rather than std::fmin/fmax, which are libm calls here.
+      MapF32(p, x, y, [a, b](float v) {
+        const float g = a * v + b;
+        return g > 0.f ? (g < 1.f ? g : 1.f) : 0.f;
+      });
       break;
     }
     case fb::OpType::HardSwish:
-      MapF32(p, x, y, [](float v) { return v * std::fmin(1.f, std::fmax(0.f, v / 6.f + 0.5f)); });
+      MapF32(p, x, y, [](float v) {
+        const float g = v / 6.f + 0.5f;
+        return v * (g > 0.f ? (g < 1.f ? g : 1.f) : 0.f);
+      });
       break;
     case fb::OpType::Elu: {
       auto* prm = op.params<fb::EluParams>();

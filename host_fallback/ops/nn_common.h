@@ -14,6 +14,11 @@ Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in);
 // Applies a Conv/Gemm fused activation to y[0, n) in place.
 void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n);
 
+// When `act` is a clamp (None, Relu, Relu6, Clip), its bounds in *lo, *hi
+// (infinite for no bound) and true: kernels then fuse it into their stores.
+// False for the others, which go through ApplyFusedActivation.
+bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* lo, float* hi);
+
 // Padding of a sliding window (Conv, pools) whose output sizes `out` are
 // already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
 // NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the

@@ -3,10 +3,11 @@
 // activation). Conv with more than one input channel a group is a GEMM
 // (gemm.h): 1x1 stride-1 unpadded convs multiply the weights by the input
 // planes directly; others first unfold the input (im2col, one group of one
-// batch at a time, into a per-thread buffer grown at resize). Depthwise Conv and
-// ConvTranspose are direct: for every kernel tap the weight times a shifted
-// row of one plane is accumulated into another plane, work split over
-// batch x output channels so each thread owns whole output planes.
+// batch at a time, into a per-thread buffer grown at resize). Constant weights
+// are packed for the GEMM once; bias and a clamp activation ride on its stores.
+// Depthwise Conv is direct, one output row at a time (DepthwisePlane);
+// ConvTranspose scatters each input row into the output, tap by tap. Both split
+// work over batch x output channels so each thread owns whole output planes.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "simd_clones.h"
 
 namespace kiln {
 namespace {
@@ -112,7 +114,68 @@ void FillBias(float* y, int64_t n, const Tensor* bias, int64_t m) {
   std::fill(y, y + n, v);
 }
 
-// The direct convolution (depthwise Conv).
+// y[i] = clamp(y[i]) for i in [0, n): a NaN becomes lo.
+inline void ClampRow(float* __restrict y, int64_t n, float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] > lo ? (y[i] < hi ? y[i] : hi) : lo;
+}
+
+// One output plane of a depthwise Conv: yp = bias + the taps of wp over the
+// single input plane xp, then the clamp when `clamp`. Row by row, so the
+// output row and the input rows it reads stay in L1; a 3-wide kernel row
+// adds its three taps in one pass over the columns where all three are
+// inside the input (the border columns take the taps one by one).
+KILN_SIMD_CLONES
+void DepthwisePlane(const Taps& t, const float* __restrict xp, const float* __restrict wp, float bias, bool clamp,
+                    float lo, float hi, float* __restrict yp) {
+  const int64_t s = t.stride_w;
+  for (int64_t r = 0; r < t.a_rows; ++r) {
+    float* __restrict yr = yp + r * t.a_w;
+    for (int64_t i = 0; i < t.a_w; ++i) yr[i] = bias;
+    for (int64_t kr = 0; kr < t.k_rows; ++kr) {
+      const int64_t off = t.row_off[static_cast<size_t>(kr * t.a_rows + r)];
+      if (off < 0) continue;
+      const float* __restrict xr = xp + off;
+      const float* w = wp + kr * t.k_w;
+      int64_t in_lo = 0, in_hi = 0;  // columns every tap of the row reaches
+      if (t.k_w == 3) {
+        in_lo = std::max(t.lo[0], std::max(t.lo[1], t.lo[2]));
+        in_hi = std::min(t.hi[0], std::min(t.hi[1], t.hi[2]));
+      }
+      if (in_lo < in_hi) {
+        const float w0 = w[0], w1 = w[1], w2 = w[2];
+        const float* x0 = xr + t.b_start[0] + (in_lo - t.lo[0]) * s;
+        const float* x1 = xr + t.b_start[1] + (in_lo - t.lo[1]) * s;
+        const float* x2 = xr + t.b_start[2] + (in_lo - t.lo[2]) * s;
+        float* yo = yr + in_lo;
+        const int64_t n = in_hi - in_lo;
+        if (s == 1)
+          for (int64_t i = 0; i < n; ++i) yo[i] += w0 * x0[i] + w1 * x1[i] + w2 * x2[i];
+        else if (s == 2)
+          for (int64_t i = 0; i < n; ++i) yo[i] += w0 * x0[2 * i] + w1 * x1[2 * i] + w2 * x2[2 * i];
+        else
+          for (int64_t i = 0; i < n; ++i) yo[i] += w0 * x0[i * s] + w1 * x1[i * s] + w2 * x2[i * s];
+      }
+      for (int64_t kx = 0; kx < t.k_w; ++kx) {
+        const float wv = w[kx];
+        const int64_t lo_k = t.lo[static_cast<size_t>(kx)], hi_k = t.hi[static_cast<size_t>(kx)];
+        const float* xk = xr + t.b_start[static_cast<size_t>(kx)] - lo_k * s;  // xk[a * s]: column a's input
+        // [lo_k, hi_k) minus the interior the fused pass above covered.
+        const int64_t cut_lo = in_lo < in_hi ? std::min(hi_k, in_lo) : hi_k;
+        const int64_t cut_hi = in_lo < in_hi ? std::max(lo_k, in_hi) : hi_k;
+        if (s == 1) {
+          for (int64_t a = lo_k; a < cut_lo; ++a) yr[a] += wv * xk[a];
+          for (int64_t a = cut_hi; a < hi_k; ++a) yr[a] += wv * xk[a];
+        } else {
+          for (int64_t a = lo_k; a < cut_lo; ++a) yr[a] += wv * xk[a * s];
+          for (int64_t a = cut_hi; a < hi_k; ++a) yr[a] += wv * xk[a * s];
+        }
+      }
+    }
+    if (clamp) ClampRow(yr, t.a_w, lo, hi);
+  }
+}
+
+// The direct convolution (depthwise Conv: one input channel a group).
 Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
@@ -126,44 +189,27 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   a.pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet, nn::IntsOr(p ? p->pads() : nullptr, 0, 0), xin,
                           yout, a.kernel, a.strides, a.dilations);  // MakeTaps reads the begins
   const int64_t N = X.length(0), C = X.length(1), M = Y.length(1);
-  const int64_t Cg = C / a.group, Mg = M / a.group;
+  const int64_t Mg = M / a.group;  // one input channel a group (ConvExecution's direct_)
   const int64_t in_plane = Prod(xin.begin(), xin.end()), out_plane = Prod(yout.begin(), yout.end());
   const int64_t ksize = Prod(a.kernel.begin(), a.kernel.end());
   const Taps t = MakeTaps(yout, xin, a.kernel, a.strides, a.pads, a.dilations);
   const float* x = X.host<float>();
   const float* w = W.host<float>();
+  const float* bias = B ? B->host<float>() : nullptr;
   float* y = Y.host<float>();
   if (out_plane == 0) return Status::Ok();
+  float lo = 0, hi = 0;
+  const bool fused = nn::ActivationAsClamp(a.act, a.act_min, a.act_max, &lo, &hi);
+  const bool clamp = fused && a.act != fb::Activation::None;
 
   be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
     for (int64_t nm = begin; nm < end; ++nm) {
       const int64_t n = nm / M, m = nm % M, g = m / Mg;
       float* yp = y + nm * out_plane;
-      FillBias(yp, out_plane, B, m);
-      for (int64_t c = 0; c < Cg; ++c) {
-        const float* xp = x + (n * C + g * Cg + c) * in_plane;
-        const float* wp = w + (m * Cg + c) * ksize;
-        for (int64_t kr = 0; kr < t.k_rows; ++kr) {
-          const int64_t* row_off = t.row_off.data() + kr * t.a_rows;
-          for (int64_t kx = 0; kx < t.k_w; ++kx) {
-            const float wv = wp[kr * t.k_w + kx];
-            const int64_t lo = t.lo[kx], len = t.hi[kx] - lo, bs = t.b_start[kx], s = t.stride_w;
-            if (len <= 0) continue;
-            for (int64_t r = 0; r < t.a_rows; ++r) {
-              if (row_off[r] < 0) continue;
-              const float* xr = xp + row_off[r] + bs;
-              float* yr = yp + r * t.a_w + lo;
-              if (s == 1)
-                for (int64_t i = 0; i < len; ++i) yr[i] += wv * xr[i];
-              else
-                for (int64_t i = 0; i < len; ++i) yr[i] += wv * xr[i * s];
-            }
-          }
-        }
-      }
-      nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
+      DepthwisePlane(t, x + (n * C + g) * in_plane, w + m * ksize, bias ? bias[m] : 0.f, clamp, lo, hi, yp);
+      if (!fused) nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
     }
-  });
+  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_plane * ksize)));
   return Status::Ok();
 }
 
@@ -190,7 +236,8 @@ thread_local ColScratch tl_col;
 // groups) stays on RunConv.
 class ConvExecution final : public Execution {
  public:
-  ConvExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
+  ConvExecution(HostBackend* b, const GraphOp& op, bool constant_weights)
+      : Execution(b), op_(op), constant_weights_(constant_weights) {}
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     prepared_ = false;
@@ -210,6 +257,14 @@ class ConvExecution final : public Execution {
     float* y = out[0]->host<float>();
     if (out_plane_ == 0) return Status::Ok();
     const int64_t kdim = Cg_ * ksize_;
+    // Bias and a clamp activation ride on the GEMM's stores; others after it.
+    GemmEpilogue ep;
+    float lo = 0, hi = 0;
+    const bool fused = nn::ActivationAsClamp(a_.act, a_.act_min, a_.act_max, &lo, &hi);
+    ep.clamp = fused && a_.act != fb::Activation::None;
+    ep.lo = lo;
+    ep.hi = hi;
+    const float* bias = B ? B->host<float>() : nullptr;
     for (int64_t n = 0; n < N_; ++n) {
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
@@ -220,21 +275,20 @@ class ConvExecution final : public Execution {
           Im2col(be, xg, col);
           bmat = col;
         }
-        Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
-              y + (n * M_ + g * Mg_) * out_plane_, out_plane_);
+        ep.row_bias = bias ? bias + g * Mg_ : nullptr;
+        float* yg = y + (n * M_ + g * Mg_) * out_plane_;
+        if (!packed_.empty())
+          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, 0.f, yg,
+                      out_plane_, &ep);
+        else
+          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
+                yg, out_plane_, &ep);
       }
     }
-    if (B || a_.act != fb::Activation::None) {
-      const float* bias = B ? B->host<float>() : nullptr;
+    if (!fused) {
       be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
-        for (int64_t nm = begin; nm < end; ++nm) {
-          float* yp = y + nm * out_plane_;
-          if (bias) {
-            const float bv = bias[nm % M_];
-            for (int64_t i = 0; i < out_plane_; ++i) yp[i] += bv;
-          }
-          nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, yp, out_plane_);
-        }
+        nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, y + begin * out_plane_,
+                                 (end - begin) * out_plane_);
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
     }
     return Status::Ok();
@@ -269,6 +323,13 @@ class ConvExecution final : public Execution {
       if (a_.kernel[i] != 1 || a_.strides[i] != 1) pointwise_ = false;
     for (int64_t v : pads)
       if (v != 0) pointwise_ = false;
+    // Constant weights are packed for the GEMM once (they never change).
+    if (!direct_ && constant_weights_ && packed_.empty()) {
+      const int64_t kdim = Cg_ * ksize_;
+      const float* w = W.host<float>();
+      for (int64_t g = 0; g < a_.group; ++g)
+        packed_.push_back(PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim));
+    }
     if (!direct_ && !pointwise_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
@@ -310,6 +371,8 @@ class ConvExecution final : public Execution {
   }
 
   const GraphOp& op_;
+  const bool constant_weights_;
+  std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   bool prepared_ = false, direct_ = false, pointwise_ = false;
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
@@ -399,8 +462,11 @@ Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph&, HostBackend* b) {
-  return std::unique_ptr<Execution>(new ConvExecution(b, op));
+StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  const int w = op.inputs.size() > 1 ? op.inputs[1] : -1;
+  const bool constant = w >= 0 && static_cast<size_t>(w) < graph.tensors.size() &&
+                        graph.tensors[static_cast<size_t>(w)].isConstant();
+  return std::unique_ptr<Execution>(new ConvExecution(b, op, constant));
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunConvTranspose);

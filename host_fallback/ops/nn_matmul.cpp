@@ -92,13 +92,24 @@ Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   const float* pc = C ? C->host<float>() : nullptr;
   float* py = out[0]->host<float>();
   if (M == 0 || N == 0) return Status::Ok();
-  // Y = beta * C (broadcast), then Y = alpha * op(A) op(B) + Y.
-  if (pc) {
+  // A clamp activation and a C that is one row ([N]: FC bias) ride on the
+  // GEMM's stores; otherwise Y = beta * C (broadcast), then Y = alpha *
+  // op(A) op(B) + Y, and the activation after.
+  GemmEpilogue ep;
+  float lo = 0, hi = 0;
+  const bool fused = nn::ActivationAsClamp(act, act_min, act_max, &lo, &hi);
+  ep.clamp = fused && act != fb::Activation::None;
+  ep.lo = lo;
+  ep.hi = hi;
+  const bool row_c = pc && ci == 0 && cj == 1 && beta == 1.f;
+  if (row_c) {
+    ep.col_bias = pc;
+  } else if (pc) {
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) py[i * N + j] = pc[i * ci + j * cj];
   }
-  Sgemm(be.pool(), ta, tb, M, N, K, alpha, pa, ta ? M : K, pb, tb ? K : N, pc ? beta : 0.f, py, N);
-  if (act != fb::Activation::None)
+  Sgemm(be.pool(), ta, tb, M, N, K, alpha, pa, ta ? M : K, pb, tb ? K : N, pc && !row_c ? beta : 0.f, py, N, &ep);
+  if (!fused)
     be.pool().parallelFor(M, [&](int64_t begin, int64_t end) {
       nn::ApplyFusedActivation(act, act_min, act_max, act_alpha, py + begin * N, (end - begin) * N);
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N)));

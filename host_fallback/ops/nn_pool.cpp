@@ -8,6 +8,7 @@
 
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "simd_clones.h"
 
 namespace kiln {
 namespace {
@@ -18,6 +19,36 @@ int64_t Prod(const IntVec& v) {
   int64_t n = 1;
   for (int64_t d : v) n *= d;
   return n;
+}
+
+// One plane of a 2-D MaxPool without Indices, row by row: each output row
+// starts at -inf and takes the max with every tap's shifted input row, so the
+// inner loop is a vectorizable max over contiguous (or strided) columns.
+// lo[kx], hi[kx]: the output columns whose tap kx lands inside the input row,
+// at input column a * sx + shift[kx]. A NaN input is skipped (the old
+// tap-by-tap loop kept it only when it was a window's first element).
+KILN_SIMD_CLONES
+void MaxPoolPlane2D(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp, int64_t oh, int64_t ow,
+                    int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t py, int64_t dy, const int64_t* lo,
+                    const int64_t* hi, const int64_t* shift) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    float* __restrict yr = yp + oy * ow;
+    for (int64_t a = 0; a < ow; ++a) yr[a] = -INFINITY;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const int64_t iy = oy * sy - py + ky * dy;
+      if (iy < 0 || iy >= ih) continue;
+      const float* __restrict xr = xp + iy * iw;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const float* xk = xr + shift[kx];
+        if (sx == 1)
+          for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[a] > yr[a] ? xk[a] : yr[a];
+        else if (sx == 2)
+          for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[2 * a] > yr[a] ? xk[2 * a] : yr[a];
+        else
+          for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[a * sx] > yr[a] ? xk[a * sx] : yr[a];
+      }
+    }
+  }
 }
 
 Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
@@ -49,6 +80,25 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
     }
   const float* x = X.host<float>();
   float* y = Y.host<float>();
+
+  if (is_max && !indices && n == 2) {
+    IntVec lo(static_cast<size_t>(kernel[1])), hi(lo.size()), shift(lo.size());
+    for (size_t kx = 0; kx < lo.size(); ++kx) {
+      shift[kx] = static_cast<int64_t>(kx) * dilations[1] - pads[1];  // input column = a * sx + shift
+      int64_t l = 0;
+      while (l < yout[1] && l * strides[1] + shift[kx] < 0) ++l;
+      int64_t h = yout[1];
+      while (h > l && (h - 1) * strides[1] + shift[kx] >= xin[1]) --h;
+      lo[kx] = l;
+      hi[kx] = h;
+    }
+    be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+      for (int64_t pl = begin; pl < end; ++pl)
+        MaxPoolPlane2D(x + pl * in_plane, xin[0], xin[1], y + pl * out_plane, yout[0], yout[1], kernel[0], kernel[1],
+                       strides[0], strides[1], pads[0], dilations[0], lo.data(), hi.data(), shift.data());
+    });
+    return Status::Ok();
+  }
 
   be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
     IntVec oidx(n), start(n);

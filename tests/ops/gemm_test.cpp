@@ -3,6 +3,7 @@
 // leading dimensions larger than the rows, on every micro-kernel this CPU runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -109,6 +110,55 @@ TEST(Gemm, BlockEdgesAndThreads) {
       Check(isa, *pool, false, false, 3, 3, 0, 1.f, 0.f, 0, 15);      // K == 0, beta == 0: C = 0
     }
   }
+}
+
+// PackA + SgemmPacked against Sgemm's own contract, with every epilogue part:
+// C = clamp(op(A) B * alpha + beta * C + row_bias[i] + col_bias[j]).
+TEST(Gemm, PackedAAndEpilogue) {
+  ThreadPool one(1), two(2);
+  uint32_t seed = 100;
+  for (Isa isa : Isas())
+    for (ThreadPool* pool : {&one, &two})
+      for (int64_t M : {1, 7, 17, 65})
+        for (int64_t N : {3, 33, 257})
+          for (int64_t K : {1, 17, 300}) {  // 300: two of the kernels' K blocks
+            ++seed;
+            const bool ta = seed % 2, tb = seed % 3 == 0;
+            const float alpha = seed % 2 ? 1.f : -0.5f, beta = seed % 4 < 2 ? 0.f : 1.f;
+            const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+            std::vector<float> A = RandVec(static_cast<size_t>(M * K), seed);
+            std::vector<float> B = RandVec(static_cast<size_t>(K * N), seed + 1);
+            std::vector<float> C = RandVec(static_cast<size_t>(M * N), seed + 2);
+            std::vector<float> rb = RandVec(static_cast<size_t>(M), seed + 3), cb = RandVec(static_cast<size_t>(N), seed + 4);
+            GemmEpilogue ep;
+            ep.row_bias = rb.data();
+            ep.col_bias = seed % 5 ? cb.data() : nullptr;
+            ep.clamp = seed % 7 != 0;
+            ep.lo = -0.5f;
+            ep.hi = 0.75f;
+            const std::string what = std::string(GemmIsaName(isa)) + " threads " + std::to_string(pool->threads()) +
+                                     " M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K);
+            std::vector<float> got = C;
+            const PackedA pa = PackA(isa, ta, M, K, alpha, A.data(), lda);
+            SgemmPacked(*pool, pa, tb, N, B.data(), ldb, beta, got.data(), N, &ep);
+            int bad = 0;
+            for (int64_t i = 0; i < M && bad < 5; ++i)
+              for (int64_t j = 0; j < N && bad < 5; ++j) {
+                double s = 0;
+                for (int64_t k = 0; k < K; ++k)
+                  s += static_cast<double>(ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)]) *
+                       (tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)]);
+                double v = alpha * s + beta * C[static_cast<size_t>(i * N + j)] + rb[static_cast<size_t>(i)] +
+                           (ep.col_bias ? cb[static_cast<size_t>(j)] : 0.0);
+                if (ep.clamp) v = std::min<double>(ep.hi, std::max<double>(ep.lo, v));
+                const float g = got[static_cast<size_t>(i * N + j)];
+                if (!(std::fabs(g - v) <= 1e-5 * static_cast<double>(K + 4))) {
+                  ADD_FAILURE() << what << ": C(" << i << ", " << j << ") got " << g << " want " << v;
+                  ++bad;
+                }
+              }
+            if (bad) FAIL() << what;
+          }
 }
 
 }  // namespace

@@ -201,6 +201,65 @@ TEST(NnConv, FusedActivations) {
   }
 }
 
+// The depthwise row kernel (3-wide rows fused over the columns every tap
+// reaches, borders tap by tap) and the pointwise GEMM with its bias/clamp
+// epilogue, on rows longer than a vector and channel counts off the tile.
+TEST(NnConv, DepthwiseAndPointwiseFastPaths) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  for (int64_t s : {1, 2, 3}) {
+    ConvCase k{2, 17, 11, 37, 17, 3, 3};
+    k.group = 17;
+    k.sh = k.sw = s;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Relu6;
+    add("depthwise 3x3 relu6 stride " + std::to_string(s), k);
+  }
+  {
+    ConvCase k{1, 7, 9, 33, 14, 3, 3};
+    k.group = 7;
+    k.dh = k.dw = 2;
+    k.pt = k.pl = 2, k.pb = 1, k.pr = 0;
+    add("depthwise multiplier 2, dilation 2, asymmetric pads", k);
+  }
+  {
+    ConvCase k{1, 3, 17, 35, 3, 5, 5};
+    k.group = 3;
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 2;
+    k.bias = true;
+    k.act = fb::Activation::Sigmoid;
+    add("depthwise 5x5 stride 2, unfused activation", k);
+  }
+  {
+    ConvCase k{1, 1, 3, 3, 1, 3, 3};
+    k.group = 1;
+    add("one channel 3x3 on 3x3, no padding", k);
+  }
+  {
+    ConvCase k{2, 17, 19, 23, 13, 1, 1};
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    add("pointwise 17->13 relu", k);
+  }
+  {
+    ConvCase k{1, 3, 1, 1, 1, 1, 1};
+    k.bias = true;
+    k.act = fb::Activation::Clip;
+    k.act_min = -0.1f, k.act_max = 0.2f;
+    add("pointwise 3->1 on 1x1, clip", k);
+  }
+  {
+    ConvCase k{1, 7, 13, 13, 33, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Relu6;
+    add("im2col 7->33 relu6", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
 TEST(NnConv, AbsentBiasAndNoParams) {
   std::vector<float> x = Rand({1, 3, 5, 5}, 1), w = Rand({2, 3, 3, 3}, 2);
   auto out = OpTest(fb::OpType::Conv).input("x", {1, 3, 5, 5}, x).constant("w", {2, 3, 3, 3}, w).missing().run(Threads3());
@@ -433,6 +492,31 @@ TEST(NnGemm, TransposesAndCBroadcast) {
         }
   }
   EXPECT_EQ(cases, 64);
+}
+
+// One row (batch-1 FC layers) takes Sgemm's matrix-vector path; an [N] C
+// with beta 1 rides on the stores as a column bias.
+TEST(NnGemm, OneRow) {
+  for (int64_t K : {1, 17, 300})
+    for (int64_t N : {1, 7, 1000})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE("K " + std::to_string(K) + " N " + std::to_string(N) + " trans_b " + (tb ? "1" : "0"));
+        Shape as = {1, K}, bs = tb ? Shape{N, K} : Shape{K, N};
+        std::vector<float> a = Rand(as, 81), b = Rand(bs, 82), c = Rand({N}, 83);
+        fb::GemmParamsT p;
+        p.trans_b = tb;
+        p.activation = fb::Activation::Relu;
+        auto out = OpTest(fb::OpType::Gemm).input("a", as, a).constant("b", bs, b).constant("c", {N}, c).params(p).run(
+            Threads3());
+        ASSERT_TRUE(out.ok()) << out.status().ToString();
+        std::vector<float> want;
+        for (int64_t j = 0; j < N; ++j) {
+          double s = c[j];
+          for (int64_t k = 0; k < K; ++k) s += static_cast<double>(a[k]) * (tb ? b[j * K + k] : b[k * N + j]);
+          want.push_back(RefAct(fb::Activation::Relu, s, 0, 0, 0));
+        }
+        ExpectNear(out->at(0).f32(), want, kTol);
+      }
 }
 
 TEST(NnGemm, FusedActivationAndDefaults) {

@@ -151,7 +151,16 @@ std::vector<std::pair<std::string, PoolCase>> PoolCases() {
 
 TEST(NnPool, MaxPoolWithIndices) {
   for (auto& [name, c] : PoolCases()) RunPoolCase(fb::OpType::MaxPool, c, true, name);
-  RunPoolCase(fb::OpType::MaxPool, PoolCases()[1].second, false, "values only");
+}
+
+// Without Indices a 2-D MaxPool takes the row-by-row path (nn_pool.cpp).
+TEST(NnPool, MaxPoolValuesOnly) {
+  for (auto& [name, c] : PoolCases()) RunPoolCase(fb::OpType::MaxPool, c, false, name + ", values only");
+  PoolCase wide{{1, 5, 13, 41}, 3, 3, 2, 2};  // rows longer than a vector
+  wide.pt = wide.pl = wide.pb = wide.pr = 1;
+  RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 13x41");
+  wide.sh = wide.sw = 1;
+  RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s1 on 13x41");
 }
 
 TEST(NnPool, AveragePool) {
