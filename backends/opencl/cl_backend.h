@@ -57,6 +57,7 @@ class OpenCLBackend final : public GpuBackend {
   Status onWaitFinish() override;
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
   bool opTime(const Execution* e, double* ms) const override;
+  StatusOr<DevicePeaks> measurePeaks() override;  // cl_peaks.cpp
 
   // GpuBackend.
   const GpuCaps& gpuCaps() const override { return device_->caps(); }
