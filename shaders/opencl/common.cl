@@ -143,3 +143,15 @@ void MultiplyTile(__local const float* As, __local const float* Bs, float* acc) 
       for (uint j = 0u; j < 4u; ++j) acc[i * 4u + j] += a[i] * b[j];
   }
 }
+
+// The rows of the reduce family's row kernels (reduce, reduce_arg, softmax,
+// norm_stats; see shaders/vulkan/reduce_rows.glsl), a row being the
+// elements behind one result. With ROW_GROUP (spec constant 3, defined by
+// the kernel) one work group of KILN_SPEC_0 items, a power of two, takes a
+// row (rows folded into y past the group-count limit): its items stride over
+// the row and a tree in __local arrays of KILN_SPEC_0 entries combines their
+// partials. Otherwise one item takes a row. Either way a row is walked as
+// ROW_LANE, ROW_LANE + ROW_STEP, ...
+#define ROW_INDEX (ROW_GROUP ? (uint)get_group_id(0) + (uint)get_group_id(1) * (uint)get_num_groups(0) : KILN_GLOBAL_INDEX)
+#define ROW_LANE (ROW_GROUP ? (uint)get_local_id(0) : 0u)
+#define ROW_STEP (ROW_GROUP ? (uint)get_local_size(0) : 1u)

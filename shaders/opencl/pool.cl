@@ -1,0 +1,89 @@
+// MaxPool / AveragePool over 1 to 3 spatial axes (shaders/vulkan/pool.comp;
+// fewer axes arrive padded with size-1 axes in front), one output element
+// per item. Along each axis the taps that land inside the input form one
+// range of kernel positions (positions grow with k), so the loops visit only
+// those; the taps inside the padded input (count_include_pad) are counted
+// the same way. MaxPool: the first maximum in kernel order wins and an empty
+// window gives -inf; with INDICES its flat index in X (plane * in_plane +
+// offset) is also written as an int64 (two 32-bit words, low first), else Y
+// stands in for the unused binding. AveragePool: the sum over the count, 0
+// when empty.
+#ifndef KILN_SPEC_3
+#define KILN_SPEC_3 1
+#endif
+#ifndef KILN_SPEC_4
+#define KILN_SPEC_4 0
+#endif
+#ifndef KILN_SPEC_5
+#define KILN_SPEC_5 0
+#endif
+#define IS_MAX (KILN_SPEC_3 != 0)
+#define INCLUDE_PAD (KILN_SPEC_4 != 0)
+#define INDICES (KILN_SPEC_5 != 0)
+
+typedef struct {
+  uint total;  // output elements
+  // ksize: the kernel shape (`kernel` is a keyword of OpenCL C)
+  uint in_size[3], out_size[3], ksize[3], stride[3], dilation[3];
+  int pad_begin[3], pad_end[3];
+} PoolPush;
+
+// Kernel positions k in [0, ksize) with lo <= start + k * dilation < hi.
+uint2 TapRange(int start, uint ksize, uint dilation, int lo, int hi) {
+  const int d = (int)dilation;
+  const int k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
+  const int k1 = start >= hi ? 0 : min((int)ksize, (hi - start + d - 1) / d);
+  return (uint2)((uint)k0, (uint)max(k0, k1));
+}
+
+__kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint* indices, PoolPush p) {
+  const uint o = KILN_GLOBAL_INDEX;
+  if (o >= p.total) return;
+  int start[3];
+  uint2 taps[3];
+  uint rest = o, padded = 1u;
+  for (int j = 2; j >= 0; --j) {
+    const uint q = rest / p.out_size[j];
+    start[j] = (int)((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
+    rest = q;
+    taps[j] = TapRange(start[j], p.ksize[j], p.dilation[j], 0, (int)p.in_size[j]);
+    const uint2 pt =
+        TapRange(start[j], p.ksize[j], p.dilation[j], -p.pad_begin[j], (int)p.in_size[j] + p.pad_end[j]);
+    padded *= pt.y - pt.x;
+  }
+  const uint plane = rest, in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
+  const uint xbase = plane * in_plane;
+  float best = -INFINITY, sum = 0.0f;
+  uint best_at = 0u;
+  bool first = true;
+  for (uint kd = taps[0].x; kd < taps[0].y; ++kd) {
+    const uint zd = (uint)(start[0] + (int)(kd * p.dilation[0])) * p.in_size[1];
+    for (uint kh = taps[1].x; kh < taps[1].y; ++kh) {
+      const uint zh = (zd + (uint)(start[1] + (int)(kh * p.dilation[1]))) * p.in_size[2];
+      for (uint kw = taps[2].x; kw < taps[2].y; ++kw) {
+        const uint at = zh + (uint)(start[2] + (int)(kw * p.dilation[2]));
+        const float v = LOAD(x, xbase + at);
+        if (IS_MAX) {
+          if (first || v > best) {
+            best = v;
+            best_at = at;
+          }
+          first = false;
+        } else {
+          sum += v;
+        }
+      }
+    }
+  }
+  if (IS_MAX) {
+    STORE(y, o, best);
+    if (INDICES) {
+      indices[2u * o] = xbase + best_at;
+      indices[2u * o + 1u] = 0u;
+    }
+  } else {
+    const uint valid = (taps[0].y - taps[0].x) * (taps[1].y - taps[1].x) * (taps[2].y - taps[2].x);
+    const uint count = INCLUDE_PAD ? padded : valid;
+    STORE(y, o, count > 0u ? sum / (float)count : 0.0f);
+  }
+}
