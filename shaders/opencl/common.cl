@@ -155,3 +155,101 @@ void MultiplyTile(__local const float* As, __local const float* Bs, float* acc) 
 #define ROW_INDEX (ROW_GROUP ? (uint)get_group_id(0) + (uint)get_group_id(1) * (uint)get_num_groups(0) : KILN_GLOBAL_INDEX)
 #define ROW_LANE (ROW_GROUP ? (uint)get_local_id(0) : 0u)
 #define ROW_STEP (ROW_GROUP ? (uint)get_local_size(0) : 1u)
+
+// Cast between f32, f16, i32, i64 and bool on raw bits, shared by cast.cl
+// (32-bit words) and cast_u8.cl (bytes); see shaders/vulkan/cast.glsl. An
+// element is a ulong (narrower ones zero-extended). The result is the host
+// kernel's (host_fallback/ops/elementwise.cpp) bit for bit on every device,
+// whatever its float rounding and denormal modes:
+//   * float -> int truncates toward zero and saturates, NaN -> 0;
+//   * int -> float rounds as the host's int64 -> double -> float does: to
+//     53 bits, then to 24 bits, each to nearest even;
+//   * f32 -> f16 rounds to nearest even, f16 -> f32 is exact (integer code:
+//     vstore_half could meet a device that flushes subnormals);
+//   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word.
+// The kinds are the op layer's cast kinds (gpu_layout_logic.cpp).
+#define KIND_F32 0u
+#define KIND_F16 1u
+#define KIND_I32 2u
+#define KIND_I64 3u
+#define KIND_BOOL 4u
+
+// v rounded to its `keep` most significant bits, to nearest even.
+ulong RoundBits(ulong v, int keep) {
+  const int drop = 64 - (int)clz(v) - keep;
+  if (drop <= 0) return v;
+  const ulong q = v >> drop, rem = v & ((1ul << drop) - 1ul), half_ulp = 1ul << (drop - 1);
+  const bool up = rem > half_ulp || (rem == half_ulp && (q & 1ul) != 0ul);
+  return (q + (up ? 1ul : 0ul)) << drop;
+}
+
+// A signed 64-bit integer as f32 bits. The magnitude, once rounded, has at
+// most 24 significant bits, so its conversion to float is exact.
+uint IntToFloat(long v) {
+  const float f = (float)RoundBits(RoundBits(v < 0 ? 0ul - (ulong)v : (ulong)v, 53), 24);
+  return as_uint(v < 0 ? -f : f);
+}
+
+// f32 bits truncated toward zero to a signed integer of `bits` (32 or 64)
+// bits, saturated; NaN -> 0.
+long FloatToInt(uint f, uint bits) {
+  if ((f & 0x7fffffffu) > 0x7f800000u) return 0;
+  return bits == 64u ? convert_long_sat_rtz(as_float(f)) : (long)convert_int_sat_rtz(as_float(f));
+}
+
+uint FloatToHalf(uint x) {
+  const uint sign = (x >> 16) & 0x8000u;
+  const int e = (int)((x >> 23) & 0xffu) - 127 + 15;
+  uint mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xffu) == 0xffu) return sign | 0x7c00u | (mant != 0u ? 0x200u : 0u);
+  if (e >= 31) return sign | 0x7c00u;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000u;
+    const uint shift = (uint)(14 - e);
+    uint h = mant >> shift;
+    const uint rem = mant & ((1u << shift) - 1u), mid = 1u << (shift - 1u);
+    if (rem > mid || (rem == mid && (h & 1u) != 0u)) ++h;
+    return sign | h;
+  }
+  uint h = sign | ((uint)e << 10) | (mant >> 13);
+  const uint rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) ++h;
+  return h;
+}
+
+uint HalfToFloat(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (e == 0u) {
+    if (mant == 0u) return sign;
+    const int msb = 31 - (int)clz(mant);  // subnormal: normalize
+    return sign | ((uint)(msb - 24 + 127) << 23) | ((mant << (uint)(10 - msb)) & 0x3ffu) << 13;
+  }
+  if (e == 31u) return sign | 0x7f800000u | (mant << 13);
+  return sign | ((e + 127u - 15u) << 23) | (mant << 13);
+}
+
+// Element bits v of kind src as kind dst.
+ulong CastBits(ulong v, uint src, uint dst) {
+  if (src == KIND_F32 || src == KIND_F16) {
+    const uint f = src == KIND_F16 ? HalfToFloat((uint)v) : (uint)v;
+    switch (dst) {
+      case KIND_F32: return f;
+      case KIND_F16: return FloatToHalf(f);
+      case KIND_I32: return (uint)FloatToInt(f, 32u);
+      case KIND_I64: return as_ulong(FloatToInt(f, 64u));
+      default: return (f & 0x7fffffffu) != 0u ? 1ul : 0ul;
+    }
+  }
+  long i = as_long(v);
+  if (src == KIND_I32) i = (long)(int)(uint)v;
+  if (src == KIND_BOOL) i = v != 0ul ? 1 : 0;
+  switch (dst) {
+    case KIND_F32: return IntToFloat(i);
+    case KIND_F16: return FloatToHalf(IntToFloat(i));
+    case KIND_I32: return (uint)i;
+    case KIND_I64: return as_ulong(i);
+    default: return i != 0 ? 1ul : 0ul;
+  }
+}

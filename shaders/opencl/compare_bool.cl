@@ -1,0 +1,28 @@
+// Logic on bytes (bool or u8), with numpy broadcasting as in binary.cl
+// (shaders/vulkan/compare_bool.comp): OP 0: And (both nonzero), 1: Equal
+// (same byte), 2: Not (of a; b is not read). The result is a bool byte.
+#ifndef KILN_SPEC_3
+#define KILN_SPEC_3 0
+#endif
+#define OP KILN_SPEC_3
+
+typedef struct {
+  uint n, rank;
+  uint dims[KILN_MAX_RANK];
+  uint sa[KILN_MAX_RANK];
+  uint sb[KILN_MAX_RANK];
+} ComparePush;
+
+__kernel void compare_bool(__global const uchar* a, __global const uchar* b, __global uchar* c, ComparePush p) {
+  uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.n) return;
+  const uchar x = a[BroadcastOffset(i, p.rank, p.dims, p.sa)];
+  bool r;
+  if (OP == 2) {
+    r = x == 0;
+  } else {
+    const uchar y = b[BroadcastOffset(i, p.rank, p.dims, p.sb)];
+    r = OP == 0 ? (x != 0 && y != 0) : x == y;
+  }
+  c[i] = r ? 1 : 0;
+}
