@@ -99,6 +99,55 @@ void GpuBackend::fromStorage(const uint8_t* device_bytes, Tensor* host) const {
   }
 }
 
+void GpuBackend::onClearBuffer() {
+  planner_.clear();
+  buffer_of_.clear();
+}
+
+Status GpuBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
+  const size_t bytes = storageBytes(*t);
+  if (bytes > gpuCaps().max_storage_buffer_range)
+    return Unsupported("tensor '%s' is %zu bytes, over the device's largest buffer binding of %llu", t->name().c_str(),
+                       bytes, (unsigned long long)gpuCaps().max_storage_buffer_range);
+  if (share_with) {
+    auto it = buffer_of_.find(share_with);
+    if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
+    planner_.share(it->second);
+    buffer_of_[t] = it->second;
+    return Status::Ok();
+  }
+  buffer_of_[t] = planner_.acquire(bytes);
+  return Status::Ok();
+}
+
+Status GpuBackend::onReleaseBuffer(Tensor* t) {
+  auto it = buffer_of_.find(t);
+  if (it == buffer_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
+  planner_.release(it->second);
+  return Status::Ok();
+}
+
+StatusOr<bool> GpuBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
+  for (const Constant& c : constants_)
+    if (c.mirror == mirror) return true;  // resident since an earlier resize
+  if (storageBytes(src) > gpuCaps().max_storage_buffer_range)
+    return Unsupported("constant '%s' is %zu bytes, over the device's largest buffer binding of %llu",
+                       src.name().c_str(), storageBytes(src), (unsigned long long)gpuCaps().max_storage_buffer_range);
+  constants_.push_back({mirror, &src, 0});
+  constants_dirty_ = true;
+  return true;
+}
+
+void GpuBackend::bindPlanned(const MemoryPlanner::Plan& plan, uint64_t handle) {
+  for (auto& [tensor, id] : buffer_of_)
+    const_cast<Tensor*>(tensor)->bind(this, nullptr, handle, plan.offsets[static_cast<size_t>(id)]);
+  report_.planned_bytes = plan.total;
+  report_.lower_bound_bytes = plan.lower_bound;
+  report_.tensor_bytes = 0;
+  report_.tensors = buffer_of_.size();
+  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
+}
+
 StatusOr<std::unique_ptr<Execution>> GpuBackend::createFrom(const OpEntry* begin, const OpEntry* end,
                                                             const GraphOp& op, const Graph& graph) {
   for (const OpEntry* e = begin; e != end; ++e) {

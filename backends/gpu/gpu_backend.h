@@ -22,11 +22,13 @@
 #pragma once
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend.h"
+#include "memory_planner.h"
 
 namespace kiln {
 
@@ -133,6 +135,14 @@ class GpuExecution : public Execution {
 
 class GpuBackend : public Backend {
  public:
+  // Memory planning, the same for every GPU backend: activations are blocks
+  // of one planned pool (in storage bytes), weights are collected for a
+  // buffer of their own that the backend uploads once (constants_).
+  void onClearBuffer() override;
+  Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
+  Status onReleaseBuffer(Tensor* t) override;
+  StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
+
   virtual const GpuCaps& gpuCaps() const = 0;
   // The kernel `name` for `bindings` buffers, work-group size `local` and
   // spec constants (ids 3...), created (compiled) on first use and kept.
@@ -170,12 +180,27 @@ class GpuBackend : public Backend {
   // mode), and back.
   void toStorage(const Tensor& host, uint8_t* device_bytes) const;
   void fromStorage(const uint8_t* device_bytes, Tensor* host) const;
+  // After planning: binds every pool tensor at its offset in the pool
+  // `handle` and fills report_.
+  void bindPlanned(const MemoryPlanner::Plan& plan, uint64_t handle);
   // Looks the op up in a backend's registration list and creates its
   // execution (Unsupported, naming the backend, when the list lacks the op).
   StatusOr<std::unique_ptr<Execution>> createFrom(const OpEntry* begin, const OpEntry* end, const GraphOp& op,
                                                   const Graph& graph);
 
   bool half_ = false;
+  MemoryPlanner planner_;
+  std::map<const Tensor*, int> buffer_of_;
+  // Model constants read by this backend's ops, in one buffer uploaded once
+  // (at the first resize that sees them; offsets set by the upload).
+  struct Constant {
+    Tensor* mirror;
+    const Tensor* src;
+    uint64_t offset;
+  };
+  std::vector<Constant> constants_;
+  bool constants_dirty_ = false;
+  MemoryReport report_;
 };
 
 // The op factories of backends/gpu/ops (declared from gpu_ops.inc).

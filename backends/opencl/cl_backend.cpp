@@ -241,42 +241,6 @@ void OpenCLBackend::freeBuffer(GpuBuffer* b) {
   *b = GpuBuffer();
 }
 
-void OpenCLBackend::onClearBuffer() {
-  planner_.clear();
-  buffer_of_.clear();
-}
-
-Status OpenCLBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
-  const size_t bytes = storageBytes(*t);
-  if (bytes > caps().max_storage_buffer_range)
-    return Unsupported("tensor '%s' is %zu bytes, over the device's largest allocation of %llu", t->name().c_str(),
-                       bytes, (unsigned long long)caps().max_storage_buffer_range);
-  if (share_with) {
-    auto it = buffer_of_.find(share_with);
-    if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
-    planner_.share(it->second);
-    buffer_of_[t] = it->second;
-    return Status::Ok();
-  }
-  buffer_of_[t] = planner_.acquire(bytes);
-  return Status::Ok();
-}
-
-Status OpenCLBackend::onReleaseBuffer(Tensor* t) {
-  auto it = buffer_of_.find(t);
-  if (it == buffer_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
-  planner_.release(it->second);
-  return Status::Ok();
-}
-
-StatusOr<bool> OpenCLBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
-  for (const Constant& c : constants_)
-    if (c.mirror == mirror) return true;  // resident since an earlier resize
-  constants_.push_back({mirror, &src, 0});
-  constants_dirty_ = true;
-  return true;
-}
-
 // Lays every constant out in one buffer and uploads them with one write.
 Status OpenCLBackend::uploadConstants() {
   const uint64_t align = std::max<uint64_t>(64, caps().base_address_align);
@@ -324,14 +288,7 @@ Status OpenCLBackend::onAllocateBuffer() {
     RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating a %llu-byte OpenCL pool", (unsigned long long)bytes).c_str()));
     pool_bytes_ = bytes;
   }
-  for (auto& [tensor, id] : buffer_of_)
-    const_cast<Tensor*>(tensor)->bind(this, nullptr, reinterpret_cast<uint64_t>(pool_),
-                                      plan.offsets[static_cast<size_t>(id)]);
-  report_.planned_bytes = plan.total;
-  report_.lower_bound_bytes = plan.lower_bound;
-  report_.tensor_bytes = 0;
-  report_.tensors = buffer_of_.size();
-  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
+  bindPlanned(plan, reinterpret_cast<uint64_t>(pool_));
   return Status::Ok();
 }
 

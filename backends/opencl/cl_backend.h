@@ -46,10 +46,6 @@ class OpenCLBackend final : public GpuBackend {
   std::string deviceName() const override { return device_->caps().toString(); }
   StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
 
-  void onClearBuffer() override;
-  Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
-  Status onReleaseBuffer(Tensor* t) override;
-  StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override;
   Status onRecord(const std::vector<std::vector<Execution*>>& runs) override;
@@ -86,20 +82,10 @@ class OpenCLBackend final : public GpuBackend {
   std::shared_ptr<ClDevice> device_;
   ScheduleConfig config_;
   cl_command_queue queue_ = nullptr;
-  MemoryPlanner planner_;
-  std::map<const Tensor*, int> buffer_of_;
   cl_mem pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
-  struct Constant {
-    Tensor* mirror;
-    const Tensor* src;
-    uint64_t offset;
-  };
-  std::vector<Constant> constants_;
-  bool constants_dirty_ = false;
   cl_mem constant_buffer_ = nullptr;
   uint64_t constant_bytes_ = 0;
-  MemoryReport report_;
 
   std::map<std::string, std::unique_ptr<ClKernel>> kernels_;  // by name, bindings, local size, spec
   std::map<std::string, cl_program> programs_;                // by source stem and build options

@@ -291,45 +291,6 @@ void VulkanBackend::freeBuffer(GpuBuffer* g) {
   *g = GpuBuffer();
 }
 
-void VulkanBackend::onClearBuffer() {
-  planner_.clear();
-  buffer_of_.clear();
-}
-
-Status VulkanBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
-  const size_t bytes = storageBytes(*t);
-  if (bytes > caps().max_storage_buffer_range)
-    return Unsupported("tensor '%s' is %zu bytes, over the device's storage-buffer range of %llu", t->name().c_str(),
-                       bytes, (unsigned long long)caps().max_storage_buffer_range);
-  if (share_with) {
-    auto it = buffer_of_.find(share_with);
-    if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());
-    planner_.share(it->second);
-    buffer_of_[t] = it->second;
-    return Status::Ok();
-  }
-  buffer_of_[t] = planner_.acquire(bytes);
-  return Status::Ok();
-}
-
-Status VulkanBackend::onReleaseBuffer(Tensor* t) {
-  auto it = buffer_of_.find(t);
-  if (it == buffer_of_.end()) return Internal("release of unacquired tensor '%s'", t->name().c_str());
-  planner_.release(it->second);
-  return Status::Ok();
-}
-
-StatusOr<bool> VulkanBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
-  for (const Constant& c : constants_)
-    if (c.mirror == mirror) return true;  // resident since an earlier resize
-  if (storageBytes(src) > caps().max_storage_buffer_range)
-    return Unsupported("constant '%s' is %zu bytes, over the device's storage-buffer range of %llu",
-                       src.name().c_str(), storageBytes(src), (unsigned long long)caps().max_storage_buffer_range);
-  constants_.push_back({mirror, &src, 0});
-  constants_dirty_ = true;
-  return true;
-}
-
 // Lays every constant out in one buffer and uploads them with one copy.
 Status VulkanBackend::uploadConstants() {
   const VkDeviceSize align = std::max<VkDeviceSize>(64, caps().min_storage_offset_alignment);
@@ -382,14 +343,7 @@ Status VulkanBackend::onAllocateBuffer() {
         pool_map_ = static_cast<uint8_t*>(p);
     }
   }
-  for (auto& [tensor, id] : buffer_of_)
-    const_cast<Tensor*>(tensor)->bind(this, nullptr, reinterpret_cast<uint64_t>(pool_.buffer),
-                                      plan.offsets[static_cast<size_t>(id)]);
-  report_.planned_bytes = plan.total;
-  report_.lower_bound_bytes = plan.lower_bound;
-  report_.tensor_bytes = 0;
-  report_.tensors = buffer_of_.size();
-  for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
+  bindPlanned(plan, reinterpret_cast<uint64_t>(pool_.buffer));
   return Status::Ok();
 }
 

@@ -64,10 +64,6 @@ class VulkanBackend final : public GpuBackend {
   std::string deviceName() const override { return device_->caps().toString(); }
   StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
 
-  void onClearBuffer() override;
-  Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
-  Status onReleaseBuffer(Tensor* t) override;
-  StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override;
   Status onRecord(const std::vector<std::vector<Execution*>>& runs) override;
@@ -114,22 +110,11 @@ class VulkanBackend final : public GpuBackend {
 
   std::shared_ptr<VulkanDevice> device_;
   ScheduleConfig config_;
-  MemoryPlanner planner_;
-  std::map<const Tensor*, int> buffer_of_;
   VulkanBuffer pool_;
   uint8_t* pool_map_ = nullptr;  // non-null on unified memory
-  // Model constants (weights): one buffer, uploaded once per session.
-  struct Constant {
-    Tensor* mirror;
-    const Tensor* src;
-    VkDeviceSize offset;
-  };
-  std::vector<Constant> constants_;
-  bool constants_dirty_ = false;
   VulkanBuffer constant_buffer_;
   VulkanBuffer staging_;
   uint8_t* staging_map_ = nullptr;
-  MemoryReport report_;
 
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   size_t cache_loaded_bytes_ = 0;
