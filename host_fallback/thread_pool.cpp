@@ -1,8 +1,40 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace kiln {
+namespace {
+
+constexpr int64_t kSpinMicros = 200;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpinMicros pass; true when done.
+template <typename Done>
+bool SpinFor(Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   for (int i = 1; i < threads_; ++i) workers_.emplace_back(&ThreadPool::worker, this, i);
@@ -28,19 +60,22 @@ void ThreadPool::worker(int index) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t n;
     int chunks;
+    SpinFor([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       job = job_;
       n = job_n_;
       chunks = job_chunks_;
     }
     if (index < chunks) RunChunk(*job, n, chunks, index);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the lock, so that a caller between its check and its wait
+      // cannot miss the notification.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      done_cv_.notify_one();
     }
   }
 }
@@ -58,13 +93,14 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
     job_ = &fn;
     job_n_ = n;
     job_chunks_ = chunks;
-    pending_ = threads_ - 1;
-    ++generation_;
+    pending_.store(threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   RunChunk(fn, n, chunks, 0);
+  if (SpinFor([&] { return pending_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 }  // namespace kiln

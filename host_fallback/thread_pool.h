@@ -3,9 +3,16 @@
 // into one contiguous chunk per thread, so there is no oversubscription and
 // no per-item scheduling cost.
 //
+// A model runs hundreds of parallelFor calls of tens of microseconds each;
+// waking a sleeping worker (a futex round trip) costs about as much. So a
+// worker spins for a short while (kSpinMicros) for the next job before it
+// sleeps, and the caller spins for the workers' chunks before it sleeps:
+// between the ops of one run nobody sleeps, between runs everybody does.
+//
 // Thread-safety: parallelFor must not be called concurrently or recursively.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -37,8 +44,8 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  std::atomic<uint64_t> generation_{0};  // written under mu_; read by spinners
+  std::atomic<int> pending_{0};           // workers still running the current job
   bool stop_ = false;
 };
 
