@@ -62,6 +62,7 @@ OpenCLBackend::~OpenCLBackend() {
   for (auto& [key, p] : programs_) cl().clReleaseProgram(p);
   if (pool_) cl().clReleaseMemObject(pool_);
   if (constant_buffer_) cl().clReleaseMemObject(constant_buffer_);
+  if (staging_) cl().clReleaseMemObject(staging_);
   if (queue_) cl().clReleaseCommandQueue(queue_);
 }
 
@@ -292,6 +293,19 @@ Status OpenCLBackend::onAllocateBuffer() {
   return Status::Ok();
 }
 
+Status OpenCLBackend::ensureStaging(uint64_t bytes) {
+  if (staging_ && staging_bytes_ >= bytes) return Status::Ok();
+  if (staging_) cl().clReleaseMemObject(staging_);
+  staging_ = nullptr;
+  staging_bytes_ = 0;
+  const uint64_t size = std::max<uint64_t>(bytes, 1 << 16);
+  cl_int err = CL_SUCCESS;
+  staging_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &err);
+  RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL staging buffer"));
+  staging_bytes_ = size;
+  return Status::Ok();
+}
+
 Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   if (src.byteSize() != dst->byteSize())
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
@@ -302,18 +316,26 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   if (bytes == 0) return Status::Ok();
   if (!dev.deviceHandle())
     return Internal("opencl copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
-  std::vector<uint8_t> staging(bytes);
+  RETURN_IF_ERROR(ensureStaging(bytes));
+  const cl_mem mem = Mem(dev.deviceHandle());
+  cl_int err = CL_SUCCESS;
   if (!src_dev) {
-    toStorage(src, staging.data());
-    return ClCheck(cl().clEnqueueWriteBuffer(queue_, Mem(dst->deviceHandle()), CL_TRUE, dst->deviceOffset(), bytes,
-                                             staging.data(), 0, nullptr, nullptr),
-                   "clEnqueueWriteBuffer");
+    void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0, nullptr,
+                                      nullptr, &err);
+    RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
+    toStorage(src, static_cast<uint8_t*>(p));
+    RETURN_IF_ERROR(ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap"));
+    // In-order queue: kernels enqueued later see the copy.
+    return ClCheck(cl().clEnqueueCopyBuffer(queue_, staging_, mem, 0, dst->deviceOffset(), bytes, 0, nullptr, nullptr),
+                   "copy to the device");
   }
-  RETURN_IF_ERROR(ClCheck(cl().clEnqueueReadBuffer(queue_, Mem(src.deviceHandle()), CL_TRUE, src.deviceOffset(), bytes,
-                                                   staging.data(), 0, nullptr, nullptr),
-                          "clEnqueueReadBuffer"));
-  fromStorage(staging.data(), dst);
-  return Status::Ok();
+  RETURN_IF_ERROR(ClCheck(cl().clEnqueueCopyBuffer(queue_, mem, staging_, src.deviceOffset(), 0, bytes, 0, nullptr,
+                                                   nullptr),
+                          "copy from the device"));
+  void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_READ, 0, bytes, 0, nullptr, nullptr, &err);
+  RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
+  fromStorage(static_cast<const uint8_t*>(p), dst);
+  return ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap");
 }
 
 // ---------------------------------------------------------------- recording

@@ -5,8 +5,10 @@
 // tensor a kernel reads is a sub-buffer of the pool; the model constants
 // (weights) read by OpenCL ops live in a buffer of their own, uploaded once
 // when the session first resizes and kept across later resizes. Copies to
-// and from the host are blocking reads and writes (converting f32 <-> f16 in
-// fp16-storage mode).
+// and from the host go through a pinned staging buffer (CL_MEM_ALLOC_HOST_PTR,
+// which drivers back with page-locked host memory that the device reaches
+// by DMA): the host side is written or read through a mapping (converting
+// f32 <-> f16 in fp16-storage mode), the device side is a buffer copy.
 //
 // Kernels: shaders/opencl/<name>.cl, checked by clang at build time and
 // embedded; a program is built per (kernel, spec constants, fp16) at resize,
@@ -75,6 +77,8 @@ class OpenCLBackend final : public GpuBackend {
   StatusOr<cl_mem> subBuffer(const Tensor& t);
   Status enqueue(const GpuDispatch& d, cl_event* event);
   Status uploadConstants();
+  // The pinned staging buffer, grown to at least `bytes`.
+  Status ensureStaging(uint64_t bytes);
   void freeRecording();
   void loadCache();
   Status saveCache();
@@ -85,6 +89,8 @@ class OpenCLBackend final : public GpuBackend {
   cl_mem pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
   cl_mem constant_buffer_ = nullptr;
+  cl_mem staging_ = nullptr;
+  uint64_t staging_bytes_ = 0;
   uint64_t constant_bytes_ = 0;
 
   std::map<std::string, std::unique_ptr<ClKernel>> kernels_;  // by name, bindings, local size, spec

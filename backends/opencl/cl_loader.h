@@ -44,6 +44,8 @@ namespace kiln {
   X(clEnqueueWriteBuffer)       \
   X(clEnqueueCopyBuffer)        \
   X(clEnqueueFillBuffer)        \
+  X(clEnqueueMapBuffer)         \
+  X(clEnqueueUnmapMemObject)    \
   X(clFinish)                   \
   X(clWaitForEvents)            \
   X(clGetEventProfilingInfo)    \
