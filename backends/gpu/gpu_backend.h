@@ -80,6 +80,10 @@ struct GpuDispatch {
   std::vector<uint8_t> push;
   uint32_t groups[3] = {1, 1, 1};
   uint64_t prepared = 0;  // the backend's per-dispatch object (VkDescriptorSet / cl_kernel)
+  // A 1-D grid over independent items (add1D): the kernel's results do not
+  // depend on the work-group size, so a backend may pick another one
+  // (covering at least groups[0] * local[0] items along x).
+  bool free_local = false;
 };
 
 constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every Vulkan device guarantees
@@ -124,7 +128,9 @@ class GpuExecution : public Execution {
                const std::vector<uint32_t>& spec = {}) {
     uint32_t groups[3], local[3] = {64, 1, 1};
     Groups1D(n, 64, groups);
-    return add(name, std::move(bindings), push, groups, local, spec);
+    RETURN_IF_ERROR(add(name, std::move(bindings), push, groups, local, spec));
+    dispatches_.back().free_local = true;
+    return Status::Ok();
   }
   void addCopy(const Tensor* src, const Tensor* dst);
   static void Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]);

@@ -1,6 +1,7 @@
 #include "cl_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -213,6 +214,7 @@ StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bind
   k->bindings = bindings;
   std::copy(local, local + 3, k->local_size);
   k->program = program;
+  k->options = options;
   const GpuKernel* raw = k.get();
   kernels_.emplace(key, std::move(k));
   return raw;
@@ -358,6 +360,8 @@ StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {
 void OpenCLBackend::freeRecording() {
   for (cl_kernel k : recorded_kernels_) cl().clReleaseKernel(k);
   recorded_kernels_.clear();
+  tuned_local_.clear();
+  tuned_measured_ = tuned_cached_ = 0;
   for (auto& [key, m] : sub_buffers_) cl().clReleaseMemObject(m);
   sub_buffers_.clear();
   for (auto& [e, ev] : events_) {
@@ -393,7 +397,55 @@ Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
         if (!d.push.empty())
           RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg, d.push.size(), d.push.data()),
                                   StrFormat("%s: push constants", k->name.c_str()).c_str()));
+        if (config_.tuning != Tuning::kNone && d.free_local) RETURN_IF_ERROR(tune(d));
       }
+  if (config_.tuning != Tuning::kNone)
+    KILN_LOG("opencl: work-group sizes of %zu dispatches tuned (%zu measured, %zu from the cache file)",
+             tuned_measured_ + tuned_cached_, tuned_measured_, tuned_cached_);
+  return Status::Ok();
+}
+
+Status OpenCLBackend::tune(const GpuDispatch& d) {
+  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return Status::Ok();
+  const auto* k = static_cast<const ClKernel*>(d.kernel);
+  const std::string key = StrFormat("tune|%s|%s|%s|%s|%ux%u", caps().name.c_str(), caps().driver_version.c_str(),
+                                    k->name.c_str(), k->options.c_str(), d.groups[0], d.groups[1]);
+  auto cached = binaries_.find(key);
+  if (cached != binaries_.end() && cached->second.size() == 4) {
+    uint32_t local;
+    std::memcpy(&local, cached->second.data(), 4);
+    tuned_local_[d.prepared] = local;
+    ++tuned_cached_;
+    return Status::Ok();
+  }
+  std::vector<uint32_t> candidates = config_.tuning == Tuning::kFull
+                                         ? std::vector<uint32_t>{16, 32, 64, 128, 256, 512, 1024}
+                                         : std::vector<uint32_t>{32, 64, 128, 256};
+  const int reps = config_.tuning == Tuning::kFull ? 5 : 2;
+  uint32_t best_local = d.kernel->local_size[0];
+  double best = 1e30;
+  for (uint32_t local : candidates) {
+    if (local > caps().max_workgroup_size[0] || local > caps().max_workgroup_invocations) continue;
+    tuned_local_[d.prepared] = local;
+    RETURN_IF_ERROR(enqueue(d, nullptr));  // warm-up (and any lazy compile)
+    RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
+    double t = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(enqueue(d, nullptr));
+      RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
+      t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (t < best) {
+      best = t;
+      best_local = local;
+    }
+  }
+  tuned_local_[d.prepared] = best_local;
+  std::vector<uint8_t> value(4);
+  std::memcpy(value.data(), &best_local, 4);
+  binaries_[key] = std::move(value);
+  ++tuned_measured_;
   return Status::Ok();
 }
 
@@ -410,9 +462,15 @@ Status OpenCLBackend::enqueue(const GpuDispatch& d, cl_event* event) {
   }
   if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return Status::Ok();
   const uint32_t* local = d.kernel->local_size;
-  const size_t global[3] = {size_t{d.groups[0]} * local[0], size_t{d.groups[1]} * local[1],
-                            size_t{d.groups[2]} * local[2]};
-  const size_t lsize[3] = {local[0], local[1], local[2]};
+  size_t global[3] = {size_t{d.groups[0]} * local[0], size_t{d.groups[1]} * local[1], size_t{d.groups[2]} * local[2]};
+  size_t lsize[3] = {local[0], local[1], local[2]};
+  auto tuned = d.free_local ? tuned_local_.find(d.prepared) : tuned_local_.end();
+  if (tuned != tuned_local_.end()) {
+    // Cover at least the planned items along x with the tuned group size
+    // (the kernel bounds-checks its items).
+    lsize[0] = tuned->second;
+    global[0] = (global[0] + lsize[0] - 1) / lsize[0] * lsize[0];
+  }
   return ClCheck(cl().clEnqueueNDRangeKernel(queue_, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, global,
                                              lsize, 0, nullptr, event),
                  d.kernel->name.c_str());

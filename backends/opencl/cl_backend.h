@@ -17,7 +17,11 @@
 // process skips the compiler. At onRecord every dispatch gets its own
 // cl_kernel with all arguments set once; run() only enqueues the prepared
 // kernels in order (an in-order queue orders them) and waits at the end.
-// With profiling on, each op's commands are timed with events.
+// With profiling on, each op's commands are timed with events. With
+// ScheduleConfig::tuning, each 1-D dispatch's work-group size is measured
+// at record time (a few candidates, the fastest kept) and remembered in the
+// cache file under its kernel, build options and grid, so a second session
+// reads it instead of measuring.
 //
 // Thread-safety: one session, one thread (see backend.h).
 #pragma once
@@ -37,6 +41,7 @@ namespace kiln {
 
 struct ClKernel : GpuKernel {
   cl_program program = nullptr;
+  std::string options;  // the build options (spec constants, fp16)
 };
 
 class OpenCLBackend final : public GpuBackend {
@@ -76,6 +81,9 @@ class OpenCLBackend final : public GpuBackend {
   StatusOr<cl_program> buildProgram(const std::string& stem, const std::string& options);
   StatusOr<cl_mem> subBuffer(const Tensor& t);
   Status enqueue(const GpuDispatch& d, cl_event* event);
+  // ScheduleConfig::tuning: the work-group size of a free_local dispatch,
+  // measured (or read from the cache file) at record time.
+  Status tune(const GpuDispatch& d);
   Status uploadConstants();
   // The pinned staging buffer, grown to at least `bytes`.
   Status ensureStaging(uint64_t bytes);
@@ -104,6 +112,8 @@ class OpenCLBackend final : public GpuBackend {
   std::vector<cl_kernel> recorded_kernels_;
   std::map<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>, cl_mem> sub_buffers_;
   bool op_by_op_ = false;
+  std::unordered_map<uint64_t, uint32_t> tuned_local_;  // prepared cl_kernel -> work-group size
+  size_t tuned_measured_ = 0, tuned_cached_ = 0;
   std::unordered_map<const Execution*, std::pair<cl_event, cl_event>> events_;  // first, last command
   std::unordered_map<const Execution*, double> timings_;
 };

@@ -55,6 +55,6 @@ __kernel void unpool(__global const uint* x, __global const uint* ind, __global 
     y[i] = 0u;
   } else {
     uint claim = y[i];
-    y[i] = claim == 0u ? 0u : x[claim - 1u];
+    y[i] = claim == 0u || claim > p.n ? 0u : x[claim - 1u];  // a claim beyond n: never in a run, but stages can run alone (tuning)
   }
 }

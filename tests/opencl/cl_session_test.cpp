@@ -9,6 +9,7 @@
 #include "cl_backend.h"
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "log.h"
 #include "support/backend_compare.h"
 #include "support/test_models.h"
 
@@ -147,6 +148,38 @@ TEST(OpenCLSession, ProgramBinaryCacheFile) {
   auto* cl = static_cast<OpenCLBackend*>(b->get());
   ASSERT_TRUE(cl->kernel("unary", 2, local, {3}).ok());
   EXPECT_EQ(cl->programsCompiled(), 1u);
+}
+
+// Tuning measures each 1-D dispatch's work-group size once, keeps the result
+// in the cache file (the second session measures nothing), and never
+// changes the results.
+TEST(OpenCLSession, WorkSizeTuningIsCachedAndExact) {
+  KILN_REQUIRE_BACKEND(kCl);
+  auto interp = Chain();
+  const std::string file = TempDir() + "/tuned.cache";
+  Session* host = *interp->createSession({});
+  const std::vector<float> x = RandomFloats(4 * 15, 6);
+  const std::vector<float> want = RunOnce(host, {4, 3, 5}, x);
+  for (int pass = 0; pass < 2; ++pass) {
+    ScheduleConfig c;
+    c.type = kCl;
+    c.tuning = Tuning::kFast;
+    c.cacheFile = file;
+    std::vector<std::string> logs;
+    SetLogSink([&](const std::string& m) { logs.push_back(m); });
+    Session* s = *interp->createSession(c);
+    const std::vector<float> got = RunOnce(s, {4, 3, 5}, x);
+    SetLogSink(nullptr);
+    ExpectNear(got, want, 1e-6f, "tuned, pass " + std::to_string(pass));
+    std::string tuning_log;
+    for (const std::string& m : logs)
+      if (m.find("work-group sizes") != std::string::npos) tuning_log = m;
+    // relu, add, sigmoid, mul, transpose: five 1-D dispatches.
+    EXPECT_NE(tuning_log.find(pass == 0 ? "(5 measured, 0 from the cache file)" : "(0 measured, 5 from the cache file)"),
+              std::string::npos)
+        << "pass " << pass << ": " << tuning_log;
+    ASSERT_TRUE(interp->releaseSession(s).ok());
+  }
 }
 
 TEST(OpenCLSession, ProfileTimesEveryOp) {

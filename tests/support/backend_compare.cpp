@@ -36,6 +36,8 @@ void ExpectSameAsHost(const OpTest& test, ForwardType backend, float tol, const 
   ScheduleConfig c;
   c.type = backend;
   c.backupType = ForwardType::kHost;
+  if (const char* t = std::getenv("KILN_TEST_TUNING"))  // ctest opencl_tuned
+    c.tuning = std::string(t) == "full" ? Tuning::kFull : Tuning::kFast;
   if (LowPrecisionRun()) {
     c.precision = Precision::kLow;
     tol = std::max(tol, kFp16Tolerance);

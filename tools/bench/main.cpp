@@ -1,5 +1,5 @@
 // kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N]
-//            [--loops 50] [--warmup 5] [--precision normal|high|low]
+//            [--loops 50] [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]
 //            [--shape NAME=D0,D1,...] [--profile [--trace FILE.json]] [--json]
 //
 // For each model (a .kiln, .onnx or .tflite file, or every such file in DIR)
@@ -43,7 +43,8 @@ double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::durati
 int Usage() {
   std::fprintf(stderr,
                "usage: kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N] [--loops 50]\n"
-               "                  [--warmup 5] [--precision normal|high|low] [--shape NAME=D0,D1,...]\n"
+               "                  [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]\n"
+               "                  [--shape NAME=D0,D1,...]\n"
                "                  [--profile [--trace FILE.json]] [--json]\n");
   return 2;
 }
@@ -52,6 +53,7 @@ struct Options {
   std::vector<std::string> backends = {"host"};
   int threads = 1, loops = 50, warmup = 5;
   Precision precision = Precision::kNormal;
+  Tuning tuning = Tuning::kNone;
   std::map<std::string, std::vector<int64_t>> shapes;
   bool json = false;
   bool profile = false;
@@ -107,6 +109,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   config.type = ParseBackend(backend, &ok);
   config.numThread = o.threads;
   config.precision = o.precision;
+  config.tuning = o.tuning;
   config.profile = o.profile;
   auto t0 = Clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
@@ -317,6 +320,14 @@ int main(int argc, char** argv) {
       if (p == "normal") o.precision = Precision::kNormal;
       else if (p == "high") o.precision = Precision::kHigh;
       else if (p == "low") o.precision = Precision::kLow;
+      else return Usage();
+    } else if (a == "--tuning") {
+      const char* v = next();
+      if (!v) return Usage();
+      std::string t = v;
+      if (t == "none") o.tuning = Tuning::kNone;
+      else if (t == "fast") o.tuning = Tuning::kFast;
+      else if (t == "full") o.tuning = Tuning::kFull;
       else return Usage();
     } else if (a == "--shape") {
       const char* v = next();

@@ -25,6 +25,9 @@ namespace kiln {
 
 enum class ForwardType { kHost, kVulkan, kOpenCL, kAuto };
 enum class Precision { kNormal, kHigh, kLow };
+// Work-group sizes chosen by measurement at resize (OpenCL): kFast tries a
+// few sizes, kFull more; results are kept in ScheduleConfig::cacheFile.
+enum class Tuning { kNone, kFast, kFull };
 
 const char* ForwardTypeName(ForwardType type);
 
@@ -49,9 +52,13 @@ struct ScheduleConfig {
   // between processes (read at session creation, written when the session
   // is released if it learned something new). Empty: no file.
   std::string cacheFile;
-  // Per-op device timing (Vulkan timestamp queries), read through
-  // Session::profile() after a run.
+  // Per-op device timing (Vulkan timestamp queries, OpenCL events), read
+  // through Session::profile() after a run.
   bool profile = false;
+  // OpenCL: tune the work-group size of each size-independent kernel (1-D
+  // grids) at resize by timing candidates, and keep the winners in cacheFile
+  // so that the next session starts tuned. Costs resize time, never run time.
+  Tuning tuning = Tuning::kNone;
 };
 
 struct OpInfo {
