@@ -358,6 +358,9 @@ StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {
 }
 
 void OpenCLBackend::freeRecording() {
+  for (cl_command_buffer_khr b : command_buffers_) device_->commandBuffers().release(b);  // before their kernels
+  command_buffers_.clear();
+  buffer_of_run_end_.clear();
   for (cl_kernel k : recorded_kernels_) cl().clReleaseKernel(k);
   recorded_kernels_.clear();
   tuned_local_.clear();
@@ -402,6 +405,8 @@ Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
   if (config_.tuning != Tuning::kNone)
     KILN_LOG("opencl: work-group sizes of %zu dispatches tuned (%zu measured, %zu from the cache file)",
              tuned_measured_ + tuned_cached_, tuned_measured_, tuned_cached_);
+  // Profiling needs an event per op: then the prepared list runs instead.
+  if (caps().command_buffer && !config_.profile) RETURN_IF_ERROR(recordCommandBuffers(runs));
   return Status::Ok();
 }
 
@@ -449,34 +454,91 @@ Status OpenCLBackend::tune(const GpuDispatch& d) {
   return Status::Ok();
 }
 
-Status OpenCLBackend::enqueue(const GpuDispatch& d, cl_event* event) {
+OpenCLBackend::Launch OpenCLBackend::launchOf(const GpuDispatch& d) const {
+  Launch l;
   if (!d.kernel) {
     const Tensor& src = *d.bindings[0].tensor;
     const Tensor& dst = *d.bindings[1].tensor;
-    const size_t bytes = storageBytes(src);
-    if (bytes == 0 || (src.deviceHandle() == dst.deviceHandle() && src.deviceOffset() == dst.deviceOffset()))
-      return Status::Ok();
-    return ClCheck(cl().clEnqueueCopyBuffer(queue_, Mem(src.deviceHandle()), Mem(dst.deviceHandle()),
-                                            src.deviceOffset(), dst.deviceOffset(), bytes, 0, nullptr, event),
-                   "clEnqueueCopyBuffer");
+    l.copy = true;
+    l.bytes = storageBytes(src);
+    l.skip = l.bytes == 0 || (src.deviceHandle() == dst.deviceHandle() && src.deviceOffset() == dst.deviceOffset());
+    l.src = Mem(src.deviceHandle());
+    l.dst = Mem(dst.deviceHandle());
+    l.src_offset = src.deviceOffset();
+    l.dst_offset = dst.deviceOffset();
+    return l;
   }
-  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return Status::Ok();
+  if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) {
+    l.skip = true;
+    return l;
+  }
   const uint32_t* local = d.kernel->local_size;
-  size_t global[3] = {size_t{d.groups[0]} * local[0], size_t{d.groups[1]} * local[1], size_t{d.groups[2]} * local[2]};
-  size_t lsize[3] = {local[0], local[1], local[2]};
+  for (int i = 0; i < 3; ++i) {
+    l.local[i] = local[i];
+    l.global[i] = size_t{d.groups[i]} * local[i];
+  }
   auto tuned = d.free_local ? tuned_local_.find(d.prepared) : tuned_local_.end();
   if (tuned != tuned_local_.end()) {
     // Cover at least the planned items along x with the tuned group size
     // (the kernel bounds-checks its items).
-    lsize[0] = tuned->second;
-    global[0] = (global[0] + lsize[0] - 1) / lsize[0] * lsize[0];
+    l.local[0] = tuned->second;
+    l.global[0] = (l.global[0] + l.local[0] - 1) / l.local[0] * l.local[0];
   }
-  return ClCheck(cl().clEnqueueNDRangeKernel(queue_, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, global,
-                                             lsize, 0, nullptr, event),
+  return l;
+}
+
+Status OpenCLBackend::enqueue(const GpuDispatch& d, cl_event* event) {
+  const Launch l = launchOf(d);
+  if (l.skip) return Status::Ok();
+  if (l.copy)
+    return ClCheck(cl().clEnqueueCopyBuffer(queue_, l.src, l.dst, l.src_offset, l.dst_offset, l.bytes, 0, nullptr, event),
+                   "clEnqueueCopyBuffer");
+  return ClCheck(cl().clEnqueueNDRangeKernel(queue_, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, l.global,
+                                             l.local, 0, nullptr, event),
                  d.kernel->name.c_str());
 }
 
+Status OpenCLBackend::recordCommandBuffers(const std::vector<std::vector<Execution*>>& runs) {
+  const ClCommandBufferApi& cb = device_->commandBuffers();
+  for (const auto& run : runs) {
+    if (run.empty()) continue;
+    cl_int err = CL_SUCCESS;
+    cl_command_buffer_khr buffer = cb.create(1, &queue_, nullptr, &err);
+    RETURN_IF_ERROR(ClCheck(err, "clCreateCommandBufferKHR"));
+    command_buffers_.push_back(buffer);
+    // Each command waits for the one before: the run's order, whatever the
+    // device does with a command buffer's commands.
+    cl_sync_point_khr last = 0;
+    bool has_last = false;
+    for (Execution* e : run)
+      for (const GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches()) {
+        const Launch l = launchOf(d);
+        if (l.skip) continue;
+        cl_sync_point_khr point = 0;
+        if (l.copy) {
+          err = cb.copy(buffer, nullptr, l.src, l.dst, l.src_offset, l.dst_offset, l.bytes, has_last ? 1 : 0,
+                        has_last ? &last : nullptr, &point, nullptr);
+        } else {
+          err = cb.ndrange(buffer, nullptr, nullptr, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, l.global,
+                           l.local, has_last ? 1 : 0, has_last ? &last : nullptr, &point, nullptr);
+        }
+        RETURN_IF_ERROR(ClCheck(err, "recording a command buffer"));
+        last = point;
+        has_last = true;
+      }
+    RETURN_IF_ERROR(ClCheck(cb.finalize(buffer), "clFinalizeCommandBufferKHR"));
+    buffer_of_run_end_[run.back()] = buffer;
+  }
+  return Status::Ok();
+}
+
 Status OpenCLBackend::submitExecution(GpuExecution* exec) {
+  if (!op_by_op_ && !command_buffers_.empty()) {
+    auto it = buffer_of_run_end_.find(exec);
+    if (it == buffer_of_run_end_.end()) return Status::Ok();  // enqueued with its run's last op
+    cl_command_queue q = queue_;
+    return ClCheck(device_->commandBuffers().enqueue(1, &q, it->second, 0, nullptr, nullptr), "clEnqueueCommandBufferKHR");
+  }
   const bool timed = config_.profile && !op_by_op_;
   std::pair<cl_event, cl_event> ev{nullptr, nullptr};
   for (const GpuDispatch& d : exec->dispatches()) {

@@ -15,8 +15,12 @@
 // never at run time, and its binary kept in ScheduleConfig::cacheFile (keyed
 // by device, driver version and a hash of source and options), so a second
 // process skips the compiler. At onRecord every dispatch gets its own
-// cl_kernel with all arguments set once; run() only enqueues the prepared
-// kernels in order (an in-order queue orders them) and waits at the end.
+// cl_kernel with all arguments set once; where the device has
+// cl_khr_command_buffer, each run of consecutive OpenCL ops is then recorded
+// once into a command buffer that run() enqueues whole; elsewhere (and with
+// profiling or callbacks, which need per-op events or waits) run() enqueues
+// the prepared kernels in order (an in-order queue orders them). run()
+// waits at the end.
 // With profiling on, each op's commands are timed with events. With
 // ScheduleConfig::tuning, each 1-D dispatch's work-group size is measured
 // at record time (a few candidates, the fastest kept) and remembered in the
@@ -71,6 +75,8 @@ class OpenCLBackend final : public GpuBackend {
   Status submitExecution(GpuExecution* exec) override;
 
   const ClCaps& caps() const { return device_->caps(); }
+  // Runs recorded as command buffers at the last resize (0 without cl_khr_command_buffer).
+  size_t commandBuffersRecorded() const { return command_buffers_.size(); }
   // Programs built from source in this session (the rest came from the cache file).
   size_t programsCompiled() const { return programs_compiled_; }
 
@@ -80,7 +86,17 @@ class OpenCLBackend final : public GpuBackend {
   const ClApi& cl() const { return device_->api(); }
   StatusOr<cl_program> buildProgram(const std::string& stem, const std::string& options);
   StatusOr<cl_mem> subBuffer(const Tensor& t);
+  // What one dispatch launches (nothing when it is empty or an aliasing copy).
+  struct Launch {
+    bool skip = false, copy = false;
+    cl_mem src = nullptr, dst = nullptr;
+    size_t src_offset = 0, dst_offset = 0, bytes = 0;
+    size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
+  };
+  Launch launchOf(const GpuDispatch& d) const;
   Status enqueue(const GpuDispatch& d, cl_event* event);
+  // cl_khr_command_buffer: each run recorded once, enqueued by its last op.
+  Status recordCommandBuffers(const std::vector<std::vector<Execution*>>& runs);
   // ScheduleConfig::tuning: the work-group size of a free_local dispatch,
   // measured (or read from the cache file) at record time.
   Status tune(const GpuDispatch& d);
@@ -112,6 +128,8 @@ class OpenCLBackend final : public GpuBackend {
   std::vector<cl_kernel> recorded_kernels_;
   std::map<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>, cl_mem> sub_buffers_;
   bool op_by_op_ = false;
+  std::vector<cl_command_buffer_khr> command_buffers_;
+  std::unordered_map<const Execution*, cl_command_buffer_khr> buffer_of_run_end_;
   std::unordered_map<uint64_t, uint32_t> tuned_local_;  // prepared cl_kernel -> work-group size
   size_t tuned_measured_ = 0, tuned_cached_ = 0;
   std::unordered_map<const Execution*, std::pair<cl_event, cl_event>> events_;  // first, last command

@@ -33,8 +33,9 @@ int Rank(cl_device_type t) {
 
 std::string ClCaps::toString() const {
   const char* kind = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator" : "cpu";
-  return StrFormat("%s (%s, %s, %s, fp16 math %s, %u compute units)", name.c_str(), kind, device_version.c_str(),
-                   platform.c_str(), fp16_math ? "yes" : "no", compute_units);
+  return StrFormat("%s (%s, %s, %s, fp16 math %s, command buffers %s, %u compute units)", name.c_str(), kind,
+                   device_version.c_str(), platform.c_str(), fp16_math ? "yes" : "no", command_buffer ? "yes" : "no",
+                   compute_units);
 }
 
 StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
@@ -102,6 +103,18 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   c.storage_16bit = true;
   c.storage_8bit = true;
   c.images = DeviceValue<cl_bool>(cl, d, CL_DEVICE_IMAGE_SUPPORT) != 0;
+  if (ext.find("cl_khr_command_buffer") != std::string::npos) {
+    ClCommandBufferApi& cb = dev->command_buffers_;
+    auto get = [&](const char* name) { return cl.clGetExtensionFunctionAddressForPlatform(all[pick].platform, name); };
+    cb.create = reinterpret_cast<clCreateCommandBufferKHR_fn>(get("clCreateCommandBufferKHR"));
+    cb.finalize = reinterpret_cast<clFinalizeCommandBufferKHR_fn>(get("clFinalizeCommandBufferKHR"));
+    cb.release = reinterpret_cast<clReleaseCommandBufferKHR_fn>(get("clReleaseCommandBufferKHR"));
+    cb.enqueue = reinterpret_cast<clEnqueueCommandBufferKHR_fn>(get("clEnqueueCommandBufferKHR"));
+    cb.ndrange = reinterpret_cast<clCommandNDRangeKernelKHR_fn>(get("clCommandNDRangeKernelKHR"));
+    cb.copy = reinterpret_cast<clCommandCopyBufferKHR_fn>(get("clCommandCopyBufferKHR"));
+    c.command_buffer = cb.ok();
+  }
+  if (const char* v = std::getenv("KILN_OPENCL_COMMAND_BUFFER")) c.command_buffer = c.command_buffer && std::string(v) != "0";
   c.compute_units = DeviceValue<cl_uint>(cl, d, CL_DEVICE_MAX_COMPUTE_UNITS);
   c.local_memory = DeviceValue<cl_ulong>(cl, d, CL_DEVICE_LOCAL_MEM_SIZE);
   c.base_address_align = DeviceValue<cl_uint>(cl, d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;

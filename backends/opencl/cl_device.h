@@ -23,6 +23,7 @@ struct ClCaps : GpuCaps {
   cl_device_type type = 0;
   bool fp16_math = false;  // cl_khr_fp16
   bool images = false;
+  bool command_buffer = false;  // cl_khr_command_buffer, with its entry points resolved
   uint32_t compute_units = 0;
   uint64_t local_memory = 0;
   uint32_t base_address_align = 0;  // bytes: sub-buffer origins are multiples of it
@@ -40,6 +41,7 @@ class ClDevice {
   const ClCaps& caps() const { return caps_; }
   cl_device_id device() const { return device_; }
   cl_context context() const { return context_; }
+  const ClCommandBufferApi& commandBuffers() const { return command_buffers_; }
 
  private:
   ClDevice() = default;
@@ -47,6 +49,7 @@ class ClDevice {
   ClCaps caps_;
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
+  ClCommandBufferApi command_buffers_;
 };
 
 }  // namespace kiln

@@ -13,6 +13,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 
 #include "kiln/status.h"
 
@@ -49,12 +50,25 @@ namespace kiln {
   X(clFinish)                   \
   X(clWaitForEvents)            \
   X(clGetEventProfilingInfo)    \
-  X(clReleaseEvent)
+  X(clReleaseEvent)              \
+  X(clGetExtensionFunctionAddressForPlatform)
 
 struct ClApi {
 #define KILN_CL_MEMBER(name) decltype(&::name) name = nullptr;
   KILN_CL_FUNCTIONS(KILN_CL_MEMBER)
 #undef KILN_CL_MEMBER
+};
+
+// cl_khr_command_buffer (provisional, 0.9): resolved per platform; all null
+// when the device lacks the extension.
+struct ClCommandBufferApi {
+  clCreateCommandBufferKHR_fn create = nullptr;
+  clFinalizeCommandBufferKHR_fn finalize = nullptr;
+  clReleaseCommandBufferKHR_fn release = nullptr;
+  clEnqueueCommandBufferKHR_fn enqueue = nullptr;
+  clCommandNDRangeKernelKHR_fn ndrange = nullptr;
+  clCommandCopyBufferKHR_fn copy = nullptr;
+  bool ok() const { return create && finalize && release && enqueue && ndrange && copy; }
 };
 
 // The loaded table, or Unavailable naming the libraries tried.

@@ -199,6 +199,27 @@ TEST(OpenCLSession, ProfileTimesEveryOp) {
   }
 }
 
+// Replays recorded as command buffers where the device offers
+// cl_khr_command_buffer (and KILN_OPENCL_COMMAND_BUFFER=0 does not say no).
+TEST(OpenCLSession, RunsAreCommandBuffersWhereTheDeviceHasThem) {
+  KILN_REQUIRE_BACKEND(kCl);
+  ScheduleConfig c;
+  c.type = kCl;
+  auto b = OpenCLBackend::Create(c);
+  ASSERT_TRUE(b.ok());
+  const ClCaps& caps = static_cast<OpenCLBackend*>(b->get())->caps();
+  const char* off = std::getenv("KILN_OPENCL_COMMAND_BUFFER");
+  if (off && std::string(off) == "0") {
+    EXPECT_FALSE(caps.command_buffer);
+  } else {
+    EXPECT_EQ(caps.command_buffer, caps.toString().find("command buffers yes") != std::string::npos);
+  }
+  // PoCL (the CI driver) has the extension: the fast path is what CI tests.
+  if (caps.platform.find("Portable Computing Language") != std::string::npos && !(off && std::string(off) == "0")) {
+    EXPECT_TRUE(caps.command_buffer) << caps.toString();
+  }
+}
+
 TEST(OpenCLSession, BadDeviceIndexFallsBackWithReason) {
   auto interp = Chain();
   ScheduleConfig c;
