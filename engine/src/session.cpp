@@ -16,6 +16,23 @@ const char* ForwardTypeName(ForwardType type) {
   return "?";
 }
 
+bool ParseForwardType(const std::string& name, ForwardType* type) {
+  for (ForwardType t : {ForwardType::kHost, ForwardType::kVulkan, ForwardType::kOpenCL, ForwardType::kAuto})
+    if (name == ForwardTypeName(t)) {
+      *type = t;
+      return true;
+    }
+  return false;
+}
+
+bool ParsePrecision(const std::string& name, Precision* precision) {
+  if (name == "normal") *precision = Precision::kNormal;
+  else if (name == "high") *precision = Precision::kHigh;
+  else if (name == "low") *precision = Precision::kLow;
+  else return false;
+  return true;
+}
+
 std::string Placement::toString() const {
   std::string s = "placement:";
   for (auto& [backend, n] : ops_per_backend) s += StrFormat(" %s %d ops,", backend.c_str(), n);

@@ -71,16 +71,6 @@ struct Result {
   std::vector<OpProfile> profile;
 };
 
-ForwardType ParseBackend(const std::string& b, bool* ok) {
-  *ok = true;
-  if (b == "host") return ForwardType::kHost;
-  if (b == "vulkan") return ForwardType::kVulkan;
-  if (b == "opencl") return ForwardType::kOpenCL;
-  if (b == "auto") return ForwardType::kAuto;
-  *ok = false;
-  return ForwardType::kHost;
-}
-
 // Resizes every input (symbolic dims from --shape, else 1) and fills it.
 Status PrepareInputs(Session* s, const Options& o) {
   std::mt19937 rng(1);
@@ -104,9 +94,8 @@ Status PrepareInputs(Session* s, const Options& o) {
 }
 
 Status Bench(const std::string& path, const std::string& backend, const Options& o, Result* r) {
-  bool ok;
   ScheduleConfig config;
-  config.type = ParseBackend(backend, &ok);
+  if (!ParseForwardType(backend, &config.type)) return InvalidArgument("unknown backend '%s'", backend.c_str());
   config.numThread = o.threads;
   config.precision = o.precision;
   config.tuning = o.tuning;
@@ -301,9 +290,8 @@ int main(int argc, char** argv) {
         size_t c = list.find(',', p);
         if (c == std::string::npos) c = list.size();
         std::string b = list.substr(p, c - p);
-        bool ok;
-        ParseBackend(b, &ok);
-        if (!ok) return Usage();
+        ForwardType t;
+        if (!ParseForwardType(b, &t)) return Usage();
         o.backends.push_back(b);
         p = c + 1;
       }
@@ -316,11 +304,7 @@ int main(int argc, char** argv) {
     } else if (a == "--precision") {
       const char* v = next();
       if (!v) return Usage();
-      std::string p = v;
-      if (p == "normal") o.precision = Precision::kNormal;
-      else if (p == "high") o.precision = Precision::kHigh;
-      else if (p == "low") o.precision = Precision::kLow;
-      else return Usage();
+      if (!ParsePrecision(v, &o.precision)) return Usage();
     } else if (a == "--tuning") {
       const char* v = next();
       if (!v) return Usage();

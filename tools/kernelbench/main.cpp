@@ -54,14 +54,6 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-bool ParseBackend(const std::string& b, ForwardType* t) {
-  if (b == "host") *t = ForwardType::kHost;
-  else if (b == "vulkan") *t = ForwardType::kVulkan;
-  else if (b == "opencl") *t = ForwardType::kOpenCL;
-  else return false;
-  return true;
-}
-
 // One kernel at one size: a one-op model and its work.
 struct Case {
   std::string kernel, size;
@@ -309,7 +301,7 @@ int main(int argc, char** argv) {
   std::vector<ForwardType> types;
   for (const std::string& b : o.backends) {
     ForwardType t;
-    if (!ParseBackend(b, &t)) return Usage();
+    if (!ParseForwardType(b, &t) || t == ForwardType::kAuto) return Usage();  // one device each
     types.push_back(t);
   }
   setenv("KILN_QUIET", "1", 0);

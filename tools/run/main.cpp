@@ -36,15 +36,6 @@ int Fail(const std::string& what, const kiln::Status& s) {
   return 1;
 }
 
-bool ParseBackend(const std::string& b, kiln::ForwardType* type) {
-  if (b == "host") *type = kiln::ForwardType::kHost;
-  else if (b == "vulkan") *type = kiln::ForwardType::kVulkan;
-  else if (b == "opencl") *type = kiln::ForwardType::kOpenCL;
-  else if (b == "auto") *type = kiln::ForwardType::kAuto;
-  else return false;
-  return true;
-}
-
 // Creates a session, sizes its inputs from the arrays and fills them.
 kiln::StatusOr<kiln::Session*> Prepare(kiln::Interpreter* interp, const kiln::ScheduleConfig& config,
                                        const std::map<std::string, kiln::NpyArray>& arrays) {
@@ -115,20 +106,16 @@ int main(int argc, char** argv) {
     } else if (a == "--output-dir" && i + 1 < argc) {
       out_dir = argv[++i];
     } else if (a == "--backend" && i + 1 < argc) {
-      if (!ParseBackend(argv[++i], &config.type)) return Usage();
+      if (!kiln::ParseForwardType(argv[++i], &config.type)) return Usage();
     } else if (a == "--compare" && i + 1 < argc) {
-      if (!ParseBackend(argv[++i], &compare_type)) return Usage();
+      if (!kiln::ParseForwardType(argv[++i], &compare_type)) return Usage();
       compare = true;
     } else if (a == "--tolerance" && i + 1 < argc) {
       char* end = nullptr;
       tolerance = std::strtod(argv[++i], &end);
       if (*end || !(tolerance >= 0)) return Usage();
     } else if (a == "--precision" && i + 1 < argc) {
-      std::string p = argv[++i];
-      if (p == "normal") config.precision = kiln::Precision::kNormal;
-      else if (p == "high") config.precision = kiln::Precision::kHigh;
-      else if (p == "low") config.precision = kiln::Precision::kLow;
-      else return Usage();
+      if (!kiln::ParsePrecision(argv[++i], &config.precision)) return Usage();
     } else if (a == "--threads" && i + 1 < argc) {
       config.numThread = std::atoi(argv[++i]);
       if (config.numThread < 1) return Usage();

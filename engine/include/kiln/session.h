@@ -30,6 +30,10 @@ enum class Precision { kNormal, kHigh, kLow };
 enum class Tuning { kNone, kFast, kFull };
 
 const char* ForwardTypeName(ForwardType type);
+// The inverses of the names tools take: "host", "vulkan", "opencl", "auto";
+// "normal", "high", "low". False for any other name.
+bool ParseForwardType(const std::string& name, ForwardType* type);
+bool ParsePrecision(const std::string& name, Precision* precision);
 
 struct ScheduleConfig {
   ForwardType type = ForwardType::kHost;        // preferred backend (kAuto: Vulkan, OpenCL, host)
