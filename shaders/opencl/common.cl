@@ -116,6 +116,16 @@ float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
   uint dd, dh, dw;  \
   int pd, ph, pw;
 
+// The push constants of conv.cl and conv_direct.cl (one C++ struct in
+// gpu_nn_conv.cpp): channels in all groups, per group in and out, groups,
+// batch; the window; the fused activation's bounds; work items (direct).
+typedef struct {
+  uint c, cg, mg, groups, batch;
+  CONV_WINDOW
+  float lo, hi, slope;
+  uint total;
+} ConvPush;
+
 // The tiled-GEMM core of gemm.cl and conv.cl (shaders/vulkan/gemm_tile.glsl):
 // a work group of LX x LY computes a TM x TN tile from TK-deep slices of A
 // (As[k][m]) and B (Bs[k][n]) staged in local memory; each work item owns a

@@ -13,13 +13,6 @@
 #define ACT KILN_SPEC_3
 #define HAS_BIAS (KILN_SPEC_4 != 0)
 
-typedef struct {
-  uint c, cg, mg, groups, batch;
-  CONV_WINDOW
-  float lo, hi, slope;
-  uint total;
-} ConvPush;
-
 __kernel void conv(__global const STORE_T* x, __global const STORE_T* w, __global const STORE_T* bias,
                    __global STORE_T* y, ConvPush p) {
   __local float As[TK * (TILE_MAX + 1u)];
