@@ -1,5 +1,7 @@
 #include "gpu_backend.h"
 
+#include <algorithm>
+
 #include "half.h"
 
 namespace kiln {
@@ -68,6 +70,34 @@ void GpuExecution::addCopy(const Tensor* src, const Tensor* dst) {
   GpuDispatch d;
   d.bindings = {{src, nullptr, false}, {dst, nullptr, true}};
   dispatches_.push_back(std::move(d));
+}
+
+StatusOr<DevicePeaks> MeasurePeakSchedule(
+    uint32_t fma_items, uint32_t copy_bytes,
+    const std::function<Status(uint32_t mode, const PeakPush& push, double* seconds)>& run) {
+  PeakPush push{fma_items, 16, 0.999999f, 1e-7f};
+  double s = 0;
+  RETURN_IF_ERROR(run(0, push, &s), "peak FMA");  // warm-up: a lazy compile or first launch
+  for (;;) {
+    RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
+    if (s >= 0.02 || push.iters >= (1u << 24)) break;
+    push.iters *= s > 0 ? std::min<uint32_t>(16, static_cast<uint32_t>(0.03 / s) + 1) : 16;
+  }
+  double best = s;
+  for (int rep = 0; rep < 2; ++rep) {
+    RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
+    best = std::min(best, s);
+  }
+  DevicePeaks peaks;
+  peaks.gflops = 64.0 * push.iters * push.n / best / 1e9;
+  push.n = copy_bytes / 16;
+  best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    RETURN_IF_ERROR(run(1, push, &s), "peak copy");
+    best = std::min(best, s);
+  }
+  peaks.gbps = 2.0 * copy_bytes / best / 1e9;
+  return peaks;
 }
 
 // ------------------------------------------------------------------- backend

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -208,6 +209,21 @@ class GpuBackend : public Backend {
   bool constants_dirty_ = false;
   MemoryReport report_;
 };
+
+// The push constants of the peak kernels (shaders/vulkan/peak.comp,
+// shaders/opencl/peak.cl): MODE 0 runs `iters` rounds of 64 flops in each
+// of `n` work items; MODE 1 copies n 16-byte vectors.
+struct PeakPush {
+  uint32_t n, iters;
+  float x, y;
+};
+// The measuring schedule both GPU backends' measurePeaks use, around their
+// own `run(mode, push, &seconds)` (one dispatch of the peak kernel over
+// push.n items, submitted and waited for): FMA rounds grown until one
+// dispatch takes 20 ms, best of three; a copy of `copy_bytes`, best of five.
+StatusOr<DevicePeaks> MeasurePeakSchedule(
+    uint32_t fma_items, uint32_t copy_bytes,
+    const std::function<Status(uint32_t mode, const PeakPush& push, double* seconds)>& run);
 
 // The op factories of backends/gpu/ops (declared from gpu_ops.inc).
 #define KILN_GPU_FACTORY(Factory) \

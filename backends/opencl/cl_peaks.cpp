@@ -2,7 +2,6 @@
 // shaders/opencl/peak.cl (register-only FMA chains; a float4 copy), each
 // enqueue timed by the wall clock around clFinish and scaled until it runs
 // for 20 ms, so that the enqueue cost does not matter.
-#include <algorithm>
 #include <chrono>
 
 #include "cl_backend.h"
@@ -12,10 +11,6 @@ namespace kiln {
 StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
   constexpr uint32_t kLocal = 64, kItems = 1u << 20, kCopyBytes = 64u << 20;
   const uint32_t local[3] = {kLocal, 1, 1};
-  struct {
-    uint32_t n, iters;
-    float x, y;
-  } push{kItems, 16, 0.999999f, 1e-7f};
   ASSIGN_OR_RETURN(GpuBuffer a, createBuffer(kCopyBytes));
   auto b = createBuffer(kCopyBytes);
   if (!b.ok()) {
@@ -23,9 +18,8 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
     return b.status();
   }
   cl_kernel k = nullptr;
-  DevicePeaks peaks;
-  // One enqueue of peak.cl in `mode` over `items` work items, waited for.
-  auto time = [&](uint32_t mode, uint32_t items, double* seconds) -> Status {
+  // One enqueue of peak.cl in `mode` over push.n work items, waited for.
+  auto run = [&](uint32_t mode, const PeakPush& push, double* seconds) -> Status {
     ASSIGN_OR_RETURN(const GpuKernel* gk, kernel("peak", 2, local, {mode}));
     cl_int err = CL_SUCCESS;
     if (k) cl().clReleaseKernel(k);
@@ -35,7 +29,7 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
     RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 0, sizeof(cl_mem), &ma), "peak"));
     RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 1, sizeof(cl_mem), &mb), "peak"));
     RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 2, sizeof(push), &push), "peak"));
-    const size_t global = (items + kLocal - 1) / kLocal * kLocal, lsize = kLocal;
+    const size_t global = (size_t{push.n} + kLocal - 1) / kLocal * kLocal, lsize = kLocal;
     auto t0 = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(ClCheck(cl().clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &lsize, 0, nullptr, nullptr),
                             "peak"));
@@ -43,34 +37,12 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return Status::Ok();
   };
-  Status st = [&]() -> Status {
-    double s = 0;
-    RETURN_IF_ERROR(time(0, kItems, &s));  // warm-up: the first enqueue compiles
-    for (;;) {
-      RETURN_IF_ERROR(time(0, kItems, &s));
-      if (s >= 0.02 || push.iters >= (1u << 24)) break;
-      push.iters *= s > 0 ? std::min<uint32_t>(16, static_cast<uint32_t>(0.03 / s) + 1) : 16;
-    }
-    double best = s;
-    for (int rep = 0; rep < 2; ++rep) {
-      RETURN_IF_ERROR(time(0, kItems, &s));
-      best = std::min(best, s);
-    }
-    peaks.gflops = 64.0 * push.iters * push.n / best / 1e9;
-    push.n = kCopyBytes / 16;
-    best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      RETURN_IF_ERROR(time(1, push.n, &s));
-      best = std::min(best, s);
-    }
-    peaks.gbps = 2.0 * kCopyBytes / best / 1e9;
-    return Status::Ok();
-  }();
+  auto peaks = MeasurePeakSchedule(kItems, kCopyBytes, run);
   if (k) cl().clReleaseKernel(k);
   freeBuffer(&a);
   freeBuffer(&*b);
-  RETURN_IF_ERROR(st);
-  peaks.how = "float4 FMA chains (peak.cl), 1M work items; float4 copy of 64 MiB (read + write)";
+  if (!peaks.ok()) return peaks.status();
+  peaks->how = "float4 FMA chains (peak.cl), 1M work items; float4 copy of 64 MiB (read + write)";
   return peaks;
 }
 

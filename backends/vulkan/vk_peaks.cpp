@@ -66,39 +66,13 @@ StatusOr<DevicePeaks> VulkanBackend::measurePeaks() {
     freeVkBuffer(&a);
     return b.status();
   }
-  DevicePeaks peaks;
-  Status st = [&]() -> Status {
-    struct {
-      uint32_t n, iters;
-      float x, y;
-    } push{kGroups * kLocal, 16, 0.999999f, 1e-7f};
-    // FMA: grow the rounds until one dispatch takes 20 ms, then keep the
-    // best of three.
-    double s = 0;
-    for (;;) {
-      RETURN_IF_ERROR(timeDispatch(fma, a, *b, &push, sizeof(push), kGroups, &s), "peak FMA");
-      if (s >= 0.02 || push.iters >= (1u << 24)) break;
-      push.iters *= s > 0 ? std::min<uint32_t>(16, static_cast<uint32_t>(0.03 / s) + 1) : 16;
-    }
-    double best = s;
-    for (int rep = 0; rep < 2; ++rep) {
-      RETURN_IF_ERROR(timeDispatch(fma, a, *b, &push, sizeof(push), kGroups, &s), "peak FMA");
-      best = std::min(best, s);
-    }
-    peaks.gflops = 64.0 * push.iters * push.n / best / 1e9;
-    push.n = kCopyBytes / 16;
-    best = 1e30;
-    for (int rep = 0; rep < 5; ++rep) {
-      RETURN_IF_ERROR(timeDispatch(copy, a, *b, &push, sizeof(push), push.n / kLocal, &s), "peak copy");
-      best = std::min(best, s);
-    }
-    peaks.gbps = 2.0 * kCopyBytes / best / 1e9;
-    return Status::Ok();
-  }();
+  auto peaks = MeasurePeakSchedule(kGroups * kLocal, kCopyBytes, [&](uint32_t mode, const PeakPush& push, double* s) {
+    return timeDispatch(mode == 0 ? fma : copy, a, *b, &push, sizeof(push), push.n / kLocal, s);
+  });
   freeVkBuffer(&a);
   freeVkBuffer(&*b);
-  RETURN_IF_ERROR(st);
-  peaks.how = "vec4 FMA chains (peak.comp), 1M invocations; vec4 copy of 64 MiB (read + write)";
+  if (!peaks.ok()) return peaks.status();
+  peaks->how = "vec4 FMA chains (peak.comp), 1M invocations; vec4 copy of 64 MiB (read + write)";
   return peaks;
 }
 
