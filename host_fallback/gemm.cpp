@@ -315,12 +315,13 @@ void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, i
   }
 }
 
-const GemmKernel& KernelOrScalar(Isa isa) {
+}  // namespace
+
+const GemmKernel& KernelForIsa(Isa isa) {
   const GemmKernel* kp = KernelFor(isa);
   return kp ? *kp : kScalarKernel;
 }
 
-}  // namespace
 }  // namespace gemm_detail
 
 void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -331,7 +332,7 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
   Problem pr{trans_a, trans_b, K, alpha, A, lda, B, ldb, beta, C, ldc};
   pr.ep = epilogue;
   if (M == 1 && K > 0) return Gemv(pool, pr, N);
-  Run(KernelOrScalar(isa), pool, pr, M, N);
+  Run(KernelForIsa(isa), pool, pr, M, N);
 }
 
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
@@ -342,7 +343,7 @@ void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, i
 
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda) {
   using namespace gemm_detail;
-  const GemmKernel& kr = KernelOrScalar(isa);
+  const GemmKernel& kr = KernelForIsa(isa);
   PackedA p;
   p.isa = isa;
   p.M = M;
@@ -363,7 +364,7 @@ void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, co
   pr.packed_a = a.data.data();
   pr.m_pad = a.m_pad;
   pr.ep = epilogue;
-  Run(KernelOrScalar(a.isa), pool, pr, a.M, N);
+  Run(KernelForIsa(a.isa), pool, pr, a.M, N);
 }
 
 double MeasureFmaGflops(Isa isa, double seconds) {

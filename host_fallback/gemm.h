@@ -77,6 +77,10 @@ struct GemmKernel {
 // nullptr when the build has no such kernel (non-x86).
 const GemmKernel* Avx512Kernel();
 const GemmKernel* Avx2Kernel();
+// The kernel Sgemm runs for `isa` (the scalar one when the build lacks it):
+// for callers that lay out their operands in its panels themselves (the
+// Winograd convolution).
+const GemmKernel& KernelForIsa(Isa isa);
 }  // namespace gemm_detail
 
 }  // namespace kiln

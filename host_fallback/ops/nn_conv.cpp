@@ -17,6 +17,7 @@
 #include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "ops/nn_winograd.h"
 #include "simd_clones.h"
 
 namespace kiln {
@@ -213,6 +214,16 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   return Status::Ok();
 }
 
+// KILN_HOST_WINOGRAD=0 turns the Winograd path off (to compare it with
+// im2col + GEMM in kiln-bench); read once.
+bool WinogradEnabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_HOST_WINOGRAD");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
 // The im2col buffer: one per thread, shared by every Conv that thread runs
 // (a session resizes and runs on its caller's thread, one op at a time), so a
 // model needs the largest unfolded input rather than the sum of all of them.
@@ -232,8 +243,9 @@ struct ColScratch {
 };
 thread_local ColScratch tl_col;
 
-// Conv as im2col + GEMM; depthwise (one input channel a group, several
-// groups) stays on RunConv.
+// Conv as im2col + GEMM, or as Winograd F(4x4, 3x3) for 3x3 stride-1 convs
+// with constant weights where that wins (Winograd43Conv::Suits); depthwise
+// (one input channel a group, several groups) stays on RunConv.
 class ConvExecution final : public Execution {
  public:
   ConvExecution(HostBackend* b, const GraphOp& op, bool constant_weights)
@@ -266,6 +278,11 @@ class ConvExecution final : public Execution {
     ep.hi = hi;
     const float* bias = B ? B->host<float>() : nullptr;
     for (int64_t n = 0; n < N_; ++n) {
+      if (winograd_) {
+        wino_.run(be.pool(), x + n * C_ * in_plane_, x_shape_[2], x_shape_[3], a_.pads[0], a_.pads[1],
+                  y + n * M_ * out_plane_, y_shape_[2], y_shape_[3], bias, ep.clamp, lo, hi);
+        continue;
+      }
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
@@ -323,14 +340,19 @@ class ConvExecution final : public Execution {
       if (a_.kernel[i] != 1 || a_.strides[i] != 1) pointwise_ = false;
     for (int64_t v : pads)
       if (v != 0) pointwise_ = false;
-    // Constant weights are packed for the GEMM once (they never change).
-    if (!direct_ && constant_weights_ && packed_.empty()) {
+    winograd_ = !direct_ && constant_weights_ && a_.group == 1 && a_.kernel == IntVec{3, 3} &&
+                 a_.strides == IntVec{1, 1} && a_.dilations == IntVec{1, 1} && WinogradEnabled() &&
+                 Winograd43Conv::Suits(C_, M_, Y.length(2), Y.length(3));
+    // Constant weights are transformed (Winograd) or packed for the GEMM
+    // once (they never change), and only for the path a shape takes.
+    if (winograd_ && !wino_.ready()) wino_.prepare(GemmBestIsa(), W.host<float>(), M_, C_);
+    if (!direct_ && !winograd_ && constant_weights_ && packed_.empty()) {
       const int64_t kdim = Cg_ * ksize_;
       const float* w = W.host<float>();
       for (int64_t g = 0; g < a_.group; ++g)
         packed_.push_back(PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim));
     }
-    if (!direct_ && !pointwise_) {
+    if (!direct_ && !pointwise_ && !winograd_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
       tl_col.get(col_size_);
@@ -373,7 +395,8 @@ class ConvExecution final : public Execution {
   const GraphOp& op_;
   const bool constant_weights_;
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
-  bool prepared_ = false, direct_ = false, pointwise_ = false;
+  Winograd43Conv wino_;          // transformed weights, once a shape takes the Winograd path
+  bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false;
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;

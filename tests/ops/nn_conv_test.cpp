@@ -18,6 +18,7 @@ struct ConvCase {
   bool one_d = false;
   fb::Activation act = fb::Activation::None;
   float act_min = -INFINITY, act_max = INFINITY, act_alpha = 0.01f;
+  float tol = kTol;
 };
 
 // out[n, m, oh, ow] = bias[m] + sum over the group's channels and the kernel of x * w.
@@ -93,7 +94,7 @@ void RunConvCase(const ConvCase& k, const std::string& what) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   Shape want_shape = k.one_d ? Shape{k.n, k.m, ow} : Shape{k.n, k.m, oh, ow};
   EXPECT_EQ(out->at(0).shape, want_shape);
-  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, b, oh, ow, pt, pl), kTol, what);
+  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, b, oh, ow, pt, pl), k.tol, what);
 }
 
 TEST(NnConv, OddShapes2D) {
@@ -258,6 +259,59 @@ TEST(NnConv, DepthwiseAndPointwiseFastPaths) {
     add("im2col 7->33 relu6", k);
   }
   for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
+// 3x3 stride-1 convs with enough channels take Winograd F(4x4, 3x3)
+// (nn_winograd.cpp): partial edge tiles, asymmetric and absent pads, a
+// channel count off the micro-kernel's panel width, batches, both threading
+// modes (few blocks: every thread on each phase; many: a block a thread).
+// Winograd rounds differently from the direct sum: its error is about 1e-6
+// of the sum of |x * w| (ca. 150 here at 64 channels), so these outputs
+// (about 8 in size) get 5e-4, still far below what a wrong tap or
+// coefficient makes (about 0.1).
+TEST(NnConv, Winograd3x3) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  {
+    ConvCase k{1, 16, 6, 6, 16, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    add("16->16 on 6x6, one tile row and column partial", k);
+  }
+  {
+    ConvCase k{2, 17, 13, 11, 33, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    add("17->33 on 13x11, batch 2, bias, relu", k);
+  }
+  {
+    ConvCase k{1, 24, 9, 23, 40, 3, 3};
+    k.pt = 0, k.pl = 2, k.pb = 1, k.pr = 0;
+    k.bias = true;
+    k.act = fb::Activation::Clip;
+    k.act_min = -0.5f, k.act_max = 0.5f;
+    add("24->40 on 9x23, asymmetric pads, clip", k);
+  }
+  {
+    ConvCase k{1, 32, 20, 20, 16, 3, 3};
+    k.act = fb::Activation::LeakyRelu;
+    add("32->16 on 20x20 unpadded, leaky relu after", k);
+  }
+  {
+    ConvCase k{1, 64, 56, 56, 64, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    add("64->64 on 56x56 (several blocks, shared between threads)", k);
+  }
+  {
+    ConvCase k{1, 16, 121, 118, 16, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    add("16->16 on 121x118 (a block a thread)", k);
+  }
+  for (auto& [name, k] : cases) {
+    k.tol = 5e-4f;
+    RunConvCase(k, name);
+  }
 }
 
 TEST(NnConv, AbsentBiasAndNoParams) {

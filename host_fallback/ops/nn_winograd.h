@@ -1,0 +1,55 @@
+// Conv 3x3, stride 1, dilation 1, one group, as Winograd F(4x4, 3x3): each
+// 4x4 block of outputs ("tile") comes from a 6x6 input patch through
+// Y = A^T [ (G g G^T) . (B^T d B) ] A, so the 9 x 16 = 144 multiplies a tile
+// and a channel pair of the direct convolution become 36 (4x fewer). The 36
+// element-wise products, summed over input channels, are 36 independent
+// GEMMs [tiles x C] x [C x M], which run on Sgemm's register-blocked
+// micro-kernel (gemm.h) straight from the transforms' outputs: the input
+// transform writes the micro-kernel's A panels (mr tiles, k-major) and the
+// weights are transformed and packed into its B panels (nr output channels)
+// once, at resize. Tiles are processed in blocks sized so a block's
+// transformed inputs and products stay in L2.
+//
+// Numerics: the transforms use the points 0, +-1, +-2 (exact in fp32 up to
+// the 1/24 and 1/6 of G); outputs differ from the direct sum by a few ulp
+// times the magnitude of the partial sums, well inside the 1e-4 the host
+// tests allow.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gemm.h"
+
+namespace kiln {
+
+class ThreadPool;
+
+class Winograd43Conv {
+ public:
+  // Whether F(4x4, 3x3) is the faster way for C input and M output channels
+  // on an OH x OW output (measured against im2col + Sgemm; see the .cpp).
+  static bool Suits(int64_t C, int64_t M, int64_t OH, int64_t OW);
+
+  // Transforms the weights w [M, C, 3, 3] and packs them for `isa`'s
+  // micro-kernel. Called once (the weights are constant).
+  void prepare(Isa isa, const float* w, int64_t M, int64_t C);
+  bool ready() const { return kernel_ != nullptr; }
+
+  // One image: y [M, OH, OW] = bias + conv(x [C, H, W]) with pads pad_t /
+  // pad_l before the first row / column (rows and columns past the input
+  // read as zero), then clamp to [lo, hi] when `clamp`. bias may be null.
+  void run(ThreadPool& pool, const float* x, int64_t H, int64_t W, int64_t pad_t, int64_t pad_l, float* y,
+           int64_t OH, int64_t OW, const float* bias, bool clamp, float lo, float hi) const;
+
+ private:
+  struct Block;  // the geometry of one run (nn_winograd.cpp)
+  void runBlock(const Block& b, const float* x, float* y, int64_t t0, float* v, float* prod, int phase,
+                int64_t begin, int64_t end) const;
+
+  const gemm_detail::GemmKernel* kernel_ = nullptr;
+  int64_t M_ = 0, C_ = 0, m_panels_ = 0, m_pad_ = 0;
+  std::vector<float> u_;  // [36][m_panels][C][nr]: transformed weights, nr channels a panel
+};
+
+}  // namespace kiln
