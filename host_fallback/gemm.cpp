@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "half.h"
 #include "simd_clones.h"
 #include "thread_pool.h"
 
@@ -40,7 +41,7 @@ float FmaLoopScalar(int64_t iters) {
   return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
 }
 
-const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2};
+const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2, nullptr};
 
 // A grow-only, 64-byte aligned scratch buffer; one per thread and operand.
 struct Scratch {
@@ -71,6 +72,7 @@ struct Problem {
   float* C;
   int64_t ldc;
   const float* packed_a = nullptr;  // PackA's panels (then A, lda, alpha are unused)
+  const uint16_t* packed_half = nullptr;  // or its fp16 panels
   int64_t m_pad = 0;
   const GemmEpilogue* ep = nullptr;
 };
@@ -168,6 +170,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   const int64_t MC = std::min<int64_t>(kr.mc, (m1 - m0 + mr - 1) / mr * mr);
   float* pack_b = tl_pack_b.get(static_cast<size_t>(KC * NC));
   float* pack_a = pr.packed_a ? nullptr : tl_pack_a.get(static_cast<size_t>(KC * MC));
+  const bool prepacked = pr.packed_a || pr.packed_half;
   alignas(64) float tmp[16 * 64];  // an edge tile (mr * nr <= 1024)
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
@@ -180,7 +183,10 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         const int64_t mc = std::min(MC, m1 - ic);
         // Pre-packed A: block pc holds m_pad rows of kc, panel by panel.
         const float* block_a = pr.packed_a ? pr.packed_a + pc * pr.m_pad + ic * kc : pack_a;
-        if (!pr.packed_a) PackAPanels(pr, mr, ic, mc, pc, kc, pack_a);
+        if (pr.packed_half)
+          WidenHalf(pr.packed_half + pc * pr.m_pad + ic * kc, pack_a, (mc + mr - 1) / mr * mr * kc);
+        else if (!prepacked)
+          PackAPanels(pr, mr, ic, mc, pc, kc, pack_a);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
           const float* pb = pack_b + jr * kc;
@@ -341,7 +347,19 @@ void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, i
   SgemmWithIsa(GemmBestIsa(), pool, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue);
 }
 
-PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda) {
+void WidenHalf(const uint16_t* src, float* dst, int64_t n) {
+  static const gemm_detail::WidenFn fast = [] {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (GemmIsaSupported(Isa::kAvx512)) return gemm_detail::Avx512Kernel()->widen;
+    if (GemmIsaSupported(Isa::kAvx2) && __builtin_cpu_supports("f16c")) return gemm_detail::Avx2Kernel()->widen;
+#endif
+    return gemm_detail::WidenFn{nullptr};
+  }();
+  if (fast) return fast(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half) {
   using namespace gemm_detail;
   const GemmKernel& kr = KernelForIsa(isa);
   PackedA p;
@@ -353,6 +371,11 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
     PackAPanels(pr, kr.mr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
+  if (half) {
+    p.half.resize(p.data.size());
+    for (size_t i = 0; i < p.data.size(); ++i) p.half[i] = FloatToHalf(p.data[i]);
+    std::vector<float>().swap(p.data);
+  }
   return p;
 }
 
@@ -361,7 +384,8 @@ void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, co
   using namespace gemm_detail;
   if (a.M <= 0 || N <= 0) return;
   Problem pr{false, trans_b, a.K, 1.f, nullptr, 0, B, ldb, beta, C, ldc};
-  pr.packed_a = a.data.data();
+  pr.packed_a = a.half.empty() ? a.data.data() : nullptr;
+  pr.packed_half = a.half.empty() ? nullptr : a.half.data();
   pr.m_pad = a.m_pad;
   pr.ep = epilogue;
   Run(KernelForIsa(a.isa), pool, pr, a.M, N);

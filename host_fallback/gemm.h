@@ -10,6 +10,7 @@
 // beta == 0 never reads C (NaNs in C do not propagate).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -39,12 +40,18 @@ struct GemmEpilogue {
 // op(A) * alpha packed once for many products with different B (Conv weights
 // at resize): the micro-kernel's panel layout for `isa`, K in the kernel's
 // cache blocks. Read-only after PackA, so one may serve any thread.
+// With `half` (precision low) the panels are stored as IEEE fp16, half the
+// bytes, and widened (F16C where the CPU has it) a cache block at a time into
+// the thread's scratch as the product needs them; arithmetic stays fp32.
 struct PackedA {
   Isa isa = Isa::kScalar;
   int64_t M = 0, K = 0, m_pad = 0;  // m_pad: M rounded up to the register tile
-  std::vector<float> data;
+  std::vector<float> data;          // fp32 panels, or empty when
+  std::vector<uint16_t> half;       // fp16 panels
+  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
 };
-PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda);
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
+              bool half = false);
 
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
@@ -53,6 +60,10 @@ void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, i
 void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                   int64_t ldc, const GemmEpilogue* epilogue = nullptr);
+// dst[i] = src[i] as fp32 for i in [0, n): fp16 weights widened with the
+// fastest conversion the CPU has (F16C on x86-64; scalar otherwise).
+void WidenHalf(const uint16_t* src, float* dst, int64_t n);
+
 // C = a * op(B) + beta * C with a = PackA(...) (its alpha included).
 void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
@@ -67,12 +78,15 @@ using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* 
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);
+// fp16 -> fp32 of n values (null: the scalar conversion).
+using WidenFn = void (*)(const uint16_t* src, float* dst, int64_t n);
 struct GemmKernel {
   int mr, nr;              // register tile
   int64_t mc, kc, nc;      // cache blocks (mc a multiple of mr, nc of nr)
   MicroKernel micro;
   FmaLoop fma_loop;        // the ISA's FMA throughput probe (kiln-kernelbench)
   int fma_flops_per_iter;  // flops one iteration of fma_loop does
+  WidenFn widen;           // this ISA's fp16 widening, or null
 };
 // nullptr when the build has no such kernel (non-x86).
 const GemmKernel* Avx512Kernel();

@@ -1,5 +1,5 @@
 // The AVX2 + FMA micro-kernel of Sgemm (gemm.h): 6 x 16 (12 ymm accumulators).
-// Built with -mavx2 -mfma on x86-64 only; called only when the CPU has them.
+// Built with -mavx2 -mfma -mf16c on x86-64 only; called only when the CPU has them.
 #include "gemm.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
@@ -63,7 +63,15 @@ float FmaLoopAvx2(int64_t iters) {
   return _mm_cvtss_f32(h);
 }
 
-const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2};
+// F16C (every AVX2 CPU we know has it; gemm.cpp checks before using this).
+void WidenF16c(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
+}
+
+const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &WidenF16c};
 
 }  // namespace
 

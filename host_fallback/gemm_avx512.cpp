@@ -64,7 +64,22 @@ float FmaLoopAvx512(int64_t iters) {
   return sum;
 }
 
-const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2};
+// _mm512_maskz_cvtph_ps with all lanes: GCC 12's _mm512_cvtph_ps warns
+// inside its header (an "undefined" source vector).
+inline __m512 CvtPh(__m256i h) { return _mm512_maskz_cvtph_ps(static_cast<__mmask16>(0xFFFF), h); }
+
+void WidenAvx512(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, CvtPh(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  if (i < n) {  // the tail through a zeroed block (masked 16-bit loads need AVX-512 BW)
+    alignas(32) uint16_t tail[16] = {};
+    for (int64_t j = i; j < n; ++j) tail[j - i] = src[j];
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, CvtPh(_mm256_load_si256(reinterpret_cast<const __m256i*>(tail))));
+  }
+}
+
+const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2, &WidenAvx512};
 
 }  // namespace
 

@@ -45,7 +45,7 @@ std::string CpuModel() {
 
 bool HostSupports(fb::OpType type) { return FindFactory(type) != nullptr; }
 
-HostBackend::HostBackend(int threads) : pool_(threads) {}
+HostBackend::HostBackend(int threads, Precision precision) : pool_(threads), precision_(precision) {}
 HostBackend::~HostBackend() { std::free(memory_); }
 
 std::string HostBackend::deviceName() const {

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "backend.h"
+#include "kiln/session.h"
 #include "memory_planner.h"
 #include "thread_pool.h"
 
@@ -20,7 +21,9 @@ namespace kiln {
 
 class HostBackend final : public Backend {
  public:
-  explicit HostBackend(int threads);
+  // precision kLow stores the weights that kernels pack at resize (Conv's
+  // GEMM and Winograd panels) as fp16, half the bytes; arithmetic stays fp32.
+  explicit HostBackend(int threads, Precision precision = Precision::kNormal);
   ~HostBackend() override;
 
   const char* name() const override { return "host"; }
@@ -36,10 +39,15 @@ class HostBackend final : public Backend {
   StatusOr<DevicePeaks> measurePeaks() override;  // peaks.cpp
 
   ThreadPool& pool() { return pool_; }
+  bool halfWeights() const { return precision_ == Precision::kLow; }
+  // Kernels report the bytes of the weights they keep (packed, transformed),
+  // shown as the backend's constant bytes (kiln-bench "weights").
+  void countWeightBytes(size_t bytes) { report_.constant_bytes += bytes; }
   void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }
 
  private:
   ThreadPool pool_;
+  Precision precision_;
   MemoryPlanner planner_;
   std::map<Tensor*, int> buffer_of_;
   std::map<const Tensor*, int> id_of_;

@@ -34,7 +34,7 @@ bool MayRunInPlace(fb::OpType t) {
 BackendFactory DefaultBackendFactory() {
   return [](ForwardType type, const ScheduleConfig& config) -> StatusOr<std::unique_ptr<Backend>> {
     switch (type) {
-      case ForwardType::kHost: return std::unique_ptr<Backend>(new HostBackend(config.numThread));
+      case ForwardType::kHost: return std::unique_ptr<Backend>(new HostBackend(config.numThread, config.precision));
       case ForwardType::kVulkan:
 #ifdef KILN_HAVE_VULKAN
         return VulkanBackend::Create(config);

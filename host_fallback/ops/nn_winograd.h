@@ -35,6 +35,7 @@ class Winograd43Conv {
   // micro-kernel. Called once (the weights are constant).
   void prepare(Isa isa, const float* w, int64_t M, int64_t C);
   bool ready() const { return kernel_ != nullptr; }
+  size_t bytes() const { return u_.size() * sizeof(float); }
 
   // One image: y [M, OH, OW] = bias + conv(x [C, H, W]) with pads pad_t /
   // pad_l before the first row / column (rows and columns past the input

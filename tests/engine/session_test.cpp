@@ -459,5 +459,32 @@ TEST(Session, ProfileCountsFlopsAndBytes) {
   EXPECT_DOUBLE_EQ(by_type["MaxPool"].bytes, 4 * (conv_out + 8 * 5 * 3));
 }
 
+// Precision low stores the weights the host packs at resize (here the
+// Conv's GEMM panels: 8 output channels x 27) as fp16: the backend's
+// constant bytes halve, and the output stays within fp16 weight rounding.
+TEST(Session, HostPrecisionLowHalvesPackedWeights) {
+  auto interp = Load(test::TinyCnn());
+  std::vector<float> x = test::RandomFloats(3 * 10 * 6, 5);
+  auto run = [&](Precision precision, size_t* weight_bytes) {
+    ScheduleConfig config;
+    config.type = ForwardType::kHost;
+    config.precision = precision;
+    Session* s = *interp->createSession(config);
+    EXPECT_TRUE(interp->resizeTensor(s->getInput(), {1, 3, 10, 6}).ok());
+    EXPECT_TRUE(interp->resizeSession(s).ok());
+    EXPECT_TRUE(Feed(s, "", {1, 3, 10, 6}, x).ok());
+    EXPECT_TRUE(s->run().ok());
+    *weight_bytes = 0;
+    for (const MemoryUse& m : s->memory())
+      if (m.backend == "host") *weight_bytes = m.constant_bytes;
+    return Fetch(s);
+  };
+  size_t normal_bytes = 0, low_bytes = 0;
+  std::vector<float> normal = run(Precision::kNormal, &normal_bytes), low = run(Precision::kLow, &low_bytes);
+  EXPECT_EQ(normal_bytes, 8u * 27 * sizeof(float));
+  EXPECT_EQ(low_bytes, normal_bytes / 2);
+  test::ExpectNear(low, normal, 2e-3f, "fp16 weights");
+}
+
 }  // namespace
 }  // namespace kiln

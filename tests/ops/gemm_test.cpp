@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "half.h"
 #include "thread_pool.h"
 
 namespace kiln {
@@ -114,6 +115,8 @@ TEST(Gemm, BlockEdgesAndThreads) {
 
 // PackA + SgemmPacked against Sgemm's own contract, with every epilogue part:
 // C = clamp(op(A) B * alpha + beta * C + row_bias[i] + col_bias[j]).
+// PackA's panels, fp32 or (every third case) fp16: the reference then takes
+// alpha * A rounded to fp16, as the panels hold it.
 TEST(Gemm, PackedAAndEpilogue) {
   ThreadPool one(1), two(2);
   uint32_t seed = 100;
@@ -136,19 +139,24 @@ TEST(Gemm, PackedAAndEpilogue) {
             ep.clamp = seed % 7 != 0;
             ep.lo = -0.5f;
             ep.hi = 0.75f;
-            const std::string what = std::string(GemmIsaName(isa)) + " threads " + std::to_string(pool->threads()) +
-                                     " M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K);
+            const bool half = seed % 3 == 1;
+            const std::string what = std::string(GemmIsaName(isa)) + (half ? " fp16 A" : "") + " threads " +
+                                     std::to_string(pool->threads()) + " M " + std::to_string(M) + " N " +
+                                     std::to_string(N) + " K " + std::to_string(K);
             std::vector<float> got = C;
-            const PackedA pa = PackA(isa, ta, M, K, alpha, A.data(), lda);
+            const PackedA pa = PackA(isa, ta, M, K, alpha, A.data(), lda, half);
+            EXPECT_EQ(pa.bytes(), static_cast<size_t>(pa.m_pad * K) * (half ? 2 : 4)) << what;
             SgemmPacked(*pool, pa, tb, N, B.data(), ldb, beta, got.data(), N, &ep);
             int bad = 0;
             for (int64_t i = 0; i < M && bad < 5; ++i)
               for (int64_t j = 0; j < N && bad < 5; ++j) {
                 double s = 0;
-                for (int64_t k = 0; k < K; ++k)
-                  s += static_cast<double>(ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)]) *
-                       (tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)]);
-                double v = alpha * s + beta * C[static_cast<size_t>(i * N + j)] + rb[static_cast<size_t>(i)] +
+                for (int64_t k = 0; k < K; ++k) {
+                  float a = alpha * (ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)]);
+                  if (half) a = HalfToFloat(FloatToHalf(a));
+                  s += static_cast<double>(a) * (tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)]);
+                }
+                double v = s + beta * C[static_cast<size_t>(i * N + j)] + rb[static_cast<size_t>(i)] +
                            (ep.col_bias ? cb[static_cast<size_t>(j)] : 0.0);
                 if (ep.clamp) v = std::min<double>(ep.hi, std::max<double>(ep.lo, v));
                 const float g = got[static_cast<size_t>(i * N + j)];
@@ -159,6 +167,30 @@ TEST(Gemm, PackedAAndEpilogue) {
               }
             if (bad) FAIL() << what;
           }
+}
+
+// fp16 -> fp32 widening (fp16 weights): each ISA's conversion this CPU runs
+// against the scalar one, on every length up to 40 (vector bodies and tails)
+// and on zeros, subnormals, infinities and NaN.
+TEST(Gemm, WidenHalfEveryIsa) {
+  std::vector<uint16_t> h;
+  for (float v : {0.f, -0.f, 1.f, -2.5f, 65504.f, 6e-8f, 3e-5f, INFINITY, -INFINITY, NAN}) h.push_back(FloatToHalf(v));
+  for (float v : RandVec(30, 9)) h.push_back(FloatToHalf(v * 100.f));
+  std::vector<gemm_detail::WidenFn> fns = {&WidenHalf};
+  if (GemmIsaSupported(Isa::kAvx512)) fns.push_back(gemm_detail::Avx512Kernel()->widen);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (GemmIsaSupported(Isa::kAvx2) && __builtin_cpu_supports("f16c")) fns.push_back(gemm_detail::Avx2Kernel()->widen);
+#endif
+  for (size_t f = 0; f < fns.size(); ++f)
+    for (size_t n = 0; n <= h.size(); ++n) {
+      std::vector<float> got(n + 1, 7.f);
+      fns[f](h.data(), got.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        const float want = HalfToFloat(h[i]);
+        EXPECT_TRUE(got[i] == want || (std::isnan(got[i]) && std::isnan(want))) << "fn " << f << " n " << n << " [" << i << "]";
+      }
+      EXPECT_EQ(got[n], 7.f) << "fn " << f << " wrote past n = " << n;
+    }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Conv, ConvTranspose, MatMul and Gemm on the host against naive references
 // (plain nested loops, double accumulation, no code shared with the kernels).
+#include "half.h"
 #include "ops/nn_test_util.h"
 
 namespace kiln {
@@ -19,6 +20,7 @@ struct ConvCase {
   fb::Activation act = fb::Activation::None;
   float act_min = -INFINITY, act_max = INFINITY, act_alpha = 0.01f;
   float tol = kTol;
+  bool half_weights = false;  // run at precision low: the reference takes the weights rounded to fp16
 };
 
 // out[n, m, oh, ow] = bias[m] + sum over the group's channels and the kernel of x * w.
@@ -90,7 +92,12 @@ void RunConvCase(const ConvCase& k, const std::string& what) {
   OpTest t(fb::OpType::Conv);
   t.input("x", xs, x).constant("w", ws, w);
   if (k.bias) t.input("b", {k.m}, b);
-  auto out = t.params(p).run(Threads3());
+  ScheduleConfig config = Threads3();
+  if (k.half_weights) {
+    config.precision = Precision::kLow;
+    for (float& v : w) v = HalfToFloat(FloatToHalf(v));  // the model keeps fp32 weights; the reference rounds
+  }
+  auto out = t.params(p).run(config);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   Shape want_shape = k.one_d ? Shape{k.n, k.m, ow} : Shape{k.n, k.m, oh, ow};
   EXPECT_EQ(out->at(0).shape, want_shape);
@@ -312,6 +319,21 @@ TEST(NnConv, Winograd3x3) {
     k.tol = 5e-4f;
     RunConvCase(k, name);
   }
+}
+
+// Precision low: the host keeps Conv's packed GEMM panels as fp16, the
+// weights themselves, so against a reference with fp16-rounded weights the
+// result is as close as at full precision.
+TEST(NnConv, HalfWeightsAtPrecisionLow) {
+  ConvCase col{1, 7, 13, 13, 33, 5, 5};
+  col.sh = col.sw = 2;
+  col.pt = col.pl = col.pb = col.pr = 2;
+  col.half_weights = true;
+  RunConvCase(col, "im2col 5x5 stride 2, 7->33");
+  ConvCase point{1, 40, 9, 9, 70, 1, 1};
+  point.act = fb::Activation::Relu;
+  point.half_weights = true;
+  RunConvCase(point, "pointwise 40->70");
 }
 
 TEST(NnConv, AbsentBiasAndNoParams) {

@@ -106,7 +106,7 @@ struct MemoryUse {
   size_t planned_bytes = 0;      // one pool
   size_t lower_bound_bytes = 0;  // largest sum of live tensors at any op
   size_t tensor_bytes = 0;       // sum of all intermediate tensors
-  size_t constant_bytes = 0;     // weights a GPU backend keeps in their own buffer
+  size_t constant_bytes = 0;     // weights a backend keeps apart from the pool (GPU buffers, host packed panels)
 };
 
 class SessionImpl;
