@@ -64,7 +64,67 @@ float FmaLoopAvx512(int64_t iters) {
   return sum;
 }
 
-const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2};
+// M == 1 over PackedB panels (gemm.h), two panels (64 columns) at a time:
+// each k is 256 contiguous bytes of B against one broadcast of a[k]. Even and
+// odd k go to separate accumulators, so four FMA chains are in flight; that
+// streams B faster than L3 delivers it.
+void GemvAvx512(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
+                int64_t panels, float* y) {
+  constexpr int kNr = 32;
+  int64_t p = 0;
+  for (; p + 2 <= panels; p += 2) {
+    __m512 s00 = _mm512_setzero_ps(), s01 = _mm512_setzero_ps(), s10 = _mm512_setzero_ps(),
+           s11 = _mm512_setzero_ps();
+    __m512 t00 = _mm512_setzero_ps(), t01 = _mm512_setzero_ps(), t10 = _mm512_setzero_ps(),
+           t11 = _mm512_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      const float* b1 = b0 + kNr * kc;
+      const float* ak = a + pc;
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr, b1 += 2 * kNr) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
+        s00 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s00);
+        s01 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s01);
+        s10 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b1), s10);
+        s11 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b1 + 16), s11);
+        t00 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr), t00);
+        t01 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr + 16), t01);
+        t10 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b1 + kNr), t10);
+        t11 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b1 + kNr + 16), t11);
+      }
+      if (k < kc) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]);
+        s00 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s00);
+        s01 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s01);
+        s10 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b1), s10);
+        s11 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b1 + 16), s11);
+      }
+    }
+    float* yp = y + p * kNr;
+    _mm512_storeu_ps(yp, _mm512_add_ps(s00, t00));
+    _mm512_storeu_ps(yp + 16, _mm512_add_ps(s01, t01));
+    _mm512_storeu_ps(yp + 32, _mm512_add_ps(s10, t10));
+    _mm512_storeu_ps(yp + 48, _mm512_add_ps(s11, t11));
+  }
+  for (; p < panels; ++p) {  // an odd last panel
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      for (int64_t k = 0; k < kc; ++k, b0 += kNr) {
+        const __m512 x0 = _mm512_set1_ps(a[pc + k]);
+        s0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s0);
+        s1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s1);
+      }
+    }
+    _mm512_storeu_ps(y + p * kNr, s0);
+    _mm512_storeu_ps(y + p * kNr + 16, s1);
+  }
+}
+
+const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2, &GemvAvx512};
 
 }  // namespace
 
