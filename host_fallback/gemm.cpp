@@ -55,7 +55,7 @@ void GemvScalar(int64_t K, int64_t KC, const float* a, const float* packed, int6
 }
 
 const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2,
-                                  &GemvScalar};
+                                  &GemvScalar, nullptr};
 
 // A grow-only, 64-byte aligned scratch buffer; one per thread and operand.
 struct Scratch {
@@ -117,10 +117,15 @@ void ApplyEpilogue(const Problem& pr, int64_t i0, int64_t rows, int64_t j0, int6
 
 // Rows [i0, i0 + mc) x cols [k0, k0 + kc) of alpha * op(A) as mr-tall
 // panels: panel p holds a[k * mr + r] = A(i0 + p * mr + r, k0 + k), zero past mc.
-void PackAPanels(const Problem& pr, int mr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
+void PackAPanels(const GemmKernel& kr, const Problem& pr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
+  const int mr = kr.mr;
   for (int64_t p = 0; p < mc; p += mr) {
     const int64_t rows = std::min<int64_t>(mr, mc - p);
     float* d = dst + p * kc;
+    if (!pr.ta && rows == mr && kr.pack_a) {
+      kr.pack_a(pr.A + (i0 + p) * pr.lda + k0, pr.lda, kc, pr.alpha, d);
+      continue;
+    }
     if (!pr.ta) {  // A(i, k) = A[i * lda + k]
       for (int64_t r = 0; r < rows; ++r) {
         const float* s = pr.A + (i0 + p + r) * pr.lda + k0;
@@ -199,7 +204,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         const int64_t mc = std::min(MC, m1 - ic);
         // Pre-packed A: block pc holds m_pad rows of kc, panel by panel.
         const float* block_a = pr.packed_a ? pr.packed_a + pc * pr.m_pad + ic * kc : pack_a;
-        if (!pr.packed_a) PackAPanels(pr, mr, ic, mc, pc, kc, pack_a);
+        if (!pr.packed_a) PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
           const float* pb = block_b + jr * kc;
@@ -393,7 +398,7 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
   p.data.assign(static_cast<size_t>(p.m_pad * K), 0.f);
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
-    PackAPanels(pr, kr.mr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
+    PackAPanels(kr, pr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
   return p;
 }
 

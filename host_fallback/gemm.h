@@ -91,6 +91,10 @@ using FmaLoop = float (*)(int64_t iters);
 // at packed + pc * n_pad (a matrix-vector product over whole panels).
 using GemvPanels = void (*)(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
                             int64_t panels, float* y);
+// d[k * mr + r] = alpha * A[r * lda + k] for r < mr, k < kc: one whole
+// mr-row panel of an A that is not transposed (a transpose of row blocks in
+// registers, where the generic loop writes one float at a time).
+using PanelPackA = void (*)(const float* A, int64_t lda, int64_t kc, float alpha, float* d);
 struct GemmKernel {
   int mr, nr;              // register tile
   int64_t mc, kc, nc;      // cache blocks (mc a multiple of mr, nc of nr)
@@ -98,6 +102,7 @@ struct GemmKernel {
   FmaLoop fma_loop;        // the ISA's FMA throughput probe (kiln-kernelbench)
   int fma_flops_per_iter;  // flops one iteration of fma_loop does
   GemvPanels gemv;         // M == 1 on packed B
+  PanelPackA pack_a;       // a full panel of A, not transposed; null: the generic loop
 };
 // nullptr when the build has no such kernel (non-x86).
 const GemmKernel* Avx512Kernel();

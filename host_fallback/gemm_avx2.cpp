@@ -121,7 +121,7 @@ void GemvAvx2(int64_t K, int64_t KC, const float* a, const float* packed, int64_
   }
 }
 
-const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &GemvAvx2};
+const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &GemvAvx2, nullptr};
 
 }  // namespace
 
