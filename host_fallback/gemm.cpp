@@ -41,7 +41,22 @@ float FmaLoopScalar(int64_t iters) {
   return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
 }
 
-const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2, nullptr};
+void GemvScalar(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0, int64_t panels,
+                float* y) {
+  for (int64_t p = 0; p < panels; ++p) {
+    float acc[kScalarNr] = {};
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      const float* b = packed + pc * n_pad + (p0 + p) * kScalarNr * kc;
+      for (int64_t k = 0; k < kc; ++k)
+        for (int c = 0; c < kScalarNr; ++c) acc[c] += a[pc + k] * b[k * kScalarNr + c];
+    }
+    for (int c = 0; c < kScalarNr; ++c) y[p * kScalarNr + c] = acc[c];
+  }
+}
+
+const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2,
+                                  &GemvScalar, nullptr, nullptr};
 
 // A grow-only, 64-byte aligned scratch buffer; one per thread and operand.
 struct Scratch {
@@ -74,6 +89,8 @@ struct Problem {
   const float* packed_a = nullptr;  // PackA's panels (then A, lda, alpha are unused)
   const uint16_t* packed_half = nullptr;  // or its fp16 panels
   int64_t m_pad = 0;
+  const float* packed_b = nullptr;  // PackB's panels (then B, ldb are unused)
+  int64_t n_pad = 0;
   const GemmEpilogue* ep = nullptr;
 };
 
@@ -102,10 +119,15 @@ void ApplyEpilogue(const Problem& pr, int64_t i0, int64_t rows, int64_t j0, int6
 
 // Rows [i0, i0 + mc) x cols [k0, k0 + kc) of alpha * op(A) as mr-tall
 // panels: panel p holds a[k * mr + r] = A(i0 + p * mr + r, k0 + k), zero past mc.
-void PackAPanels(const Problem& pr, int mr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
+void PackAPanels(const GemmKernel& kr, const Problem& pr, int64_t i0, int64_t mc, int64_t k0, int64_t kc, float* dst) {
+  const int mr = kr.mr;
   for (int64_t p = 0; p < mc; p += mr) {
     const int64_t rows = std::min<int64_t>(mr, mc - p);
     float* d = dst + p * kc;
+    if (!pr.ta && rows == mr && kr.pack_a) {
+      kr.pack_a(pr.A + (i0 + p) * pr.lda + k0, pr.lda, kc, pr.alpha, d);
+      continue;
+    }
     if (!pr.ta) {  // A(i, k) = A[i * lda + k]
       for (int64_t r = 0; r < rows; ++r) {
         const float* s = pr.A + (i0 + p + r) * pr.lda + k0;
@@ -125,7 +147,7 @@ void PackAPanels(const Problem& pr, int mr, int64_t i0, int64_t mc, int64_t k0, 
 
 // Rows [k0, k0 + kc) x cols [j0, j0 + nc) of op(B) as nr-wide panels:
 // panel p holds b[k * nr + c] = B(k0 + k, j0 + p * nr + c), zero past nc.
-void PackB(const Problem& pr, int nr, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
+void PackBPanels(const Problem& pr, int nr, int64_t k0, int64_t kc, int64_t j0, int64_t nc, float* dst) {
   for (int64_t p = 0; p < nc; p += nr) {
     const int64_t cols = std::min<int64_t>(nr, nc - p);
     float* d = dst + p * kc;
@@ -168,7 +190,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   const int64_t KC = std::min(kr.kc, pr.K);
   const int64_t NC = std::min<int64_t>(kr.nc, (n1 - n0 + nr - 1) / nr * nr);
   const int64_t MC = std::min<int64_t>(kr.mc, (m1 - m0 + mr - 1) / mr * mr);
-  float* pack_b = tl_pack_b.get(static_cast<size_t>(KC * NC));
+  float* pack_b = pr.packed_b ? nullptr : tl_pack_b.get(static_cast<size_t>(KC * NC));
   float* pack_a = pr.packed_a ? nullptr : tl_pack_a.get(static_cast<size_t>(KC * MC));
   const bool prepacked = pr.packed_a || pr.packed_half;
   alignas(64) float tmp[16 * 64];  // an edge tile (mr * nr <= 1024)
@@ -178,7 +200,9 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
       const int64_t kc = std::min(KC, pr.K - pc);
       const bool load = pc > 0 || pr.beta != 0.f;
       const bool last = pc + kc == pr.K;
-      PackB(pr, nr, pc, kc, jc, nc, pack_b);
+      if (!pr.packed_b) PackBPanels(pr, nr, pc, kc, jc, nc, pack_b);
+      // Pre-packed B: block pc holds n_pad columns of kc, panel by panel.
+      const float* block_b = pr.packed_b ? pr.packed_b + pc * pr.n_pad + jc * kc : pack_b;
       for (int64_t ic = m0; ic < m1; ic += MC) {
         const int64_t mc = std::min(MC, m1 - ic);
         // Pre-packed A: block pc holds m_pad rows of kc, panel by panel.
@@ -186,10 +210,10 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         if (pr.packed_half)
           WidenHalf(pr.packed_half + pc * pr.m_pad + ic * kc, pack_a, (mc + mr - 1) / mr * mr * kc);
         else if (!prepacked)
-          PackAPanels(pr, mr, ic, mc, pc, kc, pack_a);
+          PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
-          const float* pb = pack_b + jr * kc;
+          const float* pb = block_b + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t mrr = std::min<int64_t>(mr, mc - ir);
             const float* pa = block_a + ir * kc;
@@ -296,6 +320,29 @@ void Gemv(ThreadPool& pool, const Problem& pr, int64_t N) {
   }, 64);
 }
 
+// M == 1 on a PackedB: the panels are one sequential stream, read once,
+// with no horizontal sums (each output column is a lane of an accumulator).
+// Threads take contiguous runs of panels.
+void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t N) {
+  std::vector<float> a(static_cast<size_t>(pr.K));
+  for (int64_t k = 0; k < pr.K; ++k) a[static_cast<size_t>(k)] = pr.alpha * (pr.ta ? pr.A[k * pr.lda] : pr.A[k]);
+  const int64_t KC = std::min(kr.kc, pr.K), nr = kr.nr, panels = pr.n_pad / nr;
+  // 256 columns a step keeps y on the stack; the grain (in panels) keeps
+  // about 64 KiB of B per chunk, below which a second thread costs more
+  // than it saves.
+  const int64_t step = 256 / nr;
+  pool.parallelFor(panels, [&](int64_t b, int64_t e) {
+    alignas(64) float y[256];
+    for (int64_t p0 = b; p0 < e; p0 += step) {
+      const int64_t np = std::min(step, e - p0);
+      kr.gemv(pr.K, KC, a.data(), pr.packed_b, pr.n_pad, p0, np, y);
+      const int64_t j0 = p0 * nr, j1 = std::min(N, (p0 + np) * nr);
+      for (int64_t j = j0; j < j1; ++j) pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
+      if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
+    }
+  }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pr.K * nr)));
+}
+
 // Splits C over the pool's threads and runs GemmRange on each part.
 void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, int64_t N) {
   const int threads = pool.threads();
@@ -370,13 +417,41 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
   p.data.assign(static_cast<size_t>(p.m_pad * K), 0.f);
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
-    PackAPanels(pr, kr.mr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
+    PackAPanels(kr, pr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
   if (half) {
     p.half.resize(p.data.size());
     for (size_t i = 0; i < p.data.size(); ++i) p.half[i] = FloatToHalf(p.data[i]);
     std::vector<float>().swap(p.data);
   }
   return p;
+}
+
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb) {
+  using namespace gemm_detail;
+  const GemmKernel& kr = KernelForIsa(isa);
+  PackedB p;
+  p.isa = isa;
+  p.K = K;
+  p.N = N;
+  p.n_pad = (N + kr.nr - 1) / kr.nr * kr.nr;
+  p.data.assign(static_cast<size_t>(p.n_pad * K), 0.f);
+  Problem pr{false, trans_b, K, 1.f, nullptr, 0, B, ldb, 0.f, nullptr, 0};
+  for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
+    PackBPanels(pr, kr.nr, pc, std::min(kr.kc, K - pc), 0, N, p.data.data() + pc * p.n_pad);
+  return p;
+}
+
+void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
+                  const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (M <= 0 || b.N <= 0) return;
+  Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
+  pr.packed_b = b.data.data();
+  pr.n_pad = b.n_pad;
+  pr.ep = epilogue;
+  const GemmKernel& kr = KernelForIsa(b.isa);
+  if (M == 1 && b.K > 0) return GemvPacked(kr, pool, pr, b.N);
+  Run(kr, pool, pr, M, b.N);
 }
 
 void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,

@@ -53,6 +53,20 @@ struct PackedA {
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
               bool half = false);
 
+// op(B) packed once for many products with different A (MatMul / Gemm
+// weights at resize): the K x N matrix in the kernel's cache blocks of KC =
+// min(kc, K) rows, block pc at data[pc * n_pad], each block as n_pad / nr
+// panels of kc x nr (panel p at p * nr * kc, b[k * nr + c] = B(pc + k, p * nr
+// + c)), zero past N. Repacking B on every call cost a quarter of the
+// transformer encoder's time: its strided reads of a weight matrix bigger
+// than L2 missed the cache. Read-only after PackB, so one may serve any thread.
+struct PackedB {
+  Isa isa = Isa::kScalar;
+  int64_t K = 0, N = 0, n_pad = 0;  // n_pad: N rounded up to the register tile
+  std::vector<float> data;
+};
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
+
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue = nullptr);
@@ -68,6 +82,11 @@ void WidenHalf(const uint16_t* src, float* dst, int64_t n);
 void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
 
+// C = alpha * op(A) * b + beta * C with b = PackB(...). M == 1 streams the
+// panels once (a matrix-vector product at memory speed).
+void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
+                  const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
+
 // The FMA throughput of `isa`'s peak probe on the calling thread, in
 // GFLOP/s, timed over at least `seconds` (kiln-kernelbench's roof).
 double MeasureFmaGflops(Isa isa, double seconds);
@@ -78,6 +97,15 @@ using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* 
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);
+// y[p * nr + c] (p in [0, panels)) = sum_k a[k] * B(k, p * nr + c) over a
+// PackedB's layout from its panel p0 on: K rows in blocks of KC, block pc
+// at packed + pc * n_pad (a matrix-vector product over whole panels).
+using GemvPanels = void (*)(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
+                            int64_t panels, float* y);
+// d[k * mr + r] = alpha * A[r * lda + k] for r < mr, k < kc: one whole
+// mr-row panel of an A that is not transposed (a transpose of row blocks in
+// registers, where the generic loop writes one float at a time).
+using PanelPackA = void (*)(const float* A, int64_t lda, int64_t kc, float alpha, float* d);
 // fp16 -> fp32 of n values (null: the scalar conversion).
 using WidenFn = void (*)(const uint16_t* src, float* dst, int64_t n);
 struct GemmKernel {
@@ -86,6 +114,8 @@ struct GemmKernel {
   MicroKernel micro;
   FmaLoop fma_loop;        // the ISA's FMA throughput probe (kiln-kernelbench)
   int fma_flops_per_iter;  // flops one iteration of fma_loop does
+  GemvPanels gemv;         // M == 1 on packed B
+  PanelPackA pack_a;       // a full panel of A, not transposed; null: the generic loop
   WidenFn widen;           // this ISA's fp16 widening, or null
 };
 // nullptr when the build has no such kernel (non-x86).

@@ -71,7 +71,65 @@ void WidenF16c(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
 
-const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &WidenF16c};
+// M == 1 over PackedB panels (gemm.h), two panels (32 columns) at a time,
+// even and odd k in separate accumulators (as GemvAvx512).
+void GemvAvx2(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0, int64_t panels,
+              float* y) {
+  constexpr int kNr = 16;
+  int64_t p = 0;
+  for (; p + 2 <= panels; p += 2) {
+    __m256 s00 = _mm256_setzero_ps(), s01 = _mm256_setzero_ps(), s10 = _mm256_setzero_ps(),
+           s11 = _mm256_setzero_ps();
+    __m256 t00 = _mm256_setzero_ps(), t01 = _mm256_setzero_ps(), t10 = _mm256_setzero_ps(),
+           t11 = _mm256_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      const float* b1 = b0 + kNr * kc;
+      const float* ak = a + pc;
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr, b1 += 2 * kNr) {
+        const __m256 x0 = _mm256_broadcast_ss(ak + k), x1 = _mm256_broadcast_ss(ak + k + 1);
+        s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0), s00);
+        s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + 8), s01);
+        s10 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b1), s10);
+        s11 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b1 + 8), s11);
+        t00 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b0 + kNr), t00);
+        t01 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b0 + kNr + 8), t01);
+        t10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + kNr), t10);
+        t11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + kNr + 8), t11);
+      }
+      if (k < kc) {
+        const __m256 x0 = _mm256_broadcast_ss(ak + k);
+        s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0), s00);
+        s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + 8), s01);
+        s10 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b1), s10);
+        s11 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b1 + 8), s11);
+      }
+    }
+    float* yp = y + p * kNr;
+    _mm256_storeu_ps(yp, _mm256_add_ps(s00, t00));
+    _mm256_storeu_ps(yp + 8, _mm256_add_ps(s01, t01));
+    _mm256_storeu_ps(yp + 16, _mm256_add_ps(s10, t10));
+    _mm256_storeu_ps(yp + 24, _mm256_add_ps(s11, t11));
+  }
+  for (; p < panels; ++p) {  // an odd last panel
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      for (int64_t k = 0; k < kc; ++k, b0 += kNr) {
+        const __m256 x0 = _mm256_broadcast_ss(a + pc + k);
+        s0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0), s0);
+        s1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + 8), s1);
+      }
+    }
+    _mm256_storeu_ps(y + p * kNr, s0);
+    _mm256_storeu_ps(y + p * kNr + 8, s1);
+  }
+}
+
+const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &GemvAvx2, nullptr, &WidenF16c};
 
 }  // namespace
 

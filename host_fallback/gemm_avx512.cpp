@@ -79,7 +79,115 @@ void WidenAvx512(const uint16_t* src, float* dst, int64_t n) {
   }
 }
 
-const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2, &WidenAvx512};
+// M == 1 over PackedB panels (gemm.h), four panels (128 columns) at a time:
+// each k is four 128-byte runs of B against one broadcast of a[k], eight
+// independent FMA chains, four sequential streams for the prefetchers.
+void GemvAvx512(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
+                int64_t panels, float* y) {
+  constexpr int kNr = 32;
+  int64_t p = 0;
+  for (; p + 4 <= panels; p += 4) {
+    __m512 s00 = _mm512_setzero_ps(), s01 = _mm512_setzero_ps(), s10 = _mm512_setzero_ps(),
+           s11 = _mm512_setzero_ps(), s20 = _mm512_setzero_ps(), s21 = _mm512_setzero_ps(),
+           s30 = _mm512_setzero_ps(), s31 = _mm512_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      const float* b1 = b0 + kNr * kc;
+      const float* b2 = b1 + kNr * kc;
+      const float* b3 = b2 + kNr * kc;
+      const float* ak = a + pc;
+      for (int64_t k = 0; k < kc; ++k, b0 += kNr, b1 += kNr, b2 += kNr, b3 += kNr) {
+        const __m512 x = _mm512_set1_ps(ak[k]);
+        s00 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b0), s00);
+        s01 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b0 + 16), s01);
+        s10 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b1), s10);
+        s11 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b1 + 16), s11);
+        s20 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b2), s20);
+        s21 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b2 + 16), s21);
+        s30 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b3), s30);
+        s31 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b3 + 16), s31);
+      }
+    }
+    float* yp = y + p * kNr;
+    _mm512_storeu_ps(yp, s00);
+    _mm512_storeu_ps(yp + 16, s01);
+    _mm512_storeu_ps(yp + 32, s10);
+    _mm512_storeu_ps(yp + 48, s11);
+    _mm512_storeu_ps(yp + 64, s20);
+    _mm512_storeu_ps(yp + 80, s21);
+    _mm512_storeu_ps(yp + 96, s30);
+    _mm512_storeu_ps(yp + 112, s31);
+  }
+  for (; p < panels; ++p) {  // the last one to three panels; even and odd k apart (four chains)
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = K - pc < KC ? K - pc : KC;
+      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
+      const float* ak = a + pc;
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
+        s0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s0);
+        s1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s1);
+        t0 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr), t0);
+        t1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr + 16), t1);
+      }
+      if (k < kc) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]);
+        s0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s0);
+        s1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s1);
+      }
+    }
+    _mm512_storeu_ps(y + p * kNr, _mm512_add_ps(s0, t0));
+    _mm512_storeu_ps(y + p * kNr + 16, _mm512_add_ps(s1, t1));
+  }
+}
+
+// One 8-row panel of A (not transposed) times alpha, 8 x 8 blocks at a time
+// transposed in ymm registers (unpack, shuffle, 128-bit permute): eight row
+// loads and eight contiguous stores a block instead of 64 scattered stores.
+void PackA8(const float* A, int64_t lda, int64_t kc, float alpha, float* d) {
+  const __m256 al = _mm256_set1_ps(alpha);
+  int64_t k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    const float* a = A + k;
+    const __m256 r0 = _mm256_mul_ps(al, _mm256_loadu_ps(a)), r1 = _mm256_mul_ps(al, _mm256_loadu_ps(a + lda)),
+                 r2 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 2 * lda)),
+                 r3 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 3 * lda)),
+                 r4 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 4 * lda)),
+                 r5 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 5 * lda)),
+                 r6 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 6 * lda)),
+                 r7 = _mm256_mul_ps(al, _mm256_loadu_ps(a + 7 * lda));
+    // t: pairs of rows interleaved; u: four rows' element c in lane c (low)
+    // and c + 4 (high); the permutes join rows 0-3 with rows 4-7.
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    float* o = d + k * 8;
+    _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(o + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(o + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(o + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(o + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(o + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(o + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(o + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+  for (; k < kc; ++k)
+    for (int r = 0; r < 8; ++r) d[k * 8 + r] = alpha * A[r * lda + k];
+}
+
+const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2, &GemvAvx512, &PackA8,
+                            &WidenAvx512};
 
 }  // namespace
 

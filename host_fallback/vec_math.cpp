@@ -1,5 +1,6 @@
 #include "vec_math.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "simd_clones.h"
@@ -28,6 +29,85 @@ inline float ExpReduced(float x) {
   return p * scale;
 }
 
+inline float FromBits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, sizeof(f));
+  return f;
+}
+
+// e^x on the whole float range, branch-free like ExpReduced so that loops
+// around it vectorize. Below -87.3 the result is subnormal and above 88.7 it
+// overflows; neither 2^n fits one float's exponent there, so 2^n is applied
+// as two factors 2^(n/2) and 2^(n - n/2), both normal for n in [-151, 129]:
+// the first product stays normal, the second rounds once into the subnormals
+// (or to 0, or overflows to inf) as the exact result would. n is read from
+// the bits of the rounding sum t + 1.5 * 2^23 (its low mantissa bits hold n
+// in two's complement), not by a float-to-int conversion, which is undefined
+// for NaN; a NaN x gives a NaN polynomial and so a NaN result.
+inline float ExpFull(float x) {
+  x = x < -104.5f ? -104.5f : x;  // e^-104.5 < half the smallest subnormal: rounds to 0
+  x = x > 89.f ? 89.f : x;        // e^89 > FLT_MAX: overflows to inf
+  const float t = x * 1.44269504088896341f;
+  const float j = t + 12582912.f;
+  uint32_t jb;
+  std::memcpy(&jb, &j, sizeof(jb));
+  const int32_t n = static_cast<int32_t>(jb - 0x4B400000u);
+  const float fn = j - 12582912.f;
+  const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.f;
+  const int32_t n1 = n >> 1, n2 = n - n1;
+  return p * FromBits(static_cast<uint32_t>(n1 + 127) << 23) * FromBits(static_cast<uint32_t>(n2 + 127) << 23);
+}
+
+constexpr int kLanes = 16;  // partial sums a row: one AVX-512 register, two AVX2 ones
+
+// Reductions over a row keep kLanes partial results, so that the compiler
+// vectorizes them without reassociating one float sum (which it may not).
+// The maximum ignores NaN (v > m is false), as std::max(m, v) does; the
+// exponentials then carry the NaN into the sum.
+inline float RowMax(const float* __restrict x, int64_t n) {
+  float part[kLanes];
+  for (float& v : part) v = -INFINITY;
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) part[l] = x[k + l] > part[l] ? x[k + l] : part[l];
+  float m = -INFINITY;
+  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  for (float v : part) m = v > m ? v : m;
+  return m;
+}
+
+// sum of e^(x - sub) over the row, writing each term to y when y is set.
+inline float ExpSubSum(const float* __restrict x, float sub, float* __restrict y, int64_t n) {
+  float part[kLanes] = {};
+  int64_t k = 0;
+  if (y) {
+    for (; k + kLanes <= n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float e = ExpFull(x[k + l] - sub);
+        y[k + l] = e;
+        part[l] += e;
+      }
+  } else {
+    for (; k + kLanes <= n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) part[l] += ExpFull(x[k + l] - sub);
+  }
+  float s = 0.f;
+  for (; k < n; ++k) {
+    const float e = ExpFull(x[k] - sub);
+    if (y) y[k] = e;
+    s += e;
+  }
+  for (float v : part) s += v;
+  return s;
+}
+
 }  // namespace
 
 KILN_SIMD_CLONES
@@ -40,6 +120,75 @@ void SigmoidF32(const float* x, float* y, int64_t n) {
     v = v > 88.f ? 88.f : v;
     const float e = ExpReduced(v);
     y[i] = x[i] != x[i] ? x[i] : 1.f / (1.f + e);
+  }
+}
+
+KILN_SIMD_CLONES
+void ExpF32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ExpFull(x[i]);
+}
+
+// Two passes over each row (the maximum, then the exponentials and their sum
+// written to y), and a third over y alone to scale it; a row of a few
+// thousand floats stays in L1 throughout.
+KILN_SIMD_CLONES
+void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* __restrict xr = x + r * n;
+    float* __restrict yr = y + r * n;
+    const float mx = RowMax(xr, n);
+    if (log) {
+      // (x - max) - log(sum): the exponentials are only summed.
+      const float ls = std::log(ExpSubSum(xr, mx, nullptr, n));
+      for (int64_t k = 0; k < n; ++k) yr[k] = (xr[k] - mx) - ls;
+    } else {
+      const float inv = 1.f / ExpSubSum(xr, mx, yr, n);
+      for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
+    }
+  }
+}
+
+// The strided case keeps the w columns' running maxima and sums side by side,
+// so each pass reads a contiguous run of w floats per axis step.
+KILN_SIMD_CLONES
+void SoftmaxColumnsF32(const float* x, float* y, int64_t n, int64_t stride, int64_t w, bool log, float* mx,
+                       float* sum) {
+  float* __restrict m = mx;
+  float* __restrict s = sum;
+  for (int64_t j = 0; j < w; ++j) {
+    m[j] = -INFINITY;
+    s[j] = 0.f;
+  }
+  for (int64_t a = 0; a < n; ++a) {
+    const float* __restrict xa = x + a * stride;
+    for (int64_t j = 0; j < w; ++j) m[j] = xa[j] > m[j] ? xa[j] : m[j];
+  }
+  for (int64_t a = 0; a < n; ++a) {
+    const float* __restrict xa = x + a * stride;
+    float* __restrict ya = y + a * stride;
+    if (log) {
+      for (int64_t j = 0; j < w; ++j) s[j] += ExpFull(xa[j] - m[j]);
+    } else {
+      for (int64_t j = 0; j < w; ++j) {
+        const float e = ExpFull(xa[j] - m[j]);
+        ya[j] = e;
+        s[j] += e;
+      }
+    }
+  }
+  if (log) {
+    for (int64_t j = 0; j < w; ++j) s[j] = std::log(s[j]);
+    for (int64_t a = 0; a < n; ++a) {
+      const float* __restrict xa = x + a * stride;
+      float* __restrict ya = y + a * stride;
+      for (int64_t j = 0; j < w; ++j) ya[j] = (xa[j] - m[j]) - s[j];
+    }
+  } else {
+    for (int64_t j = 0; j < w; ++j) s[j] = 1.f / s[j];
+    for (int64_t a = 0; a < n; ++a) {
+      float* __restrict ya = y + a * stride;
+      for (int64_t j = 0; j < w; ++j) ya[j] *= s[j];
+    }
   }
 }
 

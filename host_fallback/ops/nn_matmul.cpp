@@ -1,8 +1,11 @@
 // Host kernels: MatMul (numpy semantics: batch dims broadcast, 1-D operands
 // promoted and the added axis removed) and Gemm (alpha, beta, transposes, C
 // broadcast to [M, N], fused activation). f32; every product is an Sgemm
-// (gemm.h), which splits the work over threads.
+// (gemm.h), which splits the work over threads. A constant B (the weights of
+// a linear layer) is packed once, at the first resize, into the GEMM's panel
+// layout (PackB), and each run multiplies by the packed copy.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "gemm.h"
@@ -37,8 +40,18 @@ IntVec BatchOffsets(const IntVec& dims, const IntVec& out, int64_t matrix_size) 
   return offs;
 }
 
-Status RunMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
-                 HostBackend& be) {
+// One thread's pool: a product run inside a parallelFor over batches must
+// not call back into the session's pool; with one thread parallelFor runs
+// inline and keeps no state, so it is shared.
+ThreadPool& SerialPool() {
+  static ThreadPool serial(1);
+  return serial;
+}
+
+// MatMul; `packed`, when set, is B packed (B constant and without batch
+// dims, or with batch dims of 1).
+Status MatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
+              const PackedB* packed) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
   IntVec a = in[0]->shape(), b = in[1]->shape();
   if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
@@ -59,17 +72,91 @@ Status RunMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   bool merged = batches > 1;
   for (int64_t bi = 0; bi < batches && merged; ++bi)
     merged = b_off[static_cast<size_t>(bi)] == b_off[0] && a_off[static_cast<size_t>(bi)] == bi * M * K;
+  if (packed) {
+    if (merged || batches == 1) {
+      SgemmPackedB(be.pool(), false, batches * M, 1.f, pa + a_off[0], K, *packed, 0.f, py, N);
+    } else {
+      for (int64_t bi = 0; bi < batches; ++bi)
+        SgemmPackedB(be.pool(), false, M, 1.f, pa + a_off[static_cast<size_t>(bi)], K, *packed, 0.f,
+                     py + bi * M * N, N);
+    }
+    return Status::Ok();
+  }
   if (merged) {
     Sgemm(be.pool(), false, false, batches * M, N, K, 1.f, pa, K, pb + b_off[0], N, 0.f, py, N);
     return Status::Ok();
   }
-  for (int64_t bi = 0; bi < batches; ++bi)
-    Sgemm(be.pool(), false, false, M, N, K, 1.f, pa + a_off[static_cast<size_t>(bi)], K,
+  auto one = [&](ThreadPool& pool, int64_t bi) {
+    Sgemm(pool, false, false, M, N, K, 1.f, pa + a_off[static_cast<size_t>(bi)], K,
           pb + b_off[static_cast<size_t>(bi)], N, 0.f, py + bi * M * N, N);
+  };
+  // Many small products (attention's per-head scores, [heads, S, S]): a
+  // batch a thread, each product whole, instead of every product split
+  // over the threads (a fork and join each, and half-width tiles).
+  const int threads = be.pool().threads();
+  if (threads > 1 && batches >= threads && (batches % threads == 0 || batches >= 4 * threads)) {
+    be.pool().parallelFor(batches, [&](int64_t begin, int64_t end) {
+      for (int64_t bi = begin; bi < end; ++bi) one(SerialPool(), bi);
+    });
+    return Status::Ok();
+  }
+  for (int64_t bi = 0; bi < batches; ++bi) one(be.pool(), bi);
   return Status::Ok();
 }
 
-Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+Status Gemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
+            const PackedB* packed);
+
+// True when input `i` of `op` is a constant tensor of the graph.
+bool ConstantInput(const GraphOp& op, const Graph& graph, size_t i) {
+  const int t = op.inputs.size() > i ? op.inputs[i] : -1;
+  return t >= 0 && static_cast<size_t>(t) < graph.tensors.size() && graph.tensors[static_cast<size_t>(t)].isConstant();
+}
+
+// MatMul / Gemm with B packed at the first resize when it is a constant;
+// otherwise as the plain kernels.
+class MatMulExecution final : public Execution {
+ public:
+  MatMulExecution(HostBackend* b, const GraphOp& op, bool constant_b) : Execution(b), op_(op), constant_b_(constant_b) {}
+
+  Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
+    if (constant_b_ && !packed_ && nn::NeedF32(op_, in).ok()) pack(in);
+    return Status::Ok();
+  }
+
+  Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    HostBackend& be = *static_cast<HostBackend*>(backend());
+    if (constant_b_ && !packed_ && nn::NeedF32(op_, in).ok()) pack(in);
+    const PackedB* p = packed_ ? &*packed_ : nullptr;
+    return op_.type == fb::OpType::Gemm ? Gemm(op_, in, out, be, p) : MatMul(op_, in, out, be, p);
+  }
+
+ private:
+  void pack(const std::vector<Tensor*>& in) {
+    const Tensor& B = *in[1];
+    const IntVec& s = B.shape();
+    if (op_.type == fb::OpType::Gemm) {
+      if (s.size() != 2) return;
+      const fb::GemmParams* p = op_.params<fb::GemmParams>();
+      const bool tb = p && p->trans_b();
+      packed_ = PackB(GemmBestIsa(), tb, tb ? s[1] : s[0], tb ? s[0] : s[1], B.host<float>(), s[1]);
+      return;
+    }
+    // MatMul: B of [K, N], or [1, ..., 1, K, N] (the same matrix for every
+    // batch); a 1-D B is a column, not worth a panel.
+    if (s.size() < 2) return;
+    for (size_t i = 0; i + 2 < s.size(); ++i)
+      if (s[i] != 1) return;
+    packed_ = PackB(GemmBestIsa(), false, s[s.size() - 2], s.back(), B.host<float>(), s.back());
+  }
+
+  const GraphOp& op_;
+  const bool constant_b_;
+  std::optional<PackedB> packed_;
+};
+
+Status Gemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
+            const PackedB* packed) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
   const fb::GemmParams* p = op.params<fb::GemmParams>();
   const float alpha = p ? p->alpha() : 1.f, beta = p ? p->beta() : 1.f;
@@ -108,7 +195,10 @@ Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) py[i * N + j] = pc[i * ci + j * cj];
   }
-  Sgemm(be.pool(), ta, tb, M, N, K, alpha, pa, ta ? M : K, pb, tb ? K : N, pc && !row_c ? beta : 0.f, py, N, &ep);
+  if (packed)
+    SgemmPackedB(be.pool(), ta, M, alpha, pa, ta ? M : K, *packed, pc && !row_c ? beta : 0.f, py, N, &ep);
+  else
+    Sgemm(be.pool(), ta, tb, M, N, K, alpha, pa, ta ? M : K, pb, tb ? K : N, pc && !row_c ? beta : 0.f, py, N, &ep);
   if (!fused)
     be.pool().parallelFor(M, [&](int64_t begin, int64_t end) {
       nn::ApplyFusedActivation(act, act_min, act_max, act_alpha, py + begin * N, (end - begin) * N);
@@ -118,11 +208,11 @@ Status RunGemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Execution>> CreateHostMatMul(const GraphOp& op, const Graph&, HostBackend* b) {
-  return MakeHostKernel(b, op, &RunMatMul);
+StatusOr<std::unique_ptr<Execution>> CreateHostMatMul(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  return std::unique_ptr<Execution>(new MatMulExecution(b, op, ConstantInput(op, graph, 1)));
 }
-StatusOr<std::unique_ptr<Execution>> CreateHostGemm(const GraphOp& op, const Graph&, HostBackend* b) {
-  return MakeHostKernel(b, op, &RunGemm);
+StatusOr<std::unique_ptr<Execution>> CreateHostGemm(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  return std::unique_ptr<Execution>(new MatMulExecution(b, op, ConstantInput(op, graph, 1)));
 }
 
 }  // namespace kiln

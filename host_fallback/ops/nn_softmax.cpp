@@ -1,13 +1,18 @@
 // Host kernels: Softmax and LogSoftmax along one axis (ONNX opset 13). f32,
-// numerically stable (the maximum along the axis is subtracted first).
-// X is viewed as [outer, n, inner] with n the axis; a task is one outer index
-// and a block of inner columns, so rows along the axis are read contiguously.
+// numerically stable (the maximum along the axis is subtracted first), the
+// exponential vectorized (vec_math.h).
+// X is viewed as [outer, n, inner] with n the axis. When the axis is the
+// innermost one (inner == 1: attention scores, classifier outputs) each row
+// is contiguous and a task is a block of rows; otherwise a task is one outer
+// index and a block of inner columns, so rows along the axis are read
+// contiguously.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "vec_math.h"
 
 namespace kiln {
 namespace {
@@ -28,37 +33,23 @@ Status RunSoftmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::
   for (int d = axis + 1; d < rank; ++d) inner *= X.length(d);
   const int64_t n = X.length(axis);
   if (outer * n * inner == 0) return Status::Ok();
-  const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const float* x = X.host<float>();
   float* y = out[0]->host<float>();
 
+  if (inner == 1) {
+    be.pool().parallelFor(outer, [&](int64_t begin, int64_t end) {
+      SoftmaxRowsF32(x + begin * n, y + begin * n, end - begin, n, log);
+    }, std::max<int64_t>(1, 8192 / n));
+    return Status::Ok();
+  }
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
   be.pool().parallelFor(outer * blocks, [&](int64_t begin, int64_t end) {
-    std::vector<float> mx(kBlock), sum(kBlock);
+    float mx[kBlock], sum[kBlock];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / blocks, j0 = task % blocks * kBlock, w = std::min(kBlock, inner - j0);
-      const float* xb = x + o * n * inner + j0;
-      float* yb = y + o * n * inner + j0;
-      std::fill(mx.begin(), mx.begin() + w, -INFINITY);
-      std::fill(sum.begin(), sum.begin() + w, 0.f);
-      for (int64_t a = 0; a < n; ++a)
-        for (int64_t j = 0; j < w; ++j) mx[j] = std::max(mx[j], xb[a * inner + j]);
-      for (int64_t a = 0; a < n; ++a)
-        for (int64_t j = 0; j < w; ++j) {
-          float e = std::exp(xb[a * inner + j] - mx[j]);
-          if (!log) yb[a * inner + j] = e;
-          sum[j] += e;
-        }
-      if (log) {
-        for (int64_t j = 0; j < w; ++j) sum[j] = std::log(sum[j]);
-        for (int64_t a = 0; a < n; ++a)
-          for (int64_t j = 0; j < w; ++j) yb[a * inner + j] = (xb[a * inner + j] - mx[j]) - sum[j];
-      } else {
-        for (int64_t j = 0; j < w; ++j) sum[j] = 1.f / sum[j];
-        for (int64_t a = 0; a < n; ++a)
-          for (int64_t j = 0; j < w; ++j) yb[a * inner + j] *= sum[j];
-      }
+      SoftmaxColumnsF32(x + o * n * inner + j0, y + o * n * inner + j0, n, inner, w, log, mx, sum);
     }
-  }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * std::min(inner, kBlock))));
+  }, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n * std::min(inner, kBlock))));
   return Status::Ok();
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -191,6 +192,67 @@ TEST(Gemm, WidenHalfEveryIsa) {
       }
       EXPECT_EQ(got[n], 7.f) << "fn " << f << " wrote past n = " << n;
     }
+}
+
+// PackB + SgemmPackedB against the naive product, with the epilogue's column
+// bias and clamp: M == 1 (the packed matrix-vector path, odd panel counts,
+// beta != 0), N not a multiple of any register tile, K over two K blocks,
+// both transposes of A and B; and equal to the unpacked Sgemm bit for bit
+// wherever M > 1 (same blocks, same summation order).
+TEST(Gemm, PackedBAndGemv) {
+  ThreadPool one(1), two(2), three(3);
+  uint32_t seed = 300;
+  for (Isa isa : Isas())
+    for (ThreadPool* pool : {&one, &two, &three})
+      for (int64_t M : {1, 2, 9, 130})
+        for (int64_t N : {1, 5, 31, 33, 100, 1000})
+          for (int64_t K : {1, 16, 17, 300, 600}) {
+            ++seed;
+            const bool ta = seed % 2, tb = seed % 3 != 0;
+            const float alpha = seed % 4 ? 1.f : 0.5f, beta = seed % 5 < 2 ? 0.f : (seed % 5 == 2 ? 1.f : -0.25f);
+            const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+            std::vector<float> A = RandVec(static_cast<size_t>(M * K), seed);
+            std::vector<float> B = RandVec(static_cast<size_t>(K * N), seed + 1);
+            std::vector<float> C = RandVec(static_cast<size_t>(M * N), seed + 2);
+            std::vector<float> cb = RandVec(static_cast<size_t>(N), seed + 3);
+            GemmEpilogue ep;
+            ep.col_bias = seed % 3 ? cb.data() : nullptr;
+            ep.clamp = seed % 7 < 3;
+            ep.lo = -0.5f;
+            ep.hi = 0.75f;
+            const std::string what = std::string(GemmIsaName(isa)) + " threads " + std::to_string(pool->threads()) +
+                                     " M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                                     " ta " + std::to_string(ta) + " tb " + std::to_string(tb) + " beta " +
+                                     std::to_string(beta);
+            const PackedB pb = PackB(isa, tb, K, N, B.data(), ldb);
+            ASSERT_EQ(pb.K, K);
+            ASSERT_EQ(pb.N, N);
+            std::vector<float> got = C;
+            SgemmPackedB(*pool, ta, M, alpha, A.data(), lda, pb, beta, got.data(), N, &ep);
+            int bad = 0;
+            for (int64_t i = 0; i < M && bad < 5; ++i)
+              for (int64_t j = 0; j < N && bad < 5; ++j) {
+                double s = 0;
+                for (int64_t k = 0; k < K; ++k)
+                  s += static_cast<double>(ta ? A[static_cast<size_t>(k * lda + i)] : A[static_cast<size_t>(i * lda + k)]) *
+                       (tb ? B[static_cast<size_t>(j * ldb + k)] : B[static_cast<size_t>(k * ldb + j)]);
+                double v = alpha * s + (ep.col_bias ? cb[static_cast<size_t>(j)] : 0.0);
+                if (beta != 0.f) v += beta * static_cast<double>(C[static_cast<size_t>(i * N + j)]);
+                if (ep.clamp) v = std::min<double>(ep.hi, std::max<double>(ep.lo, v));
+                const float g = got[static_cast<size_t>(i * N + j)];
+                if (!(std::fabs(g - v) <= 1e-5 * static_cast<double>(K + 4))) {
+                  ADD_FAILURE() << what << ": C(" << i << ", " << j << ") got " << g << " want " << v;
+                  ++bad;
+                }
+              }
+            if (bad) FAIL() << what;
+            if (M > 1) {
+              std::vector<float> plain = C;
+              SgemmWithIsa(isa, *pool, ta, tb, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, plain.data(), N,
+                           &ep);
+              ASSERT_EQ(0, std::memcmp(plain.data(), got.data(), plain.size() * sizeof(float))) << what;
+            }
+          }
 }
 
 }  // namespace

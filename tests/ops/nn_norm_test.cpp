@@ -168,6 +168,111 @@ TEST(NnSoftmax, SoftmaxAndLogSoftmaxAlongEachAxis) {
       }
 }
 
+// The vectorized rows (vec_math.h) at every tail length, along the last axis
+// (contiguous rows) and a middle one (strided columns), with the values that
+// break a naive exp: logits far apart (-100 next to 80), -inf next to finite
+// values (0 after Softmax, -inf after LogSoftmax), a row of -inf and a row
+// with a NaN (all NaN, as in ONNX's reference: x - max is NaN there). Values
+// are checked to a relative 1e-5, so tiny probabilities count too.
+TEST(NnSoftmax, SpecialValuesAndTails) {
+  const float nan = std::nanf("");
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 33, 100, 257})
+    for (bool strided : {false, true})
+      for (fb::OpType type : {fb::OpType::Softmax, fb::OpType::LogSoftmax}) {
+        const bool log = type == fb::OpType::LogSoftmax;
+        const int64_t rows = 6, inner = strided ? 3 : 1;  // strided: [rows, n, 3] along axis 1
+        const Shape s = strided ? Shape{rows, n, inner} : Shape{rows, n};
+        SCOPED_TRACE(std::string(fb::EnumNameOpType(type)) + " " + Str(s));
+        std::vector<float> x = Rand(s, 141);
+        auto at = [&](int64_t r, int64_t k, int64_t j) -> float& { return x[(r * n + k) * inner + j]; };
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < n; ++k)
+            for (int64_t j = 0; j < inner; ++j) {
+              float& v = at(r, k, j);
+              if (r == 0) v *= 60;                                      // wide spread
+              if (r == 1) v = k % 3 == 0 ? -100.f : (k % 3 == 1 ? 80.f : v);  // e^-180 underflows
+              if (r == 2 && k % 4 == 1) v = -INFINITY;                  // -inf next to finite values
+              if (r == 3) v = -INFINITY;                                // all -inf: NaN
+              if (r == 4 && k == n / 2) v = nan;                        // a NaN: the row is NaN
+              if (r == 5) v = v * 1e-3f - 50.f;                         // all alike, all negative
+            }
+        std::vector<float> want(x.size());
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < inner; ++j) {
+            double mx = -INFINITY, sum = 0;
+            bool has_nan = false;
+            for (int64_t k = 0; k < n; ++k) {
+              has_nan |= std::isnan(at(r, k, j));
+              mx = std::max<double>(mx, at(r, k, j));
+            }
+            for (int64_t k = 0; k < n; ++k) sum += std::exp(at(r, k, j) - mx);
+            for (int64_t k = 0; k < n; ++k) {
+              const double v = at(r, k, j) - mx;
+              want[(r * n + k) * inner + j] = has_nan || std::isinf(mx)
+                                                  ? nan
+                                                  : static_cast<float>(log ? v - std::log(sum) : std::exp(v) / sum);
+            }
+          }
+        fb::AxisParamsT p;
+        p.axis = 1;
+        auto out = OpTest(type).input("x", s, x).params(p).run(Threads3());
+        ASSERT_TRUE(out.ok()) << out.status().ToString();
+        const std::vector<float> got = out->at(0).f32();
+        int bad = 0;
+        for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+          const float g = got[i], w = want[i];
+          const bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+                          std::fabs(g - w) <= 1e-5f * std::fabs(w) + (log ? 1e-5f : 1e-38f);
+          if (!ok) {
+            ADD_FAILURE() << "[" << i << "] row " << i / static_cast<size_t>(n * inner) << ": got " << g << ", want "
+                          << w;
+            ++bad;
+          }
+        }
+      }
+}
+
+// LayerNormalization rows of every tail length, with a mean far from zero
+// (the variance must not cancel), scale and B of the normalized size (used
+// as they are) and broadcast ones (expanded).
+TEST(NnNorm, LayerNormalizationTailsAndOffsets) {
+  for (int64_t inner : {1, 3, 15, 16, 17, 33, 256, 300})
+    for (bool broadcast : {false, true}) {
+      const Shape xs = {5, inner};
+      SCOPED_TRACE("inner " + std::to_string(inner) + (broadcast ? " broadcast" : ""));
+      std::vector<float> x = Rand(xs, 151);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] + (i / static_cast<size_t>(inner) % 2 ? 1000.f : -3.f);
+      const Shape ss = broadcast ? Shape{1} : Shape{inner};
+      std::vector<float> scale = Rand(ss, 152), bias = Rand(ss, 153);
+      std::vector<float> want, want_mean, want_inv;
+      for (int64_t r = 0; r < 5; ++r) {
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < inner; ++j) mean += x[r * inner + j];
+        mean /= inner;
+        for (int64_t j = 0; j < inner; ++j) var += (x[r * inner + j] - mean) * (x[r * inner + j] - mean);
+        const double inv = 1 / std::sqrt(var / inner + 1e-5);
+        for (int64_t j = 0; j < inner; ++j)
+          want.push_back(static_cast<float>((x[r * inner + j] - mean) * inv * scale[broadcast ? 0 : j] +
+                                            bias[broadcast ? 0 : j]));
+        want_mean.push_back(static_cast<float>(mean));
+        want_inv.push_back(static_cast<float>(inv));
+      }
+      fb::NormParamsT p;
+      p.axis = -1;
+      auto out = OpTest(fb::OpType::LayerNormalization)
+                     .input("x", xs, x)
+                     .constant("scale", ss, scale)
+                     .constant("b", ss, bias)
+                     .params(p)
+                     .outputs(3)
+                     .run(Threads3());
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      ExpectNear(out->at(0).f32(), want, kTol, "Y");
+      ExpectNear(out->at(1).f32(), want_mean, 1e-6f, "Mean");
+      ExpectNear(out->at(2).f32(), want_inv, 1e-5f, "InvStdDev");
+    }
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST(NnErrors, BadShapesNameTheOp) {

@@ -1,0 +1,126 @@
+// MatMul and Gemm on the host with a constant B (packed once at resize,
+// PackB) against the same op with B as a run-time input (packed on every
+// call) and a naive double-accumulating reference: batched and broadcast A,
+// K over two of the GEMM's K blocks, N off every register tile, one row (the
+// packed matrix-vector path), and the batch-a-thread split of many small
+// products (attention heads).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/nn_test_util.h"
+
+namespace kiln {
+namespace {
+
+using namespace nn_test;
+
+// A [..., M, K] x B [K, N] (B without batch dims, or with batch dims of 1).
+std::vector<float> Naive(const std::vector<float>& a, int64_t rows, int64_t K, const std::vector<float>& b,
+                         int64_t N) {
+  std::vector<float> y(static_cast<size_t>(rows * N));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += static_cast<double>(a[i * K + k]) * b[k * N + j];
+      y[i * N + j] = static_cast<float>(s);
+    }
+  return y;
+}
+
+TEST(NnMatMul, ConstantBPackedMatchesInputB) {
+  struct Case {
+    Shape a, b;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 300}, {300, 1000}},     // one row, two K blocks
+                                         {{300}, {300, 33}},          // 1-D A: one row
+                                         {{7, 17}, {17, 5}},
+                                         {{2, 3, 65, 257}, {257, 70}},  // batches merged into one GEMM
+                                         {{4, 9, 600}, {1, 600, 31}},   // B with a batch dim of 1
+                                         {{3, 1, 16}, {16, 100}}}) {
+    SCOPED_TRACE(Str(c.a) + " x " + Str(c.b));
+    std::vector<float> a = Rand(c.a, 161), b = Rand(c.b, 162);
+    const int64_t K = c.a.back(), N = c.b.back(), rows = Numel(c.a) / K;
+    auto packed = OpTest(fb::OpType::MatMul).input("a", c.a, a).constant("b", c.b, b).run(Threads3());
+    auto plain = OpTest(fb::OpType::MatMul).input("a", c.a, a).input("b", c.b, b).run(Threads3());
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    EXPECT_EQ(packed->at(0).shape, plain->at(0).shape);
+    const std::vector<float> want = Naive(a, rows, K, b, N);
+    const float tol = 1e-5f * static_cast<float>(K);
+    ExpectNear(packed->at(0).f32(), want, tol, "constant B");
+    ExpectNear(plain->at(0).f32(), want, tol, "input B");
+  }
+}
+
+// [heads, S, D] x [heads, D, S]: one whole product a thread when the heads
+// divide among the threads (6 on 3), split products otherwise (4 on 3).
+TEST(NnMatMul, ManySmallProducts) {
+  for (int64_t heads : {4, 6, 13})
+    for (bool broadcast_a : {false, true}) {
+      const int64_t S = 37, D = 20;
+      const Shape as = broadcast_a ? Shape{1, S, D} : Shape{heads, S, D}, bs = {heads, D, S};
+      SCOPED_TRACE(Str(as) + " x " + Str(bs));
+      std::vector<float> a = Rand(as, 171), b = Rand(bs, 172);
+      auto out = OpTest(fb::OpType::MatMul).input("a", as, a).input("b", bs, b).run(Threads3());
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(out->at(0).shape, (Shape{heads, S, S}));
+      std::vector<float> want;
+      for (int64_t h = 0; h < heads; ++h) {
+        const std::vector<float> ah(a.begin() + (broadcast_a ? 0 : h * S * D),
+                                    a.begin() + (broadcast_a ? 1 : h + 1) * S * D);
+        const std::vector<float> bh(b.begin() + h * D * S, b.begin() + (h + 1) * D * S);
+        const std::vector<float> y = Naive(ah, S, D, bh, S);
+        want.insert(want.end(), y.begin(), y.end());
+      }
+      ExpectNear(out->at(0).f32(), want, kTol);
+    }
+}
+
+// Gemm with a constant B of either layout, alpha, and a C that is a row (the
+// epilogue's column bias) or a full matrix (beta on the stores), at one row
+// and at many, with a fused clamp: the same as B given at run time.
+TEST(NnGemm, ConstantBPackedMatchesInputB) {
+  for (int64_t M : {1, 5, 130})
+    for (int64_t N : {1, 33, 1000})
+      for (int64_t K : {17, 300})
+        for (bool tb : {false, true})
+          for (bool full_c : {false, true}) {
+            SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
+                         " trans_b " + std::to_string(tb) + (full_c ? " C [M, N]" : " C [N]"));
+            const Shape as = {M, K}, bs = tb ? Shape{N, K} : Shape{K, N}, cs = full_c ? Shape{M, N} : Shape{N};
+            std::vector<float> a = Rand(as, 181), b = Rand(bs, 182), c = Rand(cs, 183);
+            fb::GemmParamsT p;
+            p.alpha = 0.5f;
+            p.beta = full_c ? 0.75f : 1.f;
+            p.trans_b = tb;
+            p.activation = fb::Activation::Relu;
+            auto run = [&](bool constant_b) {
+              OpTest t(fb::OpType::Gemm);
+              t.input("a", as, a);
+              if (constant_b)
+                t.constant("b", bs, b);
+              else
+                t.input("b", bs, b);
+              return t.constant("c", cs, c).params(p).run(Threads3());
+            };
+            auto packed = run(true), plain = run(false);
+            ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+            ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+            std::vector<float> want;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                double s = 0;
+                for (int64_t k = 0; k < K; ++k) s += static_cast<double>(a[i * K + k]) * (tb ? b[j * K + k] : b[k * N + j]);
+                want.push_back(RefAct(fb::Activation::Relu, 0.5 * s + p.beta * c[full_c ? i * N + j : j], 0, 0, 0));
+              }
+            const float tol = 1e-5f * static_cast<float>(K);
+            ExpectNear(packed->at(0).f32(), want, tol, "constant B");
+            ExpectNear(plain->at(0).f32(), want, tol, "input B");
+          }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,78 @@
+// The vectorized math kernels (host_fallback/vec_math.h) against libm in
+// double: e^x over the whole float range (subnormal results, overflow, NaN,
+// infinities), at every length so that the vector bodies and their tails run.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "vec_math.h"
+
+namespace kiln {
+namespace {
+
+// Distance in units in the last place between two finite floats of one sign
+// (subnormals included: their ulp is the smallest subnormal).
+int64_t UlpDiff(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::llabs(static_cast<int64_t>(ia) - static_cast<int64_t>(ib));
+}
+
+TEST(VecMath, ExpWithin2UlpOverTheRange) {
+  std::vector<float> x;
+  for (float v = -110.f; v <= 90.f; v += 0.0137f) x.push_back(v);
+  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 88.72f, 88.7228f, -87.33f, -103.97f, -103.28f, -87.3365f})
+    x.push_back(v);
+  std::vector<float> y(x.size());
+  ExpF32(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x[i])));
+    ASSERT_FALSE(std::isnan(y[i])) << "e^" << x[i];
+    if (std::isinf(want)) {
+      EXPECT_TRUE(std::isinf(y[i]) && y[i] > 0) << "e^" << x[i] << " = " << y[i];
+      continue;
+    }
+    const int64_t d = UlpDiff(y[i], want);
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 2) << "e^" << x[i] << " = " << y[i] << ", want " << want;
+  }
+  std::printf("ExpF32: worst error %lld ulp over %zu points\n", static_cast<long long>(worst), x.size());
+}
+
+TEST(VecMath, ExpSpecialValuesAndTails) {
+  const float nan = std::nanf("");
+  for (int64_t n = 1; n <= 40; ++n) {
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float cycle[] = {-INFINITY, INFINITY, nan, -200.f, 200.f, 0.5f, -1.f};
+      x[static_cast<size_t>(i)] = cycle[i % 7];
+    }
+    ExpF32(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[static_cast<size_t>(i)], e = y[static_cast<size_t>(i)];
+      SCOPED_TRACE("n " + std::to_string(n) + " i " + std::to_string(i) + " x " + std::to_string(v));
+      if (std::isnan(v))
+        EXPECT_TRUE(std::isnan(e));
+      else if (v < -150.f)
+        EXPECT_EQ(e, 0.f);
+      else if (v > 100.f)
+        EXPECT_EQ(e, INFINITY);
+      else
+        EXPECT_LE(UlpDiff(e, static_cast<float>(std::exp(static_cast<double>(v)))), 2);
+    }
+  }
+  // In place.
+  std::vector<float> x = {0.f, 1.f, -1.f};
+  ExpF32(x.data(), x.data(), 3);
+  EXPECT_EQ(x[0], 1.f);
+  EXPECT_LE(UlpDiff(x[1], static_cast<float>(std::exp(1.0))), 2);
+}
+
+}  // namespace
+}  // namespace kiln
