@@ -241,7 +241,7 @@ struct ColScratch {
     return p;
   }
 };
-thread_local ColScratch tl_col;
+thread_local ColScratch tl_col, tl_yt;  // tl_yt: the transposed product of small planes
 
 // Conv as im2col + GEMM, or as Winograd F(4x4, 3x3) for 3x3 stride-1 convs
 // with constant weights where that wins (Winograd43Conv::Suits); depthwise
@@ -292,8 +292,18 @@ class ConvExecution final : public Execution {
           Im2col(be, xg, col);
           bmat = col;
         }
-        ep.row_bias = bias ? bias + g * Mg_ : nullptr;
         float* yg = y + (n * M_ + g * Mg_) * out_plane_;
+        if (transposed_) {
+          // y^T [out_plane x M] = bmat^T * w^T into scratch (bias a column
+          // now), then transposed into the output planes.
+          float* yt = tl_yt.get(static_cast<size_t>(out_plane_ * M_));
+          if (!yt) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the transposed output");
+          ep.col_bias = bias;
+          SgemmPackedB(be.pool(), true, out_plane_, 1.f, bmat, out_plane_, packed_b_, 0.f, yt, M_, &ep);
+          TransposeInto(be, yt, out_plane_, M_, yg);
+          continue;
+        }
+        ep.row_bias = bias ? bias + g * Mg_ : nullptr;
         if (!packed_.empty())
           SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, 0.f, yg,
                       out_plane_, &ep);
@@ -352,7 +362,21 @@ class ConvExecution final : public Execution {
       wino_.prepare(GemmBestIsa(), W.host<float>(), M_, C_);
       be.countWeightBytes(wino_.bytes());
     }
-    if (!direct_ && !winograd_ && constant_weights_ && packed_.empty()) {
+    // Small planes: a GEMM's N (the plane) pads to the micro-kernel's nr
+    // (32 on AVX-512), so 7x7 = 49 runs as 64 and 14x14 = 196 as 224; as
+    // y^T = x^T w^T the plane pads to mr (8: 56, 200) and the channels to nr.
+    // The transpose back costs one pass over the output.
+    transposed_ = false;
+    if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1 && !be.halfWeights()) {
+      const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
+      auto fill = [](int64_t n, int64_t tile) { return static_cast<double>(n) / static_cast<double>((n + tile - 1) / tile * tile); };
+      transposed_ = fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
+    }
+    if (transposed_ && packed_b_.K == 0) {
+      packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_);
+      be.countWeightBytes(packed_b_.data.size() * sizeof(float));
+    }
+    if (!direct_ && !winograd_ && !transposed_ && constant_weights_ && packed_.empty()) {
       const int64_t kdim = Cg_ * ksize_;
       const float* w = W.host<float>();
       for (int64_t g = 0; g < a_.group; ++g) {
@@ -368,6 +392,21 @@ class ConvExecution final : public Execution {
       col_size_ = 0;
     }
     prepared_ = true;
+  }
+
+  // y[m * rows + r] = yt[r * cols + m]: the transposed product back into
+  // channel planes, 16 x 16 blocks so both sides stay in cache lines.
+  static void TransposeInto(HostBackend& be, const float* yt, int64_t rows, int64_t cols, float* y) {
+    be.pool().parallelFor((cols + 15) / 16, [&](int64_t begin, int64_t end) {
+      for (int64_t mb = begin * 16; mb < std::min(cols, end * 16); mb += 16) {
+        const int64_t m1 = std::min(cols, mb + 16);
+        for (int64_t rb = 0; rb < rows; rb += 16) {
+          const int64_t r1 = std::min(rows, rb + 16);
+          for (int64_t m = mb; m < m1; ++m)
+            for (int64_t r = rb; r < r1; ++r) y[m * rows + r] = yt[r * cols + m];
+        }
+      }
+    }, 4);
   }
 
   // col[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of
@@ -403,8 +442,9 @@ class ConvExecution final : public Execution {
   const GraphOp& op_;
   const bool constant_weights_;
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
+  PackedB packed_b_;             // w^T, once a shape takes the transposed product
   Winograd43Conv wino_;          // transformed weights, once a shape takes the Winograd path
-  bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false;
+  bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false;
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;

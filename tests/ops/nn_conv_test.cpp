@@ -321,6 +321,39 @@ TEST(NnConv, Winograd3x3) {
   }
 }
 
+// Small output planes run as y^T = x^T w^T (the plane on the micro-kernel's
+// short side) and are transposed back: 7x7 planes with 64 or 96 channels
+// take that path on every micro-kernel; 40 channels do not (a control).
+TEST(NnConv, SmallPlanesTransposedProduct) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  {
+    ConvCase k{2, 40, 7, 7, 64, 1, 1};
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    add("pointwise 40->64 on 7x7, batch 2, relu", k);
+  }
+  {
+    ConvCase k{1, 32, 13, 13, 96, 3, 3};
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Clip;
+    k.act_min = -0.5f, k.act_max = 0.5f;
+    add("3x3 stride 2 32->96 to 7x7, clip", k);
+  }
+  {
+    ConvCase k{1, 24, 7, 7, 64, 3, 3};
+    k.act = fb::Activation::LeakyRelu;
+    add("3x3 24->64 to 5x5 unpadded, leaky relu after", k);
+  }
+  {
+    ConvCase k{1, 16, 7, 7, 40, 1, 1};
+    add("pointwise 16->40 on 7x7 (not transposed)", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
 // Precision low: the host keeps Conv's packed GEMM panels as fp16, the
 // weights themselves, so against a reference with fp16-rounded weights the
 // result is as close as at full precision.
