@@ -149,6 +149,26 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   return Status::Ok();
 }
 
+// y[p] = the mean of plane p (n elements) for p in [0, planes). Summed in
+// double as before, but in 32 independent lanes, so the loop vectorizes
+// (a float-to-double convert and an add a lane) instead of one serial add
+// chain of n steps.
+KILN_SIMD_CLONES
+void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __restrict y) {
+  constexpr int64_t kLanes = 32;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* __restrict xp = x + pl * n;
+    double lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] += xp[i + j];
+    double s = 0;
+    for (; i < n; ++i) s += xp[i];
+    for (int64_t j = 0; j < kLanes; ++j) s += lanes[j];
+    y[pl] = n ? static_cast<float>(s / static_cast<double>(n)) : 0.f;
+  }
+}
+
 Status RunGlobalPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                      HostBackend& be) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
@@ -158,6 +178,12 @@ Status RunGlobalPool(const GraphOp& op, const std::vector<Tensor*>& in, const st
   const int64_t plane = planes ? X.elementCount() / planes : 0;
   const float* x = X.host<float>();
   float* y = out[0]->host<float>();
+  if (!is_max) {
+    be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+      PlaneMeans(x + begin * plane, end - begin, plane, y + begin);
+    }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane)));
+    return Status::Ok();
+  }
   be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {
       const float* xp = x + pl * plane;

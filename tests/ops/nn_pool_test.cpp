@@ -172,7 +172,9 @@ TEST(NnPool, AveragePool) {
 }
 
 TEST(NnPool, GlobalPools) {
-  for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}}) {
+  // Planes below, at and above the 32 lanes of the mean's sum, with tails.
+  for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}, {1, 6, 7, 7},
+                                    {2, 3, 11, 13}, {1, 2, 64}, {1, 3, 56, 57}}) {
     SCOPED_TRACE(Str(s));
     std::vector<float> x = Rand(s, 91);
     const int64_t planes = s[0] * s[1], plane = Numel(s) / planes;
