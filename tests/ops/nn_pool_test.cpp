@@ -161,6 +161,12 @@ TEST(NnPool, MaxPoolValuesOnly) {
   RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 13x41");
   wide.sh = wide.sw = 1;
   RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s1 on 13x41");
+  PoolCase ceil{{2, 3, 15, 17}, 3, 3, 2, 2};  // squeezenet's pools: no pads, ceil mode
+  ceil.ceil = true;
+  RunPoolCase(fb::OpType::MaxPool, ceil, false, "3x3 s2 ceil on 15x17");
+  PoolCase tall{{1, 2, 37, 5}, 5, 3, 3, 1};
+  tall.pt = 2, tall.pb = 1, tall.pl = 0, tall.pr = 2;
+  RunPoolCase(fb::OpType::MaxPool, tall, false, "5x3 s3,1 asymmetric pads on 37x5");
 }
 
 TEST(NnPool, AveragePool) {
