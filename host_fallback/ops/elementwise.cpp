@@ -148,6 +148,9 @@ void Binary(ThreadPool& pool, const Tensor& a, const Tensor& b, Tensor& y, F f) 
     } else if (r.stride[0]) {
       T vb = rb[0];
       for (int64_t i = 0; i < r.count; ++i) ry[i] = f(ra[i], vb);
+    } else if (r.stride[1]) {  // e.g. a squeeze-excite scale [N,C,1,1] times [N,C,H,W]
+      T va = ra[0];
+      for (int64_t i = 0; i < r.count; ++i) ry[i] = f(va, rb[i]);
     } else {
       for (int64_t i = 0; i < r.count; ++i) ry[i] = f(ra[i * r.stride[0]], rb[i * r.stride[1]]);
     }

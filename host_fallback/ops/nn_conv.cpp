@@ -5,7 +5,8 @@
 // planes directly; others first unfold the input (im2col, one group of one
 // batch at a time, into a per-thread buffer grown at resize). Constant weights
 // are packed for the GEMM once; bias and a clamp activation ride on its stores.
-// Depthwise Conv is direct, one output row at a time (DepthwisePlane);
+// Depthwise Conv is direct: 2-D planes with strides 1 or 2 through the padded
+// flat kernel (nn_depthwise.cpp), others one output row at a time (DepthwisePlane);
 // ConvTranspose scatters each input row into the output, tap by tap. Both split
 // work over batch x output channels so each thread owns whole output planes.
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "ops/nn_depthwise.h"
 #include "ops/nn_winograd.h"
 #include "simd_clones.h"
 
@@ -193,7 +195,6 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   const int64_t Mg = M / a.group;  // one input channel a group (ConvExecution's direct_)
   const int64_t in_plane = Prod(xin.begin(), xin.end()), out_plane = Prod(yout.begin(), yout.end());
   const int64_t ksize = Prod(a.kernel.begin(), a.kernel.end());
-  const Taps t = MakeTaps(yout, xin, a.kernel, a.strides, a.pads, a.dilations);
   const float* x = X.host<float>();
   const float* w = W.host<float>();
   const float* bias = B ? B->host<float>() : nullptr;
@@ -202,6 +203,24 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   float lo = 0, hi = 0;
   const bool fused = nn::ActivationAsClamp(a.act, a.act_min, a.act_max, &lo, &hi);
   const bool clamp = fused && a.act != fb::Activation::None;
+  if (xin.size() == 2) {  // 2-D: the padded flat kernel (nn_depthwise.cpp) where it applies
+    nn::DepthwiseArgs d;
+    d.n = N, d.c = C, d.m = M, d.h = xin[0], d.w = xin[1], d.oh = yout[0], d.ow = yout[1];
+    d.kh = a.kernel[0], d.kw = a.kernel[1], d.sh = a.strides[0], d.sw = a.strides[1];
+    d.dh = a.dilations[0], d.dw = a.dilations[1], d.pt = a.pads[0], d.pl = a.pads[1];
+    d.clamp = clamp, d.lo = lo, d.hi = hi;
+    if (nn::DepthwiseFlatSuits(d)) {
+      if (!nn::DepthwiseFlat2D(be.pool(), d, x, w, bias, y))
+        return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the depthwise scratch");
+      if (!fused)
+        be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
+          nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y + begin * out_plane,
+                                   (end - begin) * out_plane);
+        }, std::max<int64_t>(1, 16384 / out_plane));
+      return Status::Ok();
+    }
+  }
+  const Taps t = MakeTaps(yout, xin, a.kernel, a.strides, a.pads, a.dilations);
 
   be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
     for (int64_t nm = begin; nm < end; ++nm) {

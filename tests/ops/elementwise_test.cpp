@@ -157,6 +157,36 @@ TEST(Elementwise, BinaryBroadcastF32) {
   }
 }
 
+// Shapes whose dimensions the row walk merges (broadcast.h): a per-channel
+// scale on either side ([N,C,1,1] with [N,C,H,W]), equal shapes (one row, cut
+// into pieces across threads when long), and pairs where only some
+// dimensions merge; on 3 threads.
+TEST(Elementwise, BroadcastMergedRows) {
+  const std::vector<Shapes> shapes = {
+      {{2, 5, 7, 9}, {2, 5, 1, 1}, {2, 5, 7, 9}},   {{2, 5, 1, 1}, {2, 5, 7, 9}, {2, 5, 7, 9}},
+      {{1, 3, 130, 131}, {1, 3, 130, 131}, {1, 3, 130, 131}}, {{1, 2, 1, 40000}, {1, 2, 1, 40000}, {1, 2, 1, 40000}},
+      {{3, 1, 4}, {1, 5, 4}, {3, 5, 4}},             {{2, 3, 4, 5}, {3, 1, 1}, {2, 3, 4, 5}},
+      {{2, 3, 4, 5}, {1, 1, 4, 5}, {2, 3, 4, 5}},    {{2, 1, 4, 5}, {2, 3, 1, 1}, {2, 3, 4, 5}},
+      {{1, 1, 1}, {4, 1, 6}, {4, 1, 6}},
+  };
+  ScheduleConfig three;
+  three.numThread = 3;
+  for (const Shapes& s : shapes) {
+    std::vector<float> a = RandomFloats(static_cast<size_t>(Numel(s.a)), 3);
+    std::vector<float> b = RandomFloats(static_cast<size_t>(Numel(s.b)), 4);
+    for (auto [type, name] : {std::pair{fb::OpType::Mul, "Mul"}, std::pair{fb::OpType::Sub, "Sub"}}) {
+      auto out = OpTest(type).input("a", s.a, a).input("b", s.b, b).run(three);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(out->at(0).shape, s.out);
+      std::function<float(float, float)> f = [type = type](float x, float y) {
+        return type == fb::OpType::Mul ? x * y : x - y;
+      };
+      ExpectNear(out->at(0).f32(), NaiveBroadcast<float, float>(a, s.a, b, s.b, s.out, f), 1e-6f,
+                 std::string(name) + " " + std::to_string(Numel(s.a)) + " by " + std::to_string(Numel(s.b)));
+    }
+  }
+}
+
 // Two's complement wraparound, x / 0 = 0 and MIN / -1 = MIN (no trap).
 TEST(Elementwise, IntegerArithmeticWraps) {
   const int64_t kMin = INT64_MIN, kMax = INT64_MAX;

@@ -369,6 +369,71 @@ TEST(NnConv, HalfWeightsAtPrecisionLow) {
   RunConvCase(point, "pointwise 40->70");
 }
 
+// The padded flat depthwise kernel (nn_depthwise.cpp): planes from 1x1 to
+// wider than two vectors, strides 1 and 2 on either axis (phase planes),
+// asymmetric and oversized pads, dilation, kernels 3 and 5, a channel
+// multiplier, batches and fused clamps.
+TEST(NnConv, DepthwiseFlatPlanes) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  const int64_t sizes[][2] = {{1, 1}, {7, 7}, {14, 14}, {15, 17}, {5, 37}, {3, 70}};
+  for (const auto& hw : sizes)
+    for (int64_t kern : {3, 5})
+      for (int64_t s : {1, 2}) {
+        ConvCase k{2, 5, hw[0], hw[1], 5, kern, kern};
+        k.group = 5;
+        k.sh = k.sw = s;
+        k.pt = k.pl = k.pb = k.pr = kern / 2;
+        k.bias = true;
+        k.act = s == 1 ? fb::Activation::Relu6 : fb::Activation::None;
+        add(std::to_string(hw[0]) + "x" + std::to_string(hw[1]) + " k" + std::to_string(kern) + " s" +
+                std::to_string(s),
+            k);
+      }
+  for (int64_t sh : {1, 2})
+    for (int64_t sw : {1, 2}) {
+      ConvCase k{1, 3, 15, 17, 3, 3, 5};
+      k.group = 3;
+      k.sh = sh, k.sw = sw;
+      k.pt = 0, k.pl = 1, k.pb = 2, k.pr = 3;
+      k.bias = true;
+      k.act = fb::Activation::Clip;
+      k.act_min = -0.2f, k.act_max = 0.3f;
+      add("15x17 k3x5 asymmetric pads, strides " + std::to_string(sh) + "," + std::to_string(sw), k);
+    }
+  for (int64_t s : {1, 2}) {
+    ConvCase k{1, 4, 14, 15, 8, 3, 3};
+    k.group = 4;
+    k.sh = k.sw = s;
+    k.dh = 2, k.dw = 3;
+    k.pt = 2, k.pl = 3, k.pb = 1, k.pr = 0;
+    add("multiplier 2, dilations 2,3 stride " + std::to_string(s), k);
+  }
+  for (int64_t s : {1, 2}) {
+    ConvCase k{1, 2, 7, 7, 2, 3, 3};
+    k.group = 2;
+    k.sh = k.sw = s;
+    k.pt = 4, k.pl = 5, k.pb = 3, k.pr = 4;
+    k.bias = true;
+    add("pads larger than the kernel, stride " + std::to_string(s), k);
+  }
+  {
+    ConvCase k{1, 3, 9, 9, 3, 5, 5};
+    k.group = 3;
+    k.sh = k.sw = 2;
+    k.auto_pad = fb::AutoPad::Valid;
+    add("valid 5x5 stride 2 (input rows and columns left unread)", k);
+  }
+  {
+    ConvCase k{1, 2, 8, 10, 2, 1, 1};
+    k.group = 2;
+    k.sh = k.sw = 2;
+    k.bias = true;
+    add("1x1 kernel stride 2", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
 TEST(NnConv, AbsentBiasAndNoParams) {
   std::vector<float> x = Rand({1, 3, 5, 5}, 1), w = Rand({2, 3, 3, 3}, 2);
   auto out = OpTest(fb::OpType::Conv).input("x", {1, 3, 5, 5}, x).constant("w", {2, 3, 3, 3}, w).missing().run(Threads3());

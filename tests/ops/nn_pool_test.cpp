@@ -161,6 +161,12 @@ TEST(NnPool, MaxPoolValuesOnly) {
   RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 13x41");
   wide.sh = wide.sw = 1;
   RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s1 on 13x41");
+  PoolCase ceil{{2, 3, 15, 17}, 3, 3, 2, 2};  // squeezenet's pools: no pads, ceil mode
+  ceil.ceil = true;
+  RunPoolCase(fb::OpType::MaxPool, ceil, false, "3x3 s2 ceil on 15x17");
+  PoolCase tall{{1, 2, 37, 5}, 5, 3, 3, 1};
+  tall.pt = 2, tall.pb = 1, tall.pl = 0, tall.pr = 2;
+  RunPoolCase(fb::OpType::MaxPool, tall, false, "5x3 s3,1 asymmetric pads on 37x5");
 }
 
 TEST(NnPool, AveragePool) {
@@ -172,7 +178,9 @@ TEST(NnPool, AveragePool) {
 }
 
 TEST(NnPool, GlobalPools) {
-  for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}}) {
+  // Planes below, at and above the 32 lanes of the mean's sum, with tails.
+  for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}, {1, 6, 7, 7},
+                                    {2, 3, 11, 13}, {1, 2, 64}, {1, 3, 56, 57}}) {
     SCOPED_TRACE(Str(s));
     std::vector<float> x = Rand(s, 91);
     const int64_t planes = s[0] * s[1], plane = Numel(s) / planes;

@@ -1,0 +1,336 @@
+// Depthwise 2-D convolution on a padded, flattened plane (nn_depthwise.h).
+//
+// Row-wise kernels waste most of a 16-wide vector on the short rows of the
+// small planes that dominate mobile CNNs (14x14, 7x7). Here a plane is first
+// copied into a zero-padded scratch grid of Hq x Wq; output position (oy, ox)
+// is computed at flat index o = oy * Wq + ox of that grid, so tap (ky, kx)
+// reads scratch[o + offset(ky, kx)] for every o: one contiguous pass over the
+// whole plane, computed in blocks of 64 outputs held in registers while all
+// the taps are added. Columns ox >= ow are junk (they read across the row
+// end) and are dropped when the valid ones are copied out with the clamp.
+//
+// A stride of 2 along an axis splits the padded grid by the parity of that
+// axis (2 or 4 phase planes, each Hq x Wq), so every tap is still a stride-1
+// read: padded row oy * 2 + ky * dh lies in phase (ky * dh) % 2 at row
+// oy + (ky * dh) / 2.
+#include "ops/nn_depthwise.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "simd_clones.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KILN_DW_AVX512 1
+#else
+#define KILN_DW_AVX512 0
+#endif
+
+namespace kiln::nn {
+namespace {
+
+// 16 floats as one GCC/Clang vector: lowered to one zmm, two ymm or four xmm
+// by each KILN_SIMD_CLONES clone. V16u is the unaligned flavour for loads
+// and stores at any float boundary.
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V16u __attribute__((vector_size(64), aligned(4)));
+
+constexpr int64_t kBlock = 64;  // outputs a register block computes (4 x V16)
+
+// The scratch geometry of one convolution.
+struct FlatPlan {
+  int64_t hq = 0, wq = 0;      // one phase plane
+  int64_t phases = 1;          // sh * sw
+  int64_t pstride = 0;         // floats from one phase plane to the next: hq * wq and a 16-float gap
+  int64_t in_size = 0;         // floats of the input scratch (phase planes + read-over slack)
+  int64_t n_out = 0;           // oh * wq flat outputs
+  int64_t out_size = 0;        // n_out rounded up to kBlock
+  int64_t hp = 0, wp = 0;      // padded rows and columns actually read
+  std::vector<int64_t> toff;   // per tap (ky * kw + kx): its offset into the scratch
+};
+
+FlatPlan MakePlan(const DepthwiseArgs& a) {
+  FlatPlan p;
+  p.hp = (a.oh - 1) * a.sh + (a.kh - 1) * a.dh + 1;
+  p.wp = (a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1;
+  p.hq = (p.hp + a.sh - 1) / a.sh;
+  p.wq = (p.wp + a.sw - 1) / a.sw;
+  p.phases = a.sh * a.sw;
+  p.n_out = a.oh * p.wq;
+  p.out_size = (p.n_out + kBlock - 1) / kBlock * kBlock;
+  // The last block reads up to kBlock - 1 past n_out from the last tap's
+  // offset, which lies at most one row past the last phase plane.
+  p.pstride = p.hq * p.wq + 16;
+  p.in_size = p.phases * p.pstride + p.wq + kBlock + 16;
+  for (int64_t ky = 0; ky < a.kh; ++ky)
+    for (int64_t kx = 0; kx < a.kw; ++kx) {
+      const int64_t ry = ky * a.dh, rx = kx * a.dw;
+      const int64_t phase = (ry % a.sh) * a.sw + rx % a.sw;
+      p.toff.push_back(phase * p.pstride + (ry / a.sh) * p.wq + rx / a.sw);
+    }
+  return p;
+}
+
+// Per-thread scratch, grown as needed, 64-byte aligned; never shrinks.
+struct Scratch {
+  float* p = nullptr;
+  size_t n = 0;
+  ~Scratch() { std::free(p); }
+  float* get(size_t need) {
+    if (need > n) {
+      std::free(p);
+      const size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
+      p = static_cast<float*>(std::aligned_alloc(64, bytes));
+      n = p ? need : 0;
+    }
+    return p;
+  }
+};
+thread_local Scratch tl_in, tl_out;
+
+// Where the rows of one input plane go in the scratch (strides 1 or 2).
+struct CopyGeom {
+  int64_t w = 0, pt = 0, pl = 0;
+  int64_t sh_log = 0, sw_log = 0;  // log2 of the strides
+  int64_t plane = 0, wq = 0;       // floats from one phase plane to the next; the row length
+  int64_t iy_end = 0;              // input rows that are read: [0, iy_end)
+  int64_t ix_end = 0;              // input columns that are read: [0, ix_end)
+  // Scratch offset of input row iy's first copied column, per column phase.
+  int64_t RowBase(int64_t iy) const {
+    const int64_t py = iy + pt;
+    return (py & ((int64_t{1} << sh_log) - 1)) * (plane << sw_log) + (py >> sh_log) * wq;
+  }
+};
+
+// Copies plane xp into the phase planes at xs; the padding there is already
+// zero and stays so (only interior positions are written).
+KILN_SIMD_CLONES
+void CopyIn(const float* __restrict xp, const CopyGeom& g, float* __restrict xs) {
+  if (g.ix_end <= 0) return;
+  if (g.sw_log == 0) {
+    for (int64_t iy = 0; iy < g.iy_end; ++iy) {
+      const float* __restrict src = xp + iy * g.w;
+      float* __restrict dst = xs + g.RowBase(iy) + g.pl;
+      for (int64_t j = 0; j < g.ix_end; ++j) dst[j] = src[j];
+    }
+    return;
+  }
+  // Even input columns land in column phase pl & 1 from column pl >> 1,
+  // odd ones in the other phase from column (pl + 1) >> 1.
+  const int64_t ne = (g.ix_end + 1) >> 1, no = g.ix_end >> 1;
+  const int64_t de = (g.pl & 1) * g.plane + (g.pl >> 1), dodd = ((g.pl + 1) & 1) * g.plane + ((g.pl + 1) >> 1);
+  for (int64_t iy = 0; iy < g.iy_end; ++iy) {
+    const float* __restrict src = xp + iy * g.w;
+    float* __restrict base = xs + g.RowBase(iy);
+    float* __restrict e = base + de;
+    float* __restrict o = base + dodd;
+    for (int64_t j = 0; j < ne; ++j) e[j] = src[2 * j];
+    for (int64_t j = 0; j < no; ++j) o[j] = src[2 * j + 1];
+  }
+}
+
+#if KILN_DW_AVX512
+// AVX-512 copies: a row's tail goes through masked loads and stores instead
+// of a scalar loop (or the compiler's call to memcpy for a 7-float row).
+__attribute__((target("avx512f"))) inline __mmask16 TailMask(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// Fields are read into locals first: the masked stores may alias anything,
+// so members would be reloaded after every store.
+__attribute__((target("avx512f"))) void CopyInAvx512(const float* __restrict xp, const CopyGeom& g,
+                                                     float* __restrict xs) {
+  const int64_t n = g.ix_end, rows = g.iy_end, w = g.w, wq = g.wq, pt = g.pt, pl = g.pl;
+  const int64_t sh_log = g.sh_log, phase_row = g.plane << g.sw_log;  // offset of the odd-row phases
+  if (n <= 0) return;
+  auto row_base = [&](int64_t iy) {
+    const int64_t py = iy + pt;
+    return sh_log ? (py & 1) * phase_row + (py >> 1) * wq : py * wq;
+  };
+  if (g.sw_log == 0) {
+    if (n <= 16) {  // one masked move a row
+      const __mmask16 m = TailMask(n);
+      for (int64_t iy = 0; iy < rows; ++iy)
+        _mm512_storeu_ps(xs + row_base(iy) + pl, _mm512_maskz_loadu_ps(m, xp + iy * w));
+      return;
+    }
+    for (int64_t iy = 0; iy < rows; ++iy) {
+      const float* src = xp + iy * w;
+      float* dst = xs + row_base(iy) + pl;
+      int64_t j = 0;
+      for (; j + 16 <= n; j += 16) _mm512_storeu_ps(dst + j, _mm512_loadu_ps(src + j));
+      if (j < n) {
+        _mm512_storeu_ps(dst + j, _mm512_maskz_loadu_ps(TailMask(n - j), src + j));
+      }
+    }
+    return;
+  }
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const int64_t de = (pl & 1) * g.plane + (pl >> 1), dodd = ((pl + 1) & 1) * g.plane + ((pl + 1) >> 1);
+  for (int64_t iy = 0; iy < rows; ++iy) {
+    const float* src = xp + iy * w;
+    float* base = xs + row_base(iy);
+    for (int64_t j = 0; 2 * j < n; j += 16) {  // input columns [2j, 2j + 32)
+      const int64_t r = n - 2 * j;
+      const __m512 a = _mm512_maskz_loadu_ps(TailMask(r), src + 2 * j);
+      const __m512 b = _mm512_maskz_loadu_ps(r > 16 ? TailMask(r - 16) : 0, src + 2 * j + 16);
+      _mm512_storeu_ps(base + de + j, _mm512_permutex2var_ps(a, even, b));
+      _mm512_storeu_ps(base + dodd + j, _mm512_permutex2var_ps(a, odd, b));
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void CopyOutAvx512(const float* __restrict acc, int64_t wq, int64_t oh,
+                                                      int64_t ow, bool clamp, float lo, float hi,
+                                                      float* __restrict y) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __mmask16 tail = TailMask(ow - (ow - 1) / 16 * 16);  // the last chunk of a row
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* src = acc + oy * wq;
+    float* dst = y + oy * ow;
+    for (int64_t i = 0; i < ow; i += 16) {
+      const __mmask16 m = i + 16 < ow ? static_cast<__mmask16>(0xFFFF) : tail;
+      __m512 v = _mm512_maskz_loadu_ps(m, src + i);
+      if (clamp) {  // v > lo ? min(v, hi) : lo, so a NaN becomes lo
+        const __mmask16 above = _mm512_cmp_ps_mask(v, vlo, _CMP_GT_OQ);
+        v = _mm512_mask_blend_ps(above, vlo, _mm512_maskz_min_ps(above, v, vhi));
+      }
+      _mm512_mask_storeu_ps(dst + i, m, v);
+    }
+  }
+}
+#endif
+
+// NV vectors of outputs at out: bias plus every tap.
+template <int NV>
+__attribute__((always_inline)) inline void Block(const float* __restrict xs, const int64_t* __restrict toff,
+                                                 const float* __restrict wt, int64_t taps, float bias,
+                                                 float* __restrict out) {
+  V16 acc[NV];
+  for (int v = 0; v < NV; ++v) acc[v] = V16{} + bias;
+  for (int64_t t = 0; t < taps; ++t) {
+    const V16 wv = V16{} + wt[t];
+    const float* __restrict p = xs + toff[t];
+    for (int v = 0; v < NV; ++v) acc[v] += wv * *reinterpret_cast<const V16u*>(p + 16 * v);
+  }
+  for (int v = 0; v < NV; ++v) *reinterpret_cast<V16u*>(out + 16 * v) = acc[v];
+}
+
+// out[o] = bias + sum over taps of wt[t] * xs[o + toff[t]], o in [0, n_out)
+// (rounded up to 16; out has room for it).
+KILN_SIMD_CLONES
+void FlatPlane(const float* __restrict xs, const int64_t* __restrict toff, const float* __restrict wt, int64_t taps,
+               float bias, int64_t n_out, float* __restrict out) {
+  int64_t o = 0;
+  for (; o + kBlock <= n_out; o += kBlock) Block<4>(xs + o, toff, wt, taps, bias, out + o);
+  const int64_t rest = n_out - o;
+  if (rest > 48)
+    Block<4>(xs + o, toff, wt, taps, bias, out + o);
+  else if (rest > 32)
+    Block<3>(xs + o, toff, wt, taps, bias, out + o);
+  else if (rest > 16)
+    Block<2>(xs + o, toff, wt, taps, bias, out + o);
+  else if (rest > 0)
+    Block<1>(xs + o, toff, wt, taps, bias, out + o);
+}
+
+// y (oh x ow) = the valid columns of the flat result, clamped when `clamp`.
+KILN_SIMD_CLONES
+void CopyOut(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, bool clamp, float lo, float hi,
+             float* __restrict y) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* __restrict src = acc + oy * wq;
+    float* __restrict dst = y + oy * ow;
+    if (clamp)
+      for (int64_t i = 0; i < ow; ++i) {
+        const float v = src[i];
+        dst[i] = v > lo ? (v < hi ? v : hi) : lo;
+      }
+    else
+      for (int64_t i = 0; i < ow; ++i) dst[i] = src[i];
+  }
+}
+
+}  // namespace
+
+bool DepthwiseFlatSuits(const DepthwiseArgs& a) {
+  if (a.sh < 1 || a.sh > 2 || a.sw < 1 || a.sw > 2) return false;
+  if (a.oh <= 0 || a.ow <= 0 || a.kh <= 0 || a.kw <= 0) return false;
+  const int64_t hp = (a.oh - 1) * a.sh + (a.kh - 1) * a.dh + 1;
+  const int64_t wp = (a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1;
+  // The scratch of one plane stays within L2 (a 1 MiB cap).
+  return hp * wp <= (int64_t{1} << 18);
+}
+
+bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
+                     float* y) {
+  const FlatPlan p = MakePlan(a);
+  const int64_t mult = a.m / a.c, in_plane = a.h * a.w, out_plane = a.oh * a.ow, taps = a.kh * a.kw;
+  const int64_t work = std::max<int64_t>(1, p.n_out * taps);
+#if KILN_DW_AVX512
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+  constexpr bool avx512 = false;
+#endif
+  // Two input scratches and two result blocks, used in turn: plane k + 1 is
+  // copied in and plane k - 1 copied out around plane k's taps, so no load
+  // reads a store still in flight (a store-forwarding stall on every row of
+  // a small plane otherwise).
+  const int64_t in_stride = (p.in_size + 15) / 16 * 16, out_stride = p.out_size;
+  std::atomic<bool> failed{false};
+  pool.parallelFor(a.n * a.m, [&](int64_t begin, int64_t end) {
+    float* xs = tl_in.get(static_cast<size_t>(2 * in_stride));
+    float* acc = tl_out.get(static_cast<size_t>(2 * out_stride));
+    if (!xs || !acc) {
+      failed.store(true, std::memory_order_relaxed);
+      return;
+    }
+    std::memset(xs, 0, static_cast<size_t>(2 * in_stride) * sizeof(float));
+    CopyGeom cg;
+    cg.w = a.w, cg.pt = a.pt, cg.pl = a.pl, cg.sh_log = a.sh - 1, cg.sw_log = a.sw - 1;
+    cg.plane = p.pstride, cg.wq = p.wq;
+    cg.iy_end = std::min(a.h, p.hp - a.pt), cg.ix_end = std::min(a.w, p.wp - a.pl);
+    int64_t held[2] = {-1, -1};  // the input plane in each scratch
+    auto src_of = [&](int64_t nm) { return nm / a.m * a.c + nm % a.m / mult; };
+    // The scratch holding plane nm's input, copied in unless it is there.
+    auto load = [&](int64_t nm, int prefer) {
+      const int64_t src = src_of(nm);
+      if (held[0] == src) return 0;
+      if (held[1] == src) return 1;
+#if KILN_DW_AVX512
+      if (avx512)
+        CopyInAvx512(x + src * in_plane, cg, xs + prefer * in_stride);
+      else
+#endif
+        CopyIn(x + src * in_plane, cg, xs + prefer * in_stride);
+      held[prefer] = src;
+      return prefer;
+    };
+    auto store = [&](int64_t nm, const float* from) {
+#if KILN_DW_AVX512
+      if (avx512)
+        CopyOutAvx512(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
+      else
+#endif
+        CopyOut(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
+    };
+    int cur = load(begin, 0);
+    for (int64_t nm = begin; nm < end; ++nm) {
+      const int64_t k = nm - begin, m = nm % a.m;
+      const int next = nm + 1 < end ? load(nm + 1, 1 - cur) : cur;
+      float* out = acc + (k & 1) * out_stride;
+      FlatPlane(xs + cur * in_stride, p.toff.data(), w + m * taps, taps, bias ? bias[m] : 0.f, p.n_out, out);
+      if (k > 0) store(nm - 1, acc + ((k - 1) & 1) * out_stride);
+      cur = next;
+    }
+    store(end - 1, acc + ((end - 1 - begin) & 1) * out_stride);
+  }, std::max<int64_t>(1, 16384 / work));
+  return !failed.load(std::memory_order_relaxed);
+}
+
+}  // namespace kiln::nn

@@ -1,0 +1,33 @@
+// Depthwise 2-D convolution on small planes (nn_depthwise.cpp): each input
+// plane is copied into a zero-padded per-thread scratch (split into stride x
+// stride phase planes when a stride is 2), so that every kernel tap is one
+// contiguous pass over all output positions of the plane at once; the valid
+// columns are then copied out with the clamp. RunConv (nn_conv.cpp) calls it
+// for the shapes where it beats the row-wise DepthwisePlane.
+#pragma once
+
+#include <cstdint>
+
+#include "thread_pool.h"
+
+namespace kiln::nn {
+
+struct DepthwiseArgs {
+  int64_t n = 1, c = 1, m = 1;        // batch, input channels, output channels (m = c * multiplier)
+  int64_t h = 1, w = 1, oh = 1, ow = 1;  // input and output plane
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+  bool clamp = false;
+  float lo = 0, hi = 0;
+};
+
+// True when DepthwiseFlat2D handles this shape (strides 1 or 2) and is
+// expected to be faster than the row-wise kernel.
+bool DepthwiseFlatSuits(const DepthwiseArgs& a);
+
+// y[n, m] = bias[m] + the taps of w[m] (kh x kw) over x[n, m / multiplier],
+// clamped to [lo, hi] when a.clamp (a NaN becomes lo). bias may be null.
+// False when a thread's scratch (a few KiB to a few MiB) cannot be allocated.
+bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
+                     float* y);
+
+}  // namespace kiln::nn
