@@ -90,6 +90,7 @@ struct Problem {
   const uint16_t* packed_half = nullptr;  // or its fp16 panels
   int64_t m_pad = 0;
   const float* packed_b = nullptr;  // PackB's panels (then B, ldb are unused)
+  const BPacker* b_packer = nullptr;  // or B packed on the fly
   int64_t n_pad = 0;
   const GemmEpilogue* ep = nullptr;
 };
@@ -200,7 +201,10 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
       const int64_t kc = std::min(KC, pr.K - pc);
       const bool load = pc > 0 || pr.beta != 0.f;
       const bool last = pc + kc == pr.K;
-      if (!pr.packed_b) PackBPanels(pr, nr, pc, kc, jc, nc, pack_b);
+      if (pr.b_packer)
+        pr.b_packer->pack(pr.b_packer->ctx, pc, kc, jc, nc, nr, pack_b);
+      else if (!pr.packed_b)
+        PackBPanels(pr, nr, pc, kc, jc, nc, pack_b);
       // Pre-packed B: block pc holds n_pad columns of kc, panel by panel.
       const float* block_b = pr.packed_b ? pr.packed_b + pc * pr.n_pad + jc * kc : pack_b;
       for (int64_t ic = m0; ic < m1; ic += MC) {
@@ -452,6 +456,19 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
   const GemmKernel& kr = KernelForIsa(b.isa);
   if (M == 1 && b.K > 0) return GemvPacked(kr, pool, pr, b.N);
   Run(kr, pool, pr, M, b.N);
+}
+
+void SgemmPackedImplicitB(ThreadPool& pool, const PackedA& a, int64_t N, const BPacker& b, float beta, float* C,
+                          int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (a.M <= 0 || N <= 0) return;
+  Problem pr{false, false, a.K, 1.f, nullptr, 0, nullptr, 0, beta, C, ldc};
+  pr.packed_a = a.half.empty() ? a.data.data() : nullptr;
+  pr.packed_half = a.half.empty() ? nullptr : a.half.data();
+  pr.m_pad = a.m_pad;
+  pr.b_packer = &b;
+  pr.ep = epilogue;
+  Run(KernelForIsa(a.isa), pool, pr, a.M, N);
 }
 
 void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,

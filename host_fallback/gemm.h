@@ -78,9 +78,24 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
 // fastest conversion the CPU has (F16C on x86-64; scalar otherwise).
 void WidenHalf(const uint16_t* src, float* dst, int64_t n);
 
+// A B that exists only implicitly (Conv's unfolded input): `pack` writes rows
+// [k0, k0 + kc) x columns [j0, j0 + nc) of it into nr-wide panels, panel p
+// (columns j0 + p * nr ...) at dst + p * kc, b[k * nr + c], zero past nc: the
+// layout the GEMM packs an explicit B into. Called from the pool's threads
+// at once, so it must only read shared state.
+struct BPacker {
+  void (*pack)(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst);
+  const void* ctx;
+};
+
 // C = a * op(B) + beta * C with a = PackA(...) (its alpha included).
 void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
                  float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
+
+// C = a * B + beta * C for an implicit B [a.K x N] (see BPacker): the
+// unfolded input is packed a cache block at a time, never stored whole.
+void SgemmPackedImplicitB(ThreadPool& pool, const PackedA& a, int64_t N, const BPacker& b, float beta, float* C,
+                          int64_t ldc, const GemmEpilogue* epilogue = nullptr);
 
 // C = alpha * op(A) * b + beta * C with b = PackB(...). M == 1 streams the
 // panels once (a matrix-vector product at memory speed).

@@ -233,6 +233,62 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   return Status::Ok();
 }
 
+// The unfolded input of one group (the im2col matrix, rows c * ksize + tap,
+// columns output positions), packed straight into the GEMM's B panels a
+// cache block at a time instead of being written whole and packed again
+// (BPacker, gemm.h). Each panel row is a run or two of one input row: zeros
+// where the tap falls in the padding, a contiguous or strided copy inside.
+struct ImplicitCol {
+  const Taps* t;
+  const float* xg;
+  int64_t ksize, in_plane;
+};
+
+void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
+  const ImplicitCol& ic = *static_cast<const ImplicitCol*>(ctx);
+  const Taps& t = *ic.t;
+  const int64_t s = t.stride_w;
+  for (int64_t p = 0; p < nc; p += nr) {
+    const int64_t cols = std::min<int64_t>(nr, nc - p), jb = j0 + p;
+    float* d = dst + p * kc;
+    for (int64_t k = 0; k < kc; ++k) {
+      const int64_t row = k0 + k, c = row / ic.ksize, tap = row % ic.ksize;
+      const size_t kx = static_cast<size_t>(tap % t.k_w);
+      const float* xp = ic.xg + c * ic.in_plane + t.b_start[kx];
+      const int64_t* row_off = t.row_off.data() + tap / t.k_w * t.a_rows;
+      const int64_t lo = t.lo[kx], hi = t.hi[kx];
+      float* __restrict dk = d + k * nr;
+      int64_t q = 0, oy = jb / t.a_w, ox = jb % t.a_w;
+      while (q < cols) {
+        const int64_t run = std::min(cols - q, t.a_w - ox);  // the columns left in output row oy
+        const int64_t off = row_off[oy];
+        const int64_t a = std::max(ox, lo), b = std::min(ox + run, hi);
+        if (off < 0 || a >= b) {
+          for (int64_t i = 0; i < run; ++i) dk[q + i] = 0.f;
+        } else {
+          float* __restrict o = dk + q - ox;  // o[x]: output column x of this run
+          for (int64_t x = ox; x < a; ++x) o[x] = 0.f;
+          const float* __restrict src = xp + off + (a - lo) * s;
+          if (s == 1)
+            for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i];
+          else if (s == 2)
+            for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[2 * i];
+          else
+            for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i * s];
+          for (int64_t x = b; x < ox + run; ++x) o[x] = 0.f;
+        }
+        q += run;
+        ox += run;
+        if (ox == t.a_w) {
+          ox = 0;
+          ++oy;
+        }
+      }
+      for (int64_t i = cols; i < nr; ++i) dk[i] = 0.f;
+    }
+  }
+}
+
 // KILN_HOST_WINOGRAD=0 turns the Winograd path off (to compare it with
 // im2col + GEMM in kiln-bench); read once.
 bool WinogradEnabled() {
@@ -305,6 +361,13 @@ class ConvExecution final : public Execution {
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
+        if (!pointwise_ && !transposed_ && !packed_.empty()) {
+          ep.row_bias = bias ? bias + g * Mg_ : nullptr;
+          const ImplicitCol ic{&taps_, xg, ksize_, in_plane_};
+          SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackImplicitCol, &ic},
+                               0.f, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
+          continue;
+        }
         if (!pointwise_) {
           float* col = tl_col.get(col_size_);
           if (!col) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the im2col buffer");
@@ -406,7 +469,7 @@ class ConvExecution final : public Execution {
     if (!direct_ && !pointwise_ && !winograd_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
-      tl_col.get(col_size_);
+      if (transposed_ || packed_.empty()) tl_col.get(col_size_);  // else packed on the fly (PackImplicitCol)
     } else {
       col_size_ = 0;
     }
