@@ -90,6 +90,7 @@ struct Problem {
   const uint16_t* packed_half = nullptr;  // or its fp16 panels
   int64_t m_pad = 0;
   const float* packed_b = nullptr;  // PackB's panels (then B, ldb are unused)
+  const uint16_t* packed_b_half = nullptr;  // or its fp16 panels
   const BPacker* b_packer = nullptr;  // or B packed on the fly
   int64_t n_pad = 0;
   const GemmEpilogue* ep = nullptr;
@@ -192,6 +193,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   const int64_t NC = std::min<int64_t>(kr.nc, (n1 - n0 + nr - 1) / nr * nr);
   const int64_t MC = std::min<int64_t>(kr.mc, (m1 - m0 + mr - 1) / mr * mr);
   float* pack_b = pr.packed_b ? nullptr : tl_pack_b.get(static_cast<size_t>(KC * NC));
+  if (pr.packed_b_half) pack_b = tl_pack_b.get(static_cast<size_t>(KC * NC));
   float* pack_a = pr.packed_a ? nullptr : tl_pack_a.get(static_cast<size_t>(KC * MC));
   const bool prepacked = pr.packed_a || pr.packed_half;
   alignas(64) float tmp[16 * 64];  // an edge tile (mr * nr <= 1024)
@@ -203,6 +205,8 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
       const bool last = pc + kc == pr.K;
       if (pr.b_packer)
         pr.b_packer->pack(pr.b_packer->ctx, pc, kc, jc, nc, nr, pack_b);
+      else if (pr.packed_b_half)
+        WidenHalf(pr.packed_b_half + pc * pr.n_pad + jc * kc, pack_b, (nc + nr - 1) / nr * nr * kc);
       else if (!pr.packed_b)
         PackBPanels(pr, nr, pc, kc, jc, nc, pack_b);
       // Pre-packed B: block pc holds n_pad columns of kc, panel by panel.
@@ -339,7 +343,18 @@ void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64
     alignas(64) float y[256];
     for (int64_t p0 = b; p0 < e; p0 += step) {
       const int64_t np = std::min(step, e - p0);
-      kr.gemv(pr.K, KC, a.data(), pr.packed_b, pr.n_pad, p0, np, y);
+      if (pr.packed_b_half) {
+        // Widen the chunk's panels, block by block, into a layout of np
+        // panels (the same walk with n_pad = np * nr).
+        float* wide = tl_pack_b.get(static_cast<size_t>(pr.K * np * nr));
+        for (int64_t pc = 0; pc < pr.K; pc += KC) {
+          const int64_t kc = std::min(KC, pr.K - pc);
+          WidenHalf(pr.packed_b_half + pc * pr.n_pad + p0 * nr * kc, wide + pc * np * nr, np * nr * kc);
+        }
+        kr.gemv(pr.K, KC, a.data(), wide, np * nr, 0, np, y);
+      } else {
+        kr.gemv(pr.K, KC, a.data(), pr.packed_b, pr.n_pad, p0, np, y);
+      }
       const int64_t j0 = p0 * nr, j1 = std::min(N, (p0 + np) * nr);
       for (int64_t j = j0; j < j1; ++j) pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
       if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
@@ -430,7 +445,7 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
   return p;
 }
 
-PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb) {
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half) {
   using namespace gemm_detail;
   const GemmKernel& kr = KernelForIsa(isa);
   PackedB p;
@@ -442,6 +457,11 @@ PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64
   Problem pr{false, trans_b, K, 1.f, nullptr, 0, B, ldb, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
     PackBPanels(pr, kr.nr, pc, std::min(kr.kc, K - pc), 0, N, p.data.data() + pc * p.n_pad);
+  if (half) {
+    p.half.resize(p.data.size());
+    for (size_t i = 0; i < p.data.size(); ++i) p.half[i] = FloatToHalf(p.data[i]);
+    std::vector<float>().swap(p.data);
+  }
   return p;
 }
 
@@ -450,7 +470,8 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
   using namespace gemm_detail;
   if (M <= 0 || b.N <= 0) return;
   Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
-  pr.packed_b = b.data.data();
+  pr.packed_b = b.half.empty() ? b.data.data() : nullptr;
+  pr.packed_b_half = b.half.empty() ? nullptr : b.half.data();
   pr.n_pad = b.n_pad;
   pr.ep = epilogue;
   const GemmKernel& kr = KernelForIsa(b.isa);

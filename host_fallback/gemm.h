@@ -60,12 +60,16 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
 // + c)), zero past N. Repacking B on every call cost a quarter of the
 // transformer encoder's time: its strided reads of a weight matrix bigger
 // than L2 missed the cache. Read-only after PackB, so one may serve any thread.
+// With `half` (precision low) stored as fp16 and widened a cache block (or,
+// for M == 1, a chunk of panels) at a time, as PackedA.
 struct PackedB {
   Isa isa = Isa::kScalar;
   int64_t K = 0, N = 0, n_pad = 0;  // n_pad: N rounded up to the register tile
-  std::vector<float> data;
+  std::vector<float> data;          // fp32 panels, or empty when
+  std::vector<uint16_t> half;       // fp16 panels
+  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
 };
-PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half = false);
 
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,

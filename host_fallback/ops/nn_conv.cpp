@@ -449,14 +449,14 @@ class ConvExecution final : public Execution {
     // y^T = x^T w^T the plane pads to mr (8: 56, 200) and the channels to nr.
     // The transpose back costs one pass over the output.
     transposed_ = false;
-    if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1 && !be.halfWeights()) {
+    if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
       auto fill = [](int64_t n, int64_t tile) { return static_cast<double>(n) / static_cast<double>((n + tile - 1) / tile * tile); };
       transposed_ = fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
     }
     if (transposed_ && packed_b_.K == 0) {
-      packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_);
-      be.countWeightBytes(packed_b_.data.size() * sizeof(float));
+      packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
+      be.countWeightBytes(packed_b_.bytes());
     }
     if (!direct_ && !winograd_ && !transposed_ && constant_weights_ && packed_.empty()) {
       const int64_t kdim = Cg_ * ksize_;

@@ -133,13 +133,15 @@ class MatMulExecution final : public Execution {
 
  private:
   void pack(const std::vector<Tensor*>& in) {
+    HostBackend& be = *static_cast<HostBackend*>(backend());
     const Tensor& B = *in[1];
     const IntVec& s = B.shape();
     if (op_.type == fb::OpType::Gemm) {
       if (s.size() != 2) return;
       const fb::GemmParams* p = op_.params<fb::GemmParams>();
       const bool tb = p && p->trans_b();
-      packed_ = PackB(GemmBestIsa(), tb, tb ? s[1] : s[0], tb ? s[0] : s[1], B.host<float>(), s[1]);
+      packed_ = PackB(GemmBestIsa(), tb, tb ? s[1] : s[0], tb ? s[0] : s[1], B.host<float>(), s[1], be.halfWeights());
+      be.countWeightBytes(packed_->bytes());
       return;
     }
     // MatMul: B of [K, N], or [1, ..., 1, K, N] (the same matrix for every
@@ -147,7 +149,8 @@ class MatMulExecution final : public Execution {
     if (s.size() < 2) return;
     for (size_t i = 0; i + 2 < s.size(); ++i)
       if (s[i] != 1) return;
-    packed_ = PackB(GemmBestIsa(), false, s[s.size() - 2], s.back(), B.host<float>(), s.back());
+    packed_ = PackB(GemmBestIsa(), false, s[s.size() - 2], s.back(), B.host<float>(), s.back(), be.halfWeights());
+    be.countWeightBytes(packed_->bytes());
   }
 
   const GraphOp& op_;

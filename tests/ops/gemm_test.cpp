@@ -220,11 +220,16 @@ TEST(Gemm, PackedBAndGemv) {
             ep.clamp = seed % 7 < 3;
             ep.lo = -0.5f;
             ep.hi = 0.75f;
-            const std::string what = std::string(GemmIsaName(isa)) + " threads " + std::to_string(pool->threads()) +
-                                     " M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
-                                     " ta " + std::to_string(ta) + " tb " + std::to_string(tb) + " beta " +
-                                     std::to_string(beta);
-            const PackedB pb = PackB(isa, tb, K, N, B.data(), ldb);
+            // Every fourth case packs B as fp16: the reference then takes B rounded.
+            const bool half = seed % 4 == 3;
+            const std::string what = std::string(GemmIsaName(isa)) + (half ? " fp16 B" : "") + " threads " +
+                                     std::to_string(pool->threads()) + " M " + std::to_string(M) + " N " +
+                                     std::to_string(N) + " K " + std::to_string(K) + " ta " + std::to_string(ta) +
+                                     " tb " + std::to_string(tb) + " beta " + std::to_string(beta);
+            const PackedB pb = PackB(isa, tb, K, N, B.data(), ldb, half);
+            EXPECT_EQ(pb.bytes(), static_cast<size_t>(pb.n_pad * K) * (half ? 2 : 4)) << what;
+            if (half)
+              for (float& v : B) v = HalfToFloat(FloatToHalf(v));
             ASSERT_EQ(pb.K, K);
             ASSERT_EQ(pb.N, N);
             std::vector<float> got = C;
