@@ -238,27 +238,36 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
 // cache block at a time instead of being written whole and packed again
 // (BPacker, gemm.h). Each panel row is a run or two of one input row: zeros
 // where the tap falls in the padding, a contiguous or strided copy inside.
-struct ImplicitCol {
-  const Taps* t;
-  const float* xg;
-  int64_t ksize, in_plane;
+// One row of the unfolded input (input channel c, tap kr, kx), worked out at
+// resize so packing divides nothing.
+struct ColRow {
+  int64_t x_off;          // c * in_plane + b_start[kx]
+  const int64_t* row_off;  // taps' row offsets for kernel row kr
+  int64_t lo, hi;          // output columns whose tap kx is inside the input
 };
 
+struct ImplicitCol {
+  const Taps* t;
+  const ColRow* rows;
+  const float* xg;
+};
+
+KILN_SIMD_CLONES
 void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
   const ImplicitCol& ic = *static_cast<const ImplicitCol*>(ctx);
   const Taps& t = *ic.t;
   const int64_t s = t.stride_w;
   for (int64_t p = 0; p < nc; p += nr) {
     const int64_t cols = std::min<int64_t>(nr, nc - p), jb = j0 + p;
+    const int64_t oy0 = jb / t.a_w, ox0 = jb % t.a_w;
     float* d = dst + p * kc;
     for (int64_t k = 0; k < kc; ++k) {
-      const int64_t row = k0 + k, c = row / ic.ksize, tap = row % ic.ksize;
-      const size_t kx = static_cast<size_t>(tap % t.k_w);
-      const float* xp = ic.xg + c * ic.in_plane + t.b_start[kx];
-      const int64_t* row_off = t.row_off.data() + tap / t.k_w * t.a_rows;
-      const int64_t lo = t.lo[kx], hi = t.hi[kx];
+      const ColRow& cr = ic.rows[k0 + k];
+      const float* xp = ic.xg + cr.x_off;
+      const int64_t* row_off = cr.row_off;
+      const int64_t lo = cr.lo, hi = cr.hi;
       float* __restrict dk = d + k * nr;
-      int64_t q = 0, oy = jb / t.a_w, ox = jb % t.a_w;
+      int64_t q = 0, oy = oy0, ox = ox0;
       while (q < cols) {
         const int64_t run = std::min(cols - q, t.a_w - ox);  // the columns left in output row oy
         const int64_t off = row_off[oy];
@@ -363,7 +372,7 @@ class ConvExecution final : public Execution {
         const float* bmat = xg;
         if (!pointwise_ && !transposed_ && !packed_.empty()) {
           ep.row_bias = bias ? bias + g * Mg_ : nullptr;
-          const ImplicitCol ic{&taps_, xg, ksize_, in_plane_};
+          const ImplicitCol ic{&taps_, col_rows_.data(), xg};
           SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackImplicitCol, &ic},
                                0.f, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
           continue;
@@ -468,6 +477,14 @@ class ConvExecution final : public Execution {
     }
     if (!direct_ && !pointwise_ && !winograd_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
+      col_rows_.resize(static_cast<size_t>(Cg_ * ksize_));
+      for (int64_t row = 0; row < Cg_ * ksize_; ++row) {
+        const int64_t c = row / ksize_, tap = row % ksize_;
+        const size_t kx = static_cast<size_t>(tap % taps_.k_w);
+        col_rows_[static_cast<size_t>(row)] = {c * in_plane_ + taps_.b_start[kx],
+                                               taps_.row_off.data() + tap / taps_.k_w * taps_.a_rows, taps_.lo[kx],
+                                               taps_.hi[kx]};
+      }
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
       if (transposed_ || packed_.empty()) tl_col.get(col_size_);  // else packed on the fly (PackImplicitCol)
     } else {
@@ -531,6 +548,7 @@ class ConvExecution final : public Execution {
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;
   Taps taps_;
+  std::vector<ColRow> col_rows_;  // the unfolded input's rows (PackImplicitCol)
   size_t col_size_ = 0;
 };
 
