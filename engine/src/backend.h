@@ -59,6 +59,7 @@ struct MemoryReport {
 struct DevicePeaks {
   double gflops = 0;  // fp32, counting an FMA as 2 flops
   double gbps = 0;    // bytes read + written per second / 1e9
+  double core_gflops = 0;  // host: the FMA peak of one core (gflops is all the pool's threads); else 0
   std::string how;    // what was measured ("AVX-512 FMA, 2 threads; memcpy 128 MiB")
 };
 

@@ -334,8 +334,11 @@ int main(int argc, char** argv) {
     backend->reset();
     std::printf("%s: %s\n  peak %.1f GFLOP/s, %.1f GB/s (%s)\n", name.c_str(), devices[name].c_str(), p->gflops,
                 p->gbps, p->how.c_str());
-    std::printf("  %-8s %-24s %10s %10s %9s %8s %8s %7s\n", "kernel", "size", "ms", "GFLOP/s", "GB/s", "flop/B",
-                "roof", "of roof");
+    if (p->core_gflops > 0)
+      std::printf("  one core: %.1f GFLOP/s (the FMA probe on one thread; \"of core\" = GFLOP/s / this)\n",
+                  p->core_gflops);
+    std::printf("  %-8s %-24s %10s %10s %9s %8s %8s %7s%s\n", "kernel", "size", "ms", "GFLOP/s", "GB/s", "flop/B",
+                "roof", "of roof", p->core_gflops > 0 ? "  of core" : "");
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Case& c = cases[ci];
       std::fprintf(stderr, "kiln-kernelbench: [%zu/%zu] %s %s %s\n", ci + 1, cases.size(), name.c_str(),
@@ -358,8 +361,10 @@ int main(int argc, char** argv) {
       l.intensity = c.flops / c.bytes;
       l.roof_fraction = RoofFraction(l, *p);
       const double roof = l.intensity == 0 ? p->gbps : std::min(p->gflops, l.intensity * p->gbps);
-      std::printf("  %-8s %-24s %9.4f%s %10.2f %9.2f %8.2f %8.1f %6.1f%%\n", c.kernel.c_str(), c.size.c_str(), l.ms,
+      std::printf("  %-8s %-24s %9.4f%s %10.2f %9.2f %8.2f %8.1f %6.1f%%", c.kernel.c_str(), c.size.c_str(), l.ms,
                   l.device_timer ? "*" : " ", l.gflops, l.gbps, l.intensity, roof, 100 * l.roof_fraction);
+      if (p->core_gflops > 0 && l.intensity > 0) std::printf(" %7.1f%%", 100 * l.gflops / p->core_gflops);
+      std::printf("\n");
       lines.push_back(l);
     }
     std::printf("  (* device timestamps; roof: GFLOP/s, or GB/s for the copy)\n");
