@@ -4,6 +4,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "cpu_features.h"
+#include "gemm.h"
+
 namespace kiln {
 
 #define KILN_HOST_OP(Op, Factory) \
@@ -30,15 +33,29 @@ Factory FindFactory(fb::OpType type) {
   return nullptr;
 }
 
-std::string CpuModel() {
+// The value of the first "key : value" line of /proc/cpuinfo with this key.
+std::string CpuInfo(const char* key) {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
+    if (line.rfind(key, 0) == 0) {
       size_t c = line.find(':');
       if (c != std::string::npos) return line.substr(c + 2);
     }
-  return "CPU";
+  return "";
+}
+
+std::string CpuModel() {
+#if defined(__aarch64__)
+  // arm64 Linux names no model, only the implementer and part numbers (and
+  // under qemu-user the file is the build machine's: "model name" would be
+  // an x86 CPU's).
+  const std::string impl = CpuInfo("CPU implementer"), part = CpuInfo("CPU part");
+  return impl.empty() ? "arm64 CPU" : "arm64 CPU (implementer " + impl + ", part " + part + ")";
+#else
+  const std::string model = CpuInfo("model name");
+  return model.empty() ? "CPU" : model;
+#endif
 }
 
 }  // namespace
@@ -49,7 +66,9 @@ HostBackend::HostBackend(int threads, Precision precision) : pool_(threads), pre
 HostBackend::~HostBackend() { std::free(memory_); }
 
 std::string HostBackend::deviceName() const {
-  return CpuModel() + " (" + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
+  static const std::string features = HostCpuFeatures();
+  return CpuModel() + " (" + GemmIsaName(GemmBestIsa()) + " GEMM" + (features.empty() ? "" : ", cpu: " + features) +
+         ", " + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
 }
 
 StatusOr<std::unique_ptr<Execution>> HostBackend::onCreate(const GraphOp& op, const Graph& graph) {
