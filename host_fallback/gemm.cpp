@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu_features.h"
 #include "half.h"
 #include "simd_clones.h"
 #include "thread_pool.h"
@@ -246,6 +247,7 @@ const GemmKernel* KernelFor(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return Avx512Kernel();
     case Isa::kAvx2: return Avx2Kernel();
+    case Isa::kNeon: return NeonKernel();
     case Isa::kScalar: return &kScalarKernel;
   }
   return &kScalarKernel;
@@ -261,12 +263,14 @@ bool GemmIsaSupported(Isa isa) {
   if (isa == Isa::kAvx512) return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
   if (isa == Isa::kAvx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
+  if (isa == Isa::kNeon) return CpuHasNeon();
   return false;
 }
 
 Isa GemmBestIsa() {
   static const Isa best = GemmIsaSupported(Isa::kAvx512) ? Isa::kAvx512
                           : GemmIsaSupported(Isa::kAvx2) ? Isa::kAvx2
+                          : GemmIsaSupported(Isa::kNeon) ? Isa::kNeon
                                                          : Isa::kScalar;
   return best;
 }
@@ -275,6 +279,7 @@ const char* GemmIsaName(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
+    case Isa::kNeon: return "neon";
     case Isa::kScalar: return "scalar";
   }
   return "?";
@@ -419,6 +424,7 @@ void WidenHalf(const uint16_t* src, float* dst, int64_t n) {
     if (GemmIsaSupported(Isa::kAvx512)) return gemm_detail::Avx512Kernel()->widen;
     if (GemmIsaSupported(Isa::kAvx2) && __builtin_cpu_supports("f16c")) return gemm_detail::Avx2Kernel()->widen;
 #endif
+    if (GemmIsaSupported(Isa::kNeon)) return gemm_detail::NeonKernel()->widen;
     return gemm_detail::WidenFn{nullptr};
   }();
   if (fast) return fast(src, dst, n);

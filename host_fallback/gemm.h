@@ -18,7 +18,7 @@ namespace kiln {
 
 class ThreadPool;
 
-enum class Isa { kScalar, kAvx2, kAvx512 };
+enum class Isa { kScalar, kAvx2, kAvx512, kNeon };
 
 // True when this build and this CPU can run `isa` (kScalar always).
 bool GemmIsaSupported(Isa isa);
@@ -137,9 +137,10 @@ struct GemmKernel {
   PanelPackA pack_a;       // a full panel of A, not transposed; null: the generic loop
   WidenFn widen;           // this ISA's fp16 widening, or null
 };
-// nullptr when the build has no such kernel (non-x86).
+// nullptr when the build has no such kernel (AVX: non-x86; NEON: non-arm64).
 const GemmKernel* Avx512Kernel();
 const GemmKernel* Avx2Kernel();
+const GemmKernel* NeonKernel();
 // The kernel Sgemm runs for `isa` (the scalar one when the build lacks it):
 // for callers that lay out their operands in its panels themselves (the
 // Winograd convolution).

@@ -1,6 +1,7 @@
 // Sgemm (host_fallback/gemm.h) against a naive double-accumulating triple
 // loop: odd sizes in M, N, K, every transpose combination, alpha / beta,
-// leading dimensions larger than the rows, on every micro-kernel this CPU runs.
+// leading dimensions larger than the rows, on every micro-kernel this CPU runs
+// (AVX-512, AVX2, NEON on arm64 builds, scalar).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_features.h"
 #include "gemm.h"
 #include "half.h"
 #include "thread_pool.h"
@@ -69,7 +71,7 @@ void Check(Isa isa, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, in
 
 std::vector<Isa> Isas() {
   std::vector<Isa> v;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
     if (GemmIsaSupported(isa)) v.push_back(isa);
   return v;
 }
@@ -79,7 +81,21 @@ TEST(Gemm, ReportsIsas) {
   EXPECT_TRUE(GemmIsaSupported(GemmBestIsa()));
   std::string have;
   for (Isa isa : Isas()) have += std::string(GemmIsaName(isa)) + " ";
-  std::printf("Sgemm micro-kernels on this CPU: %s(best %s)\n", have.c_str(), GemmIsaName(GemmBestIsa()));
+  std::printf("Sgemm micro-kernels on this CPU: %s(best %s); CPU features: %s\n", have.c_str(),
+              GemmIsaName(GemmBestIsa()), HostCpuFeatures().c_str());
+}
+
+// The NEON kernel is what an arm64 build runs (HWCAP_ASIMD is on every
+// AArch64 Linux CPU), and is never offered elsewhere.
+TEST(Gemm, NeonExactlyOnArm64) {
+#if defined(__aarch64__)
+  EXPECT_TRUE(GemmIsaSupported(Isa::kNeon));
+  EXPECT_EQ(GemmBestIsa(), Isa::kNeon);
+  EXPECT_EQ(HostCpuFeatures().rfind("asimd", 0), 0u) << HostCpuFeatures();
+#else
+  EXPECT_FALSE(GemmIsaSupported(Isa::kNeon));
+  EXPECT_NE(GemmBestIsa(), Isa::kNeon);
+#endif
 }
 
 TEST(Gemm, OddSizesAllTransposes) {
@@ -179,6 +195,7 @@ TEST(Gemm, WidenHalfEveryIsa) {
   for (float v : RandVec(30, 9)) h.push_back(FloatToHalf(v * 100.f));
   std::vector<gemm_detail::WidenFn> fns = {&WidenHalf};
   if (GemmIsaSupported(Isa::kAvx512)) fns.push_back(gemm_detail::Avx512Kernel()->widen);
+  if (GemmIsaSupported(Isa::kNeon)) fns.push_back(gemm_detail::NeonKernel()->widen);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (GemmIsaSupported(Isa::kAvx2) && __builtin_cpu_supports("f16c")) fns.push_back(gemm_detail::Avx2Kernel()->widen);
 #endif
