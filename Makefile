@@ -7,7 +7,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan fuzz models-check clean
+.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz models-check clean
 
 all: build
 
@@ -41,6 +41,14 @@ test-tsan: deps
 	cmake --build build-tsan -j$(JOBS) --target engine_test ops_test
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j$(JOBS) -R '^(Session|Scheduler|Planner|Elementwise|Nn|Layout|Reduce)'
 
+# The host-only library and its tests cross-built for arm64 (the NEON
+# kernels) with g++-aarch64-linux-gnu, the tests run under qemu-aarch64.
+test-arm64: deps
+	@$(DEPS) tools/setup/debian-packages-arm64.txt
+	@[ -f build-arm64/CMakeCache.txt ] || cmake -S . -B build-arm64 -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
+	cmake --build build-arm64 -j$(JOBS)
+	cd build-arm64 && ctest --output-on-failure -j$(JOBS)
+
 # libFuzzer on the model loader for FUZZ_SECONDS (default 60), clang-built.
 FUZZ_SECONDS ?= 60
 fuzz: deps
@@ -58,4 +66,4 @@ models-check: build
 	tools/models/check_models.sh $(BUILD) $(or $(BACKEND),host)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-arm64
