@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "gemm.h"
 #include "host_backend.h"
 #include "kiln/interpreter.h"
 #include "log.h"
@@ -460,8 +461,10 @@ TEST(Session, ProfileCountsFlopsAndBytes) {
 }
 
 // Precision low stores the weights the host packs at resize (here the
-// Conv's GEMM panels: 8 output channels x 27) as fp16: the backend's
-// constant bytes halve, and the output stays within fp16 weight rounding.
+// Conv's GEMM panels: 8 output channels x 27, rows padded to the
+// micro-kernel's mr, and the Gemm's packed B: 4 columns x 8, padded to its
+// nr) as fp16: the backend's constant bytes halve, and the output stays
+// within fp16 weight rounding.
 TEST(Session, HostPrecisionLowHalvesPackedWeights) {
   auto interp = Load(test::TinyCnn());
   std::vector<float> x = test::RandomFloats(3 * 10 * 6, 5);
@@ -481,7 +484,9 @@ TEST(Session, HostPrecisionLowHalvesPackedWeights) {
   };
   size_t normal_bytes = 0, low_bytes = 0;
   std::vector<float> normal = run(Precision::kNormal, &normal_bytes), low = run(Precision::kLow, &low_bytes);
-  EXPECT_EQ(normal_bytes, 8u * 27 * sizeof(float));
+  const gemm_detail::GemmKernel& kr = gemm_detail::KernelForIsa(GemmBestIsa());
+  const size_t m_pad = (8 + kr.mr - 1) / kr.mr * kr.mr, n_pad = (4 + kr.nr - 1) / kr.nr * kr.nr;
+  EXPECT_EQ(normal_bytes, (m_pad * 27 + n_pad * 8) * sizeof(float));
   EXPECT_EQ(low_bytes, normal_bytes / 2);
   test::ExpectNear(low, normal, 2e-3f, "fp16 weights");
 }
