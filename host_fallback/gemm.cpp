@@ -289,19 +289,54 @@ namespace gemm_detail {
 namespace {
 
 // y[j] (j in [j0, j1)) = sum_k a[k] * B(k, j), B(k, j) = B[j * ldb + k] when
-// tb, else B[k * ldb + j]. Sixteen partial sums a column when tb, so the
-// loop vectorizes without reassociating one sum.
+// tb, else B[k * ldb + j]. When tb, four rows of B at a time (each read of
+// a[k] serves four dot products, four independent accumulators), sixteen
+// partial sums a row so that the loop vectorizes without reassociating one
+// sum, and the partial sums folded in halving steps.
+inline float FoldLanes(float* part) {
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) part[l] += part[l + w];
+  return part[0];
+}
+
 KILN_SIMD_CLONES
 void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, int64_t j0, int64_t j1, float* y) {
   if (tb) {
-    for (int64_t j = j0; j < j1; ++j) {
+    int64_t j = j0;
+    for (; j + 4 <= j1; j += 4) {
+      const float* __restrict b0 = B + j * ldb;
+      const float* __restrict b1 = b0 + ldb;
+      const float* __restrict b2 = b1 + ldb;
+      const float* __restrict b3 = b2 + ldb;
+      float p0[16] = {}, p1[16] = {}, p2[16] = {}, p3[16] = {};
+      int64_t k = 0;
+      for (; k + 16 <= K; k += 16)
+        for (int l = 0; l < 16; ++l) {
+          const float av = a[k + l];
+          p0[l] += av * b0[k + l];
+          p1[l] += av * b1[k + l];
+          p2[l] += av * b2[k + l];
+          p3[l] += av * b3[k + l];
+        }
+      float s0 = FoldLanes(p0), s1 = FoldLanes(p1), s2 = FoldLanes(p2), s3 = FoldLanes(p3);
+      for (; k < K; ++k) {
+        s0 += a[k] * b0[k];
+        s1 += a[k] * b1[k];
+        s2 += a[k] * b2[k];
+        s3 += a[k] * b3[k];
+      }
+      y[j - j0] = s0;
+      y[j - j0 + 1] = s1;
+      y[j - j0 + 2] = s2;
+      y[j - j0 + 3] = s3;
+    }
+    for (; j < j1; ++j) {
       const float* __restrict b = B + j * ldb;
       float part[16] = {};
       int64_t k = 0;
       for (; k + 16 <= K; k += 16)
         for (int l = 0; l < 16; ++l) part[l] += a[k + l] * b[k + l];
-      float sum = 0.f;
-      for (int l = 0; l < 16; ++l) sum += part[l];
+      float sum = FoldLanes(part);
       for (; k < K; ++k) sum += a[k] * b[k];
       y[j - j0] = sum;
     }

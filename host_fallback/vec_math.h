@@ -30,4 +30,12 @@ void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log)
 void SoftmaxColumnsF32(const float* x, float* y, int64_t n, int64_t stride, int64_t w, bool log, float* mx,
                        float* sum);
 
+namespace vec_detail {
+// Per-ISA forms (vec_math_avx512.cpp), null where the build has none;
+// SoftmaxRowsF32 picks one by the CPU. Tests run each.
+using SoftmaxRowsFn = void (*)(const float* x, float* y, int64_t rows, int64_t n, bool log);
+SoftmaxRowsFn SoftmaxRowsAvx512();
+void SoftmaxRowsGeneric(const float* x, float* y, int64_t rows, int64_t n, bool log);  // KILN_SIMD_CLONES
+}  // namespace vec_detail
+
 }  // namespace kiln

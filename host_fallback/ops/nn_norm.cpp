@@ -125,9 +125,11 @@ void LayerNormRows(const float* x, float* y, int64_t rows, int64_t inner, const 
     int64_t i = 0;
     for (; i + kLanes <= inner; i += kLanes)
       for (int l = 0; l < kLanes; ++l) part[l] += xr[i + l];
-    double sum = 0;
+    // Halving steps, which vectorize, instead of 16 dependent adds.
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) part[l] += part[l + w];
+    double sum = part[0];
     for (; i < inner; ++i) sum += xr[i];
-    for (double v : part) sum += v;
     const double mean = sum / static_cast<double>(inner);
     for (double& v : part) v = 0;
     i = 0;
@@ -136,9 +138,10 @@ void LayerNormRows(const float* x, float* y, int64_t rows, int64_t inner, const 
         const double d = xr[i + l] - mean;
         part[l] += d * d;
       }
-    double sq = 0;
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) part[l] += part[l + w];
+    double sq = part[0];
     for (; i < inner; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
-    for (double v : part) sq += v;
     const double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
     // The mean as float m plus the rest m_lo: x - m is exact where x is near
     // m (within a factor of 2), so a mean far from 0 (rows around 1000) loses

@@ -7,8 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "gemm.h"
 #include "vec_math.h"
 
 namespace kiln {
@@ -72,6 +75,51 @@ TEST(VecMath, ExpSpecialValuesAndTails) {
   ExpF32(x.data(), x.data(), 3);
   EXPECT_EQ(x[0], 1.f);
   EXPECT_LE(UlpDiff(x[1], static_cast<float>(std::exp(1.0))), 2);
+}
+
+// Every Softmax row kernel this CPU runs (the compiler-vectorized one and,
+// with AVX-512, the intrinsics one) against double precision, at each tail
+// length, with a NaN row, a row of -inf, far-apart logits and log form.
+TEST(VecMath, SoftmaxRowKernels) {
+  std::vector<std::pair<std::string, vec_detail::SoftmaxRowsFn>> kernels = {
+      {"generic", &vec_detail::SoftmaxRowsGeneric}};
+  if (GemmIsaSupported(Isa::kAvx512) && vec_detail::SoftmaxRowsAvx512())
+    kernels.emplace_back("avx512", vec_detail::SoftmaxRowsAvx512());
+  for (const auto& [name, kernel] : kernels)
+    for (int64_t n = 1; n <= 70; ++n)
+      for (bool log : {false, true}) {
+        SCOPED_TRACE(name + " n " + std::to_string(n) + (log ? " log" : ""));
+        const int64_t rows = 4;
+        std::vector<float> x(static_cast<size_t>(rows * n)), y(x.size(), -7.f);
+        for (int64_t k = 0; k < n; ++k) {
+          x[static_cast<size_t>(k)] = static_cast<float>((k * 37) % 23) * 0.7f - 8.f;
+          x[static_cast<size_t>(n + k)] = k % 2 ? -100.f : 80.f;
+          x[static_cast<size_t>(2 * n + k)] = k == n / 2 ? std::nanf("") : 1.f;
+          x[static_cast<size_t>(3 * n + k)] = -INFINITY;
+        }
+        kernel(x.data(), y.data(), rows, n, log);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x.data() + r * n;
+          double mx = -INFINITY, sum = 0;
+          bool nan = false;
+          for (int64_t k = 0; k < n; ++k) {
+            nan |= std::isnan(xr[k]);
+            mx = std::max<double>(mx, xr[k]);
+          }
+          for (int64_t k = 0; k < n; ++k) sum += std::exp(xr[k] - mx);
+          for (int64_t k = 0; k < n; ++k) {
+            const float g = y[static_cast<size_t>(r * n + k)];
+            if (nan || std::isinf(mx)) {
+              EXPECT_TRUE(std::isnan(g)) << "row " << r << " k " << k << ": " << g;
+              continue;
+            }
+            const double v = xr[k] - mx;
+            const double w = log ? v - std::log(sum) : std::exp(v) / sum;
+            EXPECT_LE(std::fabs(g - w), 2e-6 * std::fabs(w) + (log ? 1e-6 : 1e-38))
+                << "row " << r << " k " << k << ": " << g << " want " << w;
+          }
+        }
+      }
 }
 
 }  // namespace
