@@ -275,7 +275,7 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
 #if KILN_DW_AVX512
   static const bool avx512 = __builtin_cpu_supports("avx512f");
 #else
-  constexpr bool avx512 = false;
+  [[maybe_unused]] constexpr bool avx512 = false;
 #endif
   // Two input scratches and two result blocks, used in turn: plane k + 1 is
   // copied in and plane k - 1 copied out around plane k's taps, so no load
