@@ -299,7 +299,8 @@ void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_
 }
 
 // KILN_HOST_WINOGRAD=0 turns the Winograd path off (to compare it with
-// im2col + GEMM in kiln-bench); read once.
+// im2col + GEMM in kiln-bench); read once. KILN_HOST_TRANSPOSED=0 does the
+// same for the transposed product of small planes.
 bool WinogradEnabled() {
   static const bool on = [] {
     const char* e = std::getenv("KILN_HOST_WINOGRAD");
@@ -461,7 +462,8 @@ class ConvExecution final : public Execution {
     if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
       auto fill = [](int64_t n, int64_t tile) { return static_cast<double>(n) / static_cast<double>((n + tile - 1) / tile * tile); };
-      transposed_ = fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
+      static const bool off = [] { const char* e = std::getenv("KILN_HOST_TRANSPOSED"); return e && e[0] == '0'; }();
+      transposed_ = !off && fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
     }
     if (transposed_ && packed_b_.K == 0) {
       packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
