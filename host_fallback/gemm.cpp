@@ -11,6 +11,7 @@
 
 #include "cpu_features.h"
 #include "half.h"
+#include "scratch.h"
 #include "simd_clones.h"
 #include "thread_pool.h"
 
@@ -59,22 +60,7 @@ void GemvScalar(int64_t K, int64_t KC, const float* a, const float* packed, int6
 const GemmKernel kScalarKernel = {kScalarMr, kScalarNr, 64, 256, 2048, &MicroScalar, &FmaLoopScalar, 8 * 2,
                                   &GemvScalar, nullptr, nullptr};
 
-// A grow-only, 64-byte aligned scratch buffer; one per thread and operand.
-struct Scratch {
-  float* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  float* get(size_t need) {
-    if (need > n) {
-      std::free(p);
-      size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
-      p = static_cast<float*>(std::aligned_alloc(64, bytes));
-      n = need;
-    }
-    return p;
-  }
-};
-thread_local Scratch tl_pack_a, tl_pack_b;
+thread_local ScratchBuffer tl_pack_a, tl_pack_b;  // one per thread and operand
 
 struct Problem {
   bool ta, tb;
@@ -520,29 +506,32 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
   Run(kr, pool, pr, M, b.N);
 }
 
-void SgemmPackedImplicitB(ThreadPool& pool, const PackedA& a, int64_t N, const BPacker& b, float beta, float* C,
-                          int64_t ldc, const GemmEpilogue* epilogue) {
-  using namespace gemm_detail;
-  if (a.M <= 0 || N <= 0) return;
-  Problem pr{false, false, a.K, 1.f, nullptr, 0, nullptr, 0, beta, C, ldc};
-  pr.packed_a = a.half.empty() ? a.data.data() : nullptr;
-  pr.packed_half = a.half.empty() ? nullptr : a.half.data();
-  pr.m_pad = a.m_pad;
-  pr.b_packer = &b;
-  pr.ep = epilogue;
-  Run(KernelForIsa(a.isa), pool, pr, a.M, N);
-}
+namespace {
 
-void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
-                 float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+// C = a * B + beta * C, B given (trans_b, B, ldb) or packed on the fly (b_packer).
+void RunPackedA(ThreadPool& pool, const PackedA& a, int64_t N, bool trans_b, const float* B, int64_t ldb,
+                const BPacker* b_packer, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
   using namespace gemm_detail;
   if (a.M <= 0 || N <= 0) return;
   Problem pr{false, trans_b, a.K, 1.f, nullptr, 0, B, ldb, beta, C, ldc};
   pr.packed_a = a.half.empty() ? a.data.data() : nullptr;
   pr.packed_half = a.half.empty() ? nullptr : a.half.data();
   pr.m_pad = a.m_pad;
+  pr.b_packer = b_packer;
   pr.ep = epilogue;
   Run(KernelForIsa(a.isa), pool, pr, a.M, N);
+}
+
+}  // namespace
+
+void SgemmPackedImplicitB(ThreadPool& pool, const PackedA& a, int64_t N, const BPacker& b, float beta, float* C,
+                          int64_t ldc, const GemmEpilogue* epilogue) {
+  RunPackedA(pool, a, N, false, nullptr, 0, &b, beta, C, ldc, epilogue);
+}
+
+void SgemmPacked(ThreadPool& pool, const PackedA& a, bool trans_b, int64_t N, const float* B, int64_t ldb, float beta,
+                 float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+  RunPackedA(pool, a, N, trans_b, B, ldb, nullptr, beta, C, ldc, epilogue);
 }
 
 double MeasureFmaGflops(Isa isa, double seconds) {

@@ -20,6 +20,7 @@
 #include "ops/nn_common.h"
 #include "ops/nn_depthwise.h"
 #include "ops/nn_winograd.h"
+#include "scratch.h"
 #include "simd_clones.h"
 
 namespace kiln {
@@ -309,24 +310,12 @@ bool WinogradEnabled() {
   return on;
 }
 
-// The im2col buffer: one per thread, shared by every Conv that thread runs
-// (a session resizes and runs on its caller's thread, one op at a time), so a
-// model needs the largest unfolded input rather than the sum of all of them.
-// Grown at resize; never shrinks.
-struct ColScratch {
-  float* p = nullptr;
-  size_t n = 0;
-  ~ColScratch() { std::free(p); }
-  float* get(size_t need) {
-    if (need > n) {
-      std::free(p);
-      p = static_cast<float*>(std::malloc(need * sizeof(float)));
-      n = p ? need : 0;
-    }
-    return p;
-  }
-};
-thread_local ColScratch tl_col, tl_yt;  // tl_yt: the transposed product of small planes
+// The im2col buffer (convs whose weights are not constant, and the
+// transposed product's unfolded input) and the transposed product: one per
+// thread, shared by every Conv that thread runs (a session resizes and runs
+// on its caller's thread, one op at a time), so a model needs the largest
+// rather than the sum. Grown at resize.
+thread_local ScratchBuffer tl_col, tl_yt;  // tl_yt: the transposed product of small planes
 
 // Conv as im2col + GEMM, or as Winograd F(4x4, 3x3) for 3x3 stride-1 convs
 // with constant weights where that wins (Winograd43Conv::Suits); depthwise

@@ -14,6 +14,7 @@
 // read: padded row oy * 2 + ky * dh lies in phase (ky * dh) % 2 at row
 // oy + (ky * dh) / 2.
 #include "ops/nn_depthwise.h"
+#include "scratch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -75,22 +76,7 @@ FlatPlan MakePlan(const DepthwiseArgs& a) {
   return p;
 }
 
-// Per-thread scratch, grown as needed, 64-byte aligned; never shrinks.
-struct Scratch {
-  float* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  float* get(size_t need) {
-    if (need > n) {
-      std::free(p);
-      const size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
-      p = static_cast<float*>(std::aligned_alloc(64, bytes));
-      n = p ? need : 0;
-    }
-    return p;
-  }
-};
-thread_local Scratch tl_in, tl_out;
+thread_local ScratchBuffer tl_in, tl_out;
 
 // Where the rows of one input plane go in the scratch (strides 1 or 2).
 struct CopyGeom {

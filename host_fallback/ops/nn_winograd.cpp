@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "scratch.h"
 #include "simd_clones.h"
 #include "thread_pool.h"
 
@@ -30,21 +31,7 @@ namespace {
 constexpr int kLanes = 8;  // input-transform lanes; >= every micro-kernel's mr
 constexpr int kOutLanes = 16;
 
-// A grow-only 64-byte aligned buffer, one per thread and use.
-struct Scratch {
-  float* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  float* get(size_t need) {
-    if (need > n) {
-      std::free(p);
-      p = static_cast<float*>(std::aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64));
-      n = p ? need : 0;
-    }
-    return p;
-  }
-};
-thread_local Scratch tl_v, tl_prod;
+thread_local ScratchBuffer tl_v, tl_prod;
 
 // B^T d along one axis, on kLanes lanes: in[k] is row (or column) k of the patch.
 #define KILN_WINO_BT(in, out, l)                                        \
