@@ -250,6 +250,8 @@ TEST(LayoutConcat, AxesAndDtypes) {
   CheckConcat<uint8_t>({{3, 2, 2}, {3, 1, 2}}, 1);
   CheckConcat<uint8_t>({{17}, {3}}, -1);
   CheckConcat<uint16_t>({{2, 3}, {2, 7}}, 1);
+  // Rows longer than a copy piece (64 KiB): split, and shared by the threads.
+  CheckConcat<float>({{2, 20001}, {2, 17003}, {2, 5}}, 1);
 }
 
 TEST(LayoutConcat, MismatchIsAClearError) {
@@ -301,6 +303,7 @@ TEST(LayoutSplit, SizesParamsAndEqualParts) {
   CheckSplit<float>({3, 7}, 1, {3, 3, 1}, 2);  // uneven: the last part is smaller
   CheckSplit<int64_t>({17}, 0, {10, 6, 1}, 0);
   CheckSplit<uint8_t>({2, 3, 4}, -2, {1, 2}, 1);
+  CheckSplit<float>({2, 37009}, 1, {20001, 17003, 5}, 0);  // parts longer than a copy piece (64 KiB)
   auto bad = OpTest(fb::OpType::Split).input("x", {3, 7}, RandomFloats(21, 1)).constantI64("s", {2}, {3, 3})
                  .params([] { fb::SplitParamsT p; p.axis = 1; return p; }()).outputs(2).run();
   ASSERT_FALSE(bad.ok());
