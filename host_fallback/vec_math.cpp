@@ -9,13 +9,9 @@
 namespace kiln {
 namespace {
 
-// e^x for x in [-87, 88] (callers clamp): x = n ln2 + r, |r| <= ln2 / 2, e^r by
-// a polynomial, 2^n put into the exponent bits. Written so that the compiler
-// vectorizes a loop around it: no calls, no branches, rounding by the
-// 1.5 * 2^23 trick (round to nearest in the default mode).
-inline float ExpReduced(float x) {
-  const float t = x * 1.44269504088896341f;
-  const float fn = (t + 12582912.f) - 12582912.f;
+// e^r for |r| <= ln2 / 2, given fn = round(x / ln2): r = x - fn ln2 in two
+// parts (Cody-Waite), then the polynomial. Shared by both exponentials.
+inline float ExpOfRemainder(float x, float fn) {
   const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -23,17 +19,23 @@ inline float ExpReduced(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.f;
-  const int32_t bits = (static_cast<int32_t>(fn) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  return p * r * r + r + 1.f;
 }
 
 inline float FromBits(uint32_t b) {
   float f;
   std::memcpy(&f, &b, sizeof(f));
   return f;
+}
+
+// e^x for x in [-87, 88] (callers clamp): x = n ln2 + r, |r| <= ln2 / 2, e^r by
+// a polynomial, 2^n put into the exponent bits. Written so that the compiler
+// vectorizes a loop around it: no calls, no branches, rounding by the
+// 1.5 * 2^23 trick (round to nearest in the default mode).
+inline float ExpReduced(float x) {
+  const float t = x * 1.44269504088896341f;
+  const float fn = (t + 12582912.f) - 12582912.f;
+  return ExpOfRemainder(x, fn) * FromBits(static_cast<uint32_t>((static_cast<int32_t>(fn) + 127) << 23));
 }
 
 // e^x on the whole float range, branch-free like ExpReduced so that loops
@@ -53,15 +55,7 @@ inline float ExpFull(float x) {
   uint32_t jb;
   std::memcpy(&jb, &j, sizeof(jb));
   const int32_t n = static_cast<int32_t>(jb - 0x4B400000u);
-  const float fn = j - 12582912.f;
-  const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.f;
+  const float p = ExpOfRemainder(x, j - 12582912.f);
   const int32_t n1 = n >> 1, n2 = n - n1;
   return p * FromBits(static_cast<uint32_t>(n1 + 127) << 23) * FromBits(static_cast<uint32_t>(n2 + 127) << 23);
 }

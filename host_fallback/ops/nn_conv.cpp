@@ -299,15 +299,11 @@ void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_
   }
 }
 
-// KILN_HOST_WINOGRAD=0 turns the Winograd path off (to compare it with
-// im2col + GEMM in kiln-bench); read once. KILN_HOST_TRANSPOSED=0 does the
-// same for the transposed product of small planes.
-bool WinogradEnabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("KILN_HOST_WINOGRAD");
-    return !(e && e[0] == '0');
-  }();
-  return on;
+// A convolution path the environment may turn off (VAR=0), to compare it
+// with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED.
+bool PathEnabled(const char* var) {
+  const char* e = std::getenv(var);
+  return !(e && e[0] == '0');
 }
 
 // The im2col buffer (convs whose weights are not constant, and the
@@ -432,7 +428,7 @@ class ConvExecution final : public Execution {
     for (int64_t v : pads)
       if (v != 0) pointwise_ = false;
     winograd_ = !direct_ && constant_weights_ && a_.group == 1 && a_.kernel == IntVec{3, 3} &&
-                 a_.strides == IntVec{1, 1} && a_.dilations == IntVec{1, 1} && WinogradEnabled() &&
+                 a_.strides == IntVec{1, 1} && a_.dilations == IntVec{1, 1} && winograd_on_ &&
                  Winograd43Conv::Suits(C_, M_, Y.length(2), Y.length(3));
     // Constant weights are transformed (Winograd) or packed for the GEMM
     // once (they never change), and only for the path a shape takes.
@@ -451,8 +447,7 @@ class ConvExecution final : public Execution {
     if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
       auto fill = [](int64_t n, int64_t tile) { return static_cast<double>(n) / static_cast<double>((n + tile - 1) / tile * tile); };
-      static const bool off = [] { const char* e = std::getenv("KILN_HOST_TRANSPOSED"); return e && e[0] == '0'; }();
-      transposed_ = !off && fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
+      transposed_ = transposed_on_ && fill(out_plane_, k.mr) * fill(M_, k.nr) > 1.05 * fill(out_plane_, k.nr) * fill(M_, k.mr);
     }
     if (transposed_ && packed_b_.K == 0) {
       packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
@@ -535,6 +530,8 @@ class ConvExecution final : public Execution {
   PackedB packed_b_;             // w^T, once a shape takes the transposed product
   Winograd43Conv wino_;          // transformed weights, once a shape takes the Winograd path
   bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false;
+  // Read once, when the session creates the op.
+  const bool winograd_on_ = PathEnabled("KILN_HOST_WINOGRAD"), transposed_on_ = PathEnabled("KILN_HOST_TRANSPOSED");
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;
