@@ -337,16 +337,24 @@ void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, 
   }
 }
 
+// alpha * op(A)'s single row (M == 1), contiguous, in the calling thread's
+// scratch (the pool's threads only read it while the call lasts).
+thread_local ScratchBuffer tl_row;
+const float* ScaledRow(const Problem& pr) {
+  float* a = tl_row.get(static_cast<size_t>(pr.K));
+  for (int64_t k = 0; k < pr.K; ++k) a[k] = pr.alpha * (pr.ta ? pr.A[k * pr.lda] : pr.A[k]);
+  return a;
+}
+
 // M == 1: a matrix-vector product (FC layers at batch 1), streamed over B
 // once instead of packing it for a 1-row tile.
 void Gemv(ThreadPool& pool, const Problem& pr, int64_t N) {
-  std::vector<float> a(static_cast<size_t>(pr.K));
-  for (int64_t k = 0; k < pr.K; ++k) a[static_cast<size_t>(k)] = pr.alpha * (pr.ta ? pr.A[k * pr.lda] : pr.A[k]);
+  const float* a = ScaledRow(pr);
   pool.parallelFor(N, [&](int64_t b, int64_t e) {
     for (int64_t j0 = b; j0 < e; j0 += 256) {
       const int64_t j1 = std::min(e, j0 + 256);
       float y[256];
-      GemvRange(a.data(), pr.K, pr.tb, pr.B, pr.ldb, j0, j1, y);
+      GemvRange(a, pr.K, pr.tb, pr.B, pr.ldb, j0, j1, y);
       for (int64_t j = j0; j < j1; ++j)
         pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
       if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
@@ -358,8 +366,7 @@ void Gemv(ThreadPool& pool, const Problem& pr, int64_t N) {
 // with no horizontal sums (each output column is a lane of an accumulator).
 // Threads take contiguous runs of panels.
 void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t N) {
-  std::vector<float> a(static_cast<size_t>(pr.K));
-  for (int64_t k = 0; k < pr.K; ++k) a[static_cast<size_t>(k)] = pr.alpha * (pr.ta ? pr.A[k * pr.lda] : pr.A[k]);
+  const float* a = ScaledRow(pr);
   const int64_t KC = std::min(kr.kc, pr.K), nr = kr.nr, panels = pr.n_pad / nr;
   // 256 columns a step keeps y on the stack; the grain (in panels) keeps
   // about 64 KiB of B per chunk, below which a second thread costs more
@@ -377,9 +384,9 @@ void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64
           const int64_t kc = std::min(KC, pr.K - pc);
           WidenHalf(pr.packed_b_half + pc * pr.n_pad + p0 * nr * kc, wide + pc * np * nr, np * nr * kc);
         }
-        kr.gemv(pr.K, KC, a.data(), wide, np * nr, 0, np, y);
+        kr.gemv(pr.K, KC, a, wide, np * nr, 0, np, y);
       } else {
-        kr.gemv(pr.K, KC, a.data(), pr.packed_b, pr.n_pad, p0, np, y);
+        kr.gemv(pr.K, KC, a, pr.packed_b, pr.n_pad, p0, np, y);
       }
       const int64_t j0 = p0 * nr, j1 = std::min(N, (p0 + np) * nr);
       for (int64_t j = j0; j < j1; ++j) pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
