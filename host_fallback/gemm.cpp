@@ -21,7 +21,8 @@ namespace {
 
 constexpr int kScalarMr = 4, kScalarNr = 8;
 
-void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+                 const TileEpilogue* ep) {
   float acc[kScalarMr][kScalarNr] = {};
   for (int64_t k = 0; k < kc; ++k) {
     for (int i = 0; i < kScalarMr; ++i) {
@@ -32,7 +33,14 @@ void MicroScalar(int64_t kc, const float* a, const float* b, float* c, int64_t l
     b += kScalarNr;
   }
   for (int i = 0; i < kScalarMr; ++i)
-    for (int j = 0; j < kScalarNr; ++j) c[i * ldc + j] = (load_c ? c[i * ldc + j] : 0.f) + acc[i][j];
+    for (int j = 0; j < kScalarNr; ++j) {
+      float v = (load_c ? c[i * ldc + j] : 0.f) + acc[i][j];
+      if (ep) {
+        v += (ep->row_bias ? ep->row_bias[i] : 0.f) + (ep->col_bias ? ep->col_bias[j] : 0.f);
+        if (ep->clamp) v = v > ep->lo ? (v < ep->hi ? v : ep->hi) : ep->lo;
+      }
+      c[i * ldc + j] = v;
+    }
 }
 
 float FmaLoopScalar(int64_t iters) {
@@ -206,22 +214,29 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           WidenHalf(pr.packed_half + pc * pr.m_pad + ic * kc, pack_a, (mc + mr - 1) / mr * mr * kc);
         else if (!prepacked)
           PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t nrr = std::min<int64_t>(nr, nc - jr);
-          const float* pb = block_b + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const int64_t mrr = std::min<int64_t>(mr, mc - ir);
-            const float* pa = block_a + ir * kc;
+        for (int64_t ir = 0; ir < mc; ir += mr) {
+          const int64_t mrr = std::min<int64_t>(mr, mc - ir);
+          const float* pa = block_a + ir * kc;
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            const int64_t nrr = std::min<int64_t>(nr, nc - jr);
+            const float* pb = block_b + jr * kc;
             float* c = pr.C + (ic + ir) * pr.ldc + jc + jr;
             if (mrr == mr && nrr == nr) {
-              kr.micro(kc, pa, pb, c, pr.ldc, load);
+              if (last && pr.ep) {
+                const GemmEpilogue& e = *pr.ep;
+                const TileEpilogue te{e.row_bias ? e.row_bias + ic + ir : nullptr,
+                                      e.col_bias ? e.col_bias + jc + jr : nullptr, e.clamp, e.lo, e.hi};
+                kr.micro(kc, pa, pb, c, pr.ldc, load, &te);
+              } else {
+                kr.micro(kc, pa, pb, c, pr.ldc, load, nullptr);
+              }
             } else {
-              kr.micro(kc, pa, pb, tmp, nr, false);
+              kr.micro(kc, pa, pb, tmp, nr, false, nullptr);
               for (int64_t i = 0; i < mrr; ++i)
                 for (int64_t j = 0; j < nrr; ++j)
                   c[i * pr.ldc + j] = (load ? c[i * pr.ldc + j] : 0.f) + tmp[i * nr + j];
+              if (last && pr.ep) ApplyEpilogue(pr, ic + ir, mrr, jc + jr, nrr);
             }
-            if (last && pr.ep) ApplyEpilogue(pr, ic + ir, mrr, jc + jr, nrr);
           }
         }
       }

@@ -111,8 +111,20 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
 double MeasureFmaGflops(Isa isa, double seconds);
 
 namespace gemm_detail {
-// c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k * MR + i] * b[k * NR + j].
-using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c);
+// The GemmEpilogue of one full tile, applied by the micro-kernel to its
+// registers before it stores them (a second pass over the tile cost 9% of a
+// 1x1 conv with K = 64): + row_bias[i] + col_bias[j], then the clamp (NaN to
+// lo). The biases point at the tile's first row and column, or are null.
+struct TileEpilogue {
+  const float* row_bias;
+  const float* col_bias;
+  bool clamp;
+  float lo, hi;
+};
+// c[MR x NR] (row stride ldc) = ep((load_c ? c : 0) + sum_k a[k * MR + i] * b[k * NR + j]);
+// ep null: none.
+using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+                             const TileEpilogue* ep);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);

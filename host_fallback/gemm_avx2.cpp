@@ -8,7 +8,29 @@
 namespace kiln::gemm_detail {
 namespace {
 
-void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+// The tile epilogue (TileEpilogue) on row i's two vectors: max first, so a
+// NaN becomes lo (vmaxps returns its second operand when either is NaN).
+struct Finish256 {
+  __m256 cb0, cb1, lo, hi;
+  const float* rb;
+  bool clamp;
+  explicit Finish256(const TileEpilogue& e)
+      : cb0(e.col_bias ? _mm256_loadu_ps(e.col_bias) : _mm256_setzero_ps()),
+        cb1(e.col_bias ? _mm256_loadu_ps(e.col_bias + 8) : _mm256_setzero_ps()),
+        lo(_mm256_set1_ps(e.lo)), hi(_mm256_set1_ps(e.hi)), rb(e.row_bias), clamp(e.clamp) {}
+  void operator()(int i, __m256& v0, __m256& v1) const {
+    const __m256 r = rb ? _mm256_set1_ps(rb[i]) : _mm256_setzero_ps();
+    v0 = _mm256_add_ps(v0, _mm256_add_ps(r, cb0));
+    v1 = _mm256_add_ps(v1, _mm256_add_ps(r, cb1));
+    if (clamp) {
+      v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
+      v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+    }
+  }
+};
+
+void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+               const TileEpilogue* ep) {
 #define KILN_ROW(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5)
 #undef KILN_ROW
@@ -32,9 +54,11 @@ void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
       c##i##0 = _mm256_add_ps(c##i##0, _mm256_loadu_ps(ci));         \
       c##i##1 = _mm256_add_ps(c##i##1, _mm256_loadu_ps(ci + 8));     \
     }                                                                \
+    if (ep) finish(i, c##i##0, c##i##1);                             \
     _mm256_storeu_ps(ci, c##i##0);                                   \
     _mm256_storeu_ps(ci + 8, c##i##1);                               \
   }
+  const Finish256 finish(ep ? *ep : TileEpilogue{});
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5)
 #undef KILN_STORE
 }

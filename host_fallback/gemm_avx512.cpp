@@ -8,7 +8,34 @@
 namespace kiln::gemm_detail {
 namespace {
 
-void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+// _mm512_max_ps / _mm512_min_ps with all lanes: GCC 12's plain forms warn
+// inside its header (an "undefined" source vector).
+inline __m512 Max(__m512 a, __m512 b) { return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), a, b); }
+inline __m512 Min(__m512 a, __m512 b) { return _mm512_maskz_min_ps(static_cast<__mmask16>(0xFFFF), a, b); }
+
+// The tile epilogue (TileEpilogue) on row i's two vectors: max first, so a
+// NaN becomes lo (vmaxps returns its second operand when either is NaN).
+struct Finish512 {
+  __m512 cb0, cb1, lo, hi;
+  const float* rb;
+  bool clamp;
+  explicit Finish512(const TileEpilogue& e)
+      : cb0(e.col_bias ? _mm512_loadu_ps(e.col_bias) : _mm512_setzero_ps()),
+        cb1(e.col_bias ? _mm512_loadu_ps(e.col_bias + 16) : _mm512_setzero_ps()),
+        lo(_mm512_set1_ps(e.lo)), hi(_mm512_set1_ps(e.hi)), rb(e.row_bias), clamp(e.clamp) {}
+  void operator()(int i, __m512& v0, __m512& v1) const {
+    const __m512 r = rb ? _mm512_set1_ps(rb[i]) : _mm512_setzero_ps();
+    v0 = _mm512_add_ps(v0, _mm512_add_ps(r, cb0));
+    v1 = _mm512_add_ps(v1, _mm512_add_ps(r, cb1));
+    if (clamp) {
+      v0 = Min(Max(v0, lo), hi);
+      v1 = Min(Max(v1, lo), hi);
+    }
+  }
+};
+
+void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+                 const TileEpilogue* ep) {
 #define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
@@ -32,9 +59,11 @@ void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t l
       c##i##0 = _mm512_add_ps(c##i##0, _mm512_loadu_ps(ci));                            \
       c##i##1 = _mm512_add_ps(c##i##1, _mm512_loadu_ps(ci + 16));                       \
     }                                                                                   \
+    if (ep) finish(i, c##i##0, c##i##1);                                                \
     _mm512_storeu_ps(ci, c##i##0);                                                      \
     _mm512_storeu_ps(ci + 16, c##i##1);                                                 \
   }
+  const Finish512 finish(ep ? *ep : TileEpilogue{});
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
 #undef KILN_STORE
 }

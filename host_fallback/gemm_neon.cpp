@@ -14,7 +14,36 @@
 namespace kiln::gemm_detail {
 namespace {
 
-void MicroNeon(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+// The tile epilogue (TileEpilogue) on row i's three vectors. vmaxq_f32
+// would keep a NaN; the compare-and-select turns it into lo like the scalar
+// clamp.
+struct FinishNeon {
+  float32x4_t cb0, cb1, cb2, lo, hi;
+  const float* rb;
+  bool clamp;
+  explicit FinishNeon(const TileEpilogue& e)
+      : cb0(e.col_bias ? vld1q_f32(e.col_bias) : vdupq_n_f32(0.f)),
+        cb1(e.col_bias ? vld1q_f32(e.col_bias + 4) : vdupq_n_f32(0.f)),
+        cb2(e.col_bias ? vld1q_f32(e.col_bias + 8) : vdupq_n_f32(0.f)),
+        lo(vdupq_n_f32(e.lo)), hi(vdupq_n_f32(e.hi)), rb(e.row_bias), clamp(e.clamp) {}
+  float32x4_t one(float32x4_t v, float32x4_t r, float32x4_t cb) const {
+    v = vaddq_f32(v, vaddq_f32(r, cb));
+    if (clamp) {
+      v = vbslq_f32(vcgtq_f32(v, lo), v, lo);
+      v = vbslq_f32(vcltq_f32(v, hi), v, hi);
+    }
+    return v;
+  }
+  void operator()(int i, float32x4_t& v0, float32x4_t& v1, float32x4_t& v2) const {
+    const float32x4_t r = vdupq_n_f32(rb ? rb[i] : 0.f);
+    v0 = one(v0, r, cb0);
+    v1 = one(v1, r, cb1);
+    v2 = one(v2, r, cb2);
+  }
+};
+
+void MicroNeon(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+               const TileEpilogue* ep) {
 #define KILN_ROW(i) float32x4_t c##i##0 = vdupq_n_f32(0.f), c##i##1 = vdupq_n_f32(0.f), c##i##2 = vdupq_n_f32(0.f);
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
@@ -40,10 +69,12 @@ void MicroNeon(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
       c##i##1 = vaddq_f32(c##i##1, vld1q_f32(ci + 4)); \
       c##i##2 = vaddq_f32(c##i##2, vld1q_f32(ci + 8)); \
     }                                                  \
+    if (ep) finish(i, c##i##0, c##i##1, c##i##2);      \
     vst1q_f32(ci, c##i##0);                            \
     vst1q_f32(ci + 4, c##i##1);                        \
     vst1q_f32(ci + 8, c##i##2);                        \
   }
+  const FinishNeon finish(ep ? *ep : TileEpilogue{});
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
 #undef KILN_STORE
 }

@@ -206,7 +206,7 @@ void Winograd43Conv::runBlock(const Block& b, const float* x, float* y, int64_t 
       const float* bp = u_.data() + (xi * m_panels_ + np) * C_ * nr;
       for (int64_t p = 0; p < b.panels; ++p)
         kernel_->micro(C_, v + (xi * b.panels + p) * C_ * mr, bp, prod + (xi * b.tb + p * mr) * m_pad_ + np * nr,
-                       m_pad_, false);
+                       m_pad_, false, nullptr);
     }
   } else {
     for (int64_t tl = begin; tl < end; ++tl) {

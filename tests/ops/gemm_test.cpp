@@ -186,6 +186,38 @@ TEST(Gemm, PackedAAndEpilogue) {
           }
 }
 
+// The epilogue inside each micro-kernel's full tiles and on the edge tiles:
+// a NaN product clamps to lo (as the scalar clamp does), and with no row bias
+// only the column bias is added. Row 3 of A is NaN, so row 3 of C is; M and
+// N span full tiles of every kernel and edges.
+TEST(Gemm, EpilogueClampsNaNToLoOnEveryKernel) {
+  ThreadPool one(1);
+  const int64_t M = 19, N = 70, K = 5;
+  std::vector<float> A = RandVec(static_cast<size_t>(M * K), 3), B = RandVec(static_cast<size_t>(K * N), 4);
+  std::vector<float> cb = RandVec(static_cast<size_t>(N), 5);
+  A[3 * K + 2] = NAN;
+  for (Isa isa : Isas())
+    for (bool clamp : {true, false}) {
+      GemmEpilogue ep;
+      ep.col_bias = cb.data();
+      ep.clamp = clamp;
+      ep.lo = -0.25f;
+      ep.hi = 0.5f;
+      std::vector<float> C(static_cast<size_t>(M * N), 9.f);
+      SgemmWithIsa(isa, one, false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C.data(), N, &ep);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double v = cb[static_cast<size_t>(j)];
+          for (int64_t k = 0; k < K; ++k) v += static_cast<double>(A[i * K + k]) * B[k * N + j];
+          if (clamp) v = std::isnan(v) ? ep.lo : std::min<double>(ep.hi, std::max<double>(ep.lo, v));
+          const float g = C[static_cast<size_t>(i * N + j)];
+          const bool ok = std::isnan(v) ? std::isnan(g) : std::fabs(g - v) <= 1e-5;
+          ASSERT_TRUE(ok) << GemmIsaName(isa) << " clamp " << clamp << " C(" << i << ", " << j << ") got " << g
+                          << " want " << v;
+        }
+    }
+}
+
 // fp16 -> fp32 widening (fp16 weights): each ISA's conversion this CPU runs
 // against the scalar one, on every length up to 40 (vector bodies and tails)
 // and on zeros, subnormals, infinities and NaN.
