@@ -2,6 +2,7 @@
 // GlobalAveragePool, GlobalMaxPool, MaxUnpool. f32, any number of spatial
 // axes. Pool work is split over batch x channels; each output value visits its
 // window tap by tap.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -21,36 +22,66 @@ int64_t Prod(const IntVec& v) {
   return n;
 }
 
+// a > b ? a : b: a NaN `a` is skipped (vmaxps with b second).
+inline float MaxSkipNaN(float a, float b) { return a > b ? a : b; }
+
 // One plane of a 2-D MaxPool without Indices, row by row: for each output
 // row, the max over the kernel's input rows is first taken column by column
-// into `vmax` (contiguous, one pass a kernel row), then each output column
-// takes the max of its kw taps of vmax (a strided pass a tap): kh + kw passes
-// instead of kh * kw strided ones.
-// lo[kx], hi[kx]: the output columns whose tap kx lands inside the input row,
-// at input column a * sx + shift[kx]. A NaN input is skipped (the old
-// tap-by-tap loop kept it only when it was a window's first element).
+// into `vbuf` (one contiguous pass over the rows at once), then each output
+// column takes the max of its kw taps of vbuf: kh + kw reads an output
+// instead of kh * kw strided ones. vbuf holds the padded row (input column
+// c at vbuf[c + pl]) with -inf in the padding and past the input, so the
+// horizontal pass has no bounds to check; it is wide enough for the last
+// window (ceil_mode). A NaN input is skipped.
 KILN_SIMD_CLONES
 void MaxPoolPlane2D(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp, int64_t oh, int64_t ow,
-                    int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t py, int64_t dy, const int64_t* lo,
-                    const int64_t* hi, const int64_t* shift, float* __restrict vmax) {
+                    int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t py, int64_t pl, int64_t dy, int64_t dx,
+                    float* __restrict vbuf) {
+  float* __restrict v = vbuf + pl;
   for (int64_t oy = 0; oy < oh; ++oy) {
     float* __restrict yr = yp + oy * ow;
-    for (int64_t i = 0; i < iw; ++i) vmax[i] = -INFINITY;
+    // The first three rows inside the input in one pass into v; any
+    // further ones (kernels taller than 3) one pass each.
+    const float* rows[3];
+    int nrows = 0;
+    bool in_v = false;
     for (int64_t ky = 0; ky < kh; ++ky) {
       const int64_t iy = oy * sy - py + ky * dy;
       if (iy < 0 || iy >= ih) continue;
       const float* __restrict xr = xp + iy * iw;
-      for (int64_t i = 0; i < iw; ++i) vmax[i] = xr[i] > vmax[i] ? xr[i] : vmax[i];
+      if (nrows < 3) {
+        rows[nrows++] = xr;
+        continue;
+      }
+      if (!in_v) {
+        for (int64_t i = 0; i < iw; ++i)
+          v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY)));
+        in_v = true;
+      }
+      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(xr[i], v[i]);
     }
-    for (int64_t a = 0; a < ow; ++a) yr[a] = -INFINITY;
-    for (int64_t kx = 0; kx < kw; ++kx) {
-      const float* xk = vmax + shift[kx];
-      if (sx == 1)
-        for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[a] > yr[a] ? xk[a] : yr[a];
-      else if (sx == 2)
-        for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[2 * a] > yr[a] ? xk[2 * a] : yr[a];
-      else
-        for (int64_t a = lo[kx]; a < hi[kx]; ++a) yr[a] = xk[a * sx] > yr[a] ? xk[a * sx] : yr[a];
+    if (in_v) {
+    } else if (nrows == 0) {
+      for (int64_t i = 0; i < iw; ++i) v[i] = -INFINITY;
+    } else if (nrows == 1) {
+      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[0][i], -INFINITY);
+    } else if (nrows == 2) {
+      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY));
+    } else {
+      for (int64_t i = 0; i < iw; ++i)
+        v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY)));
+    }
+    if (kw == 3 && sx == 2 && dx == 1) {
+      for (int64_t a = 0; a < ow; ++a)
+        yr[a] = MaxSkipNaN(vbuf[2 * a + 2], MaxSkipNaN(vbuf[2 * a + 1], vbuf[2 * a]));
+    } else if (kw == 2 && sx == 2 && dx == 1) {
+      for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(vbuf[2 * a + 1], vbuf[2 * a]);
+    } else if (kw == 3 && sx == 1 && dx == 1) {
+      for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(vbuf[a + 2], MaxSkipNaN(vbuf[a + 1], vbuf[a]));
+    } else {
+      for (int64_t a = 0; a < ow; ++a) yr[a] = vbuf[a * sx];
+      for (int64_t kx = 1; kx < kw; ++kx)
+        for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(vbuf[a * sx + kx * dx], yr[a]);
     }
   }
 }
@@ -86,22 +117,13 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   float* y = Y.host<float>();
 
   if (is_max && !indices && n == 2) {
-    IntVec lo(static_cast<size_t>(kernel[1])), hi(lo.size()), shift(lo.size());
-    for (size_t kx = 0; kx < lo.size(); ++kx) {
-      shift[kx] = static_cast<int64_t>(kx) * dilations[1] - pads[1];  // input column = a * sx + shift
-      int64_t l = 0;
-      while (l < yout[1] && l * strides[1] + shift[kx] < 0) ++l;
-      int64_t h = yout[1];
-      while (h > l && (h - 1) * strides[1] + shift[kx] >= xin[1]) --h;
-      lo[kx] = l;
-      hi[kx] = h;
-    }
+    // The padded row: every window's columns, -inf outside the input.
+    const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
-      std::vector<float> vmax(static_cast<size_t>(xin[1]));
+      std::vector<float> vbuf(static_cast<size_t>(width), -INFINITY);
       for (int64_t pl = begin; pl < end; ++pl)
         MaxPoolPlane2D(x + pl * in_plane, xin[0], xin[1], y + pl * out_plane, yout[0], yout[1], kernel[0], kernel[1],
-                       strides[0], strides[1], pads[0], dilations[0], lo.data(), hi.data(), shift.data(),
-                       vmax.data());
+                       strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1], vbuf.data());
     });
     return Status::Ok();
   }
