@@ -166,6 +166,25 @@ TEST(NnConv, OddShapes2D) {
   for (auto& [name, k] : cases) RunConvCase(k, name);
 }
 
+// Few input channels on planes wider than a micro-kernel panel (32 columns
+// on AVX-512), as in every CNN's first layer: whole panel rows inside one
+// input row take the fixed-width copy of the implicit im2col (nn_conv.cpp
+// CopyPanelRow), the others the general one, at strides 1, 2 and 3.
+TEST(NnConv, FirstLayerWidePlanes) {
+  for (int64_t s : {1, 2, 3}) {
+    ConvCase k{1, 3, 41, 9 + 37 * s, 16, 7, 7};
+    k.sh = k.sw = s;
+    k.pt = k.pl = k.pb = k.pr = 3;
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    RunConvCase(k, "3->16 7x7 stride " + std::to_string(s) + " on 41x" + std::to_string(k.w));
+    ConvCase t{2, 3, 20, 71, 24, 3, 3};
+    t.sh = t.sw = s;
+    t.pt = t.pl = t.pb = t.pr = 1;
+    RunConvCase(t, "3->24 3x3 stride " + std::to_string(s) + " on 20x71, batch 2");
+  }
+}
+
 TEST(NnConv, Conv1D) {
   ConvCase k{2, 3, 1, 9, 4, 1, 3};
   k.one_d = true;
