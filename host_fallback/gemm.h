@@ -121,10 +121,11 @@ struct TileEpilogue {
   bool clamp;
   float lo, hi;
 };
-// c[MR x NR] (row stride ldc) = ep((load_c ? c : 0) + sum_k a[k * MR + i] * b[k * NR + j]);
-// ep null: none.
-using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
-                             const TileEpilogue* ep);
+// c[MR x NR] (row stride ldc) = ep((load_c ? c : 0) + sum_k a[k * MR + i] * b[k * ldb + j]);
+// ep null: none. ldb is NR on packed panels, or the row stride of a B read
+// where it lies (small M, where packing B cost more than it saved).
+using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                             bool load_c, const TileEpilogue* ep);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);

@@ -29,7 +29,7 @@ struct Finish256 {
   }
 };
 
-void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+void MicroAvx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
                const TileEpilogue* ep) {
 #define KILN_ROW(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5)
@@ -45,7 +45,7 @@ void MicroAvx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
     KILN_FMA(0) KILN_FMA(1) KILN_FMA(2) KILN_FMA(3) KILN_FMA(4) KILN_FMA(5)
 #undef KILN_FMA
     a += 6;
-    b += 16;
+    b += ldb;
   }
 #define KILN_STORE(i)                                                \
   {                                                                  \

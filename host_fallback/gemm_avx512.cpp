@@ -34,7 +34,7 @@ struct Finish512 {
   }
 };
 
-void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
                  const TileEpilogue* ep) {
 #define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
@@ -50,7 +50,7 @@ void MicroAvx512(int64_t kc, const float* a, const float* b, float* c, int64_t l
     KILN_FMA(0) KILN_FMA(1) KILN_FMA(2) KILN_FMA(3) KILN_FMA(4) KILN_FMA(5) KILN_FMA(6) KILN_FMA(7)
 #undef KILN_FMA
     a += 8;
-    b += 32;
+    b += ldb;
   }
 #define KILN_STORE(i)                                                                   \
   {                                                                                     \

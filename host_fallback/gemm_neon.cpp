@@ -42,7 +42,7 @@ struct FinishNeon {
   }
 };
 
-void MicroNeon(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c,
+void MicroNeon(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
                const TileEpilogue* ep) {
 #define KILN_ROW(i) float32x4_t c##i##0 = vdupq_n_f32(0.f), c##i##1 = vdupq_n_f32(0.f), c##i##2 = vdupq_n_f32(0.f);
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
@@ -59,7 +59,7 @@ void MicroNeon(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
     KILN_FMA(4, a1, 0) KILN_FMA(5, a1, 1) KILN_FMA(6, a1, 2) KILN_FMA(7, a1, 3)
 #undef KILN_FMA
     a += 8;
-    b += 12;
+    b += ldb;
   }
 #define KILN_STORE(i)                                  \
   {                                                    \

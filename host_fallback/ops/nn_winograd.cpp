@@ -205,7 +205,7 @@ void Winograd43Conv::runBlock(const Block& b, const float* x, float* y, int64_t 
       const int64_t xi = idx / m_panels_, np = idx % m_panels_;
       const float* bp = u_.data() + (xi * m_panels_ + np) * C_ * nr;
       for (int64_t p = 0; p < b.panels; ++p)
-        kernel_->micro(C_, v + (xi * b.panels + p) * C_ * mr, bp, prod + (xi * b.tb + p * mr) * m_pad_ + np * nr,
+        kernel_->micro(C_, v + (xi * b.panels + p) * C_ * mr, bp, nr, prod + (xi * b.tb + p * mr) * m_pad_ + np * nr,
                        m_pad_, false, nullptr);
     }
   } else {
