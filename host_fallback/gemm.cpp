@@ -109,10 +109,12 @@ void EpilogueTile(float* c, int64_t ldc, int64_t rows, int64_t cols, const float
   }
 }
 
-void ApplyEpilogue(const Problem& pr, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+// with_act: and tile_act (GemmRange calls it once a row of tiles instead).
+void ApplyEpilogue(const Problem& pr, int64_t i0, int64_t rows, int64_t j0, int64_t cols, bool with_act = true) {
   const GemmEpilogue& e = *pr.ep;
   EpilogueTile(pr.C + i0 * pr.ldc + j0, pr.ldc, rows, cols, e.row_bias ? e.row_bias + i0 : nullptr,
                e.col_bias ? e.col_bias + j0 : nullptr, e.clamp, e.lo, e.hi);
+  if (with_act && e.tile_act) e.tile_act(e.tile_ctx, pr.C + i0 * pr.ldc + j0, pr.ldc, rows, cols);
 }
 
 // Rows [i0, i0 + mc) x cols [k0, k0 + kc) of alpha * op(A) as mr-tall
@@ -244,9 +246,14 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
               for (int64_t i = 0; i < mrr; ++i)
                 for (int64_t j = 0; j < nrr; ++j)
                   c[i * pr.ldc + j] = (load ? c[i * pr.ldc + j] : 0.f) + tmp[i * nr + j];
-              if (last && pr.ep) ApplyEpilogue(pr, ic + ir, mrr, jc + jr, nrr);
+              if (last && pr.ep) ApplyEpilogue(pr, ic + ir, mrr, jc + jr, nrr, false);
             }
           }
+          // The activation on the row of tiles just finished (mrr x nc, in
+          // L2): one call a row of nc values, where one a tile row of nr
+          // cost more in calls than the activation itself.
+          if (last && pr.ep && pr.ep->tile_act)
+            pr.ep->tile_act(pr.ep->tile_ctx, pr.C + (ic + ir) * pr.ldc + jc, pr.ldc, mrr, nc);
         }
       }
     }

@@ -35,6 +35,11 @@ struct GemmEpilogue {
   const float* col_bias = nullptr;  // [N] or null (Gemm: C broadcast along rows)
   bool clamp = false;
   float lo = 0.f, hi = 0.f;
+  // Then, on each finished tile while it is in L1, an activation that is no
+  // clamp (Sigmoid, Silu, HardSwish, ...): `rows` rows of `cols` at stride
+  // ldc. Called from the pool's threads at once.
+  void (*tile_act)(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) = nullptr;
+  const void* tile_ctx = nullptr;
 };
 
 // op(A) * alpha packed once for many products with different B (Conv weights

@@ -123,6 +123,17 @@ void SigmoidF32(const float* x, float* y, int64_t n) {
 }
 
 KILN_SIMD_CLONES
+void SiluF32(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = -x[i];
+    v = v < -87.f ? -87.f : v;  // as SigmoidF32
+    v = v > 88.f ? 88.f : v;
+    const float e = ExpReduced(v);
+    y[i] = x[i] != x[i] ? x[i] : x[i] / (1.f + e);
+  }
+}
+
+KILN_SIMD_CLONES
 void ExpF32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ExpFull(x[i]);
 }

@@ -11,6 +11,8 @@ namespace kiln {
 // y[i] = 1 / (1 + e^-x[i]) for i in [0, n); y may be x. Relative error a few
 // ulp (e^x: Cephes' degree-6 polynomial after reduction by ln 2); NaN stays NaN.
 void SigmoidF32(const float* x, float* y, int64_t n);
+// y = x * sigmoid(x) (Silu / Swish); y may be x.
+void SiluF32(const float* x, float* y, int64_t n);
 
 // y[i] = e^x[i] over the whole float range: 0 below the denormals, subnormal
 // results graded (not flushed), +inf past FLT_MAX, NaN stays NaN; within 2 ulp

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/nn_common.h"
+#include "simd_clones.h"
 #include "vec_math.h"
 
 namespace kiln::nn {
@@ -18,6 +19,10 @@ Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in) {
 // A fused activation (ConvParams / GemmParams .activation) applied in place
 // to y[0, n). Relu6 is always [0, 6]; Clip uses [lo, hi]; LeakyRelu `alpha`;
 // Gelu is the exact (erf) form.
+// Built for AVX-512 and AVX2 too (KILN_SIMD_CLONES): fused into the
+// convolutions' tiles, the scalar HardSwish loop was a fifth of
+// MobileNetV3's time.
+KILN_SIMD_CLONES
 void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, float* y, int64_t n) {
   switch (act) {
     case fb::Activation::None: return;
@@ -40,12 +45,17 @@ void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, f
       return;
     case fb::Activation::HardSwish:
       for (int64_t i = 0; i < n; ++i) {
-        const float g = y[i] / 6.f + 0.5f;
-        y[i] *= g > 0.f ? (g < 1.f ? g : 1.f) : 0.f;
+        float g = y[i] / 6.f + 0.5f;
+        g = g > 0.f ? g : 0.f;  // one select a bound, so the loop vectorizes
+        g = g < 1.f ? g : 1.f;
+        y[i] *= g;
       }
       return;
     case fb::Activation::Gelu:
       for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.f + std::erf(y[i] * 0.70710678118f));
+      return;
+    case fb::Activation::Silu:
+      SiluF32(y, y, n);
       return;
   }
 }

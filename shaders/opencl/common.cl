@@ -101,6 +101,7 @@ float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
     case 5: return 1.0f / (1.0f + exp(-v));
     case 6: return v * clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
     case 7: return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+    case 8: return v / (1.0f + exp(-v));
     default: return v;
   }
 }

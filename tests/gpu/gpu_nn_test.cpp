@@ -89,7 +89,7 @@ TEST(GpuNnConv, FusedActivations) {
   const Case cases[] = {
       {{"depthwise", {1, 5, 7, 9}, {5, 1, 3, 3}, {}, {1, 1, 1, 1}, {}, 5},
        {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip, fb::Activation::LeakyRelu,
-        fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu}},
+        fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu, fb::Activation::Silu}},
       {{"general", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}}, {fb::Activation::Clip}},
       {{"1x1", {1, 5, 7, 9}, {7, 5, 1, 1}, {}, {}, {}}, {fb::Activation::Clip}},
   };

@@ -217,7 +217,8 @@ TEST(NnConv, AutoPad) {
 
 TEST(NnConv, FusedActivations) {
   for (fb::Activation a : {fb::Activation::Relu, fb::Activation::Relu6, fb::Activation::Clip, fb::Activation::LeakyRelu,
-                           fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu}) {
+                           fb::Activation::Sigmoid, fb::Activation::HardSwish, fb::Activation::Gelu,
+                           fb::Activation::Silu}) {
     ConvCase k{1, 3, 5, 5, 7, 3, 3};
     k.pt = k.pl = k.pb = k.pr = 1;
     k.bias = true;

@@ -46,6 +46,7 @@ inline float RefAct(fb::Activation a, double v, float lo, float hi, float alpha)
     case fb::Activation::Sigmoid: return static_cast<float>(1 / (1 + std::exp(-v)));
     case fb::Activation::HardSwish: return static_cast<float>(v * std::min(1.0, std::max(0.0, (v + 3) / 6)));
     case fb::Activation::Gelu: return static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    case fb::Activation::Silu: return static_cast<float>(v / (1 + std::exp(-v)));
   }
   return 0;
 }

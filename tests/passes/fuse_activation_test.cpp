@@ -110,6 +110,63 @@ TEST(PassesFuseActivation, EachKernelActivation) {
   }
 }
 
+// y * gate(y) as two ops: Mul(c, Sigmoid(c)) becomes Silu, Mul(HardSigmoid(c),
+// c) with torch's alpha 1/6 and beta 1/2 becomes HardSwish; the gate and the
+// Mul both go.
+TEST(PassesFuseActivation, GatedFormsBecomeOneActivation) {
+  for (bool hard : {false, true}) {
+    SCOPED_TRACE(hard ? "hardswish" : "silu");
+    NetBuilder b("gated");
+    int c = AddConv(b);
+    int g;
+    if (hard) {
+      fb::HardSigmoidParamsT hp;
+      hp.alpha = 0.1666666716337204f;  // 1/6 as torch writes it
+      hp.beta = 0.5f;
+      g = b.addOp(fb::OpType::HardSigmoid, "gate", {c}, {"g"}, hp)[0];
+    } else {
+      g = b.addOp(fb::OpType::Sigmoid, "gate", {c}, {"g"})[0];
+    }
+    int y = b.addOp(fb::OpType::Mul, "mul", hard ? std::vector<int>{g, c} : std::vector<int>{c, g}, {"y"})[0];
+    int z = b.addOp(fb::OpType::Neg, "after", {y}, {"z"})[0];
+    b.addOutput(z);
+    fb::NetT after = ApplyPass(b.net(), FuseActivation, 1);
+    ASSERT_EQ(after.ops.size(), 2u) << test::OpTypes(after);
+    EXPECT_EQ(ParamsOf<fb::ConvParamsT>(*after.ops[0])->activation,
+              hard ? fb::Activation::HardSwish : fb::Activation::Silu);
+    EXPECT_EQ(after.tensors[static_cast<size_t>(after.ops[0]->outputs[0])]->name, "y");
+  }
+}
+
+// Not gated forms: a HardSigmoid with other constants, a gate read twice, a
+// product of the gate with another tensor (squeeze-and-excitation), and a
+// Conv output with a third reader.
+TEST(PassesFuseActivation, NotForOtherGatedShapes) {
+  NetBuilder b("not_gated");
+  int c1 = AddConv(b, "a_");
+  fb::HardSigmoidParamsT hp;  // ONNX's defaults: alpha 0.2
+  int g1 = b.addOp(fb::OpType::HardSigmoid, "gate1", {c1}, {"g1"}, hp)[0];
+  int y1 = b.addOp(fb::OpType::Mul, "mul1", {c1, g1}, {"y1"})[0];
+  int c2 = AddConv(b, "b_");
+  int g2 = b.addOp(fb::OpType::Sigmoid, "gate2", {c2}, {"g2"})[0];
+  int y2 = b.addOp(fb::OpType::Mul, "mul2", {c2, g2}, {"y2"})[0];
+  int y2b = b.addOp(fb::OpType::Neg, "gate2_again", {g2}, {"y2b"})[0];
+  int c3 = AddConv(b, "c_");
+  int g3 = b.addOp(fb::OpType::Sigmoid, "gate3", {c3}, {"g3"})[0];
+  int other = b.addInput("other", fb::DataType::F32, {1, 4, 5, 5});
+  int y3 = b.addOp(fb::OpType::Mul, "mul3", {other, g3}, {"y3"})[0];
+  int c4 = AddConv(b, "d_");
+  int g4 = b.addOp(fb::OpType::Sigmoid, "gate4", {c4}, {"g4"})[0];
+  int y4 = b.addOp(fb::OpType::Mul, "mul4", {c4, g4}, {"y4"})[0];
+  int y4b = b.addOp(fb::OpType::Neg, "third_reader", {c4}, {"y4b"})[0];
+  for (int t : {y1, y2, y2b, y3, y4, y4b}) b.addOutput(t);
+  // Only gate3 goes, as a plain Sigmoid fused into its Conv (c3's one reader).
+  fb::NetT after = ApplyPass(b.net(), FuseActivation, 1);
+  EXPECT_EQ(CountOps(after, fb::OpType::Mul), 4);
+  EXPECT_EQ(CountOps(after, fb::OpType::Sigmoid), 2);
+  EXPECT_EQ(CountOps(after, fb::OpType::HardSigmoid), 1);
+}
+
 TEST(PassesFuseActivation, ConvWithoutParams) {
   NetBuilder b("no_params");
   int x = b.addInput("x", fb::DataType::F32, {1, 2, 3, 3});

@@ -1,10 +1,14 @@
 // fuse_activation: an activation right after a Conv or Gemm becomes the
 // producer's fused activation, applied by the kernel as it writes its output
 // (host: nn_common.cpp ApplyFusedActivation). Supported there: Relu, Relu6
-// ([0, 6]), Clip [min, max], LeakyRelu (alpha), Sigmoid, HardSwish and Gelu
-// (the exact erf form only). The producer's output must have exactly one
-// reader (the activation) and not be a graph output; the producer then
-// writes the activation's output tensor.
+// ([0, 6]), Clip [min, max], LeakyRelu (alpha), Sigmoid, HardSwish, Gelu
+// (the exact erf form only) and Silu. The producer's output must have
+// exactly one reader (the activation) and not be a graph output; the
+// producer then writes the activation's output tensor.
+// Gated forms, y * gate(y) as two ops, count as one activation: Mul(y,
+// Sigmoid(y)) is Silu and Mul(y, HardSigmoid(y)) with alpha 1/6 and beta 1/2
+// is HardSwish (how torch exports them below opset 14); then y has exactly
+// the two readers, and the gate only the Mul.
 #include <cmath>
 
 #include "kiln/passes.h"
@@ -84,6 +88,32 @@ bool SetActivation(P* p, const Act& a) {
   return true;
 }
 
+// Mul `op` as y * gate(y) (either order): the gate's op index and the
+// activation it makes with the Mul, or -1.
+int GatedActivation(const fb::NetT& net, const NetIndex& idx, const fb::OpT& op, int* y, Act* a) {
+  if (op.type != fb::OpType::Mul || op.inputs.size() != 2 || op.outputs.size() != 1) return -1;
+  for (int side = 0; side < 2; ++side) {
+    const int g = op.inputs[static_cast<size_t>(side)], x = op.inputs[static_cast<size_t>(1 - side)];
+    const int gp = idx.producerOf(g);
+    if (gp < 0 || !idx.singleUse(g) || x < 0) continue;
+    const fb::OpT& gate = *net.ops[static_cast<size_t>(gp)];
+    if (gate.inputs.size() != 1 || gate.inputs[0] != x || gate.outputs.size() != 1) continue;
+    if (gate.type == fb::OpType::Sigmoid) {
+      a->type = fb::Activation::Silu;
+    } else if (gate.type == fb::OpType::HardSigmoid) {
+      const fb::HardSigmoidParamsT* p = gate.params.AsHardSigmoidParams();
+      const float alpha = p ? p->alpha : 0.2f, beta = p ? p->beta : 0.5f;
+      if (std::fabs(alpha - 1.f / 6.f) > 1e-6f || beta != 0.5f) continue;
+      a->type = fb::Activation::HardSwish;
+    } else {
+      continue;
+    }
+    *y = x;
+    return gp;
+  }
+  return -1;
+}
+
 }  // namespace
 
 StatusOr<int> FuseActivation(fb::NetT& net) {
@@ -94,10 +124,11 @@ StatusOr<int> FuseActivation(fb::NetT& net) {
   for (size_t i = 0; i < net.ops.size(); ++i) {
     const fb::OpT& act = *net.ops[i];
     Act a = ReadActivation(net, act);
+    int x = act.inputs.empty() ? -1 : act.inputs[0];
+    const int gate = a.type == fb::Activation::None ? GatedActivation(net, idx, act, &x, &a) : -1;
     if (a.type == fb::Activation::None) continue;
-    const int x = act.inputs[0];
     const int p = idx.producerOf(x);
-    if (p < 0 || !idx.singleUse(x)) continue;
+    if (p < 0 || x < 0 || idx.is_output[static_cast<size_t>(x)] || idx.uses(x) != (gate >= 0 ? 2 : 1)) continue;
     fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
     if (prod.outputs.size() != 1) continue;
     if (prod.type == fb::OpType::Conv) {
@@ -111,6 +142,7 @@ StatusOr<int> FuseActivation(fb::NetT& net) {
     }
     prod.outputs[0] = act.outputs[0];
     removed[i] = 1;
+    if (gate >= 0) removed[static_cast<size_t>(gate)] = 1;
     ++n;
     idx = NetIndex(net, removed);
   }
