@@ -394,7 +394,7 @@ class ConvExecution final : public Execution {
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
-        if (!pointwise_ && !transposed_ && !packed_.empty()) {
+        if (!pointwise_ && !transposed_ && !subsampled_ && !packed_.empty()) {
           ep.row_bias = bias ? bias + g * Mg_ : nullptr;
           const ImplicitCol ic{&taps_, col_rows_.data(), xg};
           SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackImplicitCol, &ic},
@@ -465,6 +465,12 @@ class ConvExecution final : public Execution {
       if (a_.kernel[i] != 1 || a_.strides[i] != 1) pointwise_ = false;
     for (int64_t v : pads)
       if (v != 0) pointwise_ = false;
+    // 1x1 kernels with strides and no padding: the im2col matrix is the
+    // input subsampled, [C, out_plane], a fraction of the input. Written
+    // once, it is a pointwise product's B, read where it lies; the implicit
+    // packing gathered it again for every block of output channels.
+    subsampled_ = !pointwise_ && Prod(a_.kernel.begin(), a_.kernel.end()) == 1 &&
+                  std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
     winograd_ = !direct_ && constant_weights_ && a_.group == 1 && a_.kernel == IntVec{3, 3} &&
                  a_.strides == IntVec{1, 1} && a_.dilations == IntVec{1, 1} && winograd_on_ &&
                  Winograd43Conv::Suits(C_, M_, Y.length(2), Y.length(3));
@@ -514,7 +520,7 @@ class ConvExecution final : public Execution {
                                                taps_.hi[kx]};
       }
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
-      if (transposed_ || packed_.empty()) tl_col.get(col_size_);  // else packed on the fly (PackImplicitCol)
+      if (transposed_ || subsampled_ || packed_.empty()) tl_col.get(col_size_);  // else packed on the fly (PackImplicitCol)
     } else {
       col_size_ = 0;
     }
@@ -571,7 +577,8 @@ class ConvExecution final : public Execution {
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   PackedB packed_b_;             // w^T, once a shape takes the transposed product
   Winograd43Conv wino_;          // transformed weights, once a shape takes the Winograd path
-  bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false;
+  bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false,
+       subsampled_ = false;
   // Read once, when the session creates the op.
   const bool winograd_on_ = PathEnabled("KILN_HOST_WINOGRAD"), transposed_on_ = PathEnabled("KILN_HOST_TRANSPOSED");
   IntVec x_shape_, y_shape_;
