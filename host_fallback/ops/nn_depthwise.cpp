@@ -52,7 +52,16 @@ struct FlatPlan {
   int64_t out_size = 0;        // n_out rounded up to kBlock
   int64_t hp = 0, wp = 0;      // padded rows and columns actually read
   std::vector<int64_t> toff;   // per tap (ky * kw + kx): its offset into the scratch
+  // The AVX-512 kernel's order of the taps (order[i]: a tap), which puts
+  // the taps of a kernel row that share a phase plane next to each other
+  // (kx = 0, 2, 4, then 1, 3 at stride 2); shift[i]: 0 where order[i]
+  // starts a run of taps at consecutive offsets, else its place in the run
+  // (at most kMaxShift).
+  std::vector<int64_t> order;
+  std::vector<int> shift;
 };
+
+constexpr int kMaxShift = 4;  // 5-wide kernel rows
 
 FlatPlan MakePlan(const DepthwiseArgs& a) {
   FlatPlan p;
@@ -66,13 +75,22 @@ FlatPlan MakePlan(const DepthwiseArgs& a) {
   // The last block reads up to kBlock - 1 past n_out from the last tap's
   // offset, which lies at most one row past the last phase plane.
   p.pstride = p.hq * p.wq + 16;
-  p.in_size = p.phases * p.pstride + p.wq + kBlock + 16;
+  p.in_size = p.phases * p.pstride + p.wq + kBlock + 32;  // + 16: a run's extra vector (AVX-512)
   for (int64_t ky = 0; ky < a.kh; ++ky)
     for (int64_t kx = 0; kx < a.kw; ++kx) {
       const int64_t ry = ky * a.dh, rx = kx * a.dw;
       const int64_t phase = (ry % a.sh) * a.sw + rx % a.sw;
       p.toff.push_back(phase * p.pstride + (ry / a.sh) * p.wq + rx / a.sw);
     }
+  for (int64_t ky = 0; ky < a.kh; ++ky)
+    for (int64_t first = 0; first < std::min(a.sw, a.kw); ++first)
+      for (int64_t kx = first; kx < a.kw; kx += a.sw) {
+        const int64_t t = ky * a.kw + kx;
+        const bool next = !p.order.empty() && kx != first && p.toff[static_cast<size_t>(t)] ==
+                          p.toff[static_cast<size_t>(p.order.back())] + 1 && p.shift.back() < kMaxShift;
+        p.order.push_back(t);
+        p.shift.push_back(next ? p.shift.back() + 1 : 0);
+      }
   return p;
 }
 
@@ -225,6 +243,65 @@ void FlatPlane(const float* __restrict xs, const int64_t* __restrict toff, const
     Block<1>(xs + o, toff, wt, taps, bias, out + o);
 }
 
+#if KILN_DW_AVX512
+// Lanes [S, S + 16) of a then b: the vector S floats on from a (valignd).
+template <int S>
+__attribute__((target("avx512f"), always_inline)) inline __m512 Shifted(__m512 a, __m512 b) {
+  // The masked form with all lanes: GCC 12's plain one warns inside its
+  // header (an "undefined" source vector).
+  return _mm512_castsi512_ps(
+      _mm512_maskz_alignr_epi32(static_cast<__mmask16>(0xFFFF), _mm512_castps_si512(b), _mm512_castps_si512(a), S));
+}
+
+// Block with the taps in the plan's order: a run's first tap loads NV + 1
+// vectors, and the run's next taps take them shifted a lane more each
+// instead of loading NV vectors again, each across two cache lines (those
+// loads, not the multiply-adds, bounded the generic loop).
+template <int NV>
+__attribute__((target("avx512f"), always_inline)) inline void BlockAvx512(
+    const float* __restrict xs, const int64_t* __restrict toff, const int64_t* __restrict order,
+    const int* __restrict shift, const float* __restrict wt, int64_t taps, float bias, float* __restrict out) {
+  __m512 acc[NV], run[NV + 1];
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_set1_ps(bias);
+  for (int v = 0; v <= NV; ++v) run[v] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < taps; ++i) {
+    const __m512 wv = _mm512_set1_ps(wt[order[i]]);
+    switch (shift[i]) {
+      case 0: {
+        const float* p = xs + toff[order[i]];
+        for (int v = 0; v <= NV; ++v) run[v] = _mm512_loadu_ps(p + 16 * v);
+        for (int v = 0; v < NV; ++v) acc[v] = _mm512_fmadd_ps(wv, run[v], acc[v]);
+        break;
+      }
+      case 1: for (int v = 0; v < NV; ++v) acc[v] = _mm512_fmadd_ps(wv, Shifted<1>(run[v], run[v + 1]), acc[v]); break;
+      case 2: for (int v = 0; v < NV; ++v) acc[v] = _mm512_fmadd_ps(wv, Shifted<2>(run[v], run[v + 1]), acc[v]); break;
+      case 3: for (int v = 0; v < NV; ++v) acc[v] = _mm512_fmadd_ps(wv, Shifted<3>(run[v], run[v + 1]), acc[v]); break;
+      default: for (int v = 0; v < NV; ++v) acc[v] = _mm512_fmadd_ps(wv, Shifted<4>(run[v], run[v + 1]), acc[v]); break;
+    }
+  }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, acc[v]);
+}
+
+// FlatPlane with BlockAvx512.
+__attribute__((target("avx512f"))) void FlatPlaneAvx512(const float* __restrict xs, const FlatPlan& p,
+                                                        const float* __restrict wt, float bias, float* __restrict out) {
+  const int64_t *toff = p.toff.data(), *order = p.order.data(), taps = static_cast<int64_t>(p.order.size()),
+                n_out = p.n_out;
+  const int* shift = p.shift.data();
+  int64_t o = 0;
+  for (; o + kBlock <= n_out; o += kBlock) BlockAvx512<4>(xs + o, toff, order, shift, wt, taps, bias, out + o);
+  const int64_t rest = n_out - o;
+  if (rest > 48)
+    BlockAvx512<4>(xs + o, toff, order, shift, wt, taps, bias, out + o);
+  else if (rest > 32)
+    BlockAvx512<3>(xs + o, toff, order, shift, wt, taps, bias, out + o);
+  else if (rest > 16)
+    BlockAvx512<2>(xs + o, toff, order, shift, wt, taps, bias, out + o);
+  else if (rest > 0)
+    BlockAvx512<1>(xs + o, toff, order, shift, wt, taps, bias, out + o);
+}
+#endif
+
 // y (oh x ow) = the valid columns of the flat result, clamped when `clamp`.
 KILN_SIMD_CLONES
 void CopyOut(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, bool clamp, float lo, float hi,
@@ -310,7 +387,12 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
       const int64_t k = nm - begin, m = nm % a.m;
       const int next = nm + 1 < end ? load(nm + 1, 1 - cur) : cur;
       float* out = acc + (k & 1) * out_stride;
-      FlatPlane(xs + cur * in_stride, p.toff.data(), w + m * taps, taps, bias ? bias[m] : 0.f, p.n_out, out);
+#if KILN_DW_AVX512
+      if (avx512)
+        FlatPlaneAvx512(xs + cur * in_stride, p, w + m * taps, bias ? bias[m] : 0.f, out);
+      else
+#endif
+        FlatPlane(xs + cur * in_stride, p.toff.data(), w + m * taps, taps, bias ? bias[m] : 0.f, p.n_out, out);
       if (k > 0) store(nm - 1, acc + ((k - 1) & 1) * out_stride);
       cur = next;
     }
