@@ -232,17 +232,20 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
               ldb = jr < full ? pr.ldb : nr;
             }
             float* c = pr.C + (ic + ir) * pr.ldc + jc + jr;
-            if (mrr == mr && nrr == nr) {
+            // A last panel of at most nr / 2 columns takes the half tile.
+            const bool half = kr.micro_half && 2 * nrr <= nr;
+            const MicroKernel micro = half ? kr.micro_half : kr.micro;
+            if (mrr == mr && nrr == (half ? nr / 2 : nr)) {
               if (last && pr.ep) {
                 const GemmEpilogue& e = *pr.ep;
                 const TileEpilogue te{e.row_bias ? e.row_bias + ic + ir : nullptr,
                                       e.col_bias ? e.col_bias + jc + jr : nullptr, e.clamp, e.lo, e.hi};
-                kr.micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
+                micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
               } else {
-                kr.micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
+                micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
               }
             } else {
-              kr.micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
+              micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
               for (int64_t i = 0; i < mrr; ++i)
                 for (int64_t j = 0; j < nrr; ++j)
                   c[i * pr.ldc + j] = (load ? c[i * pr.ldc + j] : 0.f) + tmp[i * nr + j];

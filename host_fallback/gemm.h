@@ -154,6 +154,10 @@ struct GemmKernel {
   GemvPanels gemv;         // M == 1 on packed B
   PanelPackA pack_a;       // a full panel of A, not transposed; null: the generic loop
   WidenFn widen;           // this ISA's fp16 widening, or null
+  // An mr x nr/2 tile on the same panels (ldb nr), for a last panel of at
+  // most nr/2 columns (13x13 = 169 = 5 x 32 + 9 fills 176 columns, not
+  // 192), or null.
+  MicroKernel micro_half = nullptr;
 };
 // nullptr when the build has no such kernel (AVX: non-x86; NEON: non-arm64).
 const GemmKernel* Avx512Kernel();

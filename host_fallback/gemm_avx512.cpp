@@ -19,9 +19,10 @@ struct Finish512 {
   __m512 cb0, cb1, lo, hi;
   const float* rb;
   bool clamp;
-  explicit Finish512(const TileEpilogue& e)
+  // wide: the tile is 32 columns (else 16: v1 and cb1 unused).
+  Finish512(const TileEpilogue& e, bool wide)
       : cb0(e.col_bias ? _mm512_loadu_ps(e.col_bias) : _mm512_setzero_ps()),
-        cb1(e.col_bias ? _mm512_loadu_ps(e.col_bias + 16) : _mm512_setzero_ps()),
+        cb1(e.col_bias && wide ? _mm512_loadu_ps(e.col_bias + 16) : _mm512_setzero_ps()),
         lo(_mm512_set1_ps(e.lo)), hi(_mm512_set1_ps(e.hi)), rb(e.row_bias), clamp(e.clamp) {}
   void operator()(int i, __m512& v0, __m512& v1) const {
     const __m512 r = rb ? _mm512_set1_ps(rb[i]) : _mm512_setzero_ps();
@@ -63,7 +64,35 @@ void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float*
     _mm512_storeu_ps(ci, c##i##0);                                                      \
     _mm512_storeu_ps(ci + 16, c##i##1);                                                 \
   }
-  const Finish512 finish(ep ? *ep : TileEpilogue{});
+  const Finish512 finish(ep ? *ep : TileEpilogue{}, true);
+  KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
+#undef KILN_STORE
+}
+
+// The 8 x 16 tile (GemmKernel::micro_half) on 32-wide panels (ldb 32):
+// the last panel of a plane such as 13x13 or 14x14.
+void MicroAvx512Half(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+                     const TileEpilogue* ep) {
+#define KILN_ROW(i) __m512 c##i = _mm512_setzero_ps();
+  KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
+#undef KILN_ROW
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+#define KILN_FMA(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), b0, c##i);
+    KILN_FMA(0) KILN_FMA(1) KILN_FMA(2) KILN_FMA(3) KILN_FMA(4) KILN_FMA(5) KILN_FMA(6) KILN_FMA(7)
+#undef KILN_FMA
+    a += 8;
+    b += ldb;
+  }
+  const Finish512 finish(ep ? *ep : TileEpilogue{}, false);
+  __m512 unused = _mm512_setzero_ps();
+#define KILN_STORE(i)                                                 \
+  {                                                                   \
+    float* ci = c + (i) * ldc;                                        \
+    if (load_c) c##i = _mm512_add_ps(c##i, _mm512_loadu_ps(ci));      \
+    if (ep) finish(i, c##i, unused);                                  \
+    _mm512_storeu_ps(ci, c##i);                                       \
+  }
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
 #undef KILN_STORE
 }
@@ -215,8 +244,8 @@ void PackA8(const float* A, int64_t lda, int64_t kc, float alpha, float* d) {
     for (int r = 0; r < 8; ++r) d[k * 8 + r] = alpha * A[r * lda + k];
 }
 
-const GemmKernel kKernel = {8, 32, 128, 256, 2048, &MicroAvx512, &FmaLoopAvx512, 12 * 16 * 2, &GemvAvx512, &PackA8,
-                            &WidenAvx512};
+const GemmKernel kKernel = {8,      32,         128,     256,          2048,        &MicroAvx512, &FmaLoopAvx512,
+                            12 * 16 * 2, &GemvAvx512, &PackA8, &WidenAvx512, &MicroAvx512Half};
 
 }  // namespace
 

@@ -493,7 +493,12 @@ class ConvExecution final : public Execution {
     if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
       auto pad = [](int64_t n, int64_t tile) { return static_cast<double>((n + tile - 1) / tile * tile); };
-      const double saved = (pad(M_, k.mr) * pad(out_plane_, k.nr) - pad(out_plane_, k.mr) * pad(M_, k.nr)) *
+      // Columns as computed: a last panel of at most nr / 2 takes the half tile.
+      auto cols = [&](int64_t n) {
+        const int64_t whole = n / k.nr * k.nr, rest = n - whole;
+        return static_cast<double>(whole + (rest == 0 ? 0 : k.micro_half && 2 * rest <= k.nr ? k.nr / 2 : k.nr));
+      };
+      const double saved = (pad(M_, k.mr) * cols(out_plane_) - pad(out_plane_, k.mr) * cols(M_)) *
                            static_cast<double>(Cg_ * ksize_);
       transposed_ = transposed_on_ && saved > 66.0 * static_cast<double>(M_ * out_plane_);
     }

@@ -140,7 +140,7 @@ TEST(Gemm, PackedAAndEpilogue) {
   for (Isa isa : Isas())
     for (ThreadPool* pool : {&one, &two})
       for (int64_t M : {1, 7, 17, 65})
-        for (int64_t N : {3, 33, 257})
+        for (int64_t N : {3, 33, 48, 257})  // 48: a last panel of exactly half a tile
           for (int64_t K : {1, 17, 300}) {  // 300: two of the kernels' K blocks
             ++seed;
             const bool ta = seed % 2, tb = seed % 3 == 0;
