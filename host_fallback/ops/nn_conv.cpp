@@ -347,7 +347,7 @@ bool PathEnabled(const char* var) {
 thread_local ScratchBuffer tl_col, tl_yt;  // tl_yt: the transposed product of small planes
 
 // Conv as im2col + GEMM, or as Winograd F(4x4, 3x3) for 3x3 stride-1 convs
-// with constant weights where that wins (Winograd43Conv::Suits); depthwise
+// with constant weights where that wins (WinogradConv::Tile); depthwise
 // (one input channel a group, several groups) stays on RunConv.
 class ConvExecution final : public Execution {
  public:
@@ -471,16 +471,18 @@ class ConvExecution final : public Execution {
     // packing gathered it again for every block of output channels.
     subsampled_ = !pointwise_ && Prod(a_.kernel.begin(), a_.kernel.end()) == 1 &&
                   std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
-    winograd_ = !direct_ && constant_weights_ && a_.group == 1 && a_.kernel == IntVec{3, 3} &&
-                 a_.strides == IntVec{1, 1} && a_.dilations == IntVec{1, 1} && winograd_on_ &&
-                 Winograd43Conv::Suits(C_, M_, Y.length(2), Y.length(3));
+    const bool k3 = a_.kernel == IntVec{3, 3};  // 2-D, so Y has 4 axes
+    const int wino_tile = k3 ? WinogradConv::Tile(C_, M_, Y.length(2), Y.length(3)) : 0;
+    winograd_ = !direct_ && constant_weights_ && a_.group == 1 && k3 && a_.strides == IntVec{1, 1} &&
+                 a_.dilations == IntVec{1, 1} && winograd_on_ && wino_tile != 0;
     // Constant weights are transformed (Winograd) or packed for the GEMM
     // once (they never change), and only for the path a shape takes.
     HostBackend& be = *static_cast<HostBackend*>(backend());
+    if (winograd_ && wino_.ready() && wino_.tile() != wino_tile) wino_ = WinogradConv();  // resized to another tile
     if (winograd_ && !wino_.ready()) {
       // fp32 even at precision low: fp16 transformed weights put errors of
       // about 3% on the outputs (F(4x4, 3x3) amplifies their rounding).
-      wino_.prepare(GemmBestIsa(), W.host<float>(), M_, C_);
+      wino_.prepare(GemmBestIsa(), W.host<float>(), M_, C_, wino_tile);
       be.countWeightBytes(wino_.bytes());
     }
     // Small planes: a GEMM's N (the plane) pads to the micro-kernel's nr
@@ -581,7 +583,7 @@ class ConvExecution final : public Execution {
   const bool constant_weights_;
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   PackedB packed_b_;             // w^T, once a shape takes the transposed product
-  Winograd43Conv wino_;          // transformed weights, once a shape takes the Winograd path
+  WinogradConv wino_;            // transformed weights, once a shape takes the Winograd path
   bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false,
        subsampled_ = false;
   // Read once, when the session creates the op.

@@ -1,9 +1,11 @@
 // Conv 3x3, stride 1, dilation 1, one group, as Winograd F(4x4, 3x3): each
 // 4x4 block of outputs ("tile") comes from a 6x6 input patch through
 // Y = A^T [ (G g G^T) . (B^T d B) ] A, so the 9 x 16 = 144 multiplies a tile
-// and a channel pair of the direct convolution become 36 (4x fewer). The 36
-// element-wise products, summed over input channels, are 36 independent
-// GEMMs [tiles x C] x [C x M], which run on Sgemm's register-blocked
+// and a channel pair of the direct convolution become 36 (4x fewer); or as
+// F(2x2, 3x3): 2x2 tiles from 4x4 patches, 36 multiplies become 16 (2.25x
+// fewer) but the transformed weights are 16 / 9 of the weights, not 36 / 9.
+// The P (36 or 16) element-wise products, summed over input channels, are P
+// independent GEMMs [tiles x C] x [C x M], which run on Sgemm's register-blocked
 // micro-kernel (gemm.h) straight from the transforms' outputs: the input
 // transform writes the micro-kernel's A panels (mr tiles, k-major) and the
 // weights are transformed and packed into its B panels (nr output channels)
@@ -25,16 +27,19 @@ namespace kiln {
 
 class ThreadPool;
 
-class Winograd43Conv {
+class WinogradConv {
  public:
-  // Whether F(4x4, 3x3) is the faster way for C input and M output channels
-  // on an OH x OW output (measured against im2col + Sgemm; see the .cpp).
-  static bool Suits(int64_t C, int64_t M, int64_t OH, int64_t OW);
+  // The output tile (4: F(4x4, 3x3), 2: F(2x2, 3x3)) that is the faster way
+  // for C input and M output channels on an OH x OW output, or 0 where
+  // im2col + Sgemm is (measured; see the .cpp).
+  static int Tile(int64_t C, int64_t M, int64_t OH, int64_t OW);
 
-  // Transforms the weights w [M, C, 3, 3] and packs them for `isa`'s
-  // micro-kernel. Called once (the weights are constant).
-  void prepare(Isa isa, const float* w, int64_t M, int64_t C);
+  // Transforms the weights w [M, C, 3, 3] for output tiles of `tile` (4 or
+  // 2) and packs them for `isa`'s micro-kernel. Called once (the weights
+  // are constant).
+  void prepare(Isa isa, const float* w, int64_t M, int64_t C, int tile);
   bool ready() const { return kernel_ != nullptr; }
+  int tile() const { return r_; }
   size_t bytes() const { return u_.size() * sizeof(float); }
 
   // One image: y [M, OH, OW] = bias + conv(x [C, H, W]) with pads pad_t /
@@ -49,8 +54,9 @@ class Winograd43Conv {
                 int64_t begin, int64_t end) const;
 
   const gemm_detail::GemmKernel* kernel_ = nullptr;
+  int a_ = 6, r_ = 4;  // the patch and the output tile (6, 4 or 4, 2)
   int64_t M_ = 0, C_ = 0, m_panels_ = 0, m_pad_ = 0;
-  std::vector<float> u_;  // [36][m_panels][C][nr]: transformed weights, nr channels a panel
+  std::vector<float> u_;  // [a * a][m_panels][C][nr]: transformed weights, nr channels a panel
 };
 
 }  // namespace kiln

@@ -335,6 +335,20 @@ TEST(NnConv, Winograd3x3) {
     k.pt = k.pl = k.pb = k.pr = 1;
     add("16->16 on 121x118 (a block a thread)", k);
   }
+  // Planes up to 8x8 take F(2x2, 3x3) (WinogradConv::Tile).
+  {
+    ConvCase k{2, 40, 7, 7, 24, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    add("F(2x2) 40->24 on 7x7, batch 2, bias, relu, a partial tile row and column", k);
+  }
+  {
+    ConvCase k{1, 16, 10, 8, 48, 3, 3};
+    k.pt = 0, k.pl = 1, k.pb = 0, k.pr = 1;
+    k.act = fb::Activation::Sigmoid;
+    add("F(2x2) 16->48 on 8x8 from 10x8, sigmoid after", k);
+  }
   for (auto& [name, k] : cases) {
     k.tol = 5e-4f;
     RunConvCase(k, name);
