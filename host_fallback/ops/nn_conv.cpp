@@ -324,6 +324,53 @@ void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_
   }
 }
 
+// y[m * rows + r] = yt[r * cols + m] for channels m in [m0, m1): whole 8 x 8
+// blocks as eight 8-float rows transposed by three rounds of shuffles (the
+// scalar loop cost about as much as 66 multiply-adds an element), the edges
+// element by element.
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V8u __attribute__((vector_size(32), aligned(4)));
+typedef int V8i __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define KILN_SHUF8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define KILN_SHUF8(a, b, ...) __builtin_shuffle(a, b, V8i{__VA_ARGS__})
+#endif
+
+KILN_SIMD_CLONES
+void TransposeBlocks(const float* __restrict yt, int64_t rows, int64_t cols, int64_t m0, int64_t m1,
+                     float* __restrict y) {
+  const int64_t rows8 = rows / 8 * 8;
+  int64_t m = m0;
+  for (; m + 8 <= m1; m += 8) {
+    for (int64_t r = 0; r < rows8; r += 8) {
+      V8 a[8];
+      for (int i = 0; i < 8; ++i) a[i] = *reinterpret_cast<const V8u*>(yt + (r + i) * cols + m);
+      V8 t[8], u[8];
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = KILN_SHUF8(a[i], a[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = KILN_SHUF8(a[i], a[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        u[i] = KILN_SHUF8(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 1] = KILN_SHUF8(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[i + 2] = KILN_SHUF8(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[i + 3] = KILN_SHUF8(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+      // u[0..3]: channels (0, 4), (1, 5), (2, 6), (3, 7) of rows 0-3; u[4..7] of rows 4-7.
+      for (int i = 0; i < 4; ++i) {
+        *reinterpret_cast<V8u*>(y + (m + i) * rows + r) = KILN_SHUF8(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        *reinterpret_cast<V8u*>(y + (m + i + 4) * rows + r) = KILN_SHUF8(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+      }
+    }
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t r = rows8; r < rows; ++r) y[(m + i) * rows + r] = yt[r * cols + m + i];
+  }
+  for (; m < m1; ++m)
+    for (int64_t r = 0; r < rows; ++r) y[m * rows + r] = yt[r * cols + m];
+}
+#undef KILN_SHUF8
+
 // GemmEpilogue::tile_act for an activation that is no clamp (ctx: ConvAttrs):
 // the tile is still in L1, where a pass over the whole output afterwards
 // read it back from memory (EfficientNet's Silu on 96 x 112 x 112).
@@ -488,9 +535,10 @@ class ConvExecution final : public Execution {
     // Small planes: a GEMM's N (the plane) pads to the micro-kernel's nr
     // (32 on AVX-512), so 7x7 = 49 runs as 64 and 14x14 = 196 as 224; as
     // y^T = x^T w^T the plane pads to mr (8: 56, 200) and the channels to nr.
-    // The transpose back costs about as much as 66 multiply-adds an output
-    // element (measured: 256 -> 1024 channels on 14x14 lose with it, 1024 ->
-    // 256 win), so the padding it saves must be worth more than that.
+    // It costs a transpose back (about 24 multiply-adds an output element)
+    // and a transposed packing of the input (about 10 an input element, K x
+    // N), fitted to the 1x1 convs of ResNet-50 and MobileNetV2: 7x7 planes
+    // take it, 14x14 ones (196 = 6 x 32 + a half tile) no longer do.
     transposed_ = false;
     if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
@@ -502,7 +550,7 @@ class ConvExecution final : public Execution {
       };
       const double saved = (pad(M_, k.mr) * cols(out_plane_) - pad(out_plane_, k.mr) * cols(M_)) *
                            static_cast<double>(Cg_ * ksize_);
-      transposed_ = transposed_on_ && saved > 66.0 * static_cast<double>(M_ * out_plane_);
+      transposed_ = transposed_on_ && saved > static_cast<double>(24 * M_ * out_plane_ + 10 * Cg_ * ksize_ * out_plane_);
     }
     if (transposed_ && packed_b_.K == 0) {
       packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
@@ -535,18 +583,11 @@ class ConvExecution final : public Execution {
   }
 
   // y[m * rows + r] = yt[r * cols + m]: the transposed product back into
-  // channel planes, 16 x 16 blocks so both sides stay in cache lines.
+  // channel planes, in 8 x 8 blocks transposed in registers (TransposeBlocks).
   static void TransposeInto(HostBackend& be, const float* yt, int64_t rows, int64_t cols, float* y) {
-    be.pool().parallelFor((cols + 15) / 16, [&](int64_t begin, int64_t end) {
-      for (int64_t mb = begin * 16; mb < std::min(cols, end * 16); mb += 16) {
-        const int64_t m1 = std::min(cols, mb + 16);
-        for (int64_t rb = 0; rb < rows; rb += 16) {
-          const int64_t r1 = std::min(rows, rb + 16);
-          for (int64_t m = mb; m < m1; ++m)
-            for (int64_t r = rb; r < r1; ++r) y[m * rows + r] = yt[r * cols + m];
-        }
-      }
-    }, 4);
+    be.pool().parallelFor((cols + 7) / 8, [&](int64_t begin, int64_t end) {
+      TransposeBlocks(yt, rows, cols, begin * 8, std::min(cols, end * 8), y);
+    }, 8);
   }
 
   // col[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of

@@ -356,25 +356,26 @@ TEST(NnConv, Winograd3x3) {
 }
 
 // Small output planes run as y^T = x^T w^T (the plane on the micro-kernel's
-// short side) and are transposed back: 7x7 planes with 64 or 96 channels
-// take that path on every micro-kernel; 40 channels do not (a control).
+// short side) and are transposed back: 7x7 planes with many input channels
+// take that path on the AVX-512 and AVX2 micro-kernels; 16 channels do not
+// (a control).
 TEST(NnConv, SmallPlanesTransposedProduct) {
   std::vector<std::pair<std::string, ConvCase>> cases;
   auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
   {
-    ConvCase k{2, 40, 7, 7, 64, 1, 1};
+    ConvCase k{2, 960, 7, 7, 132, 1, 1};
     k.bias = true;
     k.act = fb::Activation::Relu;
-    add("pointwise 40->64 on 7x7, batch 2, relu", k);
+    add("pointwise 960->132 on 7x7, batch 2, relu", k);
   }
   {
-    ConvCase k{1, 32, 13, 13, 96, 3, 3};
+    ConvCase k{1, 64, 13, 13, 96, 3, 3};
     k.sh = k.sw = 2;
     k.pt = k.pl = k.pb = k.pr = 1;
     k.bias = true;
     k.act = fb::Activation::Clip;
     k.act_min = -0.5f, k.act_max = 0.5f;
-    add("3x3 stride 2 32->96 to 7x7, clip", k);
+    add("3x3 stride 2 64->96 to 7x7, clip", k);
   }
   {
     ConvCase k{1, 24, 7, 7, 64, 3, 3};
