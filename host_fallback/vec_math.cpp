@@ -109,8 +109,10 @@ inline float ExpSubSum(const float* __restrict x, float sub, float* __restrict y
 
 }  // namespace
 
+namespace vec_detail {
+
 KILN_SIMD_CLONES
-void SigmoidF32(const float* x, float* y, int64_t n) {
+void SigmoidGeneric(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     float v = -x[i];
     // Clamped so that e^v stays finite and normal; sigmoid is 0 or 1 to
@@ -123,7 +125,7 @@ void SigmoidF32(const float* x, float* y, int64_t n) {
 }
 
 KILN_SIMD_CLONES
-void SiluF32(const float* x, float* y, int64_t n) {
+void SiluGeneric(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     float v = -x[i];
     v = v < -87.f ? -87.f : v;  // as SigmoidF32
@@ -131,6 +133,18 @@ void SiluF32(const float* x, float* y, int64_t n) {
     const float e = ExpReduced(v);
     y[i] = x[i] != x[i] ? x[i] : x[i] / (1.f + e);
   }
+}
+
+}  // namespace vec_detail
+
+void SigmoidF32(const float* x, float* y, int64_t n) {
+  static const vec_detail::GateFn avx512 = GemmIsaSupported(Isa::kAvx512) ? vec_detail::SigmoidAvx512() : nullptr;
+  (avx512 ? avx512 : &vec_detail::SigmoidGeneric)(x, y, n);
+}
+
+void SiluF32(const float* x, float* y, int64_t n) {
+  static const vec_detail::GateFn avx512 = GemmIsaSupported(Isa::kAvx512) ? vec_detail::SiluAvx512() : nullptr;
+  (avx512 ? avx512 : &vec_detail::SiluGeneric)(x, y, n);
 }
 
 KILN_SIMD_CLONES

@@ -38,6 +38,12 @@ namespace vec_detail {
 using SoftmaxRowsFn = void (*)(const float* x, float* y, int64_t rows, int64_t n, bool log);
 SoftmaxRowsFn SoftmaxRowsAvx512();
 void SoftmaxRowsGeneric(const float* x, float* y, int64_t rows, int64_t n, bool log);  // KILN_SIMD_CLONES
+// Sigmoid and Silu likewise (SigmoidF32, SiluF32 pick them).
+using GateFn = void (*)(const float* x, float* y, int64_t n);
+GateFn SigmoidAvx512();
+GateFn SiluAvx512();
+void SigmoidGeneric(const float* x, float* y, int64_t n);  // KILN_SIMD_CLONES
+void SiluGeneric(const float* x, float* y, int64_t n);
 }  // namespace vec_detail
 
 }  // namespace kiln

@@ -122,9 +122,37 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   }
 }
 
+// y = s / (1 + e^-x) with s = x (Silu) or 1 (Sigmoid), on Exp16: vscalefps
+// and vrndscaleps do in one instruction each what the generic loop does in
+// three or four, which made Silu a fifth of EfficientNet-B0. -x is clamped
+// to 88 as in the generic kernel (e^-x stays finite, so Silu(-inf) is -inf
+// there and here); a NaN passes through Exp16 and the division.
+template <bool kSilu>
+inline __m512 Gate16(__m512 x) {
+  const __m512 e = Exp16(Min(_mm512_set1_ps(88.f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 d = _mm512_add_ps(e, _mm512_set1_ps(1.f));
+  return _mm512_div_ps(kSilu ? x : _mm512_set1_ps(1.f), d);
+}
+
+template <bool kSilu>
+void Gate(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 a = Gate16<kSilu>(_mm512_loadu_ps(x + i)), b = Gate16<kSilu>(_mm512_loadu_ps(x + i + 16));
+    _mm512_storeu_ps(y + i, a);
+    _mm512_storeu_ps(y + i + 16, b);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m, Gate16<kSilu>(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
 }  // namespace
 
 SoftmaxRowsFn SoftmaxRowsAvx512() { return &SoftmaxRows; }
+GateFn SigmoidAvx512() { return &Gate<false>; }
+GateFn SiluAvx512() { return &Gate<true>; }
 
 }  // namespace kiln::vec_detail
 
@@ -132,6 +160,8 @@ SoftmaxRowsFn SoftmaxRowsAvx512() { return &SoftmaxRows; }
 
 namespace kiln::vec_detail {
 SoftmaxRowsFn SoftmaxRowsAvx512() { return nullptr; }
+GateFn SigmoidAvx512() { return nullptr; }
+GateFn SiluAvx512() { return nullptr; }
 }  // namespace kiln::vec_detail
 
 #endif
