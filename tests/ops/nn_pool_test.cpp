@@ -178,7 +178,8 @@ TEST(NnPool, AveragePool) {
 }
 
 TEST(NnPool, GlobalPools) {
-  // Planes below, at and above the 32 lanes of the mean's sum, with tails.
+  // Planes below, at and above the 32 lanes of the mean's sum and its 1024-element
+  // blocks (56 x 57), with tails.
   for (Shape s : std::vector<Shape>{{2, 7, 5, 9}, {1, 17, 1, 1}, {2, 3, 5}, {1, 3, 2, 3, 4}, {1, 6, 7, 7},
                                     {2, 3, 11, 13}, {1, 2, 64}, {1, 3, 56, 57}}) {
     SCOPED_TRACE(Str(s));
