@@ -179,6 +179,12 @@ void DepthwisePlane(const Taps& t, const float* __restrict xp, const float* __re
   }
 }
 
+// DepthwiseArgs::plane_act for an activation that is no clamp (ctx: ConvAttrs).
+void PlaneActivation(const void* ctx, float* y, int64_t n) {
+  const ConvAttrs& a = *static_cast<const ConvAttrs*>(ctx);
+  nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
+}
+
 // The direct convolution (depthwise Conv: one input channel a group).
 Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
@@ -210,14 +216,13 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
     d.kh = a.kernel[0], d.kw = a.kernel[1], d.sh = a.strides[0], d.sw = a.strides[1];
     d.dh = a.dilations[0], d.dw = a.dilations[1], d.pt = a.pads[0], d.pl = a.pads[1];
     d.clamp = clamp, d.lo = lo, d.hi = hi;
+    if (!fused) {
+      d.plane_act = &PlaneActivation;
+      d.plane_ctx = &a;
+    }
     if (nn::DepthwiseFlatSuits(d)) {
       if (!nn::DepthwiseFlat2D(be.pool(), d, x, w, bias, y))
         return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the depthwise scratch");
-      if (!fused)
-        be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
-          nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y + begin * out_plane,
-                                   (end - begin) * out_plane);
-        }, std::max<int64_t>(1, 16384 / out_plane));
       return Status::Ok();
     }
   }

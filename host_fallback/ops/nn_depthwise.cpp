@@ -381,6 +381,7 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
       else
 #endif
         CopyOut(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
+      if (a.plane_act) a.plane_act(a.plane_ctx, y + nm * out_plane, out_plane);
     };
     int cur = load(begin, 0);
     for (int64_t nm = begin; nm < end; ++nm) {

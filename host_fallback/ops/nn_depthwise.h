@@ -18,6 +18,10 @@ struct DepthwiseArgs {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
   bool clamp = false;
   float lo = 0, hi = 0;
+  // Then, on each output plane as it is copied out (still in L1), an
+  // activation that is no clamp (Silu, Sigmoid, HardSwish, ...), or null.
+  void (*plane_act)(const void* ctx, float* y, int64_t n) = nullptr;
+  const void* plane_ctx = nullptr;
 };
 
 // True when DepthwiseFlat2D handles this shape (strides 1 or 2) and is
@@ -25,7 +29,8 @@ struct DepthwiseArgs {
 bool DepthwiseFlatSuits(const DepthwiseArgs& a);
 
 // y[n, m] = bias[m] + the taps of w[m] (kh x kw) over x[n, m / multiplier],
-// clamped to [lo, hi] when a.clamp (a NaN becomes lo). bias may be null.
+// clamped to [lo, hi] when a.clamp (a NaN becomes lo), then a.plane_act.
+// bias may be null.
 // False when a thread's scratch (a few KiB to a few MiB) cannot be allocated.
 bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
                      float* y);

@@ -226,6 +226,17 @@ TEST(NnConv, FusedActivations) {
     if (a == fb::Activation::Clip) k.act_min = -0.3f, k.act_max = 0.4f;
     if (a == fb::Activation::LeakyRelu) k.act_alpha = 0.2f;
     RunConvCase(k, std::string("activation ") + fb::EnumNameActivation(a));
+    // Depthwise, strides 1 and 2 (the flat-plane kernel applies it a plane at a time).
+    for (int64_t s : {1, 2}) {
+      ConvCase d{2, 6, 9, 11, 6, 3, 3};
+      d.group = 6;
+      d.sh = d.sw = s;
+      d.pt = d.pl = d.pb = d.pr = 1;
+      d.bias = true;
+      d.act = a;
+      d.act_min = k.act_min, d.act_max = k.act_max, d.act_alpha = k.act_alpha;
+      RunConvCase(d, std::string("depthwise stride ") + std::to_string(s) + " activation " + fb::EnumNameActivation(a));
+    }
   }
 }
 
