@@ -185,8 +185,10 @@ void PlaneActivation(const void* ctx, float* y, int64_t n) {
   nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
 }
 
-// The direct convolution (depthwise Conv: one input channel a group).
-Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+// The direct convolution (depthwise Conv: one input channel a group);
+// channels16: small planes may take DepthwiseChannels16.
+Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
+               bool channels16) {
   RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
   const Tensor& W = *in[1];
@@ -219,6 +221,11 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
     if (!fused) {
       d.plane_act = &PlaneActivation;
       d.plane_ctx = &a;
+    }
+    if (channels16 && nn::DepthwiseChannels16Suits(d)) {
+      if (!nn::DepthwiseChannels16(be.pool(), d, x, w, bias, y))
+        return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the depthwise scratch");
+      return Status::Ok();
     }
     if (nn::DepthwiseFlatSuits(d)) {
       if (!nn::DepthwiseFlat2D(be.pool(), d, x, w, bias, y))
@@ -385,7 +392,8 @@ void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_
 }
 
 // A convolution path the environment may turn off (VAR=0), to compare it
-// with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED.
+// with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
+// KILN_HOST_DW16 (depthwise 16 channels a vector).
 bool PathEnabled(const char* var) {
   const char* e = std::getenv(var);
   return !(e && e[0] == '0');
@@ -417,7 +425,7 @@ class ConvExecution final : public Execution {
     HostBackend& be = *static_cast<HostBackend*>(backend());
     RETURN_IF_ERROR(nn::NeedF32(op_, in));
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
-    if (direct_) return RunConv(op_, in, out, be);
+    if (direct_) return RunConv(op_, in, out, be, channels16_on_);
     const Tensor* B = in.size() > 2 ? in[2] : nullptr;
     const float* x = in[0]->host<float>();
     const float* w = in[1]->host<float>();
@@ -633,7 +641,8 @@ class ConvExecution final : public Execution {
   bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false,
        subsampled_ = false;
   // Read once, when the session creates the op.
-  const bool winograd_on_ = PathEnabled("KILN_HOST_WINOGRAD"), transposed_on_ = PathEnabled("KILN_HOST_TRANSPOSED");
+  const bool winograd_on_ = PathEnabled("KILN_HOST_WINOGRAD"), transposed_on_ = PathEnabled("KILN_HOST_TRANSPOSED"),
+             channels16_on_ = PathEnabled("KILN_HOST_DW16");
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;

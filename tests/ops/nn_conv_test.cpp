@@ -480,6 +480,24 @@ TEST(NnConv, DepthwiseFlatPlanes) {
   for (auto& [name, k] : cases) RunConvCase(k, name);
 }
 
+// Small output planes with many channels: 16 channels a vector on AVX-512
+// (DepthwiseChannels16), a partial block of channels, 3x3 and 5x5, strides
+// 1 and 2, asymmetric pads, bias, clamp and a per-plane activation.
+TEST(NnConv, DepthwiseSixteenChannelsAVector) {
+  for (int64_t c : {16, 19, 40})
+    for (int64_t k : {3, 5})
+      for (int64_t s : {1, 2}) {
+        ConvCase d{2, c, 7 * s, 6 * s + 1, c, k, k};
+        d.group = c;
+        d.sh = d.sw = s;
+        d.pt = k / 2, d.pl = k / 2 - 1, d.pb = k / 2, d.pr = k / 2;
+        d.bias = c != 19;
+        d.act = c == 40 ? fb::Activation::Silu : fb::Activation::Relu6;
+        RunConvCase(d, std::to_string(c) + " channels " + std::to_string(k) + "x" + std::to_string(k) + " stride " +
+                           std::to_string(s));
+      }
+}
+
 TEST(NnConv, AbsentBiasAndNoParams) {
   std::vector<float> x = Rand({1, 3, 5, 5}, 1), w = Rand({2, 3, 3, 3}, 2);
   auto out = OpTest(fb::OpType::Conv).input("x", {1, 3, 5, 5}, x).constant("w", {2, 3, 3, 3}, w).missing().run(Threads3());
