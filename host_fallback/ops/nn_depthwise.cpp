@@ -361,15 +361,15 @@ struct C16Plan {
   explicit C16Plan(const DepthwiseArgs& a)
       : hp((a.oh - 1) * a.sh + (a.kh - 1) * a.dh + 1),
         wp((a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1),
-        // A row's last group of four pixels reads up to three past its end.
-        in_floats((hp * wp + 3 * a.sw + 1) * 16),
+        // A row's last group of eight pixels reads up to seven past its end.
+        in_floats((hp * wp + 7 * a.sw + 1) * 16),
         out_floats((a.oh * a.ow + 16) * 16) {}
 };
 
 // One block of 16 channels (nl of them real) of one image: the input planes
 // transposed, 16 pixels at a time, into xin [hp][wp][16] (its padding is
 // zero and stays so), the weights into wt [taps][16], each output pixel the
-// sum over the taps of an input vector times a weight vector (four pixels
+// sum over the taps of an input vector times a weight vector (eight pixels
 // of a row share each weight load), into out [oh * ow][16], and that
 // transposed back into the channels' planes.
 template <int KH, int KW>
@@ -390,27 +390,32 @@ __attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, 
       if (py >= 0 && py < p.hp && px >= 0 && px < p.wp) _mm512_storeu_ps(xin + (py * p.wp + px) * 16, r[j]);
     }
   }
-  // Weights: w [16][kTaps] as two 16-tap chunks.
-  __m512 wt[kTaps];
+  // Weights: w [16][kTaps] as two 16-tap chunks, into wt [kTaps][16].
+  alignas(64) float wt[kTaps * 16];
   for (int t0 = 0; t0 < kTaps; t0 += 16) {
     const __mmask16 m = Lanes(kTaps - t0);
     for (int l = 0; l < 16; ++l) r[l] = l < nl ? _mm512_maskz_loadu_ps(m, w + l * kTaps + t0) : _mm512_setzero_ps();
     Transpose16(r);
-    for (int t = t0; t < kTaps && t < t0 + 16; ++t) wt[t] = r[t - t0];
+    for (int t = t0; t < kTaps && t < t0 + 16; ++t) _mm512_store_ps(wt + t * 16, r[t - t0]);
   }
   const __m512 vb = bias ? _mm512_maskz_loadu_ps(chans, bias) : _mm512_setzero_ps();
   const __m512 vlo = _mm512_set1_ps(a.lo), vhi = _mm512_set1_ps(a.hi);
   const int64_t step = a.sw * 16, dx = a.dw * 16;
+  constexpr int kG = 8;  // pixels of a row a group: 8 chains cover the FMA latency
   for (int64_t oy = 0; oy < a.oh; ++oy)
-    for (int64_t ox = 0; ox < a.ow; ox += 4) {
-      __m512 acc[4] = {vb, vb, vb, vb};
+    for (int64_t ox = 0; ox < a.ow; ox += kG) {
+      __m512 acc[kG];
+      for (int j = 0; j < kG; ++j) acc[j] = vb;
       for (int ky = 0; ky < KH; ++ky) {
         const float* row = xin + ((oy * a.sh + ky * a.dh) * p.wp + ox * a.sw) * 16;
-        for (int kx = 0; kx < KW; ++kx)
-          for (int j = 0; j < 4; ++j)  // pixels past the row's end read the slack and are not stored
-            acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(row + kx * dx + j * step), wt[ky * KW + kx], acc[j]);
+        for (int kx = 0; kx < KW; ++kx) {
+          const __m512 wv = _mm512_load_ps(wt + (ky * KW + kx) * 16);
+          const float* q = row + kx * dx;
+          for (int j = 0; j < kG; ++j)  // pixels past the row's end read the slack and are not stored
+            acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * step), wv, acc[j]);
+        }
       }
-      for (int64_t j = 0; j < 4 && ox + j < a.ow; ++j) {
+      for (int64_t j = 0; j < kG && ox + j < a.ow; ++j) {
         __m512 v = acc[j];
         if (a.clamp) {  // v > lo ? min(v, hi) : lo, so a NaN becomes lo
           const __mmask16 above = _mm512_cmp_ps_mask(v, vlo, _CMP_GT_OQ);
@@ -437,7 +442,8 @@ bool DepthwiseChannels16Suits(const DepthwiseArgs& a) {
 #if KILN_DW_AVX512
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool k33 = a.kh == 3 && a.kw == 3, k55 = a.kh == 5 && a.kw == 5;
-  return avx512 && a.m == a.c && a.c >= 16 && a.oh * a.ow <= 64 && (k33 || k55);
+  // Up to 8x8 for 3x3 (on 14x14 the flat kernel is faster), up to 14x14 for 5x5.
+  return avx512 && a.m == a.c && a.c >= 16 && (k33 || k55) && a.oh * a.ow <= (k55 ? 196 : 64);
 #else
   (void)a;
   return false;

@@ -496,6 +496,12 @@ TEST(NnConv, DepthwiseSixteenChannelsAVector) {
         RunConvCase(d, std::to_string(c) + " channels " + std::to_string(k) + "x" + std::to_string(k) + " stride " +
                            std::to_string(s));
       }
+  // 5x5 on 14x13: rows of two groups of eight pixels, the second partial.
+  ConvCase d{1, 24, 14, 13, 24, 5, 5};
+  d.group = 24;
+  d.pt = d.pl = d.pb = d.pr = 2;
+  d.bias = true;
+  RunConvCase(d, "24 channels 5x5 on 14x13");
 }
 
 TEST(NnConv, AbsentBiasAndNoParams) {
