@@ -144,6 +144,12 @@ __attribute__((target("avx512f"))) inline __mmask16 TailMask(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// v > lo ? min(v, hi) : lo, so a NaN becomes lo (the generic CopyOut's clamp).
+__attribute__((target("avx512f"))) inline __m512 Clamp16(__m512 v, __m512 lo, __m512 hi) {
+  const __mmask16 above = _mm512_cmp_ps_mask(v, lo, _CMP_GT_OQ);
+  return _mm512_mask_blend_ps(above, lo, _mm512_maskz_min_ps(above, v, hi));
+}
+
 // Fields are read into locals first: the masked stores may alias anything,
 // so members would be reloaded after every store.
 __attribute__((target("avx512f"))) void CopyInAvx512(const float* __restrict xp, const CopyGeom& g,
@@ -200,10 +206,7 @@ __attribute__((target("avx512f"))) void CopyOutAvx512(const float* __restrict ac
     for (int64_t i = 0; i < ow; i += 16) {
       const __mmask16 m = i + 16 < ow ? static_cast<__mmask16>(0xFFFF) : tail;
       __m512 v = _mm512_maskz_loadu_ps(m, src + i);
-      if (clamp) {  // v > lo ? min(v, hi) : lo, so a NaN becomes lo
-        const __mmask16 above = _mm512_cmp_ps_mask(v, vlo, _CMP_GT_OQ);
-        v = _mm512_mask_blend_ps(above, vlo, _mm512_maskz_min_ps(above, v, vhi));
-      }
+      if (clamp) v = Clamp16(v, vlo, vhi);
       _mm512_mask_storeu_ps(dst + i, m, v);
     }
   }
@@ -416,12 +419,7 @@ __attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, 
         }
       }
       for (int64_t j = 0; j < kG && ox + j < a.ow; ++j) {
-        __m512 v = acc[j];
-        if (a.clamp) {  // v > lo ? min(v, hi) : lo, so a NaN becomes lo
-          const __mmask16 above = _mm512_cmp_ps_mask(v, vlo, _CMP_GT_OQ);
-          v = _mm512_mask_blend_ps(above, vlo, _mm512_maskz_min_ps(above, v, vhi));
-        }
-        _mm512_storeu_ps(out + (oy * a.ow + ox + j) * 16, v);
+        _mm512_storeu_ps(out + (oy * a.ow + ox + j) * 16, a.clamp ? Clamp16(acc[j], vlo, vhi) : acc[j]);
       }
     }
   // Output: pixels q0 .. q0 + 15 back into the channels' planes.
