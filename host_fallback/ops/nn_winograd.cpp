@@ -80,6 +80,22 @@ thread_local ScratchBuffer tl_v, tl_prod;
     out(1, l) = m1 - m2 - m3;                                           \
   } while (0)
 
+// B^T d and A^T m along one axis for the patch size A (6: F(4x4), 4: F(2x2)).
+#define KILN_WINO_BT_OF(A, in, out, l)     \
+  do {                                     \
+    if constexpr ((A) == 6)                \
+      KILN_WINO_BT(in, out, l);            \
+    else                                   \
+      KILN_WINO23_BT(in, out, l);          \
+  } while (0)
+#define KILN_WINO_AT_OF(A, in, out, l)     \
+  do {                                     \
+    if constexpr ((A) == 6)                \
+      KILN_WINO_AT(in, out, l);            \
+    else                                   \
+      KILN_WINO23_AT(in, out, l);          \
+  } while (0)
+
 // The input transform of channel xc for the tiles [t0, t0 + panels * mr) of
 // a TW-wide tile grid of T tiles: writes v[(xi * panels + p) * panel_stride + l]
 // (panel_stride = C * mr, v already offset to the channel).
@@ -115,24 +131,14 @@ KILN_SIMD_CLONES void InputChannel(const float* __restrict xc, int64_t H, int64_
     for (int j = 0; j < A; ++j) {  // columns: t = B^T d
 #define IN(k, l) d[k][j][l]
 #define OUT(k, l) t[k][j][l]
-      for (int l = 0; l < kLanes; ++l) {
-        if constexpr (A == 6)
-          KILN_WINO_BT(IN, OUT, l);
-        else
-          KILN_WINO23_BT(IN, OUT, l);
-      }
+      for (int l = 0; l < kLanes; ++l) KILN_WINO_BT_OF(A, IN, OUT, l);
 #undef IN
 #undef OUT
     }
     for (int i = 0; i < A; ++i) {  // rows: o = t B
 #define IN(k, l) t[i][k][l]
 #define OUT(k, l) o[i][k][l]
-      for (int l = 0; l < kLanes; ++l) {
-        if constexpr (A == 6)
-          KILN_WINO_BT(IN, OUT, l);
-        else
-          KILN_WINO23_BT(IN, OUT, l);
-      }
+      for (int l = 0; l < kLanes; ++l) KILN_WINO_BT_OF(A, IN, OUT, l);
 #undef IN
 #undef OUT
     }
@@ -161,24 +167,14 @@ KILN_SIMD_CLONES void OutputTile(const float* __restrict prod, int64_t xi_stride
     for (int j = 0; j < A; ++j) {
 #define IN(k, l) s[k][j][l]
 #define OUT(k, l) t[k][j][l]
-      for (int l = 0; l < kOutLanes; ++l) {
-        if constexpr (A == 6)
-          KILN_WINO_AT(IN, OUT, l);
-        else
-          KILN_WINO23_AT(IN, OUT, l);
-      }
+      for (int l = 0; l < kOutLanes; ++l) KILN_WINO_AT_OF(A, IN, OUT, l);
 #undef IN
 #undef OUT
     }
     for (int i = 0; i < R; ++i) {
 #define IN(k, l) t[i][k][l]
 #define OUT(k, l) o[i][k][l]
-      for (int l = 0; l < kOutLanes; ++l) {
-        if constexpr (A == 6)
-          KILN_WINO_AT(IN, OUT, l);
-        else
-          KILN_WINO23_AT(IN, OUT, l);
-      }
+      for (int l = 0; l < kOutLanes; ++l) KILN_WINO_AT_OF(A, IN, OUT, l);
 #undef IN
 #undef OUT
       for (int j = 0; j < R; ++j)
