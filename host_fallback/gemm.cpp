@@ -495,11 +495,11 @@ void WidenHalf(const uint16_t* src, float* dst, int64_t n) {
 
 namespace {
 
-// Packed panels to fp16 (precision low): *half takes them, *data is freed.
-void MoveToHalf(std::vector<float>* data, std::vector<uint16_t>* half) {
-  half->resize(data->size());
-  for (size_t i = 0; i < data->size(); ++i) (*half)[i] = FloatToHalf((*data)[i]);
-  std::vector<float>().swap(*data);
+// Packed panels to fp16 (precision low): p->half takes them, p->data is freed.
+void MoveToHalf(PackedPanels* p) {
+  p->half.resize(p->data.size());
+  for (size_t i = 0; i < p->data.size(); ++i) p->half[i] = FloatToHalf(p->data[i]);
+  std::vector<float>().swap(p->data);
 }
 
 }  // namespace
@@ -516,7 +516,7 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
     PackAPanels(kr, pr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
-  if (half) MoveToHalf(&p.data, &p.half);
+  if (half) MoveToHalf(&p);
   return p;
 }
 
@@ -532,7 +532,7 @@ PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64
   Problem pr{false, trans_b, K, 1.f, nullptr, 0, B, ldb, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
     PackBPanels(pr, kr.nr, pc, std::min(kr.kc, K - pc), 0, N, p.data.data() + pc * p.n_pad);
-  if (half) MoveToHalf(&p.data, &p.half);
+  if (half) MoveToHalf(&p);
   return p;
 }
 

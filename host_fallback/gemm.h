@@ -42,18 +42,23 @@ struct GemmEpilogue {
   const void* tile_ctx = nullptr;
 };
 
+// The storage PackedA and PackedB share: a kernel's panels for `isa`, fp32
+// or, with `half` (precision low), IEEE fp16 widened (F16C, vcvtph2ps, NEON
+// fcvtl where the CPU has them) a cache block at a time into the thread's
+// scratch as the product needs them.
+struct PackedPanels {
+  Isa isa = Isa::kScalar;
+  std::vector<float> data;     // fp32 panels, or empty when
+  std::vector<uint16_t> half;  // fp16 panels
+  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
+};
+
 // op(A) * alpha packed once for many products with different B (Conv weights
 // at resize): the micro-kernel's panel layout for `isa`, K in the kernel's
-// cache blocks. Read-only after PackA, so one may serve any thread.
-// With `half` (precision low) the panels are stored as IEEE fp16, half the
-// bytes, and widened (F16C where the CPU has it) a cache block at a time into
-// the thread's scratch as the product needs them; arithmetic stays fp32.
-struct PackedA {
-  Isa isa = Isa::kScalar;
+// cache blocks. Read-only after PackA, so one may serve any thread. With
+// `half` the panels take half the bytes; arithmetic stays fp32.
+struct PackedA : PackedPanels {
   int64_t M = 0, K = 0, m_pad = 0;  // m_pad: M rounded up to the register tile
-  std::vector<float> data;          // fp32 panels, or empty when
-  std::vector<uint16_t> half;       // fp16 panels
-  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
 };
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
               bool half = false);
@@ -65,14 +70,10 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
 // + c)), zero past N. Repacking B on every call cost a quarter of the
 // transformer encoder's time: its strided reads of a weight matrix bigger
 // than L2 missed the cache. Read-only after PackB, so one may serve any thread.
-// With `half` (precision low) stored as fp16 and widened a cache block (or,
-// for M == 1, a chunk of panels) at a time, as PackedA.
-struct PackedB {
-  Isa isa = Isa::kScalar;
+// With `half` widened a cache block (or, for M == 1, a chunk of panels) at a
+// time.
+struct PackedB : PackedPanels {
   int64_t K = 0, N = 0, n_pad = 0;  // n_pad: N rounded up to the register tile
-  std::vector<float> data;          // fp32 panels, or empty when
-  std::vector<uint16_t> half;       // fp16 panels
-  size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
 };
 PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half = false);
 
