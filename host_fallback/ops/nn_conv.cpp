@@ -179,10 +179,18 @@ void DepthwisePlane(const Taps& t, const float* __restrict xp, const float* __re
   }
 }
 
-// DepthwiseArgs::plane_act for an activation that is no clamp (ctx: ConvAttrs).
+// The fused activation of ConvAttrs ctx on y[0, n): DepthwiseArgs::plane_act
+// for an activation that is no clamp, and the passes after other kernels.
 void PlaneActivation(const void* ctx, float* y, int64_t n) {
   const ConvAttrs& a = *static_cast<const ConvAttrs*>(ctx);
   nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
+}
+
+// GemmEpilogue::tile_act likewise, on rows of `cols` at stride ldc: the
+// tile is still in cache, where a pass over the whole output afterwards
+// read it back from memory (EfficientNet's Silu on 96 x 112 x 112).
+void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) PlaneActivation(ctx, c + r * ldc, cols);
 }
 
 // The direct convolution (depthwise Conv: one input channel a group);
@@ -240,7 +248,7 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
       const int64_t n = nm / M, m = nm % M, g = m / Mg;
       float* yp = y + nm * out_plane;
       DepthwisePlane(t, x + (n * C + g) * in_plane, w + m * ksize, bias ? bias[m] : 0.f, clamp, lo, hi, yp);
-      if (!fused) nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
+      if (!fused) PlaneActivation(&a, yp, out_plane);
     }
   }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_plane * ksize)));
   return Status::Ok();
@@ -383,14 +391,6 @@ void TransposeBlocks(const float* __restrict yt, int64_t rows, int64_t cols, int
 }
 #undef KILN_SHUF8
 
-// GemmEpilogue::tile_act for an activation that is no clamp (ctx: ConvAttrs):
-// the tile is still in L1, where a pass over the whole output afterwards
-// read it back from memory (EfficientNet's Silu on 96 x 112 x 112).
-void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  const ConvAttrs& a = *static_cast<const ConvAttrs*>(ctx);
-  for (int64_t r = 0; r < rows; ++r) nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, c + r * ldc, cols);
-}
-
 // A convolution path the environment may turn off (VAR=0), to compare it
 // with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
 // KILN_HOST_DW16 (depthwise 16 channels a vector).
@@ -489,8 +489,7 @@ class ConvExecution final : public Execution {
     }
     if (!fused && winograd_) {
       be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
-        nn::ApplyFusedActivation(a_.act, a_.act_min, a_.act_max, a_.act_alpha, y + begin * out_plane_,
-                                 (end - begin) * out_plane_);
+        PlaneActivation(&a_, y + begin * out_plane_, (end - begin) * out_plane_);
       }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
     }
     return Status::Ok();
@@ -724,7 +723,7 @@ Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const
           }
         }
       }
-      nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, yp, out_plane);
+      PlaneActivation(&a, yp, out_plane);
     }
   });
   return Status::Ok();
