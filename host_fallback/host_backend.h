@@ -9,6 +9,7 @@
 // op types (it switches on op.type).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -43,6 +44,7 @@ class HostBackend final : public Backend {
   // Kernels report the bytes of the weights they keep (packed, transformed),
   // shown as the backend's constant bytes (kiln-bench "weights").
   void countWeightBytes(size_t bytes) { report_.constant_bytes += bytes; }
+  void uncountWeightBytes(size_t bytes) { report_.constant_bytes -= std::min(bytes, report_.constant_bytes); }
   void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }
 
  private:

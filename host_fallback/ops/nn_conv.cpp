@@ -537,7 +537,10 @@ class ConvExecution final : public Execution {
     // Constant weights are transformed (Winograd) or packed for the GEMM
     // once (they never change), and only for the path a shape takes.
     HostBackend& be = *static_cast<HostBackend*>(backend());
-    if (winograd_ && wino_.ready() && wino_.tile() != wino_tile) wino_ = WinogradConv();  // resized to another tile
+    if (winograd_ && wino_.ready() && wino_.tile() != wino_tile) {  // resized to the other tile: these go
+      be.uncountWeightBytes(wino_.bytes());
+      wino_ = WinogradConv();
+    }
     if (winograd_ && !wino_.ready()) {
       // fp32 even at precision low: fp16 transformed weights put errors of
       // about 3% on the outputs (F(4x4, 3x3) amplifies their rounding).

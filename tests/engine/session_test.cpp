@@ -491,5 +491,40 @@ TEST(Session, HostPrecisionLowHalvesPackedWeights) {
   test::ExpectNear(low, normal, 2e-3f, "fp16 weights");
 }
 
+// A Conv resized from a plane that takes Winograd F(2x2, 3x3) (7x7) to one
+// that takes F(4x4, 3x3) (20x20) keeps the F(4x4) transformed weights only,
+// and the backend's constant bytes count only them: 36 positions x 16 input
+// channels x the output channels padded to the micro-kernel's nr.
+TEST(Session, HostWinogradTileChangeCountsOneTransform) {
+  NetBuilder b("wino");
+  int x = b.addInput("x", fb::DataType::F32, {1, 16, "h", "w"});
+  int w = b.addConstant("w", {16, 16, 3, 3}, test::RandomFloats(16 * 16 * 9, 7));
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.pads = {1, 1, 1, 1};
+  b.addOutput(b.addOp(fb::OpType::Conv, "conv", {x, w}, {"y"}, conv)[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.type = ForwardType::kHost;
+  Session* s = *interp->createSession(config);
+  auto weight_bytes = [&] {
+    size_t bytes = 0;
+    for (const MemoryUse& m : s->memory())
+      if (m.backend == "host") bytes = m.constant_bytes;
+    return bytes;
+  };
+  const gemm_detail::GemmKernel& kr = gemm_detail::KernelForIsa(GemmBestIsa());
+  const size_t m_pad = (16 + kr.nr - 1) / kr.nr * kr.nr;
+  for (int64_t side : {7, 20}) {
+    SCOPED_TRACE(side);
+    ASSERT_TRUE(interp->resizeTensor(s->getInput(), {1, 16, side, side}).ok());
+    ASSERT_TRUE(interp->resizeSession(s).ok());
+    ASSERT_TRUE(Feed(s, "", {1, 16, side, side}, test::RandomFloats(static_cast<size_t>(16 * side * side), 8)).ok());
+    ASSERT_TRUE(s->run().ok());
+    const size_t positions = side == 7 ? 16 : 36;
+    EXPECT_EQ(weight_bytes(), positions * 16 * m_pad * sizeof(float));
+  }
+}
+
 }  // namespace
 }  // namespace kiln
