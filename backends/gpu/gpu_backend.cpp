@@ -12,6 +12,8 @@ GpuExecution::GpuExecution(GpuBackend* b) : Execution(b) {}
 
 GpuBackend* GpuExecution::gpu() const { return static_cast<GpuBackend*>(backend()); }
 
+bool GpuExecution::packed(const Tensor* t) const { return t && gpu()->packed(*t); }
+
 Status GpuExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   dispatches_.clear();
   if (!resolvesDtypesAtResize()) {
@@ -102,31 +104,157 @@ StatusOr<DevicePeaks> MeasurePeakSchedule(
 
 // ------------------------------------------------------------------- backend
 
-void GpuBackend::toStorage(const Tensor& host, uint8_t* device_bytes) const {
+namespace {
+
+// The packed storage index of element i of an NCHW-ordered tensor of
+// `shape` ([N, C, S...]): ((n * C4 + c / 4) * S + s) * 4 + c % 4.
+struct PackIndex {
+  size_t c, c4, s;
+  explicit PackIndex(const std::vector<int64_t>& shape) {
+    c = static_cast<size_t>(shape[1]);
+    c4 = (c + 3) / 4;
+    s = 1;
+    for (size_t d = 2; d < shape.size(); ++d) s *= static_cast<size_t>(shape[d]);
+  }
+  size_t operator()(size_t i) const {
+    const size_t si = i % s, nc = i / s, ci = nc % c, n = nc / c;
+    return ((n * c4 + ci / 4) * s + si) * 4 + ci % 4;
+  }
+};
+
+}  // namespace
+
+std::vector<int64_t> GpuBackend::storageShape(const Tensor& t) const {
+  if (!packed(t)) return t.shape();
+  std::vector<int64_t> s = t.shape();
+  s[1] = (s[1] + 3) / 4;
+  s.push_back(4);
+  return s;
+}
+
+size_t GpuBackend::storageElements(const Tensor& t) const {
+  size_t n = 1;
+  for (int64_t d : storageShape(t)) n *= static_cast<size_t>(d);
+  return n;
+}
+
+void GpuBackend::toStorage(const Tensor& host, uint8_t* device_bytes, bool packed) const {
   const size_t n = static_cast<size_t>(host.elementCount());
-  if (storageType(host) == host.dtype()) {
+  const bool half = storageType(host) != host.dtype();
+  if (!half && !packed) {
     if (host.byteSize()) std::memcpy(device_bytes, host.hostData(), host.byteSize());
     return;
   }
-  const float* f = host.host<float>();
+  const size_t unit = half ? 2 : host.elementSize();
+  if (!packed) {
+    const float* f = host.host<float>();
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = FloatToHalf(f[i]);
+      std::memcpy(device_bytes + 2 * i, &h, 2);
+    }
+    return;
+  }
+  const PackIndex at(host.shape());
+  std::memset(device_bytes, 0, (n / std::max<size_t>(at.c, 1)) * at.c4 * 4 * unit);  // the zero lanes
+  const uint8_t* src = host.host<uint8_t>();
   for (size_t i = 0; i < n; ++i) {
-    const uint16_t h = FloatToHalf(f[i]);
-    std::memcpy(device_bytes + 2 * i, &h, 2);
+    uint8_t* dst = device_bytes + at(i) * unit;
+    if (half) {
+      float f;
+      std::memcpy(&f, src + 4 * i, 4);
+      const uint16_t h = FloatToHalf(f);
+      std::memcpy(dst, &h, 2);
+    } else {
+      std::memcpy(dst, src + unit * i, unit);
+    }
   }
 }
 
-void GpuBackend::fromStorage(const uint8_t* device_bytes, Tensor* host) const {
+void GpuBackend::fromStorage(const uint8_t* device_bytes, Tensor* host, bool packed) const {
   const size_t n = static_cast<size_t>(host->elementCount());
-  if (storageType(*host) == host->dtype()) {
+  const bool half = storageType(*host) != host->dtype();
+  if (!half && !packed) {
     if (host->byteSize()) std::memcpy(host->hostData(), device_bytes, host->byteSize());
     return;
   }
-  float* f = host->host<float>();
+  const size_t unit = half ? 2 : host->elementSize();
+  uint8_t* dst = host->host<uint8_t>();
+  const PackIndex at(packed ? host->shape() : std::vector<int64_t>{1, 1});
   for (size_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, device_bytes + 2 * i, 2);
-    f[i] = HalfToFloat(h);
+    const uint8_t* src = device_bytes + (packed ? at(i) : i) * unit;
+    if (half) {
+      uint16_t h;
+      std::memcpy(&h, src, 2);
+      const float f = HalfToFloat(h);
+      std::memcpy(dst + 4 * i, &f, 4);
+    } else {
+      std::memcpy(dst + unit * i, src, unit);
+    }
   }
+}
+
+Status GpuBackend::onChooseLayouts(const std::vector<StepView>& steps, const std::vector<const Tensor*>& app) {
+  packed_.clear();
+  report_.packed_tensors = 0;
+  if (!pack_layout_) return Status::Ok();
+  std::vector<GpuExecution::PackRule> rules(steps.size());
+  std::map<const Tensor*, bool> candidate;  // false: ruled out
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepView& st = steps[i];
+    if (st.backend != this || !st.exec) continue;
+    rules[i] = static_cast<GpuExecution*>(st.exec)->packRule(*st.inputs, *st.outputs);
+    for (size_t k = 0; k < st.outputs->size(); ++k) {
+      const Tensor* t = (*st.outputs)[k];
+      if (t && ((rules[i].outputs >> k) & 1) && t->dtype() == fb::DataType::F32 && t->dimensions() >= 3 &&
+          t->dimensions() <= 5 && t->elementCount() > 0)
+        candidate.emplace(t, true);
+    }
+  }
+  // Every reader must take the tensor packed: an op of this backend whose
+  // rule allows it there. The app's tensors stay NCHW.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepView& st = steps[i];
+    const bool ours = st.backend == this && st.exec;
+    for (size_t k = 0; k < st.inputs->size(); ++k) {
+      auto it = candidate.find((*st.inputs)[k]);
+      if (it != candidate.end() && !(ours && ((rules[i].inputs >> k) & 1))) it->second = false;
+    }
+  }
+  for (const Tensor* t : app) {
+    auto it = candidate.find(t);
+    if (it != candidate.end()) it->second = false;
+  }
+  // Uniform ops: one planar tensor makes all of the op's tensors planar,
+  // which may rule out a neighbour's, until nothing changes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (!rules[i].uniform) continue;
+      const StepView& st = steps[i];
+      std::vector<const Tensor*> ts;
+      for (size_t k = 0; k < st.inputs->size(); ++k)
+        if ((rules[i].inputs >> k) & 1) ts.push_back((*st.inputs)[k]);
+      for (size_t k = 0; k < st.outputs->size(); ++k)
+        if ((rules[i].outputs >> k) & 1) ts.push_back((*st.outputs)[k]);
+      bool all = true;
+      for (const Tensor* t : ts) {
+        auto it = candidate.find(t);
+        all = all && it != candidate.end() && it->second;
+      }
+      if (all) continue;
+      for (const Tensor* t : ts) {
+        auto it = candidate.find(t);
+        if (it != candidate.end() && it->second) {
+          it->second = false;
+          changed = true;
+        }
+      }
+    }
+  }
+  for (auto& [t, ok] : candidate)
+    if (ok) packed_.insert(t);
+  report_.packed_tensors = packed_.size();
+  return Status::Ok();
 }
 
 void GpuBackend::onClearBuffer() {
@@ -139,6 +267,9 @@ Status GpuBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
   if (bytes > gpuCaps().max_storage_buffer_range)
     return Unsupported("tensor '%s' is %zu bytes, over the device's largest buffer binding of %llu", t->name().c_str(),
                        bytes, (unsigned long long)gpuCaps().max_storage_buffer_range);
+  // In place only over the same storage (not a packed input under a planar
+  // output, or the reverse).
+  if (share_with && (packed(*t) != packed(*share_with) || storageBytes(*share_with) != bytes)) share_with = nullptr;
   if (share_with) {
     auto it = buffer_of_.find(share_with);
     if (it == buffer_of_.end()) return Internal("in-place share with an unacquired tensor '%s'", share_with->name().c_str());

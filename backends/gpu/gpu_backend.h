@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,7 +93,19 @@ constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every Vulkan dev
 // One op on a GPU backend. Subclasses fill dispatches_ in plan().
 class GpuExecution : public Execution {
  public:
+  // The tensors of an op that may be held channel-packed (GpuLayout): bit k
+  // of `inputs` / `outputs` is input / output k. `uniform`: those tensors
+  // are all packed or all planar (a flat kernel over the packed storage);
+  // else each one independently (a kernel that reads and writes either).
+  struct PackRule {
+    uint32_t inputs = 0, outputs = 0;
+    bool uniform = false;
+  };
   explicit GpuExecution(GpuBackend* b);
+  // Asked at resize, before planning, with the shapes known. Default: none.
+  virtual PackRule packRule(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) const {
+    return {};
+  }
   Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   std::vector<GpuDispatch>& dispatches() { return dispatches_; }
@@ -109,6 +122,7 @@ class GpuExecution : public Execution {
   // Shape-dependent planning: call add*() for each unit of work.
   virtual Status plan(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
   GpuBackend* gpu() const;
+  bool packed(const Tensor* t) const;
   // A dispatch of kernel `name` with `spec` constants (ids 3, 4, ...; ids
   // 0-2 are the work-group size `local`), over `groups` work groups.
   template <typename Push>
@@ -172,9 +186,18 @@ class GpuBackend : public Backend {
   bool halfStorage() const { return half_; }
   fb::DataType storageType(const Tensor& t) const { return storageType(t.dtype()); }
   fb::DataType storageType(fb::DataType d) const { return half_ && d == fb::DataType::F32 ? fb::DataType::F16 : d; }
-  size_t storageBytes(const Tensor& t) const {
-    return static_cast<size_t>(t.elementCount()) * DataTypeSize(storageType(t));
-  }
+  size_t storageBytes(const Tensor& t) const { return storageElements(t) * DataTypeSize(storageType(t)); }
+  size_t storageElements(const Tensor& t) const;
+
+  // Channel-packed activations (GpuLayout::kPacked), chosen per tensor by
+  // onChooseLayouts from the executions' PackRules: a tensor [N, C, S...]
+  // is stored as [N, ceil(C/4), S..., 4], channel c at block c/4, lane c%4,
+  // lanes past C zero (every packed producer writes them so: a consumer's
+  // vec4 arithmetic may read them).
+  bool packed(const Tensor& t) const { return packed_.count(&t) != 0; }
+  // The dims of the tensor's storage: its shape, or the packed dims above.
+  std::vector<int64_t> storageShape(const Tensor& t) const;
+  Status onChooseLayouts(const std::vector<StepView>& steps, const std::vector<const Tensor*>& app_tensors) override;
 
   // One line of a backend's registration list (vk_ops.inc, cl_ops.inc).
   struct OpEntry {
@@ -184,9 +207,9 @@ class GpuBackend : public Backend {
 
  protected:
   // A host tensor's bytes as this backend stores them (f32 -> f16 in fp16
-  // mode), and back.
-  void toStorage(const Tensor& host, uint8_t* device_bytes) const;
-  void fromStorage(const uint8_t* device_bytes, Tensor* host) const;
+  // mode; packed when `packed`), and back.
+  void toStorage(const Tensor& host, uint8_t* device_bytes, bool packed = false) const;
+  void fromStorage(const uint8_t* device_bytes, Tensor* host, bool packed = false) const;
   // After planning: binds every pool tensor at its offset in the pool
   // `handle` and fills report_.
   void bindPlanned(const MemoryPlanner::Plan& plan, uint64_t handle);
@@ -196,6 +219,10 @@ class GpuBackend : public Backend {
                                                   const Graph& graph);
 
   bool half_ = false;
+  // The backend packs the tensors onChooseLayouts allows (ScheduleConfig::
+  // gpuLayout, resolved for the device by the backend).
+  bool pack_layout_ = false;
+  std::set<const Tensor*> packed_;
   MemoryPlanner planner_;
   std::map<const Tensor*, int> buffer_of_;
   // Model constants read by this backend's ops, in one buffer uploaded once

@@ -325,7 +325,7 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0, nullptr,
                                       nullptr, &err);
     RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
-    toStorage(src, static_cast<uint8_t*>(p));
+    toStorage(src, static_cast<uint8_t*>(p), packed(*dst));
     RETURN_IF_ERROR(ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap"));
     // In-order queue: kernels enqueued later see the copy.
     return ClCheck(cl().clEnqueueCopyBuffer(queue_, staging_, mem, 0, dst->deviceOffset(), bytes, 0, nullptr, nullptr),
@@ -336,7 +336,7 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
                           "copy from the device"));
   void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_READ, 0, bytes, 0, nullptr, nullptr, &err);
   RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
-  fromStorage(static_cast<const uint8_t*>(p), dst);
+  fromStorage(static_cast<const uint8_t*>(p), dst, packed(src));
   return ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap");
 }
 

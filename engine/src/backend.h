@@ -2,6 +2,7 @@
 // Vulkan, OpenCL), in MNN's vocabulary.
 //
 // A session drives a backend through a resize like this:
+//   onChooseLayouts(steps, app_tensors)  // shapes known; device layouts
 //   onClearBuffer()
 //   for each op on this backend, in execution order:
 //     onAcquireBuffer(each output)      // lifetime starts
@@ -52,6 +53,17 @@ struct MemoryReport {
   size_t tensor_bytes = 0;       // sum of all acquired tensors (no reuse)
   size_t tensors = 0;
   size_t constant_bytes = 0;     // constants kept apart from the pool (GPU weights)
+  size_t packed_tensors = 0;     // tensors held in a device layout other than NCHW
+};
+
+// One step of a session in run order, as onChooseLayouts sees it: an op's
+// execution on `backend`, or (exec == nullptr) a copy of inputs[0] into
+// outputs[0] between backends.
+struct StepView {
+  Backend* backend = nullptr;
+  Execution* exec = nullptr;
+  const std::vector<Tensor*>* inputs = nullptr;
+  const std::vector<Tensor*>* outputs = nullptr;
 };
 
 // A device's measured roof (kiln-kernelbench): fp32 FMA throughput and copy
@@ -73,6 +85,15 @@ class Backend {
   // (the scheduler prints it when the op falls back to another backend).
   virtual StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) = 0;
 
+  // Resize, first, with every tensor's shape known: all steps of the
+  // session (every backend's), and the tensors the app reads or writes
+  // (graph inputs and outputs). A backend may hold a tensor that only its
+  // own executions touch in a layout of its own (GPU: channel-packed); it
+  // keeps the choice until the next call, and its copies to and from the
+  // host convert.
+  virtual Status onChooseLayouts(const std::vector<StepView>& steps, const std::vector<const Tensor*>& app_tensors) {
+    return Status::Ok();
+  }
   virtual void onClearBuffer() = 0;
   // `share_with`: the tensor may reuse that (already acquired) tensor's
   // memory in place; the memory is released when both are.

@@ -33,6 +33,14 @@ bool ParsePrecision(const std::string& name, Precision* precision) {
   return true;
 }
 
+bool ParseGpuLayout(const std::string& name, GpuLayout* layout) {
+  if (name == "auto") *layout = GpuLayout::kAuto;
+  else if (name == "planar") *layout = GpuLayout::kPlanar;
+  else if (name == "packed") *layout = GpuLayout::kPacked;
+  else return false;
+  return true;
+}
+
 std::string Placement::toString() const {
   std::string s = "placement:";
   for (auto& [backend, n] : ops_per_backend) s += StrFormat(" %s %d ops,", backend.c_str(), n);

@@ -148,6 +148,15 @@ Status SessionImpl::planMemory() {
   for (size_t s = 0; s < steps_.size(); ++s)
     for (Tensor* t : steps_[s].inputs)
       if (t) last_use[t] = s;
+  {
+    std::vector<StepView> views;
+    views.reserve(steps_.size());
+    for (const Step& st : steps_) views.push_back({st.backend, st.exec, &st.inputs, &st.outputs});
+    std::vector<const Tensor*> app;
+    for (int t : g.inputs) app.push_back(tensors_[static_cast<size_t>(t)].get());
+    for (int t : g.outputs) app.push_back(tensors_[static_cast<size_t>(t)].get());
+    for (auto& b : backends_) RETURN_IF_ERROR(b->onChooseLayouts(views, app), "%s layouts", b->name());
+  }
   for (auto& b : backends_) b->onClearBuffer();
 
   for (int t : g.inputs)
@@ -360,7 +369,8 @@ std::vector<MemoryUse> SessionImpl::memory() const {
   std::vector<MemoryUse> out;
   for (auto& b : backends_) {
     MemoryReport r = b->memoryReport();
-    out.push_back({b->name(), r.planned_bytes, r.lower_bound_bytes, r.tensor_bytes, r.constant_bytes});
+    out.push_back({b->name(), r.planned_bytes, r.lower_bound_bytes, r.tensor_bytes, r.constant_bytes,
+                   r.packed_tensors});
   }
   return out;
 }

@@ -7,7 +7,8 @@
 // window gives -inf; with INDICES its flat index in X (plane * in_plane +
 // offset) is also written as an int64 (two 32-bit words, low first), else Y
 // stands in for the unused binding. AveragePool: the sum over the count, 0
-// when empty.
+// when empty. PACKED: X and Y channel-packed, `total` counting Y's stored
+// elements, lane fastest.
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 1
 #endif
@@ -20,6 +21,10 @@
 #define IS_MAX (KILN_SPEC_3 != 0)
 #define INCLUDE_PAD (KILN_SPEC_4 != 0)
 #define INDICES (KILN_SPEC_5 != 0)
+#ifndef KILN_SPEC_6
+#define KILN_SPEC_6 0
+#endif
+#define LANES (KILN_SPEC_6 != 0 ? 4u : 1u)
 
 typedef struct {
   uint total;  // output elements
@@ -41,7 +46,7 @@ __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint
   if (o >= p.total) return;
   int start[3];
   uint2 taps[3];
-  uint rest = o, padded = 1u;
+  uint rest = o / LANES, padded = 1u;
   for (int j = 2; j >= 0; --j) {
     const uint q = rest / p.out_size[j];
     start[j] = (int)((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
@@ -52,7 +57,7 @@ __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint
     padded *= pt.y - pt.x;
   }
   const uint plane = rest, in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
-  const uint xbase = plane * in_plane;
+  const uint xbase = plane * in_plane * LANES + o % LANES;
   float best = -INFINITY, sum = 0.0f;
   uint best_at = 0u;
   bool first = true;
@@ -62,7 +67,7 @@ __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint
       const uint zh = (zd + (uint)(start[1] + (int)(kh * p.dilation[1]))) * p.in_size[2];
       for (uint kw = taps[2].x; kw < taps[2].y; ++kw) {
         const uint at = zh + (uint)(start[2] + (int)(kw * p.dilation[2]));
-        const float v = LOAD(x, xbase + at);
+        const float v = LOAD(x, xbase + at * LANES);
         if (IS_MAX) {
           if (first || v > best) {
             best = v;

@@ -4,9 +4,12 @@
 #endif
 #define OP KILN_SPEC_3
 
+// c != 0: X and Y are channel-packed with c channels, c not a multiple of
+// four, over `plane` pixels; the lanes past c stay zero.
 typedef struct {
   uint n;
   float alpha, beta;
+  uint c, plane;
 } UnaryPush;
 
 float Apply(float v, float alpha, float beta) {
@@ -38,5 +41,9 @@ float Apply(float v, float alpha, float beta) {
 __kernel void unary(__global const STORE_T* x, __global STORE_T* y, UnaryPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
+  if (p.c != 0u && (i / 4u / p.plane) % ((p.c + 3u) / 4u) * 4u + i % 4u >= p.c) {
+    STORE(y, i, 0.0f);
+    return;
+  }
   STORE(y, i, Apply(LOAD(x, i), p.alpha, p.beta));
 }

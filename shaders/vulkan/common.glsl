@@ -10,7 +10,8 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
-// STORE_T: the element type of float tensors: float, or float16_t in the
+// STORE_T: the element type of float tensors (STORE4_T: four of them, a
+// channel-packed pixel): float, or float16_t in the
 // fp16-storage variant (<shader>_f16, built with -DKILN_FP16, used when the
 // session asks for Precision::kLow). UNIT_T: the unit a data-movement shader
 // moves: a 32-bit word, or 16 bits in the <shader>_u16 variant (f16 and
@@ -21,8 +22,10 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 #endif
 #ifdef KILN_FP16
 #define STORE_T float16_t
+#define STORE4_T f16vec4
 #else
 #define STORE_T float
+#define STORE4_T vec4
 #endif
 // UnitToFloat / FloatToUnit read and write a unit holding a float (Resize's
 // linear mode): fp16 bits in a 16-bit unit. Macros, since 16-bit types may

@@ -11,9 +11,14 @@
 // -inf; with INDICES its flat index in X (plane * in_plane + offset) is also
 // written as an int64 (two 32-bit words, low first), else Y stands in for
 // the unused binding. AveragePool: the sum over the count, 0 when empty.
+// PACKED: X and Y are channel-packed ([planes/4][spatial][4], common.glsl),
+// `total` counts Y's stored elements, lane fastest, so neighbouring
+// invocations read neighbouring words; zero lanes pool to zero.
 layout(constant_id = 3) const bool IS_MAX = true;
 layout(constant_id = 4) const bool INCLUDE_PAD = false;
 layout(constant_id = 5) const bool INDICES = false;
+layout(constant_id = 6) const bool PACKED = false;
+const uint LANES = PACKED ? 4u : 1u;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
@@ -37,7 +42,7 @@ void main() {
   if (o >= p.total) return;
   int start[3];
   uvec2 taps[3];
-  uint rest = o, padded = 1u;
+  uint rest = o / LANES, padded = 1u;
   for (int j = 2; j >= 0; --j) {
     const uint q = rest / p.out_size[j];
     start[j] = int((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
@@ -47,7 +52,7 @@ void main() {
     padded *= pt.y - pt.x;
   }
   const uint plane = rest, in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
-  const uint xbase = plane * in_plane;
+  const uint xbase = plane * in_plane * LANES + o % LANES;
   float best = -uintBitsToFloat(0x7f800000u), sum = 0.0;  // -inf
   uint best_at = 0u;
   bool first = true;
@@ -57,7 +62,7 @@ void main() {
       const uint zh = (zd + uint(start[1] + int(kh * p.dilation[1]))) * p.in_size[2];
       for (uint kw = taps[2].x; kw < taps[2].y; ++kw) {
         const uint at = zh + uint(start[2] + int(kw * p.dilation[2]));
-        const float v = float(x[xbase + at]);
+        const float v = float(x[xbase + at * LANES]);
         if (IS_MAX) {
           if (first || v > best) {
             best = v;

@@ -8,7 +8,9 @@ layout(constant_id = 3) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
-layout(push_constant) uniform P { uint n; float alpha; float beta; } p;
+// c != 0: X and Y are channel-packed with c channels, c not a multiple of
+// four, over `plane` pixels; the lanes past c stay zero.
+layout(push_constant) uniform P { uint n; float alpha; float beta; uint c, plane; } p;
 
 float Apply(float v) {
   switch (OP) {
@@ -39,5 +41,9 @@ float Apply(float v) {
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
+  if (p.c != 0u && (i / 4u / p.plane) % ((p.c + 3u) / 4u) * 4u + i % 4u >= p.c) {
+    y[i] = STORE_T(0.0);
+    return;
+  }
   y[i] = STORE_T(Apply(float(x[i])));
 }

@@ -1,5 +1,6 @@
 // kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N]
 //            [--loops 50] [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]
+//            [--layout auto|planar|packed]
 //            [--shape NAME=D0,D1,...] [--profile [--trace FILE.json]] [--json]
 //
 // For each model (a .kiln, .onnx or .tflite file, or every such file in DIR)
@@ -44,6 +45,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N] [--loops 50]\n"
                "                  [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]\n"
+               "                  [--layout auto|planar|packed]\n"
                "                  [--shape NAME=D0,D1,...]\n"
                "                  [--profile [--trace FILE.json]] [--json]\n");
   return 2;
@@ -54,6 +56,7 @@ struct Options {
   int threads = 1, loops = 50, warmup = 5;
   Precision precision = Precision::kNormal;
   Tuning tuning = Tuning::kNone;
+  GpuLayout layout = GpuLayout::kAuto;
   std::map<std::string, std::vector<int64_t>> shapes;
   bool json = false;
   bool profile = false;
@@ -99,6 +102,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   config.numThread = o.threads;
   config.precision = o.precision;
   config.tuning = o.tuning;
+  config.gpuLayout = o.layout;
   config.profile = o.profile;
   auto t0 = Clock::now();
   ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
@@ -199,9 +203,10 @@ void PrintText(const Result& r) {
   std::printf("  first run      %9.2f ms\n", r.first_run_ms);
   std::printf("  run            %9.3f ms median (min %.3f, max %.3f)\n", r.median_ms, r.min_ms, r.max_ms);
   for (const MemoryUse& m : r.memory)
-    std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)%s\n", m.backend.c_str(),
+    std::printf("  memory %-7s %9.2f MiB planned (lower bound %.2f, sum of tensors %.2f)%s%s\n", m.backend.c_str(),
                 m.planned_bytes / 1048576.0, m.lower_bound_bytes / 1048576.0, m.tensor_bytes / 1048576.0,
-                m.constant_bytes ? StrFormat(", weights %.2f MiB", m.constant_bytes / 1048576.0).c_str() : "");
+                m.constant_bytes ? StrFormat(", weights %.2f MiB", m.constant_bytes / 1048576.0).c_str() : "",
+                m.packed_tensors ? StrFormat(", %zu tensors channel-packed", m.packed_tensors).c_str() : "");
   std::printf("  peak RSS       %9.1f MiB\n", r.peak_rss_kb / 1024.0);
   if (r.profile.empty()) return;
   double total = 0;
@@ -305,6 +310,9 @@ int main(int argc, char** argv) {
       const char* v = next();
       if (!v) return Usage();
       if (!ParsePrecision(v, &o.precision)) return Usage();
+    } else if (a == "--layout") {
+      const char* v = next();
+      if (!v || !ParseGpuLayout(v, &o.layout)) return Usage();
     } else if (a == "--tuning") {
       const char* v = next();
       if (!v) return Usage();

@@ -1,5 +1,6 @@
 // kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]
 //          [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]
+//          [--layout auto|planar|packed]
 //          [--compare BACKEND [--tolerance X]]
 // Runs a .kiln model (or an .onnx / .tflite one, converted in memory) on NumPy inputs
 // and writes each output as DIR/NAME.npy. Prints the placement and the time.
@@ -27,6 +28,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]\n"
                "                [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]\n"
+               "                [--layout auto|planar|packed]\n"
                "                [--compare host|vulkan|opencl|auto [--tolerance X]]\n");
   return 2;
 }
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
       if (*end || !(tolerance >= 0)) return Usage();
     } else if (a == "--precision" && i + 1 < argc) {
       if (!kiln::ParsePrecision(argv[++i], &config.precision)) return Usage();
+    } else if (a == "--layout" && i + 1 < argc) {
+      if (!kiln::ParseGpuLayout(argv[++i], &config.gpuLayout)) return Usage();
     } else if (a == "--threads" && i + 1 < argc) {
       config.numThread = std::atoi(argv[++i]);
       if (config.numThread < 1) return Usage();

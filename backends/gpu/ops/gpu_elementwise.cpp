@@ -15,18 +15,30 @@ enum VkUnaryOp : uint32_t {
   kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kIdentity
 };
 
+// unary.comp's push constants: `c` and `plane` only for packed tensors
+// whose channels are not a multiple of four (the kernel keeps their zero
+// lanes zero).
+struct UnaryPush {
+  uint32_t n;
+  float alpha, beta;
+  uint32_t c = 0, plane = 1;
+};
+
 class UnaryExecution final : public GpuExecution {
  public:
   UnaryExecution(GpuBackend* b, uint32_t code, float alpha, float beta)
       : GpuExecution(b), code_(code), alpha_(alpha), beta_(beta) {}
+  // Elementwise over the stored elements, whichever the layout.
+  PackRule packRule(const std::vector<Tensor*>&, const std::vector<Tensor*>&) const override { return {1, 1, true}; }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     RETURN_IF_ERROR(Require32Bit(*out[0]));
-    struct {
-      uint32_t n;
-      float alpha, beta;
-    } push{static_cast<uint32_t>(out[0]->elementCount()), alpha_, beta_};
+    UnaryPush push{static_cast<uint32_t>(gpu()->storageElements(*out[0])), alpha_, beta_};
+    if (packed(out[0]) && out[0]->length(1) % 4 != 0) {
+      push.c = static_cast<uint32_t>(out[0]->length(1));
+      push.plane = static_cast<uint32_t>(out[0]->elementCount() / out[0]->length(0) / out[0]->length(1));
+    }
     return add1D("unary", {{in[0]}, {out[0], nullptr, true}}, push, push.n, {code_});
   }
   uint32_t code_;
@@ -68,11 +80,14 @@ class BinaryBase : public GpuExecution {
     }
     if (type != 0 && (code == 4 || code == 7)) return Unsupported("GPU Pow and PRelu take f32 only");
     RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
-    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out->shape(), {a->shape(), b->shape()}));
+    // Storage shapes: packed tensors (BinaryExecution::packRule) broadcast
+    // as [N, C/4, S..., 4].
+    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*out),
+                                                 {gpu()->storageShape(*a), gpu()->storageShape(*b)}));
     struct {
       uint32_t n, rank, dims[6], sa[6], sb[6];
     } push{};
-    push.n = static_cast<uint32_t>(out->elementCount());
+    push.n = static_cast<uint32_t>(gpu()->storageElements(*out));
     push.rank = bc.rank;
     for (int d = 0; d < 6; ++d) {
       push.dims[d] = bc.dims[d];
@@ -89,6 +104,18 @@ class BinaryExecution final : public BinaryBase {
   // The kernel follows the bound dtypes: an integer intermediate that the
   // model declares with a placeholder dtype still runs here.
   bool resolvesDtypesAtResize() const override { return true; }
+  // Packed when both inputs have the output's rank and channels (other dims
+  // equal or broadcast) and f(0, 0) = 0 keeps the zero lanes zero.
+  PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    if (in.size() != 2 || !in[0] || !in[1] || code_ == 3 || code_ == 4) return {};  // Div, Pow: f(0, 0) != 0
+    const Tensor& y = *out[0];
+    for (const Tensor* t : in) {
+      if (t->dtype() != fb::DataType::F32 || t->dimensions() != y.dimensions() || y.dimensions() < 3) return {};
+      for (int d = 0; d < y.dimensions(); ++d)
+        if (t->length(d) != y.length(d) && (d == 1 || t->length(d) != 1)) return {};
+    }
+    return {3, 1, true};
+  }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -123,10 +150,7 @@ class ClipBoundsExecution final : public BinaryBase {
     const bool lo_missing = in.size() < 2 || !in[1], hi_missing = in.size() < 3 || !in[2];
     const float lo = lo_missing ? lo_ : -INFINITY, hi = hi_missing ? hi_ : INFINITY;
     if (src == in[0] || std::isfinite(lo) || std::isfinite(hi)) {
-      struct {
-        uint32_t n;
-        float alpha, beta;
-      } push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
+      UnaryPush push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
       RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {uint32_t{kClip}}));
     }
     return Status::Ok();

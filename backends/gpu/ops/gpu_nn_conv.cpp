@@ -8,14 +8,20 @@
 //     (N*OD*OH*OW) with K = C/group * KD * KH * KW, the im2col tile read
 //     from X on the fly (conv_direct.comp on CPU drivers).
 // W's NCHW layout is already the row-major [M, K] matrix every path wants,
-// so weights are used in place (constant or not). Bias and the fused
+// so weights are used in place (constant or not). Where X or Y is
+// channel-packed (GpuLayout::kPacked; constant W and bias, one group,
+// depthwise, or groups of whole channel blocks), conv_c4.comp /
+// conv_dw_c4.comp compute on vec4 blocks of four channels with the weights
+// repacked once into blocks of their own (PackConvWeights). Bias and the fused
 // activation are applied in the store. ConvTranspose gathers
 // (conv_transpose.comp). Pads follow the host kernels (nn_conv.cpp):
 // explicit, VALID, SAME_UPPER / SAME_LOWER, and for ConvTranspose the split
 // implied by output_shape / output_padding.
 #include <algorithm>
+#include <cstring>
 
 #include "gpu_nn_gemm.h"
+#include "half.h"
 
 namespace kiln {
 namespace {
@@ -141,15 +147,64 @@ struct ActPush {
   float lo, hi, slope;
 };
 
+// The constant weights (and bias) of a conv in the blocks conv_c4.comp and
+// conv_dw_c4.comp read, as floats (four per vec4); the bias starts at vec4
+// *bias_at. Depthwise: the vec4 of channel block cb and tap t at
+// cb * kvol + t. Otherwise: column j of (group g, output block mb, tap t,
+// input block cb) at ((gmb * kvol + t) * cg4 + cb) * 4 + j, gmb =
+// g * mg4 + mb, lane l holding W[g*mg + 4mb + l][4cb + j][t]. Zero past the
+// channels.
+std::vector<float> PackConvWeights(const float* w, const float* bias, const ConvShapes& s, uint32_t kvol,
+                                   bool depthwise, uint32_t* bias_at) {
+  const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
+  std::vector<float> out;
+  if (depthwise) {
+    const uint32_t c4 = (s.m + 3) / 4;
+    *bias_at = c4 * kvol;
+    out.assign((*bias_at + c4) * 4, 0.f);
+    for (uint32_t c = 0; c < s.m; ++c)
+      for (uint32_t t = 0; t < kvol; ++t) out[((c / 4) * kvol + t) * 4 + c % 4] = w[c * kvol + t];
+    if (bias)
+      for (uint32_t c = 0; c < s.m; ++c) out[(*bias_at + c / 4) * 4 + c % 4] = bias[c];
+    return out;
+  }
+  const uint32_t cg4 = (cg + 3) / 4, mg4 = (mg + 3) / 4, blocks = s.groups * mg4;
+  *bias_at = blocks * kvol * cg4 * 4;
+  out.assign((*bias_at + blocks) * 4, 0.f);
+  for (uint32_t g = 0; g < s.groups; ++g)
+    for (uint32_t mi = 0; mi < mg; ++mi) {
+      const uint32_t m = g * mg + mi, gmb = g * mg4 + mi / 4;
+      for (uint32_t ci = 0; ci < cg; ++ci)
+        for (uint32_t t = 0; t < kvol; ++t)
+          out[((((gmb * kvol + t) * cg4 + ci / 4) * 4 + ci % 4) * 4) + mi % 4] = w[(m * cg + ci) * kvol + t];
+      if (bias) out[(*bias_at + gmb) * 4 + mi % 4] = bias[m];
+    }
+  return out;
+}
+
 class ConvExecution final : public GemmExecution {
  public:
-  ConvExecution(GpuBackend* b, const fb::ConvParams* p) : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)) {}
+  ConvExecution(GpuBackend* b, const fb::ConvParams* p, const GraphTensor* w, const GraphTensor* bias, bool has_bias)
+      : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)), w_(w), bias_(bias), has_bias_(has_bias) {}
+  ~ConvExecution() override { gpu()->freeBuffer(&packed_w_); }
+
+  // X and Y each packed or not (the c4 kernels take either), given constant
+  // weights and groups the blocks can follow.
+  PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    if (!w_ || (has_bias_ && !bias_) || in[0]->dimensions() < 3 || in[0]->dimensions() > 5) return {};
+    const int64_t groups = p_ ? p_->group() : 1, c = in[0]->length(1), m = out[0]->length(1);
+    if (groups < 1 || c % groups != 0 || m % groups != 0) return {};
+    const int64_t cg = c / groups, mg = m / groups;
+    if (groups != 1 && !(cg == 1 && mg == 1) && (cg % 4 != 0 || mg % 4 != 0)) return {};
+    return {1, 1, false};
+  }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
     const IntVec pads = ConvPads(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
+    if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0]);
     const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
     const ActPush act{act_.lo, act_.hi, act_.slope};
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
@@ -205,8 +260,60 @@ class ConvExecution final : public GemmExecution {
     return add("conv", std::move(bindings), push, groups, local, spec);
   }
 
+  Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y) {
+    const bool depthwise = s.groups > 1 && s.c == s.groups && s.m == s.groups;
+    const uint32_t kvol = w.kd * w.kh * w.kw;
+    if (!packed_w_.handle) {
+      const size_t wn = static_cast<size_t>(s.m) * (s.c / s.groups) * kvol;
+      if (w_->constant.size != wn * 4 || (bias_ && bias_->constant.size != size_t{s.m} * 4))
+        return Internal("conv weights of %zu bytes for %zu elements", w_->constant.size, wn);
+      std::vector<float> wf(wn), bf(bias_ ? s.m : 0);
+      std::memcpy(wf.data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
+      if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
+      std::vector<float> blocks =
+          PackConvWeights(wf.data(), bias_ ? bf.data() : nullptr, s, kvol, depthwise, &bias_at_);
+      if (gpu()->halfStorage()) {
+        std::vector<uint16_t> h(blocks.size());
+        for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(blocks[i]);
+        ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(h.size() * 2, h.data()));
+      } else {
+        ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(blocks.size() * 4, blocks.data()));
+      }
+    }
+    const std::vector<uint32_t> spec = {act_.code, has_bias_, packed(x), packed(y)};
+    std::vector<GpuBinding> bindings = {{x}, {nullptr, &packed_w_}, {y, nullptr, true}};
+    const ActPush act{act_.lo, act_.hi, act_.slope};
+    struct {
+      uint32_t total;
+      uint32_t c, c4, bias_at;
+      Window win;
+      ActPush act;
+    } dw{0, s.c, (s.c + 3) / 4, bias_at_, w, act};
+    if (depthwise) {
+      const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * w.ow;
+      if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
+      dw.total = static_cast<uint32_t>(total);
+      return add1D("conv_dw_c4", std::move(bindings), dw, total, spec);
+    }
+    const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
+    struct {
+      uint32_t c, cg, cg4, m, mg, mg4, batch, total, bias_at;
+      Window win;
+      ActPush act;
+    } push{s.c, cg, (cg + 3) / 4, s.m, mg, (mg + 3) / 4, s.batch, 0, bias_at_, w, act};
+    const uint64_t total = uint64_t{s.batch} * s.groups * push.mg4 * w.od * w.oh * ((w.ow + 3) / 4);
+    if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
+    push.total = static_cast<uint32_t>(total);
+    return add1D("conv_c4", std::move(bindings), push, total, spec);
+  }
+
   const fb::ConvParams* p_;
   GpuFusedActivation act_;
+  const GraphTensor* w_;     // constant weights, or null
+  const GraphTensor* bias_;  // constant bias, or null
+  bool has_bias_;
+  GpuBuffer packed_w_;  // PackConvWeights, made at the first packed resize
+  uint32_t bias_at_ = 0;
 };
 
 class ConvTransposeExecution final : public GpuExecution {
@@ -248,7 +355,9 @@ Status CheckConv(const GraphOp& op, const Graph& graph) {
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuConv(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(CheckConv(op, graph));
-  return Make(std::make_unique<ConvExecution>(b, op.params<fb::ConvParams>()));
+  const bool has_bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
+  return Make(std::make_unique<ConvExecution>(b, op.params<fb::ConvParams>(), ConstantInput(op, graph, 1),
+                                              ConstantInput(op, graph, 2), has_bias));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuConvTranspose(const GraphOp& op, const Graph& graph, GpuBackend* b) {

@@ -88,14 +88,25 @@ class ReduceExecution final : public RowExecution {
  public:
   ReduceExecution(GpuBackend* b, const GraphOp& op, uint32_t code) : RowExecution(b), op_(op), code_(code) {}
   ~ReduceExecution() override { gpu()->freeBuffer(&partial_); }
+  // GlobalAveragePool / GlobalMaxPool reduce a packed tensor's spatial dims
+  // into a packed [N, C, 1...] (zero lanes give zero).
+  PackRule packRule(const std::vector<Tensor*>&, const std::vector<Tensor*>&) const override {
+    if (op_.type == fb::OpType::GlobalAveragePool || op_.type == fb::OpType::GlobalMaxPool) return {1, 1, true};
+    return {};
+  }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     RETURN_IF_ERROR(RequireF32Input(x, op_.typeName()));
+    std::vector<int64_t> shape = x.shape();
     std::vector<bool> reduce(x.shape().size(), false);
     if (op_.type == fb::OpType::GlobalAveragePool || op_.type == fb::OpType::GlobalMaxPool) {
       for (size_t d = 2; d < reduce.size(); ++d) reduce[d] = true;
+      if (packed(&x)) {  // [N, C/4, S..., 4]: the lanes are kept
+        shape = gpu()->storageShape(x);
+        reduce.push_back(false);
+      }
     } else {
       ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
       if (s.noop) {
@@ -104,12 +115,12 @@ class ReduceExecution final : public RowExecution {
       }
       reduce = s.reduce;
     }
-    const ReduceView v = MakeView(x.shape(), reduce);
+    const ReduceView v = MakeView(shape, reduce);
     if (v.kdims.size() > 6 || v.rdims.size() > 6)
       return Unsupported("%s: %zu kept and %zu reduced dim groups (the GPU kernel takes 6 each)", op_.typeName(),
                          v.kdims.size(), v.rdims.size());
     ReducePush push;
-    push.outputs = static_cast<uint32_t>(out[0]->elementCount());
+    push.outputs = static_cast<uint32_t>(gpu()->storageElements(*out[0]));
     push.count = static_cast<uint32_t>(v.count);
     push.chunk = push.count;
     push.divisor = static_cast<float>(v.count);

@@ -14,6 +14,12 @@ class PoolExecution final : public GpuExecution {
  public:
   PoolExecution(GpuBackend* b, const fb::PoolParams* p, bool is_max)
       : GpuExecution(b), p_(p), is_max_(is_max) {}
+  // A flat kernel over stored elements; zero lanes pool to zero. Not with
+  // MaxPool's Indices (flat NCHW indices).
+  PackRule packRule(const std::vector<Tensor*>&, const std::vector<Tensor*>& out) const override {
+    if (out.size() > 1 && out[1]) return {};
+    return {1, 1, true};
+  }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -35,7 +41,7 @@ class PoolExecution final : public GpuExecution {
       uint32_t in[3], out[3], kernel[3], stride[3], dilation[3];
       int32_t pad_begin[3], pad_end[3];
     } push{};
-    push.total = static_cast<uint32_t>(y.elementCount());
+    push.total = static_cast<uint32_t>(gpu()->storageElements(y));
     for (size_t j = 0; j < 3; ++j) {  // axis j of 3; the leading 3 - n are size 1
       const bool real = j >= 3 - n;
       const size_t i = real ? j - (3 - n) : 0;
@@ -50,7 +56,7 @@ class PoolExecution final : public GpuExecution {
     const Tensor* indices = out.size() > 1 && out[1] ? out[1] : nullptr;
     // Without Indices, Y stands in for the unused (never written) binding.
     return add1D("pool", {{in[0]}, {out[0], nullptr, true}, {indices ? indices : out[0], nullptr, indices != nullptr}},
-                 push, push.total, {is_max_, p_->count_include_pad(), indices != nullptr});
+                 push, push.total, {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y)});
   }
 
   const fb::PoolParams* p_;

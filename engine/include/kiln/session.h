@@ -29,11 +29,23 @@ enum class Precision { kNormal, kHigh, kLow };
 // few sizes, kFull more; results are kept in ScheduleConfig::cacheFile.
 enum class Tuning { kNone, kFast, kFull };
 
+// How a GPU backend lays out the activations between its convolution-family
+// ops. kPlanar: NCHW, as the model's tensors are. kPacked: channel-packed
+// (NC4HW4: channels in blocks of four, each pixel's block one 16-byte vec4,
+// zero-filled past the last channel) wherever a tensor's producer and every
+// consumer are packed-aware ops on that backend; other tensors stay NCHW, and
+// what the app reads (outputs, callbacks) is always NCHW. kAuto: the
+// backend's choice (Vulkan: packed; OpenCL: planar, it has no packed conv
+// kernels yet).
+enum class GpuLayout { kAuto, kPlanar, kPacked };
+
 const char* ForwardTypeName(ForwardType type);
 // The inverses of the names tools take: "host", "vulkan", "opencl", "auto";
 // "normal", "high", "low". False for any other name.
 bool ParseForwardType(const std::string& name, ForwardType* type);
 bool ParsePrecision(const std::string& name, Precision* precision);
+// "auto", "planar", "packed".
+bool ParseGpuLayout(const std::string& name, GpuLayout* layout);
 
 struct ScheduleConfig {
   ForwardType type = ForwardType::kHost;        // preferred backend (kAuto: Vulkan, OpenCL, host)
@@ -63,6 +75,8 @@ struct ScheduleConfig {
   // grids) at resize by timing candidates, and keep the winners in cacheFile
   // so that the next session starts tuned. Costs resize time, never run time.
   Tuning tuning = Tuning::kNone;
+  // GPU backends: the activation layout of convolution chains (see GpuLayout).
+  GpuLayout gpuLayout = GpuLayout::kAuto;
 };
 
 struct OpInfo {
@@ -107,6 +121,7 @@ struct MemoryUse {
   size_t lower_bound_bytes = 0;  // largest sum of live tensors at any op
   size_t tensor_bytes = 0;       // sum of all intermediate tensors
   size_t constant_bytes = 0;     // weights a backend keeps apart from the pool (GPU buffers, host packed panels)
+  size_t packed_tensors = 0;     // GPU: activations held channel-packed (GpuLayout)
 };
 
 class SessionImpl;

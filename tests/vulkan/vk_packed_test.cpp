@@ -1,0 +1,223 @@
+// The channel-packed activation layout (GpuLayout::kPacked) on Vulkan: which
+// tensors a session packs (a tensor is packed only between packed-aware
+// ops, never where the app or another backend reads it), and that every
+// packed-aware kernel (conv_c4 and conv_dw_c4 on both sides of a layout
+// border, unary with zero lanes kept zero (Log(0) = -inf), binary with and without
+// broadcast, max and average pool, global average pool) computes what the
+// host does, at odd channel counts, after a resize, in fp16 storage, and as
+// callbacks see each op's output.
+#include <cmath>
+#include <map>
+
+#include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
+#include "support/backend_compare.h"
+#include "support/test_models.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr ForwardType kVk = ForwardType::kVulkan;
+
+// Conv weights scaled by 1/sqrt(fan-in), so activations stay near 1 deep
+// into the chain (the fp16 run's tolerance is absolute below 1).
+int ConvOp(NetBuilder& b, const std::string& name, int x, int cin, int cout, int k, int group, int stride, int pad,
+           bool bias, uint32_t seed) {
+  const int cg = cin / group;
+  std::vector<float> w = RandomFloats(static_cast<size_t>(cout * cg * k * k), seed);
+  for (float& v : w) v /= std::sqrt(static_cast<float>(cg * k * k));
+  std::vector<int> in = {x, b.addConstant(name + ".w", {cout, cg, k, k}, w)};
+  if (bias) in.push_back(b.addConstant(name + ".b", {cout}, RandomFloats(static_cast<size_t>(cout), seed + 1)));
+  fb::ConvParamsT p;
+  p.kernel_shape = {k, k};
+  p.strides = {stride, stride};
+  p.pads = {pad, pad, pad, pad};
+  p.group = group;
+  return b.addOp(fb::OpType::Conv, name, in, {name + ".out"}, p)[0];
+}
+
+int PoolOp(NetBuilder& b, fb::OpType type, const std::string& name, int x, int k, int stride, int pad) {
+  fb::PoolParamsT p;
+  p.kernel_shape = {k, k};
+  p.strides = {stride, stride};
+  p.pads = {pad, pad, pad, pad};
+  return b.addOp(type, name, {x}, {name + ".out"}, p)[0];
+}
+
+// x[1, 5, h, w] through every packed-aware op (16 ops); 15 intermediate tensors, all
+// of which a packed session holds packed (y, the app's, stays NCHW).
+constexpr size_t kChainPacked = 15;
+std::vector<uint8_t> Chain() {
+  NetBuilder b("packed_chain");
+  int x = b.addInput("x", fb::DataType::F32, {1, 5, "h", "w"});
+  int c1 = ConvOp(b, "conv1", x, 5, 6, 3, 1, 1, 1, true, 10);  // NCHW in, packed out
+  int r1 = b.addOp(fb::OpType::Relu, "relu1", {c1}, {"r1"})[0];
+  int d1 = ConvOp(b, "dw1", r1, 6, 6, 3, 6, 2, 1, true, 20);  // depthwise, 6 channels: a partial block
+  int s1 = b.addOp(fb::OpType::Abs, "abs", {d1}, {"s1"})[0];
+  // log|x|: finite on real channels; a zero lane that Log did not keep
+  // zero would be log(0) = -inf, which poisons the next conv (-inf * 0 =
+  // NaN).
+  int rc = b.addOp(fb::OpType::Log, "log", {s1}, {"rc"})[0];
+  int c2 = ConvOp(b, "conv2", rc, 6, 9, 1, 1, 1, 0, false, 30);  // 1x1
+  int m1 = PoolOp(b, fb::OpType::MaxPool, "maxpool", c2, 3, 2, 1);
+  int c3 = ConvOp(b, "conv3", m1, 9, 8, 3, 1, 1, 1, true, 40);
+  int g1 = ConvOp(b, "grouped", c3, 8, 8, 3, 2, 1, 1, true, 50);  // 2 groups of 4 channels
+  int a1 = b.addOp(fb::OpType::Add, "add", {g1, c3}, {"a1"})[0];
+  int gp = b.addOp(fb::OpType::GlobalAveragePool, "gap", {a1}, {"gp"})[0];
+  int se = ConvOp(b, "se", gp, 8, 8, 1, 1, 1, 0, true, 60);
+  fb::HardSigmoidParamsT hs;
+  hs.alpha = 0.2f;
+  hs.beta = 0.5f;
+  int sg = b.addOp(fb::OpType::HardSigmoid, "hsig", {se}, {"sg"}, hs)[0];
+  int mul = b.addOp(fb::OpType::Mul, "scale", {a1, sg}, {"mul"})[0];  // broadcast over pixels
+  int ap = PoolOp(b, fb::OpType::AveragePool, "avgpool", mul, 2, 1, 0);
+  int y = ConvOp(b, "head", ap, 8, 7, 3, 1, 1, 1, true, 70);  // packed in, NCHW out
+  b.addOutput(y);
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+ScheduleConfig Config(ForwardType type, GpuLayout layout, Precision precision = Precision::kNormal) {
+  ScheduleConfig c;
+  c.type = type;
+  c.backupType = ForwardType::kHost;
+  c.gpuLayout = layout;
+  c.precision = precision;
+  return c;
+}
+
+std::vector<float> RunChain(Interpreter* interp, Session* s, const std::vector<int64_t>& shape,
+                       const std::vector<float>& x) {
+  Tensor* in = interp->getSessionInput(s);
+  EXPECT_TRUE(interp->resizeTensor(in, shape).ok());
+  Status st = interp->resizeSession(s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
+  EXPECT_TRUE(in->copyFromHostTensor(*host).ok());
+  st = interp->runSession(s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  Tensor* out = interp->getSessionOutput(s);
+  std::vector<float> y(static_cast<size_t>(out->elementCount()));
+  auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, y.data());
+  EXPECT_TRUE(out->copyToHostTensor(dst.get()).ok());
+  return y;
+}
+
+size_t PackedTensors(Session* s) {
+  for (const MemoryUse& m : s->memory())
+    if (m.backend == "vulkan") return m.packed_tensors;
+  return 0;
+}
+
+TEST(VulkanPacked, ChainMatchesHostAcrossResizes) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain();
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+  ASSERT_TRUE(hs.ok());
+  auto packed = (*interp)->createSession(Config(kVk, GpuLayout::kPacked));
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  auto planar = (*interp)->createSession(Config(kVk, GpuLayout::kPlanar));
+  ASSERT_TRUE(planar.ok());
+  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {7, 9, 2}, {11, 13, 3}}) {
+    const std::vector<int64_t> shape = {1, 5, h, w};
+    const auto x = Random(static_cast<size_t>(5 * h * w), -2, 2, seed);
+    const auto want = RunChain(interp->get(), *hs, shape, x);
+    const std::string what = std::to_string(h) + "x" + std::to_string(w);
+    ExpectNear(RunChain(interp->get(), *packed, shape, x), want, 1e-4f, "packed " + what);
+    EXPECT_EQ(PackedTensors(*packed), kChainPacked) << what;
+    ExpectNear(RunChain(interp->get(), *planar, shape, x), want, 1e-4f, "planar " + what);
+    EXPECT_EQ(PackedTensors(*planar), 0u) << what;
+  }
+}
+
+TEST(VulkanPacked, Fp16Storage) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain();
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+  auto low = (*interp)->createSession(Config(kVk, GpuLayout::kPacked, Precision::kLow));
+  ASSERT_TRUE(hs.ok() && low.ok()) << low.status().ToString();
+  const std::vector<int64_t> shape = {1, 5, 10, 12};
+  const auto x = Random(5 * 10 * 12, -2, 2, 4);
+  // Sixteen ops, each rounding its output to 11 significant bits.
+  ExpectNear(RunChain(interp->get(), *low, shape, x), RunChain(interp->get(), *hs, shape, x), 2e-2f, "fp16 packed");
+  EXPECT_EQ(PackedTensors(*low), kChainPacked);
+}
+
+// Callbacks read every op's output in NCHW order, packed or not.
+TEST(VulkanPacked, CallbacksSeeNchw) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain();
+  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(interp.ok());
+  const std::vector<int64_t> shape = {1, 5, 9, 11};
+  const auto x = Random(5 * 9 * 11, -2, 2, 5);
+  std::map<ForwardType, std::map<std::string, std::vector<float>>> seen;
+  for (ForwardType type : {ForwardType::kHost, kVk}) {
+    auto s = (*interp)->createSession(Config(type, GpuLayout::kPacked));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Tensor* in = (*interp)->getSessionInput(*s);
+    ASSERT_TRUE((*interp)->resizeTensor(in, shape).ok());
+    ASSERT_TRUE((*interp)->resizeSession(*s).ok());
+    auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
+    ASSERT_TRUE(in->copyFromHostTensor(*host).ok());
+    auto& outs = seen[type];
+    Status st = (*interp)->runSessionWithCallBack(
+        *s, nullptr, [&outs](const std::vector<Tensor*>& ts, const OpInfo& op) {
+          const Tensor* t = ts[0];
+          outs[op.name].assign(t->host<float>(), t->host<float>() + t->elementCount());
+          return true;
+        });
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    if (type == kVk) EXPECT_EQ(PackedTensors(*s), kChainPacked);
+  }
+  ASSERT_EQ(seen[kVk].size(), 16u);
+  for (auto& [op, want] : seen[ForwardType::kHost]) ExpectNear(seen[kVk][op], want, 1e-4f, op);
+}
+
+// A packed tensor must not meet an op that reads it as NCHW: an Add of a
+// conv output and a graph input (NCHW, the app's) keeps both planar, and
+// Div (whose 0 / 0 would fill the zero lanes with NaN) is never packed.
+TEST(VulkanPacked, BordersStayPlanar) {
+  KILN_REQUIRE_BACKEND(kVk);
+  NetBuilder b("borders");
+  int x = b.addInput("x", fb::DataType::F32, {1, 6, 7, 9});
+  int skip = b.addInput("skip", fb::DataType::F32, {1, 6, 7, 9});
+  int c1 = ConvOp(b, "conv1", x, 6, 6, 3, 1, 1, 1, true, 80);
+  int a = b.addOp(fb::OpType::Add, "add", {c1, skip}, {"a"})[0];   // planar: skip is the app's
+  int c2 = ConvOp(b, "conv2", a, 6, 6, 3, 1, 1, 1, true, 81);      // NCHW in, packed out
+  int c3 = ConvOp(b, "conv3", a, 6, 6, 1, 1, 1, 0, true, 82);      // NCHW in, packed out
+  int d = b.addOp(fb::OpType::Div, "div", {c2, c3}, {"d"})[0];     // not packed-aware: both stay NCHW
+  int c4 = ConvOp(b, "conv4", d, 6, 5, 3, 1, 1, 1, true, 83);
+  int r = b.addOp(fb::OpType::Relu, "relu", {c4}, {"r"})[0];       // the app's output
+  b.addOutput(r);
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  std::vector<std::vector<float>> results;
+  for (ForwardType type : {ForwardType::kHost, kVk}) {
+    auto s = (*interp)->createSession(Config(type, GpuLayout::kPacked));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    for (auto& [name, t] : (*s)->getInputAll()) {
+      auto v = Random(static_cast<size_t>(t->elementCount()), -1, 1, name == "x" ? 6 : 7);
+      auto host = Tensor::wrap(t->shape(), fb::DataType::F32, v.data());
+      ASSERT_TRUE(t->copyFromHostTensor(*host).ok());
+    }
+    ASSERT_TRUE((*interp)->runSession(*s).ok());
+    Tensor* out = (*interp)->getSessionOutput(*s);
+    results.emplace_back(static_cast<size_t>(out->elementCount()));
+    auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, results.back().data());
+    ASSERT_TRUE(out->copyToHostTensor(dst.get()).ok());
+    if (type == kVk) EXPECT_EQ(PackedTensors(*s), 0u);
+  }
+  ExpectNear(results[1], results[0], 1e-4f, "borders");
+}
+
+}  // namespace
+}  // namespace kiln::test
