@@ -254,7 +254,35 @@ Status GpuBackend::onChooseLayouts(const std::vector<StepView>& steps, const std
   for (auto& [t, ok] : candidate)
     if (ok) packed_.insert(t);
   report_.packed_tensors = packed_.size();
+  // Inputs no dispatch will bind (a packed conv's NCHW weights): unbound
+  // unless another step binds them.
+  unbound_constants_.clear();
+  std::set<const Tensor*> bound;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepView& st = steps[i];
+    const uint32_t unbound =
+        st.backend == this && st.exec ? static_cast<GpuExecution*>(st.exec)->unboundInputs(*st.inputs, *st.outputs) : 0;
+    for (size_t k = 0; k < st.inputs->size(); ++k) {
+      const Tensor* t = (*st.inputs)[k];
+      if (!t) continue;
+      if ((unbound >> k) & 1) unbound_constants_.insert(t);
+      else bound.insert(t);
+    }
+  }
+  for (const Tensor* t : bound) unbound_constants_.erase(t);
   return Status::Ok();
+}
+
+bool GpuBackend::uploads(Constant& c) {
+  c.resident = !unbound_constants_.count(c.mirror);
+  if (!c.resident) c.mirror->bind(this, nullptr, 0, 0);
+  return c.resident;
+}
+
+const Tensor* GpuBackend::hostConstant(const Tensor& mirror) const {
+  for (const Constant& c : constants_)
+    if (c.mirror == &mirror && !c.resident) return c.src;
+  return nullptr;
 }
 
 void GpuBackend::onClearBuffer() {
@@ -289,13 +317,18 @@ Status GpuBackend::onReleaseBuffer(Tensor* t) {
 }
 
 StatusOr<bool> GpuBackend::onAcquireConstant(Tensor* mirror, const Tensor& src) {
-  for (const Constant& c : constants_)
-    if (c.mirror == mirror) return true;  // resident since an earlier resize
+  const bool bound = !unbound_constants_.count(mirror);
+  for (const Constant& c : constants_) {
+    if (c.mirror != mirror) continue;
+    if (bound && !c.resident) constants_dirty_ = true;  // bound by this resize's dispatches: upload it
+    return true;  // known since an earlier resize
+  }
   if (storageBytes(src) > gpuCaps().max_storage_buffer_range)
     return Unsupported("constant '%s' is %zu bytes, over the device's largest buffer binding of %llu",
                        src.name().c_str(), storageBytes(src), (unsigned long long)gpuCaps().max_storage_buffer_range);
   constants_.push_back({mirror, &src, 0});
-  constants_dirty_ = true;
+  if (bound) constants_dirty_ = true;
+  else mirror->bind(this, nullptr, 0, 0);
   return true;
 }
 

@@ -106,6 +106,12 @@ class GpuExecution : public Execution {
   virtual PackRule packRule(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) const {
     return {};
   }
+  // After the layouts are chosen: the inputs (bit k: input k) the op's
+  // dispatches will not bind, e.g. the weights of a conv that reads a copy
+  // of its own. A constant no dispatch binds is not uploaded.
+  virtual uint32_t unboundInputs(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) const {
+    return 0;
+  }
   Status onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) override;
   std::vector<GpuDispatch>& dispatches() { return dispatches_; }
@@ -198,6 +204,9 @@ class GpuBackend : public Backend {
   // The dims of the tensor's storage: its shape, or the packed dims above.
   std::vector<int64_t> storageShape(const Tensor& t) const;
   Status onChooseLayouts(const std::vector<StepView>& steps, const std::vector<const Tensor*>& app_tensors) override;
+  // Device bytes of weights that executions keep in their own layout
+  // (packed conv weights), reported with the constants.
+  void addOwnWeightBytes(int64_t delta) { own_weight_bytes_ += delta; }
 
   // One line of a backend's registration list (vk_ops.inc, cl_ops.inc).
   struct OpEntry {
@@ -226,14 +235,24 @@ class GpuBackend : public Backend {
   MemoryPlanner planner_;
   std::map<const Tensor*, int> buffer_of_;
   // Model constants read by this backend's ops, in one buffer uploaded once
-  // (at the first resize that sees them; offsets set by the upload).
+  // (at the first resize that sees them; offsets set by the upload). A
+  // constant that no dispatch binds (unboundInputs) is left out of the
+  // buffer (`resident` false) until a resize binds it; copies from it read
+  // the model's bytes (residentOrHost).
   struct Constant {
     Tensor* mirror;
     const Tensor* src;
     uint64_t offset;
+    bool resident = false;
   };
+  // Whether the upload includes `c` (marks it resident, or unbinds it).
+  bool uploads(Constant& c);
+  // The model tensor behind a constant mirror kept off the device, or null.
+  const Tensor* hostConstant(const Tensor& mirror) const;
   std::vector<Constant> constants_;
+  std::set<const Tensor*> unbound_constants_;  // this resize's mirrors that no dispatch binds
   bool constants_dirty_ = false;
+  int64_t own_weight_bytes_ = 0;
   MemoryReport report_;
 };
 

@@ -249,11 +249,13 @@ Status OpenCLBackend::uploadConstants() {
   const uint64_t align = std::max<uint64_t>(64, caps().base_address_align);
   uint64_t total = 0;
   for (Constant& c : constants_) {
+    if (!uploads(c)) continue;
     c.offset = total;
     total += (std::max<uint64_t>(storageBytes(*c.src), 4) + align - 1) / align * align;
   }
   std::vector<uint8_t> bytes(total);
-  for (const Constant& c : constants_) toStorage(*c.src, bytes.data() + c.offset);
+  for (const Constant& c : constants_)
+    if (c.resident) toStorage(*c.src, bytes.data() + c.offset);
   if (constant_buffer_) cl().clReleaseMemObject(constant_buffer_);
   constant_buffer_ = nullptr;
   cl_int err = CL_SUCCESS;
@@ -265,14 +267,14 @@ Status OpenCLBackend::uploadConstants() {
                                                       nullptr, nullptr),
                             "uploading weights"));
   for (const Constant& c : constants_)
-    c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_), c.offset);
+    if (c.resident) c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_), c.offset);
   constants_dirty_ = false;
   return Status::Ok();
 }
 
 MemoryReport OpenCLBackend::memoryReport() const {
   MemoryReport r = report_;
-  r.constant_bytes = constant_buffer_ ? constant_bytes_ - kPoolSlack : 0;
+  r.constant_bytes = (constant_buffer_ ? constant_bytes_ - kPoolSlack : 0) + own_weight_bytes_;
   return r;
 }
 
@@ -313,6 +315,10 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
   const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
   if (src_dev == dst_dev) return Internal("opencl copy of '%s' is not between the host and OpenCL", src.name().c_str());
+  if (const Tensor* h = src_dev ? hostConstant(src) : nullptr) {  // weights kept off the device
+    if (dst->byteSize()) std::memcpy(dst->hostData(), h->hostData(), dst->byteSize());
+    return Status::Ok();
+  }
   const Tensor& dev = src_dev ? src : *dst;
   const size_t bytes = storageBytes(dev);
   if (bytes == 0) return Status::Ok();

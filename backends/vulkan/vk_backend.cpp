@@ -300,6 +300,7 @@ Status VulkanBackend::uploadConstants() {
   const VkDeviceSize align = std::max<VkDeviceSize>(64, caps().min_storage_offset_alignment);
   VkDeviceSize total = 0;
   for (Constant& c : constants_) {
+    if (!uploads(c)) continue;
     c.offset = total;
     total += (BindingRange(storageBytes(*c.src)) + align - 1) / align * align;
   }
@@ -307,20 +308,20 @@ Status VulkanBackend::uploadConstants() {
   ASSIGN_OR_RETURN(constant_buffer_, createVkBuffer(total + kPoolSlack));
   RETURN_IF_ERROR(ensureStaging(total));
   for (const Constant& c : constants_)
-    toStorage(*c.src, staging_map_ + c.offset);
+    if (c.resident) toStorage(*c.src, staging_map_ + c.offset);
   ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   VkBufferCopy region{0, 0, total};
   vkCmdCopyBuffer(cmd, staging_.buffer, constant_buffer_.buffer, 1, &region);
   RETURN_IF_ERROR(endOneShot(cmd));
   for (const Constant& c : constants_)
-    c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_.buffer), c.offset);
+    if (c.resident) c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_.buffer), c.offset);
   constants_dirty_ = false;
   return Status::Ok();
 }
 
 MemoryReport VulkanBackend::memoryReport() const {
   MemoryReport r = report_;
-  r.constant_bytes = constant_buffer_.buffer ? constant_buffer_.bytes - kPoolSlack : 0;
+  r.constant_bytes = (constant_buffer_.buffer ? constant_buffer_.bytes - kPoolSlack : 0) + own_weight_bytes_;
   return r;
 }
 
@@ -435,6 +436,10 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
   const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
   if (!src_dev && !dst_dev) return Internal("vulkan copy between two tensors not on Vulkan");
+  if (const Tensor* h = src_dev && !dst_dev ? hostConstant(src) : nullptr) {  // weights kept off the device
+    if (dst->byteSize()) std::memcpy(dst->hostData(), h->hostData(), dst->byteSize());
+    return Status::Ok();
+  }
   // What moves on the device side: half of the host's bytes for an f32
   // tensor in fp16 storage (converted on the host side of the copy).
   const size_t bytes = storageBytes(src_dev ? src : *dst);

@@ -167,8 +167,15 @@ TEST(VulkanPacked, CallbacksSeeNchw) {
     auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
     ASSERT_TRUE(in->copyFromHostTensor(*host).ok());
     auto& outs = seen[type];
+    // Before each conv: its weights, which a packed Vulkan session keeps
+    // only in the conv's own layout on the device (read from the model).
     Status st = (*interp)->runSessionWithCallBack(
-        *s, nullptr, [&outs](const std::vector<Tensor*>& ts, const OpInfo& op) {
+        *s,
+        [&outs](const std::vector<Tensor*>& ts, const OpInfo& op) {
+          if (op.type == "Conv") outs[op.name + ".w"].assign(ts[1]->host<float>(), ts[1]->host<float>() + ts[1]->elementCount());
+          return true;
+        },
+        [&outs](const std::vector<Tensor*>& ts, const OpInfo& op) {
           const Tensor* t = ts[0];
           outs[op.name].assign(t->host<float>(), t->host<float>() + t->elementCount());
           return true;
@@ -176,8 +183,35 @@ TEST(VulkanPacked, CallbacksSeeNchw) {
     ASSERT_TRUE(st.ok()) << st.ToString();
     if (type == kVk) EXPECT_EQ(PackedTensors(*s), kChainPacked);
   }
-  ASSERT_EQ(seen[kVk].size(), 16u);
+  ASSERT_EQ(seen[kVk].size(), 16u + 7u);  // every op's output, every conv's weights
   for (auto& [op, want] : seen[ForwardType::kHost]) ExpectNear(seen[kVk][op], want, 1e-4f, op);
+}
+
+// Packed convs keep one copy of their weights on the device (their own
+// blocks), not the model's NCHW copy beside it.
+TEST(VulkanPacked, WeightsUploadedOnce) {
+  KILN_REQUIRE_BACKEND(kVk);
+  NetBuilder b("weights");
+  int x = b.addInput("x", fb::DataType::F32, {1, 64, 8, 8});
+  int c1 = ConvOp(b, "conv1", x, 64, 64, 3, 1, 1, 1, true, 90);
+  int r = b.addOp(fb::OpType::Relu, "relu", {c1}, {"r"})[0];
+  b.addOutput(ConvOp(b, "conv2", r, 64, 64, 3, 1, 1, 1, true, 91));
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  std::map<GpuLayout, size_t> weights;
+  for (GpuLayout layout : {GpuLayout::kPlanar, GpuLayout::kPacked}) {
+    auto s = (*interp)->createSession(Config(kVk, layout));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    for (const MemoryUse& m : (*s)->memory())
+      if (m.backend == "vulkan") weights[layout] = m.constant_bytes;
+    EXPECT_EQ(PackedTensors(*s), layout == GpuLayout::kPacked ? 2u : 0u);
+  }
+  const size_t model_bytes = 2 * (64 * 64 * 9 + 64) * sizeof(float);
+  EXPECT_GE(weights[GpuLayout::kPlanar], model_bytes);
+  EXPECT_GE(weights[GpuLayout::kPacked], model_bytes);
+  EXPECT_LT(weights[GpuLayout::kPacked], model_bytes * 11 / 10);
 }
 
 // A packed tensor must not meet an op that reads it as NCHW: an Add of a

@@ -186,7 +186,10 @@ class ConvExecution final : public GemmExecution {
  public:
   ConvExecution(GpuBackend* b, const fb::ConvParams* p, const GraphTensor* w, const GraphTensor* bias, bool has_bias)
       : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)), w_(w), bias_(bias), has_bias_(has_bias) {}
-  ~ConvExecution() override { gpu()->freeBuffer(&packed_w_); }
+  ~ConvExecution() override {
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(packed_w_.bytes));
+    gpu()->freeBuffer(&packed_w_);
+  }
 
   // X and Y each packed or not (the c4 kernels take either), given constant
   // weights and groups the blocks can follow.
@@ -197,6 +200,10 @@ class ConvExecution final : public GemmExecution {
     const int64_t cg = c / groups, mg = m / groups;
     if (groups != 1 && !(cg == 1 && mg == 1) && (cg % 4 != 0 || mg % 4 != 0)) return {};
     return {1, 1, false};
+  }
+  // The packed kernels read their own copy of W and the bias.
+  uint32_t unboundInputs(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    return packed(in[0]) || packed(out[0]) ? 6u : 0u;
   }
 
  private:
@@ -279,6 +286,7 @@ class ConvExecution final : public GemmExecution {
       } else {
         ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(blocks.size() * 4, blocks.data()));
       }
+      gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
     }
     const std::vector<uint32_t> spec = {act_.code, has_bias_, packed(x), packed(y)};
     std::vector<GpuBinding> bindings = {{x}, {nullptr, &packed_w_}, {y, nullptr, true}};
