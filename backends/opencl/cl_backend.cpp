@@ -44,6 +44,7 @@ Status OpenCLBackend::init(const ScheduleConfig& config) {
   ASSIGN_OR_RETURN(device_, ClDevice::Get(config.deviceIndex));
   planner_ = MemoryPlanner(std::max<size_t>(64, caps().base_address_align));
   half_ = config.precision == Precision::kLow && caps().storage_16bit;
+  pack_layout_ = config.gpuLayout != GpuLayout::kPlanar;  // as on Vulkan (gpu_backend.h)
   cl_int err = CL_SUCCESS;
   queue_ = cl().clCreateCommandQueue(device_->context(), device_->device(),
                                      config.profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);

@@ -36,6 +36,14 @@
 #define LOAD(p, i) ((p)[i])
 #define STORE(p, i, v) ((p)[i] = (v))
 #endif
+// Four consecutive elements, vec4 i (a channel-packed pixel block).
+#ifdef KILN_FP16
+#define LOAD4(p, i) vload_half4((i), (p))
+#define STORE4(p, i, v) vstore_half4((v), (i), (p))
+#else
+#define LOAD4(p, i) vload4((i), (p))
+#define STORE4(p, i, v) vstore4((v), (i), (p))
+#endif
 
 #ifdef KILN_UNIT16
 #define UNIT_T ushort

@@ -32,6 +32,11 @@ bool LowPrecisionRun();
 
 void ExpectSameAsHost(const OpTest& t, ForwardType backend, float tol, const std::string& what = "");
 
+// Resizes the session's single input to `shape`, writes `x`, runs, and
+// returns its single (f32) output; each failing step fails the test.
+std::vector<float> RunOnce(Interpreter* interp, Session* s, const std::vector<int64_t>& shape,
+                           const std::vector<float>& x);
+
 // Values in [lo, hi) from a fixed seed.
 std::vector<float> Random(size_t n, float lo = -1.f, float hi = 1.f, uint32_t seed = 7);
 

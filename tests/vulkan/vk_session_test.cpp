@@ -47,22 +47,6 @@ std::vector<uint8_t> Chain(bool detour) {
   return bytes.ok() ? *bytes : std::vector<uint8_t>{};
 }
 
-std::vector<float> RunOnce(Interpreter* interp, Session* s, const std::vector<int64_t>& shape,
-                           const std::vector<float>& x) {
-  Tensor* in = interp->getSessionInput(s);
-  EXPECT_TRUE(interp->resizeTensor(in, shape).ok());
-  EXPECT_TRUE(interp->resizeSession(s).ok());
-  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
-  EXPECT_TRUE(in->copyFromHostTensor(*host).ok());
-  Status st = interp->runSession(s);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  Tensor* out = interp->getSessionOutput(s);
-  std::vector<float> y(static_cast<size_t>(out->elementCount()));
-  auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, y.data());
-  EXPECT_TRUE(out->copyToHostTensor(dst.get()).ok());
-  return y;
-}
-
 ScheduleConfig VulkanConfig() {
   ScheduleConfig c;
   c.type = kVk;

@@ -35,8 +35,8 @@ enum class Tuning { kNone, kFast, kFull };
 // zero-filled past the last channel) wherever a tensor's producer and every
 // consumer are packed-aware ops on that backend; other tensors stay NCHW, and
 // what the app reads (outputs, callbacks) is always NCHW. kAuto: the
-// backend's choice (Vulkan: packed; OpenCL: planar, it has no packed conv
-// kernels yet).
+// backend's choice (Vulkan and OpenCL: packed, measured faster on lavapipe
+// and PoCL too).
 enum class GpuLayout { kAuto, kPlanar, kPacked };
 
 const char* ForwardTypeName(ForwardType type);

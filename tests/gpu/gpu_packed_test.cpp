@@ -1,4 +1,5 @@
-// The channel-packed activation layout (GpuLayout::kPacked) on Vulkan: which
+// The channel-packed activation layout (GpuLayout::kPacked) on a GPU
+// backend (Vulkan, or OpenCL with KILN_TEST_GPU=opencl): which
 // tensors a session packs (a tensor is packed only between packed-aware
 // ops, never where the app or another backend reads it), and that every
 // packed-aware kernel (conv_c4 and conv_dw_c4 on both sides of a layout
@@ -17,7 +18,7 @@
 namespace kiln::test {
 namespace {
 
-constexpr ForwardType kVk = ForwardType::kVulkan;
+const ForwardType kVk = TestGpu();
 
 // Conv weights scaled by 1/sqrt(fan-in), so activations stay near 1 deep
 // into the chain (the fp16 run's tolerance is absolute below 1).
@@ -87,30 +88,13 @@ ScheduleConfig Config(ForwardType type, GpuLayout layout, Precision precision = 
   return c;
 }
 
-std::vector<float> RunChain(Interpreter* interp, Session* s, const std::vector<int64_t>& shape,
-                       const std::vector<float>& x) {
-  Tensor* in = interp->getSessionInput(s);
-  EXPECT_TRUE(interp->resizeTensor(in, shape).ok());
-  Status st = interp->resizeSession(s);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
-  EXPECT_TRUE(in->copyFromHostTensor(*host).ok());
-  st = interp->runSession(s);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  Tensor* out = interp->getSessionOutput(s);
-  std::vector<float> y(static_cast<size_t>(out->elementCount()));
-  auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, y.data());
-  EXPECT_TRUE(out->copyToHostTensor(dst.get()).ok());
-  return y;
-}
-
 size_t PackedTensors(Session* s) {
   for (const MemoryUse& m : s->memory())
-    if (m.backend == "vulkan") return m.packed_tensors;
+    if (m.backend == ForwardTypeName(kVk)) return m.packed_tensors;
   return 0;
 }
 
-TEST(VulkanPacked, ChainMatchesHostAcrossResizes) {
+TEST(GpuPacked, ChainMatchesHostAcrossResizes) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
@@ -125,16 +109,16 @@ TEST(VulkanPacked, ChainMatchesHostAcrossResizes) {
   for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {7, 9, 2}, {11, 13, 3}}) {
     const std::vector<int64_t> shape = {1, 5, h, w};
     const auto x = Random(static_cast<size_t>(5 * h * w), -2, 2, seed);
-    const auto want = RunChain(interp->get(), *hs, shape, x);
+    const auto want = RunOnce(interp->get(), *hs, shape, x);
     const std::string what = std::to_string(h) + "x" + std::to_string(w);
-    ExpectNear(RunChain(interp->get(), *packed, shape, x), want, 1e-4f, "packed " + what);
+    ExpectNear(RunOnce(interp->get(), *packed, shape, x), want, 1e-4f, "packed " + what);
     EXPECT_EQ(PackedTensors(*packed), kChainPacked) << what;
-    ExpectNear(RunChain(interp->get(), *planar, shape, x), want, 1e-4f, "planar " + what);
+    ExpectNear(RunOnce(interp->get(), *planar, shape, x), want, 1e-4f, "planar " + what);
     EXPECT_EQ(PackedTensors(*planar), 0u) << what;
   }
 }
 
-TEST(VulkanPacked, Fp16Storage) {
+TEST(GpuPacked, Fp16Storage) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
@@ -145,12 +129,12 @@ TEST(VulkanPacked, Fp16Storage) {
   const std::vector<int64_t> shape = {1, 5, 10, 12};
   const auto x = Random(5 * 10 * 12, -2, 2, 4);
   // Sixteen ops, each rounding its output to 11 significant bits.
-  ExpectNear(RunChain(interp->get(), *low, shape, x), RunChain(interp->get(), *hs, shape, x), 2e-2f, "fp16 packed");
+  ExpectNear(RunOnce(interp->get(), *low, shape, x), RunOnce(interp->get(), *hs, shape, x), 2e-2f, "fp16 packed");
   EXPECT_EQ(PackedTensors(*low), kChainPacked);
 }
 
 // Callbacks read every op's output in NCHW order, packed or not.
-TEST(VulkanPacked, CallbacksSeeNchw) {
+TEST(GpuPacked, CallbacksSeeNchw) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
@@ -167,7 +151,7 @@ TEST(VulkanPacked, CallbacksSeeNchw) {
     auto host = Tensor::wrap(shape, fb::DataType::F32, const_cast<float*>(x.data()));
     ASSERT_TRUE(in->copyFromHostTensor(*host).ok());
     auto& outs = seen[type];
-    // Before each conv: its weights, which a packed Vulkan session keeps
+    // Before each conv: its weights, which a packed GPU session keeps
     // only in the conv's own layout on the device (read from the model).
     Status st = (*interp)->runSessionWithCallBack(
         *s,
@@ -189,7 +173,7 @@ TEST(VulkanPacked, CallbacksSeeNchw) {
 
 // Packed convs keep one copy of their weights on the device (their own
 // blocks), not the model's NCHW copy beside it.
-TEST(VulkanPacked, WeightsUploadedOnce) {
+TEST(GpuPacked, WeightsUploadedOnce) {
   KILN_REQUIRE_BACKEND(kVk);
   NetBuilder b("weights");
   int x = b.addInput("x", fb::DataType::F32, {1, 64, 8, 8});
@@ -205,7 +189,7 @@ TEST(VulkanPacked, WeightsUploadedOnce) {
     auto s = (*interp)->createSession(Config(kVk, layout));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     for (const MemoryUse& m : (*s)->memory())
-      if (m.backend == "vulkan") weights[layout] = m.constant_bytes;
+      if (m.backend == ForwardTypeName(kVk)) weights[layout] = m.constant_bytes;
     EXPECT_EQ(PackedTensors(*s), layout == GpuLayout::kPacked ? 2u : 0u);
   }
   const size_t model_bytes = 2 * (64 * 64 * 9 + 64) * sizeof(float);
@@ -217,7 +201,7 @@ TEST(VulkanPacked, WeightsUploadedOnce) {
 // A packed tensor must not meet an op that reads it as NCHW: an Add of a
 // conv output and a graph input (NCHW, the app's) keeps both planar, and
 // Div (whose 0 / 0 would fill the zero lanes with NaN) is never packed.
-TEST(VulkanPacked, BordersStayPlanar) {
+TEST(GpuPacked, BordersStayPlanar) {
   KILN_REQUIRE_BACKEND(kVk);
   NetBuilder b("borders");
   int x = b.addInput("x", fb::DataType::F32, {1, 6, 7, 9});
