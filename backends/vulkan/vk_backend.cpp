@@ -61,7 +61,7 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
   half_ = config.precision == Precision::kLow && device_->caps().storage_16bit;
   // Channel-packed conv chains unless planar is asked for: on lavapipe too,
   // packed measured faster (README, Benchmarks: resnet18 1.4x, mobilenet_v2
-  // 3.8x), as vec4 blocks give each invocation four channels' work per load.
+  // 3.5x; not yet measured on a real GPU).
   pack_layout_ = config.gpuLayout != GpuLayout::kPlanar;
   planner_ = MemoryPlanner(std::max<size_t>(64, device_->caps().min_storage_offset_alignment));
   VkDevice dev = device_->device();
