@@ -4,8 +4,8 @@
 // ops, never where the app or another backend reads it), and that every
 // packed-aware kernel (conv_c4 and conv_dw_c4 on both sides of a layout
 // border, unary with zero lanes kept zero (Log(0) = -inf), binary with and without
-// broadcast, max and average pool, global average pool) computes what the
-// host does, at odd channel counts, after a resize, in fp16 storage, and as
+// broadcast, max and average pool, global average pool, channel Concat)
+// computes what the host does, at odd channel counts, after a resize, in fp16 storage, and as
 // callbacks see each op's output.
 #include <cmath>
 #include <map>
@@ -196,6 +196,39 @@ TEST(GpuPacked, WeightsUploadedOnce) {
   EXPECT_GE(weights[GpuLayout::kPlanar], model_bytes);
   EXPECT_GE(weights[GpuLayout::kPacked], model_bytes);
   EXPECT_LT(weights[GpuLayout::kPacked], model_bytes * 11 / 10);
+}
+
+// Concat over channels stays packed where the blocks line up (every input
+// but the last a multiple of four channels), and returns its inputs to
+// NCHW where they do not.
+TEST(GpuPacked, ConcatOfWholeBlocks) {
+  KILN_REQUIRE_BACKEND(kVk);
+  for (bool aligned : {true, false}) {
+    NetBuilder b("concat");
+    int x = b.addInput("x", fb::DataType::F32, {1, 5, 9, 7});
+    int c0 = ConvOp(b, "conv0", x, 5, 8, 3, 1, 1, 1, true, 100);
+    int ca = ConvOp(b, "conv_a", c0, 8, 4, 1, 1, 1, 0, true, 101);
+    int cb = ConvOp(b, "conv_b", c0, 8, 6, 3, 1, 1, 1, true, 102);
+    fb::AxisParamsT axis;
+    axis.axis = 1;
+    // Aligned: [4 | 6] -> 10 channels; not: [6 | 4], a partial block inside.
+    std::vector<int> parts = aligned ? std::vector<int>{ca, cb} : std::vector<int>{cb, ca};
+    int cat = b.addOp(fb::OpType::Concat, "cat", parts, {"cat"}, axis)[0];
+    b.addOutput(ConvOp(b, "head", cat, 10, 7, 3, 1, 1, 1, true, 103));
+    auto bytes = b.finish();
+    ASSERT_TRUE(bytes.ok());
+    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+    ASSERT_TRUE(interp.ok());
+    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+    auto gs = (*interp)->createSession(Config(kVk, GpuLayout::kPacked));
+    ASSERT_TRUE(hs.ok() && gs.ok()) << gs.status().ToString();
+    const std::vector<int64_t> shape = {1, 5, 9, 7};
+    const auto x_values = Random(5 * 9 * 7, -1, 1, 8);
+    const std::string what = aligned ? "aligned" : "unaligned";
+    ExpectNear(RunOnce(interp->get(), *gs, shape, x_values), RunOnce(interp->get(), *hs, shape, x_values), 1e-4f,
+               what);
+    EXPECT_EQ(PackedTensors(*gs), aligned ? 4u : 1u) << what;  // c0, ca, cb, cat; or c0 alone
+  }
 }
 
 // A packed tensor must not meet an op that reads it as NCHW: an Add of a

@@ -17,6 +17,7 @@
 // tensor in order is a vkCmdCopyBuffer. Views of more than 6 dims after
 // collapsing, and tensors over 2^31 units, are Unsupported at resize.
 #include <cstring>
+#include <functional>
 
 #include "ops/layout_common.h"
 #include "ops/shape_inference.h"
@@ -87,9 +88,12 @@ Piece Whole(const Tensor* src, const Tensor* dst, std::vector<int64_t> dims, std
   return p;
 }
 
-// The pieces of each op, in elements (the host kernels' views).
+// The pieces of each op, in elements (the host kernels' views). `shape`
+// gives a tensor's stored dims (channel-packed Concat: the same pieces over
+// [N, C/4, S..., 4]).
 StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*>& in,
-                                    const std::vector<Tensor*>& out) {
+                                    const std::vector<Tensor*>& out,
+                                    const std::function<std::vector<int64_t>(const Tensor&)>& shape) {
   const Tensor* x = in[0];
   const std::vector<int64_t>& xs = x->shape();
   const std::vector<int64_t> xst = ContiguousStrides(xs);
@@ -168,12 +172,13 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
     case fb::OpType::Concat: {
       const fb::AxisParams* p = op.params<fb::AxisParams>();
       ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, static_cast<int>(ys.size())), "Concat");
+      const std::vector<int64_t> stored = shape(*out[0]);
       int64_t outer, inner;
-      OuterInner(ys, axis, &outer, &inner);
-      const int64_t out_row = ys[static_cast<size_t>(axis)] * inner;
+      OuterInner(stored, axis, &outer, &inner);
+      const int64_t out_row = stored[static_cast<size_t>(axis)] * inner;
       int64_t at = 0;
       for (const Tensor* t : in) {
-        const int64_t row = t->shape()[static_cast<size_t>(axis)] * inner;
+        const int64_t row = shape(*t)[static_cast<size_t>(axis)] * inner;
         Piece piece = Whole(t, out[0], {outer, row}, {row, 1});
         piece.dst_base = at;
         piece.dst_block = row;
@@ -192,11 +197,27 @@ class CopyExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
   CopyExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  // Concat over channels of f32 tensors whose blocks line up: every input
+  // but the last has whole blocks of four, so the packed output is the
+  // inputs' blocks one after another (the last one's zero lanes last).
+  PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    if (op_.type != fb::OpType::Concat) return {};
+    const int rank = out[0]->dimensions();
+    const fb::AxisParams* p = op_.params<fb::AxisParams>();
+    const int axis = p ? p->axis() : 0;
+    if (rank < 3 || (axis != 1 && axis != 1 - rank) || in.size() > 32) return {};
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (!in[k] || in[k]->dtype() != fb::DataType::F32 || in[k]->dimensions() != rank) return {};
+      if (k + 1 < in.size() && in[k]->length(1) % 4 != 0) return {};
+    }
+    return {static_cast<uint32_t>((uint64_t{1} << in.size()) - 1), 1, true};
+  }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     ASSIGN_OR_RETURN(units_, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "copy", "copy_u8"));
-    ASSIGN_OR_RETURN(std::vector<Piece> pieces, Pieces(op_, in, out));
+    ASSIGN_OR_RETURN(std::vector<Piece> pieces,
+                     Pieces(op_, in, out, [this](const Tensor& t) { return gpu()->storageShape(t); }));
     for (const Piece& p : pieces) RETURN_IF_ERROR(addPiece(p));
     return Status::Ok();
   }
