@@ -238,7 +238,7 @@ class GpuBackend : public Backend {
   // (at the first resize that sees them; offsets set by the upload). A
   // constant that no dispatch binds (unboundInputs) is left out of the
   // buffer (`resident` false) until a resize binds it; copies from it read
-  // the model's bytes (residentOrHost).
+  // the model's bytes (hostConstant).
   struct Constant {
     Tensor* mirror;
     const Tensor* src;
