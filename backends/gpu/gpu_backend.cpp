@@ -1,6 +1,7 @@
 #include "gpu_backend.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "half.h"
 
@@ -138,27 +139,23 @@ size_t GpuBackend::storageElements(const Tensor& t) const {
   return n;
 }
 
+// Element i of `host` sits at storage element at(i) in `unit`-byte units:
+// i, or PackIndex when packed; fp16 storage converts each f32.
 void GpuBackend::toStorage(const Tensor& host, uint8_t* device_bytes, bool packed) const {
-  const size_t n = static_cast<size_t>(host.elementCount());
   const bool half = storageType(host) != host.dtype();
   if (!half && !packed) {
     if (host.byteSize()) std::memcpy(device_bytes, host.hostData(), host.byteSize());
     return;
   }
-  const size_t unit = half ? 2 : host.elementSize();
-  if (!packed) {
-    const float* f = host.host<float>();
-    for (size_t i = 0; i < n; ++i) {
-      const uint16_t h = FloatToHalf(f[i]);
-      std::memcpy(device_bytes + 2 * i, &h, 2);
-    }
-    return;
+  const size_t n = static_cast<size_t>(host.elementCount()), unit = half ? 2 : host.elementSize();
+  std::optional<PackIndex> at;
+  if (packed) {
+    at.emplace(host.shape());
+    std::memset(device_bytes, 0, n / std::max<size_t>(at->c, 1) * at->c4 * 4 * unit);  // the zero lanes
   }
-  const PackIndex at(host.shape());
-  std::memset(device_bytes, 0, (n / std::max<size_t>(at.c, 1)) * at.c4 * 4 * unit);  // the zero lanes
   const uint8_t* src = host.host<uint8_t>();
   for (size_t i = 0; i < n; ++i) {
-    uint8_t* dst = device_bytes + at(i) * unit;
+    uint8_t* dst = device_bytes + (at ? (*at)(i) : i) * unit;
     if (half) {
       float f;
       std::memcpy(&f, src + 4 * i, 4);
@@ -171,17 +168,17 @@ void GpuBackend::toStorage(const Tensor& host, uint8_t* device_bytes, bool packe
 }
 
 void GpuBackend::fromStorage(const uint8_t* device_bytes, Tensor* host, bool packed) const {
-  const size_t n = static_cast<size_t>(host->elementCount());
   const bool half = storageType(*host) != host->dtype();
   if (!half && !packed) {
     if (host->byteSize()) std::memcpy(host->hostData(), device_bytes, host->byteSize());
     return;
   }
-  const size_t unit = half ? 2 : host->elementSize();
+  const size_t n = static_cast<size_t>(host->elementCount()), unit = half ? 2 : host->elementSize();
+  std::optional<PackIndex> at;
+  if (packed) at.emplace(host->shape());
   uint8_t* dst = host->host<uint8_t>();
-  const PackIndex at(packed ? host->shape() : std::vector<int64_t>{1, 1});
   for (size_t i = 0; i < n; ++i) {
-    const uint8_t* src = device_bytes + (packed ? at(i) : i) * unit;
+    const uint8_t* src = device_bytes + (at ? (*at)(i) : i) * unit;
     if (half) {
       uint16_t h;
       std::memcpy(&h, src, 2);
@@ -254,12 +251,16 @@ Status GpuBackend::onChooseLayouts(const std::vector<StepView>& steps, const std
   for (auto& [t, ok] : candidate)
     if (ok) packed_.insert(t);
   report_.packed_tensors = packed_.size();
+  findUnboundConstants(steps);
+  return Status::Ok();
+}
+
+void GpuBackend::findUnboundConstants(const std::vector<StepView>& steps) {
   // Inputs no dispatch will bind (a packed conv's NCHW weights): unbound
   // unless another step binds them.
   unbound_constants_.clear();
   std::set<const Tensor*> bound;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const StepView& st = steps[i];
+  for (const StepView& st : steps) {
     const uint32_t unbound =
         st.backend == this && st.exec ? static_cast<GpuExecution*>(st.exec)->unboundInputs(*st.inputs, *st.outputs) : 0;
     for (size_t k = 0; k < st.inputs->size(); ++k) {
@@ -270,7 +271,6 @@ Status GpuBackend::onChooseLayouts(const std::vector<StepView>& steps, const std
     }
   }
   for (const Tensor* t : bound) unbound_constants_.erase(t);
-  return Status::Ok();
 }
 
 bool GpuBackend::uploads(Constant& c) {
@@ -279,10 +279,14 @@ bool GpuBackend::uploads(Constant& c) {
   return c.resident;
 }
 
-const Tensor* GpuBackend::hostConstant(const Tensor& mirror) const {
-  for (const Constant& c : constants_)
-    if (c.mirror == &mirror && !c.resident) return c.src;
-  return nullptr;
+bool GpuBackend::copyHostConstant(const Tensor& src, Tensor* dst) const {
+  if (src.backend() != this || dst->backend() == this) return false;
+  for (const Constant& c : constants_) {
+    if (c.mirror != &src || c.resident) continue;
+    if (dst->byteSize()) std::memcpy(dst->hostData(), c.src->hostData(), dst->byteSize());
+    return true;
+  }
+  return false;
 }
 
 void GpuBackend::onClearBuffer() {

@@ -238,7 +238,7 @@ class GpuBackend : public Backend {
   // (at the first resize that sees them; offsets set by the upload). A
   // constant that no dispatch binds (unboundInputs) is left out of the
   // buffer (`resident` false) until a resize binds it; copies from it read
-  // the model's bytes (hostConstant).
+  // the model's bytes (copyHostConstant).
   struct Constant {
     Tensor* mirror;
     const Tensor* src;
@@ -247,8 +247,12 @@ class GpuBackend : public Backend {
   };
   // Whether the upload includes `c` (marks it resident, or unbinds it).
   bool uploads(Constant& c);
-  // The model tensor behind a constant mirror kept off the device, or null.
-  const Tensor* hostConstant(const Tensor& mirror) const;
+  // A copy to the host from a constant mirror kept off the device: done
+  // from the model's bytes (true), or not such a copy (false).
+  bool copyHostConstant(const Tensor& src, Tensor* dst) const;
+  // onChooseLayouts, last: unbound_constants_ from the executions'
+  // unboundInputs.
+  void findUnboundConstants(const std::vector<StepView>& steps);
   std::vector<Constant> constants_;
   std::set<const Tensor*> unbound_constants_;  // this resize's mirrors that no dispatch binds
   bool constants_dirty_ = false;

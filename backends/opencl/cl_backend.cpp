@@ -316,10 +316,7 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
   const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
   if (src_dev == dst_dev) return Internal("opencl copy of '%s' is not between the host and OpenCL", src.name().c_str());
-  if (const Tensor* h = src_dev ? hostConstant(src) : nullptr) {  // weights kept off the device
-    if (dst->byteSize()) std::memcpy(dst->hostData(), h->hostData(), dst->byteSize());
-    return Status::Ok();
-  }
+  if (copyHostConstant(src, dst)) return Status::Ok();  // weights kept off the device
   const Tensor& dev = src_dev ? src : *dst;
   const size_t bytes = storageBytes(dev);
   if (bytes == 0) return Status::Ok();

@@ -436,10 +436,7 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     return InvalidArgument("copy of '%s': %zu bytes into %zu", src.name().c_str(), src.byteSize(), dst->byteSize());
   const bool src_dev = src.backend() == this, dst_dev = dst->backend() == this;
   if (!src_dev && !dst_dev) return Internal("vulkan copy between two tensors not on Vulkan");
-  if (const Tensor* h = src_dev && !dst_dev ? hostConstant(src) : nullptr) {  // weights kept off the device
-    if (dst->byteSize()) std::memcpy(dst->hostData(), h->hostData(), dst->byteSize());
-    return Status::Ok();
-  }
+  if (copyHostConstant(src, dst)) return Status::Ok();  // weights kept off the device
   // What moves on the device side: half of the host's bytes for an f32
   // tensor in fp16 storage (converted on the host side of the copy).
   const size_t bytes = storageBytes(src_dev ? src : *dst);
