@@ -114,6 +114,35 @@ float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
   }
 }
 
+// One block of four channels of conv_c4.cl / conv_dw_c4.cl
+// (shaders/vulkan/conv_c4_common.glsl): channels 4*block.. at pixel `pix`
+// of image n, the tensor having `channels` channels of `vol` pixels,
+// channel-packed or NCHW; 0 past the last channel.
+float4 LoadX4(__global const STORE_T* x, bool packed, uint channels, uint n, uint block, uint vol, uint pix) {
+  if (packed) return LOAD4(x, (n * ((channels + 3u) / 4u) + block) * vol + pix);
+  const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
+  float4 v = (float4)(0.0f);
+  if (c0 < channels) v.x = LOAD(x, base);
+  if (c0 + 1u < channels) v.y = LOAD(x, base + vol);
+  if (c0 + 2u < channels) v.z = LOAD(x, base + 2u * vol);
+  if (c0 + 3u < channels) v.w = LOAD(x, base + 3u * vol);
+  return v;
+}
+
+// v through the fused activation `act` into that block; packed lanes past
+// the last channel are written zero.
+void StoreY4(__global STORE_T* y, bool packed, uint act, uint channels, uint n, uint block, uint vol, uint pix,
+             float4 v, float lo, float hi, float slope) {
+  const uint c0 = block * 4u;
+  float e[4] = {v.x, v.y, v.z, v.w};
+  for (uint j = 0u; j < 4u; ++j) e[j] = c0 + j < channels ? FusedActivation(act, e[j], lo, hi, slope) : 0.0f;
+  if (packed) {
+    STORE4(y, (n * ((channels + 3u) / 4u) + block) * vol + pix, (float4)(e[0], e[1], e[2], e[3]));
+    return;
+  }
+  for (uint j = 0u; j < 4u && c0 + j < channels; ++j) STORE(y, (n * channels + c0 + j) * vol + pix, e[j]);
+}
+
 // The window part of the conv kernels' push constants (struct Window of
 // backends/gpu/ops/gpu_nn_conv.cpp): input extents, output extents, kernel,
 // strides, dilations, begin pads over depth, height, width.

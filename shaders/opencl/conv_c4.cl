@@ -1,7 +1,8 @@
 // Conv on channel-packed weights with float4 arithmetic
 // (shaders/vulkan/conv_c4.comp, which documents the layouts): one work item
 // owns four output channels by four consecutive output columns of a row; X
-// and Y each channel-packed (X_PACKED, Y_PACKED) or NCHW.
+// and Y each channel-packed (X_PACKED, Y_PACKED) or NCHW (LoadX4, StoreY4
+// in common.cl).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
@@ -28,18 +29,6 @@ typedef struct {
   float lo, hi, slope;
 } ConvC4Push;
 
-float4 LoadX4(__global const STORE_T* x, const ConvC4Push* p, uint n, uint gcb, uint c0, uint left, uint vol,
-              uint pix) {
-  if (X_PACKED) return LOAD4(x, (n * ((p->c + 3u) / 4u) + gcb) * vol + pix);
-  const uint base = (n * p->c + c0) * vol + pix;
-  float4 v = (float4)(0.0f);
-  if (left > 0u) v.x = LOAD(x, base);
-  if (left > 1u) v.y = LOAD(x, base + vol);
-  if (left > 2u) v.z = LOAD(x, base + 2u * vol);
-  if (left > 3u) v.w = LOAD(x, base + 3u * vol);
-  return v;
-}
-
 __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y, ConvC4Push p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -51,7 +40,7 @@ __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __g
   const uint oz = i % p.od;
   i /= p.od;
   const uint gmb = i % m4, n = i / m4;
-  const uint g = gmb / p.mg4, mb = gmb - g * p.mg4;
+  const uint g = gmb / p.mg4;
   const uint ox0 = xb * 4u;
   const uint kvol = p.kd * p.kh * p.kw, vol = p.d * p.h * p.w;
 
@@ -77,10 +66,9 @@ __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __g
         uint wi = (gmb * kvol + t) * p.cg4 * 4u;
         for (uint cb = 0u; cb < p.cg4; ++cb, wi += 4u) {
           const float4 w0 = LOAD4(w4, wi), w1 = LOAD4(w4, wi + 1u), w2 = LOAD4(w4, wi + 2u), w3 = LOAD4(w4, wi + 3u);
-          const uint c0 = g * p.cg + cb * 4u, left = min(4u, p.cg - cb * 4u);
           for (uint b = 0u; b < 4u; ++b) {
             if (!ok[b]) continue;
-            const float4 xv = LoadX4(x, &p, n, cb0 + cb, c0, left, vol, pix[b]);
+            const float4 xv = LoadX4(x, X_PACKED, p.c, n, cb0 + cb, vol, pix[b]);
             acc[b] += w0 * xv.x + w1 * xv.y + w2 * xv.z + w3 * xv.w;
           }
         }
@@ -90,17 +78,6 @@ __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __g
 
   const float4 bv = HAS_BIAS ? LOAD4(w4, p.bias_at + gmb) : (float4)(0.0f);
   const uint ovol = p.od * p.oh * p.ow, orow = (oz * p.oh + oy) * p.ow;
-  const uint m0 = g * p.mg + mb * 4u, left = min(4u, p.mg - mb * 4u);
-  for (uint b = 0u; b < 4u; ++b) {
-    if (ox0 + b >= p.ow) break;
-    const float4 s = acc[b] + bv;
-    float v[4] = {s.x, s.y, s.z, s.w};
-    for (uint j = 0u; j < 4u; ++j) v[j] = j < left ? FusedActivation(ACT, v[j], p.lo, p.hi, p.slope) : 0.0f;
-    const uint opix = orow + ox0 + b;
-    if (Y_PACKED) {
-      STORE4(y, (n * ((p.m + 3u) / 4u) + g * p.mg4 + mb) * ovol + opix, (float4)(v[0], v[1], v[2], v[3]));
-    } else {
-      for (uint j = 0u; j < left; ++j) STORE(y, (n * p.m + m0 + j) * ovol + opix, v[j]);
-    }
-  }
+  for (uint b = 0u; b < 4u && ox0 + b < p.ow; ++b)
+    StoreY4(y, Y_PACKED, ACT, p.m, n, gmb, ovol, orow + ox0 + b, acc[b] + bv, p.lo, p.hi, p.slope);
 }

@@ -1,6 +1,7 @@
 // Depthwise Conv on blocks of four channels (shaders/vulkan/conv_dw_c4.comp,
 // which documents the layouts): one work item per output pixel and channel
-// block; X and Y each channel-packed (X_PACKED, Y_PACKED) or NCHW.
+// block; X and Y each channel-packed (X_PACKED, Y_PACKED) or NCHW (LoadX4,
+// StoreY4 in common.cl).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
@@ -31,7 +32,6 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
   const uint ovol = p.od * p.oh * p.ow, vol = p.d * p.h * p.w, kvol = p.kd * p.kh * p.kw;
   const uint q = i % ovol, ncb = i / ovol, cb = ncb % p.c4, n = ncb / p.c4;
   const uint oz = q / (p.oh * p.ow), r = q - oz * p.oh * p.ow, oy = r / p.ow, ox = r - oy * p.ow;
-  const uint c0 = cb * 4u, left = min(4u, p.c - c0);
   const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph, ix0 = (int)(ox * p.sw) - p.pw;
   float4 acc = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
   for (uint kz = 0u; kz < p.kd; ++kz) {
@@ -44,26 +44,9 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
       for (uint kx = 0u; kx < p.kw; ++kx) {
         const int ix = ix0 + (int)(kx * p.dw);
         if (ix < 0 || ix >= (int)p.w) continue;
-        const uint pix = row + (uint)ix;
-        float4 xv = (float4)(0.0f);
-        if (X_PACKED) {
-          xv = LOAD4(x, ncb * vol + pix);
-        } else {
-          const uint base = (n * p.c + c0) * vol + pix;
-          if (left > 0u) xv.x = LOAD(x, base);
-          if (left > 1u) xv.y = LOAD(x, base + vol);
-          if (left > 2u) xv.z = LOAD(x, base + 2u * vol);
-          if (left > 3u) xv.w = LOAD(x, base + 3u * vol);
-        }
-        acc += LOAD4(w4, wrow + kx) * xv;
+        acc += LOAD4(w4, wrow + kx) * LoadX4(x, X_PACKED, p.c, n, cb, vol, row + (uint)ix);
       }
     }
   }
-  float v[4] = {acc.x, acc.y, acc.z, acc.w};
-  for (uint j = 0u; j < 4u; ++j) v[j] = j < left ? FusedActivation(ACT, v[j], p.lo, p.hi, p.slope) : 0.0f;
-  if (Y_PACKED) {
-    STORE4(y, ncb * ovol + q, (float4)(v[0], v[1], v[2], v[3]));
-  } else {
-    for (uint j = 0u; j < left; ++j) STORE(y, (n * p.c + c0 + j) * ovol + q, v[j]);
-  }
+  StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, q, acc, p.lo, p.hi, p.slope);
 }

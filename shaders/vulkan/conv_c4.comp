@@ -2,35 +2,20 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 #include "nn_activation.glsl"
+#include "conv_c4_common.glsl"
 
 // Conv (1-D/2-D/3-D, any stride, padding, dilation; one group, or groups of
 // channels in whole blocks of four) on channel-packed weights with vec4
 // arithmetic. One invocation owns four output channels (one block) by four
 // consecutive output columns of one output row: per tap and input block it
 // loads four input pixels (each the vec4 of four input channels) and four
-// weight columns, and does sixteen vec4 FMAs. X and Y are each either
-// channel-packed (X_PACKED / Y_PACKED: [N][C/4][vol][4], a vec4 per pixel
-// and block) or NCHW (four scalar accesses, channels past the group's
-// masked), so a conv sits at a border between the layouts without a
-// conversion pass. Weights (backends/gpu/ops/gpu_nn_conv.cpp, PackConvWeights):
-// vec4 column j of (group g, output block mb, tap t, input block cb) holds
-// W[g*mg + 4mb + 0..3][4cb + j][t], zero past the group's channels, at
-// ((gmb * kvol + t) * cg4 + cb) * 4 + j with gmb = g * mg4 + mb; the bias
-// follows at vec4 `bias_at` + gmb. Invocations: ox block fastest, then oy,
-// oz, output block (all groups), batch.
-layout(constant_id = 3) const uint ACT = 0;
-layout(constant_id = 4) const bool HAS_BIAS = false;
-layout(constant_id = 5) const bool X_PACKED = false;
-layout(constant_id = 6) const bool Y_PACKED = false;
-
-// Bindings 0 and 2 are each declared twice: per pixel block (vec4) and per
-// element; a spec constant picks the one the layout wants.
-layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
-layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
-layout(std430, binding = 1) readonly buffer W4 { STORE4_T w4[]; };
-layout(std430, binding = 2) writeonly buffer Y { STORE_T y[]; };
-layout(std430, binding = 2) writeonly buffer Y4 { STORE4_T y4[]; };
-
+// weight columns, and does sixteen vec4 FMAs. X and Y in either layout
+// (conv_c4_common.glsl). Weights (backends/gpu/ops/gpu_nn_conv.cpp,
+// PackConvWeights): vec4 column j of (group g, output block mb, tap t,
+// input block cb) holds W[g*mg + 4mb + 0..3][4cb + j][t], zero past the
+// group's channels, at ((gmb * kvol + t) * cg4 + cb) * 4 + j with gmb =
+// g * mg4 + mb; the bias follows at vec4 `bias_at` + gmb. Invocations: ox
+// block fastest, then oy, oz, output block (all groups), batch.
 layout(push_constant) uniform P {
   uint c, cg, cg4;      // input channels; per group, and its blocks
   uint m, mg, mg4;      // output channels; per group, and its blocks
@@ -45,17 +30,6 @@ layout(push_constant) uniform P {
   float lo, hi, slope;  // fused activation
 } p;
 
-// Four input channels (group channels cb*4.. of the block starting at
-// absolute channel `c0`, `left` of them real) at pixel `pix` of image n.
-vec4 LoadX(uint n, uint gcb, uint c0, uint left, uint vol, uint pix) {
-  if (X_PACKED) return vec4(x4[(n * ((p.c + 3u) / 4u) + gcb) * vol + pix]);
-  const uint base = (n * p.c + c0) * vol + pix;
-  vec4 v = vec4(0.0);
-  [[unroll]] for (uint j = 0u; j < 4u; ++j)
-    if (j < left) v[j] = float(x[base + j * vol]);
-  return v;
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -67,14 +41,14 @@ void main() {
   const uint oz = i % p.od;
   i /= p.od;
   const uint gmb = i % m4, n = i / m4;
-  const uint g = gmb / p.mg4, mb = gmb - g * p.mg4;
+  const uint g = gmb / p.mg4;
   const uint ox0 = xb * 4u;
   const uint kvol = p.kd * p.kh * p.kw, vol = p.d * p.h * p.w;
 
   vec4 acc[4];
   [[unroll]] for (uint b = 0u; b < 4u; ++b) acc[b] = vec4(0.0);
   const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph;
-  const uint cb0 = g * p.cg4;  // the group's first input block (packed X)
+  const uint cb0 = g * p.cg4;  // the group's first input block
   for (uint kz = 0u; kz < p.kd; ++kz) {
     const int iz = iz0 + int(kz * p.dd);
     if (iz < 0 || iz >= int(p.d)) continue;
@@ -94,10 +68,9 @@ void main() {
         uint wi = (gmb * kvol + t) * p.cg4 * 4u;
         for (uint cb = 0u; cb < p.cg4; ++cb, wi += 4u) {
           const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
-          const uint c0 = g * p.cg + cb * 4u, left = min(4u, p.cg - cb * 4u);
           [[unroll]] for (uint b = 0u; b < 4u; ++b) {
             if (!ok[b]) continue;
-            const vec4 xv = LoadX(n, cb0 + cb, c0, left, vol, pix[b]);
+            const vec4 xv = LoadX4(p.c, n, cb0 + cb, vol, pix[b]);
             acc[b] += w0 * xv.x + w1 * xv.y + w2 * xv.z + w3 * xv.w;
           }
         }
@@ -107,17 +80,8 @@ void main() {
 
   const vec4 bv = HAS_BIAS ? vec4(w4[p.bias_at + gmb]) : vec4(0.0);
   const uint ovol = p.od * p.oh * p.ow, orow = (oz * p.oh + oy) * p.ow;
-  const uint m0 = g * p.mg + mb * 4u, left = min(4u, p.mg - mb * 4u);
   [[unroll]] for (uint b = 0u; b < 4u; ++b) {
     if (ox0 + b >= p.ow) break;
-    vec4 v = acc[b] + bv;
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) v[j] = j < left ? FusedActivation(ACT, v[j], p.lo, p.hi, p.slope) : 0.0;
-    const uint opix = orow + ox0 + b;
-    if (Y_PACKED) {
-      y4[(n * ((p.m + 3u) / 4u) + g * p.mg4 + mb) * ovol + opix] = STORE4_T(v);
-    } else {
-      [[unroll]] for (uint j = 0u; j < 4u; ++j)
-        if (j < left) y[(n * p.m + m0 + j) * ovol + opix] = STORE_T(v[j]);
-    }
+    StoreY4(p.m, n, gmb, ovol, orow + ox0 + b, acc[b] + bv, p.lo, p.hi, p.slope);
   }
 }

@@ -1,0 +1,49 @@
+// Shared by conv_c4.comp and conv_dw_c4.comp: their specialization
+// constants, bindings, and the load and store of one block of four
+// channels in either layout. Included after common.glsl and
+// nn_activation.glsl.
+//
+// X and Y are each channel-packed ([N][ceil(C/4)][vol][4], a vec4 per pixel
+// and block; X_PACKED, Y_PACKED) or NCHW (four scalar accesses, channels
+// past C masked), so a conv sits at a border between the layouts without a
+// conversion pass. Block b always holds channels 4b .. 4b+3 of the tensor:
+// the kernels run only for one group, depthwise, or groups of whole blocks
+// (ConvExecution::packRule), where a group's blocks are the tensor's.
+layout(constant_id = 3) const uint ACT = 0;
+layout(constant_id = 4) const bool HAS_BIAS = false;
+layout(constant_id = 5) const bool X_PACKED = false;
+layout(constant_id = 6) const bool Y_PACKED = false;
+
+// Bindings 0 and 2 are each declared twice: per pixel block (vec4) and per
+// element; a spec constant picks the one the layout wants. W4 holds the
+// repacked weights and bias (PackConvWeights).
+layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
+layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
+layout(std430, binding = 1) readonly buffer W4 { STORE4_T w4[]; };
+layout(std430, binding = 2) writeonly buffer Y { STORE_T y[]; };
+layout(std430, binding = 2) writeonly buffer Y4 { STORE4_T y4[]; };
+
+// Channels of `block` at pixel `pix` of image n, X having `channels`
+// channels of `vol` pixels; 0 past the last channel.
+vec4 LoadX4(uint channels, uint n, uint block, uint vol, uint pix) {
+  if (X_PACKED) return vec4(x4[(n * ((channels + 3u) / 4u) + block) * vol + pix]);
+  const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
+  vec4 v = vec4(0.0);
+  [[unroll]] for (uint j = 0u; j < 4u; ++j)
+    if (c0 + j < channels) v[j] = float(x[base + j * vol]);
+  return v;
+}
+
+// v through the fused activation into `block` at pixel `pix` of image n, Y
+// having `channels` channels of `vol` pixels; packed lanes past the last
+// channel are written zero.
+void StoreY4(uint channels, uint n, uint block, uint vol, uint pix, vec4 v, float lo, float hi, float slope) {
+  const uint c0 = block * 4u;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) v[j] = c0 + j < channels ? FusedActivation(ACT, v[j], lo, hi, slope) : 0.0;
+  if (Y_PACKED) {
+    y4[(n * ((channels + 3u) / 4u) + block) * vol + pix] = STORE4_T(v);
+    return;
+  }
+  [[unroll]] for (uint j = 0u; j < 4u; ++j)
+    if (c0 + j < channels) y[(n * channels + c0 + j) * vol + pix] = STORE_T(v[j]);
+}
