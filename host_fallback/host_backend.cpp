@@ -109,6 +109,7 @@ Status HostBackend::onAllocateBuffer() {
   MemoryPlanner::Plan plan = planner_.plan();
   std::free(memory_);
   memory_ = nullptr;
+  RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
   size_t bytes = plan.total ? plan.total : 64;
   memory_ = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
   if (!memory_) return OutOfMemory("host pool of %zu bytes", plan.total);

@@ -45,7 +45,8 @@ struct GpuCaps {
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};
-  uint64_t max_storage_buffer_range = 0;
+  uint64_t max_storage_buffer_range = 0;  // the largest tensor a kernel can bind
+  uint64_t memory_bytes = 0;              // the device's memory (largest device-local heap)
   // Kernels for CPU drivers (lavapipe, PoCL): no shared-memory tiling, where
   // barriers cost more than the reuse saves.
   bool cpu_kernels = false;
@@ -171,6 +172,13 @@ class GpuBackend : public Backend {
   StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
 
   virtual const GpuCaps& gpuCaps() const = 0;
+  // Session limits default to the device's: a tensor must fit one binding.
+  size_t maxBufferBytes() const override {
+    return gpuCaps().max_storage_buffer_range ? gpuCaps().max_storage_buffer_range : PhysicalMemoryBytes();
+  }
+  size_t totalMemoryBytes() const override {
+    return gpuCaps().memory_bytes ? gpuCaps().memory_bytes : PhysicalMemoryBytes();
+  }
   // The kernel `name` for `bindings` buffers, work-group size `local` and
   // spec constants (ids 3...), created (compiled) on first use and kept.
   virtual StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],

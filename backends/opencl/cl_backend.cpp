@@ -284,6 +284,7 @@ Status OpenCLBackend::onAllocateBuffer() {
   freeRecording();
   if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
   MemoryPlanner::Plan plan = planner_.plan();
+  RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
   const uint64_t bytes = plan.total + kPoolSlack;
   if (bytes > pool_bytes_ || bytes * 2 < pool_bytes_) {
     if (pool_) cl().clReleaseMemObject(pool_);

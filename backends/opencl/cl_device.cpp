@@ -126,6 +126,7 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
     c.max_workgroup_count[i] = 65535u * 32u;  // no OpenCL limit; keep grids within 32-bit ids
   }
   c.max_storage_buffer_range = DeviceValue<cl_ulong>(cl, d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  c.memory_bytes = DeviceValue<cl_ulong>(cl, d, CL_DEVICE_GLOBAL_MEM_SIZE);
   c.cpu_kernels = (c.type & CL_DEVICE_TYPE_CPU) != 0;
   if (const char* k = std::getenv("KILN_OPENCL_KERNELS")) c.cpu_kernels = std::string(k) == "cpu";
 

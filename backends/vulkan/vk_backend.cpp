@@ -330,6 +330,7 @@ Status VulkanBackend::onAllocateBuffer() {
   freeRecording();
   if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
   MemoryPlanner::Plan plan = planner_.plan();
+  RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
   VkDeviceSize bytes = plan.total + kPoolSlack;
   if (bytes > pool_.bytes || bytes * 2 < pool_.bytes) {
     if (pool_map_) vkUnmapMemory(device_->device(), pool_.memory);

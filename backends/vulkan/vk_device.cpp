@@ -238,7 +238,7 @@ Status VulkanDevice::init(int index) {
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
     if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-      caps_.device_local_bytes = std::max(caps_.device_local_bytes, memory_.memoryHeaps[i].size);
+      caps_.memory_bytes = std::max<uint64_t>(caps_.memory_bytes, memory_.memoryHeaps[i].size);
   const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)

@@ -39,7 +39,6 @@ struct VulkanCaps : GpuCaps {
   uint32_t max_push_constants = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
   VkDeviceSize non_coherent_atom_size = 0;
-  VkDeviceSize device_local_bytes = 0;  // largest device-local heap
   // GpuCaps::cpu_kernels: true on CPU devices; KILN_VULKAN_KERNELS=gpu|cpu
   // overrides (the tests cover both paths on lavapipe).
   bool unified_memory = false;          // a device-local type is also host-visible + coherent

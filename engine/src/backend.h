@@ -18,6 +18,7 @@
 // Thread-safety: a backend belongs to one session and is used by one thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,9 @@ struct DevicePeaks {
   std::string how;    // what was measured ("AVX-512 FMA, 2 threads; memcpy 128 MiB")
 };
 
+// The host's physical memory in bytes (SIZE_MAX when it cannot be read).
+size_t PhysicalMemoryBytes();
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -95,6 +99,23 @@ class Backend {
     return Status::Ok();
   }
   virtual void onClearBuffer() = 0;
+
+  // What the device can hold: the largest single buffer, and all of its
+  // memory. The session's limits (ScheduleConfig::maxTensorBytes and
+  // maxSessionBytes) default to these. The host's: its physical memory.
+  virtual size_t maxBufferBytes() const { return PhysicalMemoryBytes(); }
+  virtual size_t totalMemoryBytes() const { return PhysicalMemoryBytes(); }
+  // The most one resize may plan on this backend (pool plus the constants it
+  // keeps), set by the session before planning; onAllocateBuffer checks its
+  // plan against it with checkPoolSize before allocating anything.
+  void setMemoryLimit(size_t bytes) { memory_limit_ = bytes; }
+  size_t memoryLimit() const { return memory_limit_; }
+  Status checkPoolSize(size_t bytes) const {
+    if (bytes <= memory_limit_) return Status::Ok();
+    return OutOfMemory("%s pool of %zu bytes exceeds the session memory limit (%zu bytes)", name(), bytes,
+                       memory_limit_);
+  }
+
   // `share_with`: the tensor may reuse that (already acquired) tensor's
   // memory in place; the memory is released when both are.
   virtual Status onAcquireBuffer(Tensor* t, const Tensor* share_with = nullptr) = 0;
@@ -125,6 +146,9 @@ class Backend {
   virtual Status onCopyBuffer(const Tensor& src, Tensor* dst) = 0;
   // Measures the device's roof (takes about a second). Benchmarks only.
   virtual StatusOr<DevicePeaks> measurePeaks() { return Unsupported("%s: no peak measurement", name()); }
+
+ private:
+  size_t memory_limit_ = SIZE_MAX;
 };
 
 }  // namespace kiln

@@ -1,5 +1,7 @@
 #include "session_impl.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
@@ -14,6 +16,13 @@
 #endif
 
 namespace kiln {
+
+size_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return SIZE_MAX;
+  size_t bytes;
+  return __builtin_mul_overflow(static_cast<size_t>(pages), static_cast<size_t>(page), &bytes) ? SIZE_MAX : bytes;
+}
 
 bool MayRunInPlace(fb::OpType t) {
   switch (t) {
@@ -171,8 +180,11 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
       return nullptr;
     }
     backends_.push_back(std::move(b).value());
-    by_type[t] = backends_.back().get();
-    return backends_.back().get();
+    Backend* backend = backends_.back().get();
+    backend->setMemoryLimit(c.maxSessionBytes ? c.maxSessionBytes : backend->totalMemoryBytes());
+    tensor_limit_[backend] = c.maxTensorBytes ? c.maxTensorBytes : backend->maxBufferBytes();
+    by_type[t] = backend;
+    return backend;
   };
   std::string why;
   host_ = static_cast<HostBackend*>(get(ForwardType::kHost, &why));

@@ -33,9 +33,6 @@ class HostBackend;
 // Their kernels must tolerate out == in0 (element i is read before written).
 bool MayRunInPlace(fb::OpType type);
 
-// No intermediate tensor may exceed this (a bad shape, not a real model).
-constexpr uint64_t kMaxSessionTensorBytes = uint64_t{1} << 40;
-
 // Creates the backend for a forward type (tests substitute their own).
 using BackendFactory =
     std::function<StatusOr<std::unique_ptr<Backend>>(ForwardType type, const ScheduleConfig& config)>;
@@ -89,6 +86,10 @@ class SessionImpl {
   Status runStep(const Step& s, const TensorCallBack* before, const TensorCallBack* after);
   OpInfo opInfo(int op) const;
   std::string where(int op) const;
+  // Resize's limits: a tensor's size (computed without overflow) against its
+  // backend's tensor limit, and the parameter-driven work of windowed ops.
+  Status checkTensorSize(const Tensor& t, size_t limit) const;
+  Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, size_t limit) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Graph> graph_;
@@ -99,6 +100,7 @@ class SessionImpl {
   std::vector<OpProfile> profile_result_;
 
   std::vector<std::unique_ptr<Tensor>> tensors_;  // home tensor of each graph tensor
+  std::map<const Backend*, size_t> tensor_limit_;  // ScheduleConfig::maxTensorBytes, else the device's largest buffer
   std::vector<Backend*> home_;                    // backend of each home tensor (host for constants)
   std::map<std::pair<int, Backend*>, std::unique_ptr<Tensor>> mirrors_;
   std::vector<std::pair<Tensor*, Tensor*>> static_copies_;  // (src, mirror) done at resize

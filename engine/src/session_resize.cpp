@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "checked_math.h"
 #include "host_backend.h"
 #include "ops/op_cost.h"
 #include "ops/shape_inference.h"
@@ -99,14 +100,11 @@ Status SessionImpl::inferShapes() {
     if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
     ShapeContext ctx(op, ins, outs);
     RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
-    for (Tensor* o : outs) {
-      for (int64_t d : o->shape())
-        if (d < 0) return Internal("%s: shape function gave dim %lld", where(static_cast<int>(i)).c_str(), (long long)d);
-      uint64_t bytes = static_cast<uint64_t>(ShapeElementCount(o->shape())) * o->elementSize();
-      if (bytes > kMaxSessionTensorBytes)
-        return InvalidArgument("%s: output '%s' %s would take %llu bytes", where(static_cast<int>(i)).c_str(),
-                               o->name().c_str(), ShapeToString(o->shape()).c_str(), (unsigned long long)bytes);
-    }
+    for (size_t k = 0; k < outs.size(); ++k)
+      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensor_limit_.at(home_[static_cast<size_t>(op.outputs[k])])), "%s",
+                      where(static_cast<int>(i)).c_str());
+    RETURN_IF_ERROR(checkParameterWork(op, ins, tensor_limit_.at(home_[static_cast<size_t>(op.outputs[0])])), "%s",
+                    where(static_cast<int>(i)).c_str());
     if (resize_op_[i]) {
       // Compute now, on the host, into session memory that lives until the next resize.
       for (Tensor* o : outs) {
@@ -122,6 +120,58 @@ Status SessionImpl::inferShapes() {
     m->setShape(src->shape());
     m->setDtype(src->dtype());
   }
+  return Status::Ok();
+}
+
+Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit) const {
+  for (int64_t d : t.shape())
+    if (d < 0) return Internal("output '%s': the shape function gave dim %lld", t.name().c_str(), (long long)d);
+  size_t bytes = 0;
+  if (!CheckedShapeBytes(t.shape(), t.elementSize(), &bytes))
+    return InvalidArgument("output '%s' %s exceeds the tensor limit (%zu bytes): its size overflows", t.name().c_str(),
+                           ShapeToString(t.shape()).c_str(), limit);
+  if (bytes > limit)
+    return InvalidArgument("output '%s' %s exceeds the tensor limit (%zu bytes): it needs %zu", t.name().c_str(),
+                           ShapeToString(t.shape()).c_str(), limit, bytes);
+  return Status::Ok();
+}
+
+// Ops whose work is set by parameters rather than by their tensors' sizes:
+// a windowed op reads its input as if padded (pads of 65536 on a 7x7 input)
+// and walks its kernel window at every output (kernel_shape 10^6). Both are
+// bounded by the tensor limit, as if the padded input were a tensor and the
+// window a tensor of one element a tap.
+Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, size_t limit) const {
+  if (!op.op) return Status::Ok();
+  const flatbuffers::Vector<int32_t>* kernel = nullptr;
+  const flatbuffers::Vector<int32_t>* pads = nullptr;
+  const flatbuffers::Vector<int32_t>* dilations = nullptr;
+  if (const fb::ConvParams* p = op.params<fb::ConvParams>()) {
+    kernel = p->kernel_shape(), pads = p->pads(), dilations = p->dilations();
+  } else if (const fb::PoolParams* p = op.params<fb::PoolParams>()) {
+    kernel = p->kernel_shape(), pads = p->pads(), dilations = p->dilations();
+  } else {
+    return Status::Ok();
+  }
+  if (ins.empty() || !ins[0]) return Status::Ok();
+  const std::vector<int64_t>& x = ins[0]->shape();
+  const size_t spatial = x.size() > 2 ? x.size() - 2 : 0;
+  std::vector<int64_t> padded = x, window;
+  for (size_t d = 0; d < spatial; ++d) {
+    if (pads && pads->size() == 2 * spatial)
+      padded[2 + d] = SatAdd(SatAdd(x[2 + d], std::max(0, pads->Get(static_cast<flatbuffers::uoffset_t>(d)))),
+                             std::max(0, pads->Get(static_cast<flatbuffers::uoffset_t>(d + spatial))));
+    int64_t k = kernel && kernel->size() == spatial ? kernel->Get(static_cast<flatbuffers::uoffset_t>(d)) : 1;
+    int64_t dil = dilations && dilations->size() == spatial ? dilations->Get(static_cast<flatbuffers::uoffset_t>(d)) : 1;
+    window.push_back(SatAdd(SatMul(std::max<int64_t>(k, 1) - 1, std::max<int64_t>(dil, 1)), 1));
+  }
+  size_t bytes = 0;
+  if (!CheckedShapeBytes(padded, ins[0]->elementSize(), &bytes) || bytes > limit)
+    return InvalidArgument("input '%s' %s padded to %s exceeds the tensor limit (%zu bytes)", ins[0]->name().c_str(),
+                           ShapeToString(x).c_str(), ShapeToString(padded).c_str(), limit);
+  if (!CheckedShapeBytes(window, sizeof(float), &bytes) || bytes > limit)
+    return InvalidArgument("kernel window %s (kernel_shape and dilations) exceeds the tensor limit (%zu bytes)",
+                           ShapeToString(window).c_str(), limit);
   return Status::Ok();
 }
 

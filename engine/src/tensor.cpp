@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend.h"
+#include "checked_math.h"
 
 namespace kiln {
 namespace {
@@ -39,9 +40,13 @@ Tensor::Tensor() = default;
 Tensor::~Tensor() = default;
 
 int64_t Tensor::elementCount() const {
-  int64_t n = 1;
-  for (int64_t d : shape_) n *= d;
-  return n;
+  int64_t n;
+  return CheckedElementCount(shape_, &n) ? n : kDimOverflow;
+}
+
+size_t Tensor::byteSize() const {
+  size_t bytes;
+  return CheckedByteSize(elementCount(), elementSize(), &bytes) ? bytes : SIZE_MAX;
 }
 
 std::vector<int64_t> Tensor::logicalShape() const {

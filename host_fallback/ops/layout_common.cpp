@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "checked_math.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
@@ -176,7 +177,7 @@ StatusOr<std::vector<int64_t>> ResolvePads(const GraphOp& op, const std::vector<
     size_t a = static_cast<size_t>(axes[i]);
     full[a] = pads[i];
     full[a + static_cast<size_t>(rank)] = pads[i + n];
-    int64_t out = shape[a] + pads[i] + pads[i + n];
+    int64_t out = SatAdd(SatAdd(shape[a], pads[i]), pads[i + n]);
     if (out < 0)
       return InvalidArgument("Pad: pads %lld and %lld on axis %zu of size %lld give a negative size",
                              static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]), a,
@@ -220,7 +221,7 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
     return InvalidArgument("Resize: %zu scales for an input of rank %zu", scales.size(), rank);
   for (size_t d = 0; d < rank; ++d) {
     if (!(scales[d] > 0.f)) return InvalidArgument("Resize: scale %g on axis %zu must be > 0", scales[d], d);
-    s.out_shape.push_back(static_cast<int64_t>(std::floor(static_cast<double>(shape[d]) * scales[d])));
+    s.out_shape.push_back(DimFromDouble(std::floor(static_cast<double>(shape[d]) * scales[d])));
   }
   s.scales = scales;
   return s;

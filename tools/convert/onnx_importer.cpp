@@ -11,6 +11,7 @@
 
 #include "kiln/convert.h"
 #include "onnx_util.h"
+#include "ops/op_defs.h"
 
 namespace kiln {
 namespace {
@@ -130,11 +131,27 @@ class OnnxImporter {
     return names;
   }
 
-  void Emit(fb::OpType type, const onnx::NodeProto& n, const std::vector<int>& inputs, fb::OpParamsUnion params = {},
-            int max_outputs = 1 << 20) {
+  // Adds the Kiln op for node n, its inputs and outputs checked against the
+  // op's arity first (a required input left empty is an error here, not a
+  // null tensor later).
+  Status Emit(fb::OpType type, const onnx::NodeProto& n, const std::vector<int>& inputs, fb::OpParamsUnion params = {},
+              int max_outputs = 1 << 20) {
     std::vector<std::string> names = OutputNames(n, max_outputs);
+    if (const OpDef* def = FindOpDef(type)) {
+      const int nin = static_cast<int>(inputs.size()), nout = static_cast<int>(names.size());
+      if (nin < def->min_inputs || nin > def->max_inputs)
+        return InvalidArgument("%s takes %d to %d inputs, the node gives %d", def->name, def->min_inputs,
+                               def->max_inputs, nin);
+      for (int k = 0; k < def->min_inputs; ++k)
+        if (inputs[static_cast<size_t>(k)] < 0)
+          return InvalidArgument("%s input %d is required but missing (empty name)", def->name, k);
+      if (nout < def->min_outputs || nout > def->max_outputs)
+        return InvalidArgument("%s has %d to %d outputs, the node names %d", def->name, def->min_outputs,
+                               def->max_outputs, nout);
+    }
     std::vector<int> outs = b_.addOp(type, n.name(), inputs, names, std::move(params));
     for (size_t k = 0; k < outs.size(); ++k) tensors_[names[k]] = outs[k];
+    return Status::Ok();
   }
 
   template <typename P>
@@ -171,59 +188,59 @@ class OnnxImporter {
     } else {
       return Unsupported("Constant without a value/value_float(s)/value_int(s) attribute");
     }
+    if (n.output_size() != 1 || n.output(0).empty()) return InvalidArgument("Constant must have one named output");
     tensors_[n.output(0)] = b_.addConstant(n.output(0), d.dtype, d.shape, d.bytes.data(), d.bytes.size());
     report_->weight_bytes += d.bytes.size();
     return Status::Ok();
   }
 
-  fb::ConvParamsT ConvParams(const onnx::NodeProto& n) {
+  StatusOr<fb::ConvParamsT> ConvParams(const onnx::NodeProto& n) {
     fb::ConvParamsT p;
-    p.kernel_shape = AttrInts32(n, "kernel_shape");
-    p.strides = AttrInts32(n, "strides");
-    p.pads = AttrInts32(n, "pads");
-    p.dilations = AttrInts32(n, "dilations");
-    p.group = static_cast<int32_t>(AttrInt(n, "group", 1));
+    ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+    ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+    ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+    ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
+    ASSIGN_OR_RETURN(p.group, AttrInt32(n, "group", 1));
     p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
-    p.output_padding = AttrInts32(n, "output_padding");
-    p.output_shape = AttrInts32(n, "output_shape");
+    ASSIGN_OR_RETURN(p.output_padding, AttrInts32(n, "output_padding"));
+    ASSIGN_OR_RETURN(p.output_shape, AttrInts32(n, "output_shape"));
     return p;
   }
 
-  fb::PoolParamsT PoolParams(const onnx::NodeProto& n) {
+  StatusOr<fb::PoolParamsT> PoolParams(const onnx::NodeProto& n) {
     fb::PoolParamsT p;
-    p.kernel_shape = AttrInts32(n, "kernel_shape");
-    p.strides = AttrInts32(n, "strides");
-    p.pads = AttrInts32(n, "pads");
-    p.dilations = AttrInts32(n, "dilations");
+    ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+    ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+    ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+    ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
     p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
     p.ceil_mode = AttrInt(n, "ceil_mode", 0) != 0;
     p.count_include_pad = AttrInt(n, "count_include_pad", 0) != 0;
     return p;
   }
 
-  fb::AxisParamsT Axis(const onnx::NodeProto& n, int64_t def) {
+  StatusOr<fb::AxisParamsT> Axis(const onnx::NodeProto& n, int64_t def) {
     fb::AxisParamsT p;
-    p.axis = static_cast<int32_t>(AttrInt(n, "axis", def));
+    ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", def));
     return p;
   }
 
   // Softmax / LogSoftmax before opset 13 normalize over all dims from `axis`
   // on: flatten to 2-D there, softmax the rows, reshape back.
   Status ImportLegacySoftmax(fb::OpType type, const onnx::NodeProto& n, int x) {
-    int64_t axis = AttrInt(n, "axis", 1);
+    ASSIGN_OR_RETURN(int32_t axis, AttrInt32(n, "axis", 1));
     if (axis == -1) {
-      Emit(type, n, {x}, U(Axis(n, -1)));
-      return Status::Ok();
+      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
+      return Emit(type, n, {x}, U(p));
     }
     fb::AxisParamsT fa;
-    fa.axis = static_cast<int32_t>(axis);
+    fa.axis = axis;
     int flat = b_.addOp(fb::OpType::Flatten, n.name() + "/flatten", {x}, {n.name() + "/flat"}, fa)[0];
     fb::AxisParamsT last;
     last.axis = -1;
     int sm = b_.addOp(type, n.name(), {flat}, {n.name() + "/rows"}, last)[0];
     int shape = b_.addOp(fb::OpType::Shape, n.name() + "/shape", {x}, {n.name() + "/x_shape"})[0];
-    Emit(fb::OpType::Reshape, n, {sm, shape});
-    return Status::Ok();
+    return Emit(fb::OpType::Reshape, n, {sm, shape});
   }
 
   Status ImportNode(const onnx::NodeProto& n) {
@@ -232,7 +249,8 @@ class OnnxImporter {
     if (t == "Constant") return ImportConstant(n);
     ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
-      Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(ConvParams(n)));
+      ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
+      return Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(p));
     } else if (t == "MaxPool" && AttrInt(n, "storage_order", 0) != 0 && OutputNames(n, 2).size() > 1) {
       return Keep(n, "storage_order 1 (column-major Indices)");
     } else if (t == "PRelu" && opset_ < 7 && in.size() == 2) {
@@ -246,90 +264,96 @@ class OnnxImporter {
           one->size = 1;
           slope.shape.push_back(std::move(one));
         }
-      Emit(fb::OpType::PRelu, n, in);
+      return Emit(fb::OpType::PRelu, n, in);
     } else if (t == "MaxPool" || t == "AveragePool") {
-      Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(PoolParams(n)));
+      ASSIGN_OR_RETURN(fb::PoolParamsT p, PoolParams(n));
+      return Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(p));
     } else if (t == "MaxUnpool") {
       fb::MaxUnpoolParamsT p;  // (X, I, output_shape?): I flat over the output, as MaxPool's Indices
-      p.kernel_shape = AttrInts32(n, "kernel_shape");
-      p.strides = AttrInts32(n, "strides");
-      p.pads = AttrInts32(n, "pads");
-      Emit(fb::OpType::MaxUnpool, n, in, U(p));
+      ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+      ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+      ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+      return Emit(fb::OpType::MaxUnpool, n, in, U(p));
     } else if (t == "Gemm") {
       fb::GemmParamsT p;
       p.alpha = AttrFloat(n, "alpha", 1.0f);
       p.beta = AttrFloat(n, "beta", 1.0f);
       p.trans_a = AttrInt(n, "transA", 0) != 0;
       p.trans_b = AttrInt(n, "transB", 0) != 0;
-      Emit(fb::OpType::Gemm, n, in, U(p));
+      return Emit(fb::OpType::Gemm, n, in, U(p));
     } else if (t == "BatchNormalization" && (AttrInt(n, "training_mode", 0) || OutputNames(n, 5).size() > 1)) {
       return Keep(n, "training mode");
     } else if (t == "BatchNormalization" || t == "InstanceNormalization" || t == "LayerNormalization") {
       fb::NormParamsT p;
       p.epsilon = AttrFloat(n, "epsilon", 1e-5f);
-      p.axis = static_cast<int32_t>(AttrInt(n, "axis", -1));
+      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", -1));
       fb::OpType type = t == "BatchNormalization" ? fb::OpType::BatchNormalization
                         : t == "LayerNormalization" ? fb::OpType::LayerNormalization
                                                     : fb::OpType::InstanceNormalization;
-      Emit(type, n, in, U(p), t == "BatchNormalization" ? 1 : 3);
+      return Emit(type, n, in, U(p), t == "BatchNormalization" ? 1 : 3);
     } else if (t == "LeakyRelu") {
       fb::LeakyReluParamsT p;
       p.alpha = AttrFloat(n, "alpha", 0.01f);
-      Emit(fb::OpType::LeakyRelu, n, in, U(p));
+      return Emit(fb::OpType::LeakyRelu, n, in, U(p));
     } else if (t == "Elu") {
       fb::EluParamsT p;
       p.alpha = AttrFloat(n, "alpha", 1.0f);
-      Emit(fb::OpType::Elu, n, in, U(p));
+      return Emit(fb::OpType::Elu, n, in, U(p));
     } else if (t == "HardSigmoid") {
       fb::HardSigmoidParamsT p;
       p.alpha = AttrFloat(n, "alpha", 0.2f);
       p.beta = AttrFloat(n, "beta", 0.5f);
-      Emit(fb::OpType::HardSigmoid, n, in, U(p));
+      return Emit(fb::OpType::HardSigmoid, n, in, U(p));
     } else if (t == "Clip") {
       fb::ClipParamsT p;
       p.min = AttrFloat(n, "min", -INFINITY);
       p.max = AttrFloat(n, "max", INFINITY);
-      Emit(fb::OpType::Clip, n, in, U(p));
+      return Emit(fb::OpType::Clip, n, in, U(p));
     } else if (t == "Gelu") {
       fb::GeluParamsT p;
       p.approximate = AttrString(n, "approximate", "none") == "tanh" ? fb::GeluApproximation::Tanh
                                                                      : fb::GeluApproximation::None;
-      Emit(fb::OpType::Gelu, n, in, U(p));
+      return Emit(fb::OpType::Gelu, n, in, U(p));
     } else if (t.rfind("Reduce", 0) == 0 && fb::OpType::Invalid != OpByName(t)) {
       fb::ReduceParamsT p;
-      p.axes = AttrInts32(n, "axes");
+      ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
       p.keepdims = AttrInt(n, "keepdims", 1) != 0;
       p.noop_with_empty_axes = AttrInt(n, "noop_with_empty_axes", 0) != 0;
-      Emit(OpByName(t), n, in, U(p));
+      return Emit(OpByName(t), n, in, U(p));
     } else if (t == "Softmax" || t == "LogSoftmax") {
       fb::OpType type = t == "Softmax" ? fb::OpType::Softmax : fb::OpType::LogSoftmax;
-      if (opset_ < 13) return ImportLegacySoftmax(type, n, in.at(0));
-      Emit(type, n, in, U(Axis(n, -1)));
+      if (in.size() != 1 || in[0] < 0) return InvalidArgument("%s takes one input, the node gives %zu", t.c_str(), in.size());
+      if (opset_ < 13) return ImportLegacySoftmax(type, n, in[0]);
+      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
+      return Emit(type, n, in, U(p));
     } else if (t == "Concat") {
-      Emit(fb::OpType::Concat, n, in, U(Axis(n, 0)));
+      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
+      return Emit(fb::OpType::Concat, n, in, U(p));
     } else if (t == "Flatten") {
-      Emit(fb::OpType::Flatten, n, in, U(Axis(n, 1)));
+      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 1));
+      return Emit(fb::OpType::Flatten, n, in, U(p));
     } else if (t == "Gather") {
-      Emit(fb::OpType::Gather, n, in, U(Axis(n, 0)));
+      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
+      return Emit(fb::OpType::Gather, n, in, U(p));
     } else if (t == "Squeeze" || t == "Unsqueeze") {
       fb::AxesParamsT p;
-      p.axes = AttrInts32(n, "axes");
-      Emit(t == "Squeeze" ? fb::OpType::Squeeze : fb::OpType::Unsqueeze, n, in, U(p));
+      ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
+      return Emit(t == "Squeeze" ? fb::OpType::Squeeze : fb::OpType::Unsqueeze, n, in, U(p));
     } else if (t == "Transpose") {
       fb::TransposeParamsT p;
-      p.perm = AttrInts32(n, "perm");
-      Emit(fb::OpType::Transpose, n, in, U(p));
+      ASSIGN_OR_RETURN(p.perm, AttrInts32(n, "perm"));
+      return Emit(fb::OpType::Transpose, n, in, U(p));
     } else if (t == "Split") {
       fb::SplitParamsT p;
-      p.axis = static_cast<int32_t>(AttrInt(n, "axis", 0));
+      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
       p.split = AttrInts(n, "split");
-      Emit(fb::OpType::Split, n, in, U(p));
+      return Emit(fb::OpType::Split, n, in, U(p));
     } else if (t == "Slice") {
       fb::SliceParamsT p;
       p.starts = AttrInts(n, "starts");
       p.ends = AttrInts(n, "ends");
       p.axes = AttrInts(n, "axes");
-      Emit(fb::OpType::Slice, n, in, U(p));
+      return Emit(fb::OpType::Slice, n, in, U(p));
     } else if (t == "Pad") {
       fb::PadParamsT p;
       std::string mode = AttrString(n, "mode", "constant");
@@ -338,7 +362,7 @@ class OnnxImporter {
       else if (mode != "constant") return Keep(n, "Pad mode " + mode);
       p.pads = AttrInts(n, "pads");
       p.value = AttrFloat(n, "value", 0.0f);
-      Emit(fb::OpType::Pad, n, in, U(p));
+      return Emit(fb::OpType::Pad, n, in, U(p));
     } else if (t == "Resize" || t == "Upsample") {
       fb::ResizeParamsT p;
       std::string mode = AttrString(n, "mode", "nearest");
@@ -367,39 +391,40 @@ class OnnxImporter {
       p.scales = AttrFloats(n, "scales");  // Upsample-7
       // Resize-10 and Upsample-9: (X, scales) -> Kiln's (X, roi, scales).
       if ((t == "Upsample" || opset_ < 11) && in.size() == 2) in = {in[0], -1, in[1]};
-      Emit(fb::OpType::Resize, n, in, U(p));
+      return Emit(fb::OpType::Resize, n, in, U(p));
     } else if (t == "DepthToSpace" || t == "SpaceToDepth") {
       fb::SpaceDepthParamsT p;
-      p.blocksize = static_cast<int32_t>(AttrInt(n, "blocksize", 0));
+      ASSIGN_OR_RETURN(p.blocksize, AttrInt32(n, "blocksize", 0));
       p.mode = AttrString(n, "mode", "DCR") == "CRD" ? fb::DepthToSpaceMode::CRD : fb::DepthToSpaceMode::DCR;
-      Emit(t == "DepthToSpace" ? fb::OpType::DepthToSpace : fb::OpType::SpaceToDepth, n, in, U(p));
+      return Emit(t == "DepthToSpace" ? fb::OpType::DepthToSpace : fb::OpType::SpaceToDepth, n, in, U(p));
     } else if (t == "Cast") {
       fb::CastParamsT p;
       auto to = MapDataType(static_cast<int>(AttrInt(n, "to", 1)));
       if (!to.ok()) return Keep(n, to.status().message());
       p.to = *to;
-      Emit(fb::OpType::Cast, n, in, U(p));
+      return Emit(fb::OpType::Cast, n, in, U(p));
     } else if (t == "ArgMax" || t == "ArgMin") {
       fb::ArgParamsT p;
-      p.axis = static_cast<int32_t>(AttrInt(n, "axis", 0));
+      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
       p.keepdims = AttrInt(n, "keepdims", 1) != 0;
       p.select_last_index = AttrInt(n, "select_last_index", 0) != 0;
-      Emit(t == "ArgMax" ? fb::OpType::ArgMax : fb::OpType::ArgMin, n, in, U(p));
+      return Emit(t == "ArgMax" ? fb::OpType::ArgMax : fb::OpType::ArgMin, n, in, U(p));
     } else if (t == "Shape") {
       fb::ShapeParamsT p;
       p.start = AttrInt(n, "start", 0);
       p.end = AttrInt(n, "end", INT64_MAX);
-      Emit(fb::OpType::Shape, n, in, U(p));
+      return Emit(fb::OpType::Shape, n, in, U(p));
     } else if (t == "Reshape") {
       fb::ReshapeParamsT p;
       p.allowzero = AttrInt(n, "allowzero", 0) != 0;
-      Emit(fb::OpType::Reshape, n, in, U(p));
+      return Emit(fb::OpType::Reshape, n, in, U(p));
     } else if (t == "Dropout") {
       if (n.output_size() > 1 && !n.output(1).empty()) return Keep(n, "Dropout mask output");
       if (n.input_size() > 2 && !n.input(2).empty()) return Keep(n, "Dropout training_mode input");
-      Emit(fb::OpType::Identity, n, {in.at(0)}, {}, 1);
+      if (in.empty() || in[0] < 0) return InvalidArgument("Dropout needs its input 0");
+      return Emit(fb::OpType::Identity, n, {in[0]}, {}, 1);
     } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
-      Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...
+      return Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...
     } else {
       return Keep(n, "");
     }
@@ -441,18 +466,36 @@ class OnnxImporter {
 
 }  // namespace
 
-StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
+namespace {
+
+StatusOr<NetBuilder> ImportModel(const onnx::ModelProto& model, const ConvertOptions& options, ConvertReport* report,
+                                 const std::string& weights_dir) {
   ConvertReport local;
-  if (!report) report = &local;
+  OnnxImporter importer(options, report ? report : &local, weights_dir);
+  return importer.Import(model);
+}
+
+}  // namespace
+
+StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return NotFound("%s: cannot open", path.c_str());
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&f)) return InvalidArgument("%s: not a valid ONNX protobuf", path.c_str());
   size_t slash = path.rfind('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  OnnxImporter importer(options, report, dir);
-  auto r = importer.Import(model);
+  auto r = ImportModel(model, options, report, dir);
   if (!r.ok()) return r.status().WithContext(path);
+  return r;
+}
+
+StatusOr<NetBuilder> ImportOnnxBuffer(const void* data, size_t size, const ConvertOptions& options,
+                                      ConvertReport* report, const std::string& weights_dir) {
+  if (size > static_cast<size_t>(INT32_MAX)) return Unsupported("<buffer>: ONNX models of 2 GiB or more in memory");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data, static_cast<int>(size))) return InvalidArgument("<buffer>: not a valid ONNX protobuf");
+  auto r = ImportModel(model, options, report, weights_dir);
+  if (!r.ok()) return r.status().WithContext("<buffer>");
   return r;
 }
 

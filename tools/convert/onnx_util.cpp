@@ -3,6 +3,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "checked_math.h"
+
 namespace kiln::onnx_import {
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const char* name) {
@@ -31,10 +33,27 @@ std::vector<int64_t> AttrInts(const onnx::NodeProto& n, const char* name) {
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
 }
 
-std::vector<int32_t> AttrInts32(const onnx::NodeProto& n, const char* name) {
+StatusOr<std::vector<int32_t>> AttrInts32(const onnx::NodeProto& n, const char* name) {
   std::vector<int32_t> v;
-  for (int64_t x : AttrInts(n, name)) v.push_back(static_cast<int32_t>(x));
+  for (int64_t x : AttrInts(n, name)) {
+    if (x < INT32_MIN || x > INT32_MAX)
+      return InvalidArgument("attribute %s: value %lld is out of the int32 range", name, static_cast<long long>(x));
+    v.push_back(static_cast<int32_t>(x));
+  }
   return v;
+}
+
+StatusOr<int32_t> AttrInt32(const onnx::NodeProto& n, const char* name, int64_t def) {
+  int64_t x = AttrInt(n, name, def);
+  if (x < INT32_MIN || x > INT32_MAX)
+    return InvalidArgument("attribute %s: value %lld is out of the int32 range", name, static_cast<long long>(x));
+  return static_cast<int32_t>(x);
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 std::vector<float> AttrFloats(const onnx::NodeProto& n, const char* name) {
@@ -60,31 +79,62 @@ StatusOr<fb::DataType> MapDataType(int t) {
                          : std::to_string(t).c_str());
 }
 
+namespace {
+
+// A decimal uint64 from an external_data field, or an error naming it.
+StatusOr<uint64_t> ParseU64(const onnx::TensorProto& t, const std::string& key, const std::string& v) {
+  if (v.empty() || v.size() > 20 || v.find_first_not_of("0123456789") != std::string::npos)
+    return InvalidArgument("tensor '%s': external data %s '%s' is not a number", t.name().c_str(), key.c_str(),
+                           v.c_str());
+  uint64_t r = 0;
+  for (char c : v)
+    if (__builtin_mul_overflow(r, 10, &r) || __builtin_add_overflow(r, static_cast<uint64_t>(c - '0'), &r))
+      return InvalidArgument("tensor '%s': external data %s '%s' is out of range", t.name().c_str(), key.c_str(),
+                             v.c_str());
+  return r;
+}
+
+}  // namespace
+
 StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& base_dir) {
   TensorData d;
   ASSIGN_OR_RETURN(d.dtype, MapDataType(t.data_type()), "tensor '%s'", t.name().c_str());
   d.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t n = 1;
-  for (int64_t s : d.shape) {
-    if (s < 0) return InvalidArgument("tensor '%s': negative dim", t.name().c_str());
-    n *= s;
-  }
-  size_t es = DataTypeSize(d.dtype), bytes = static_cast<size_t>(n) * es;
+  int64_t n = 0;
+  size_t es = DataTypeSize(d.dtype), bytes = 0;
+  for (int64_t s : d.shape)
+    if (s < 0) return InvalidArgument("tensor '%s': negative dim in %s", t.name().c_str(), ShapeString(d.shape).c_str());
+  if (!CheckedElementCount(d.shape, &n) || !CheckedByteSize(n, es, &bytes))
+    return InvalidArgument("tensor '%s': shape %s overflows", t.name().c_str(), ShapeString(d.shape).c_str());
+  // Every allocation below is sized from data that is present: the file's
+  // bytes, raw_data or the typed values, never from the dims alone.
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     uint64_t offset = 0, length = bytes;
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoull(kv.value());
-      if (kv.key() == "length") length = std::stoull(kv.value());
+      if (kv.key() == "offset") {
+        ASSIGN_OR_RETURN(offset, ParseU64(t, kv.key(), kv.value()));
+      } else if (kv.key() == "length") {
+        ASSIGN_OR_RETURN(length, ParseU64(t, kv.key(), kv.value()));
+      }
     }
     if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)
       return InvalidArgument("tensor '%s': bad external data location '%s'", t.name().c_str(), location.c_str());
+    if (base_dir.empty())
+      return InvalidArgument("tensor '%s': external data '%s' in a model read from memory (no directory)",
+                             t.name().c_str(), location.c_str());
     if (length != bytes)
       return InvalidArgument("tensor '%s': external length %llu, expected %zu", t.name().c_str(),
                              (unsigned long long)length, bytes);
-    std::ifstream f(base_dir + "/" + location, std::ios::binary);
+    std::ifstream f(base_dir + "/" + location, std::ios::binary | std::ios::ate);
     if (!f) return NotFound("tensor '%s': external data file '%s' not found", t.name().c_str(), location.c_str());
+    const std::streamoff size = f.tellg();
+    uint64_t end = 0;
+    if (size < 0 || __builtin_add_overflow(offset, length, &end) || end > static_cast<uint64_t>(size))
+      return InvalidArgument("tensor '%s': external data [%llu, +%llu) is outside '%s' (%lld bytes)", t.name().c_str(),
+                             (unsigned long long)offset, (unsigned long long)length, location.c_str(),
+                             static_cast<long long>(size));
     f.seekg(static_cast<std::streamoff>(offset));
     d.bytes.resize(bytes);
     f.read(reinterpret_cast<char*>(d.bytes.data()), static_cast<std::streamsize>(bytes));
@@ -98,23 +148,22 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
     d.bytes.assign(t.raw_data().begin(), t.raw_data().end());
     return d;
   }
+  const int have = d.dtype == fb::DataType::F32   ? t.float_data_size()
+                   : d.dtype == fb::DataType::I64 ? t.int64_data_size()
+                                                  : t.int32_data_size();
+  if (have != n)
+    return InvalidArgument("tensor '%s': %d values for %lld elements %s", t.name().c_str(), have, (long long)n,
+                           ShapeString(d.shape).c_str());
   d.bytes.resize(bytes);
   if (bytes == 0) return d;  // empty tensor: no typed values to read (and their data() may be null)
-  auto need = [&](int have) -> Status {
-    if (have != n) return InvalidArgument("tensor '%s': %d values for %lld elements", t.name().c_str(), have, (long long)n);
-    return Status::Ok();
-  };
   switch (d.dtype) {
     case fb::DataType::F32:
-      RETURN_IF_ERROR(need(t.float_data_size()));
       std::memcpy(d.bytes.data(), t.float_data().data(), bytes);
       break;
     case fb::DataType::I64:
-      RETURN_IF_ERROR(need(t.int64_data_size()));
       std::memcpy(d.bytes.data(), t.int64_data().data(), bytes);
       break;
     default:  // int32_data holds i32, i8, u8, bool, f16 and bf16 bit patterns
-      RETURN_IF_ERROR(need(t.int32_data_size()));
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = t.int32_data(static_cast<int>(i));
         std::memcpy(d.bytes.data() + i * es, &v, es);  // little-endian: low bytes first

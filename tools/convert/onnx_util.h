@@ -15,7 +15,11 @@ int64_t AttrInt(const onnx::NodeProto& n, const char* name, int64_t def);
 float AttrFloat(const onnx::NodeProto& n, const char* name, float def);
 std::string AttrString(const onnx::NodeProto& n, const char* name, const std::string& def);
 std::vector<int64_t> AttrInts(const onnx::NodeProto& n, const char* name);
-std::vector<int32_t> AttrInts32(const onnx::NodeProto& n, const char* name);
+// Int attributes stored as int32 in Kiln's params: a value outside int32 is
+// an error naming the attribute, never a silent truncation.
+StatusOr<std::vector<int32_t>> AttrInts32(const onnx::NodeProto& n, const char* name);
+StatusOr<int32_t> AttrInt32(const onnx::NodeProto& n, const char* name, int64_t def);
+std::string ShapeString(const std::vector<int64_t>& shape);
 std::vector<float> AttrFloats(const onnx::NodeProto& n, const char* name);
 
 // ONNX TensorProto.DataType -> Kiln dtype; Unsupported for the others.
@@ -28,7 +32,8 @@ struct TensorData {
 };
 
 // Reads a TensorProto's values (raw_data, typed fields, or external data
-// resolved against `base_dir`).
+// resolved against `base_dir`; refused when base_dir is empty). Sizes are
+// checked for overflow and against the data present before any allocation.
 StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& base_dir);
 
 }  // namespace kiln::onnx_import

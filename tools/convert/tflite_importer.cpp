@@ -18,9 +18,10 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <stdexcept>
 
 #include "kiln/convert.h"
+#include "checked_math.h"
+#include "ops/shape_inference.h"
 #include "tflite_reader.h"
 
 namespace kiln {
@@ -60,9 +61,15 @@ fb::OpParamsUnion Make(F f) {
 }
 fb::OpParamsUnion Clip(float lo, float hi) { return Make<fb::ClipParamsT>([&](auto& c) { c.min = lo, c.max = hi; }); }
 std::vector<int32_t> I32(const Ints& v) { return std::vector<int32_t>(v.begin(), v.end()); }
-void PermuteConst(ConstData* d, const Ints& perm) {
+Status PermuteConst(ConstData* d, const Ints& perm) {
+  if (d->shape.size() != perm.size())
+    return InvalidArgument("constant data of rank %zu where rank %zu is declared", d->shape.size(), perm.size());
+  size_t bytes = 0;
+  if (!CheckedShapeBytes(d->shape, tfl::TypeSize(d->type), &bytes) || bytes != d->bytes.size())
+    return InvalidArgument("constant data of %zu bytes for shape %s", d->bytes.size(), ShapeToString(d->shape).c_str());
   d->bytes = tfl::PermuteData(d->bytes, d->shape, perm, tfl::TypeSize(d->type));
   d->shape = PermuteDims(d->shape, perm);
+  return Status::Ok();
 }
 
 class TfliteImporter {
@@ -85,13 +92,8 @@ class TfliteImporter {
       std::string type = code.builtin == tfl::CUSTOM ? code.custom_code : tfl::BuiltinName(code.builtin);
       if (op.outputs.empty()) return InvalidArgument("operator %zu (%s) has no outputs", k, type.c_str());
       name_ = T(op.outputs[0]).name.empty() ? StrFormat("op%zu", k) : T(op.outputs[0]).name;
-      Status st;
-      try {
-        st = ImportOp(op, code, type);
-      } catch (const std::out_of_range&) {  // op.inputs.at(k) of an operator with too few inputs
-        st = InvalidArgument("too few inputs (%zu)", op.inputs.size());
-      }
-      RETURN_IF_ERROR(st, "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      RETURN_IF_ERROR(CheckArity(op, code), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      RETURN_IF_ERROR(ImportOp(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
       if (opt_.progress && g_.operators.size() > 200 && (k + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %zu of %zu operators", k + 1, g_.operators.size()));
     }
@@ -113,6 +115,38 @@ class TfliteImporter {
   }
 
  private:
+  // Input k of an operator; -1 (missing) past its inputs.
+  static int In(const tfl::Operator& op, size_t k) { return k < op.inputs.size() ? op.inputs[k] : -1; }
+  // The inputs an operator must have, checked before any is read: the
+  // TFLite schema's arity of the builtins imported here (trailing optional
+  // inputs, such as a conv's bias, may be -1).
+  static Status CheckArity(const tfl::Operator& op, const tfl::OperatorCode& code) {
+    int required = 1;
+    switch (code.builtin) {
+      case tfl::ADD: case tfl::SUB: case tfl::MUL: case tfl::DIV: case tfl::MAXIMUM: case tfl::MINIMUM:
+      case tfl::POW: case tfl::PRELU: case tfl::LESS: case tfl::GREATER: case tfl::EQUAL:
+      case tfl::SQUARED_DIFFERENCE: case tfl::MEAN: case tfl::SUM: case tfl::REDUCE_MAX: case tfl::REDUCE_MIN:
+      case tfl::REDUCE_PROD: case tfl::CONV_2D: case tfl::DEPTHWISE_CONV_2D: case tfl::FULLY_CONNECTED:
+      case tfl::PAD: case tfl::PADV2: case tfl::MIRROR_PAD: case tfl::RESIZE_BILINEAR:
+      case tfl::RESIZE_NEAREST_NEIGHBOR: case tfl::TRANSPOSE: case tfl::SPLIT: case tfl::GATHER: case tfl::TILE:
+      case tfl::ARG_MAX: case tfl::ARG_MIN: case tfl::BATCH_MATMUL: case tfl::EXPAND_DIMS:
+        required = 2;
+        break;
+      case tfl::SELECT: case tfl::SELECT_V2: case tfl::TRANSPOSE_CONV: case tfl::SLICE: case tfl::SPLIT_V:
+        required = 3;
+        break;
+      case tfl::STRIDED_SLICE: required = 4; break;
+      case tfl::CUSTOM:
+        required = code.custom_code == "Convolution2DTransposeBias" || code.custom_code == "MaxUnpooling2D" ? 2 : 0;
+        break;
+      default: break;
+    }
+    if (static_cast<int>(op.inputs.size()) < required)
+      return InvalidArgument("has %zu inputs, needs %d", op.inputs.size(), required);
+    for (int k = 0; k < required; ++k)
+      if (op.inputs[static_cast<size_t>(k)] < 0) return InvalidArgument("input %d is required but missing", k);
+    return Status::Ok();
+  }
   // Tensor i; an empty placeholder for a missing optional input (-1).
   const tfl::Tensor& T(int i) const {
     static const tfl::Tensor missing;
@@ -216,7 +250,7 @@ class TfliteImporter {
     if (kiln_[static_cast<size_t>(i)] >= 0) return kiln_[static_cast<size_t>(i)];
     if (!IsConst(i)) return InvalidArgument("tensor '%s' is read before it is produced", T(i).name.c_str());
     ASSIGN_OR_RETURN(ConstData d, Const(i));
-    if (Is4D(i)) PermuteConst(&d, kToNchw);
+    if (Is4D(i)) RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
     ASSIGN_OR_RETURN(int t, AddConst(T(i).name, d));
     return kiln_[static_cast<size_t>(i)] = t;
   }
@@ -260,7 +294,7 @@ class TfliteImporter {
     return Status::Ok();
   }
   Status Unary(OpType type, const tfl::Operator& op, fb::OpParamsUnion p = {}) {
-    ASSIGN_OR_RETURN(int x, Act(op.inputs.at(0)));
+    ASSIGN_OR_RETURN(int x, Act(In(op, 0)));
     return Emit(type, {x}, op.outputs[0], std::move(p));
   }
   // Broadcasting ops: inputs aligned as TFLite aligns them (from the last dim);
@@ -279,7 +313,7 @@ class TfliteImporter {
       if (IsConst(i)) {
         ASSIGN_OR_RETURN(ConstData d, Const(i));
         d.shape = s;
-        PermuteConst(&d, kToNchw);
+        RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
         ASSIGN_OR_RETURN(in.emplace_back(), AddConst(T(i).name + "/nchw", d));
       } else {
         ASSIGN_OR_RETURN(int t, Act(i));
@@ -303,7 +337,7 @@ class TfliteImporter {
     ASSIGN_OR_RETURN(ConstData w, ConstF32(w_in), "weights");
     const Ints ws = w.shape;  // OHWI; depthwise 1HWO
     const bool depthwise = code == tfl::DEPTHWISE_CONV_2D, transposed = code == tfl::TRANSPOSE_CONV;
-    PermuteConst(&w, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2});
+    RETURN_IF_ERROR(PermuteConst(&w, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2}), "weights");
     fb::ConvParamsT p;
     p.kernel_shape = {static_cast<int32_t>(ws[1]), static_cast<int32_t>(ws[2])};
     p.strides = {win.stride_h, win.stride_w};
@@ -333,7 +367,7 @@ class TfliteImporter {
     return Emit(transposed ? OpType::ConvTranspose : OpType::Conv, in, out, U(p), false, rest);
   }
   Status Pool(OpType type, const tfl::Operator& op, const tfl::Window& win) {
-    if (!Is4D(op.inputs.at(0))) return InvalidArgument("pooling needs a 4-D input");
+    if (!Is4D(In(op, 0))) return InvalidArgument("pooling needs a 4-D input");
     ASSIGN_OR_RETURN(int x, Act(op.inputs[0]));
     fb::PoolParamsT p;
     p.kernel_shape = {win.filter_h, win.filter_w};
@@ -351,7 +385,7 @@ class TfliteImporter {
   // any other pairing is kept unsupported. The options are a TfLitePoolParams, as the pool's:
   // read the same way, or the paired pool's window when they do not decode.
   Status MaxUnpool(const tfl::Operator& op, const tfl::OperatorCode& code, const std::string& type) {
-    const int x_in = op.inputs.at(0), idx_in = op.inputs.at(1), out = op.outputs[0];
+    const int x_in = In(op, 0), idx_in = In(op, 1), out = op.outputs[0];
     if (!Is4D(x_in) || (T(out).has_shape && !Is4D(out))) return InvalidArgument("unpooling needs 4-D tensors");
     auto pool = argmax_.find(idx_in);
     if (pool == argmax_.end()) return Keep(op, type, "indices not from a MaxPoolingWithArgmax2D");
@@ -377,7 +411,7 @@ class TfliteImporter {
     return Emit(OpType::MaxUnpool, {x, idx, IntsConst(Tmp("output_shape"), shape)}, out, U(p));
   }
   Status FullyConnected(const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0), w_in = op.inputs.at(1), b_in = op.inputs.size() > 2 ? op.inputs[2] : -1;
+    const int x_in = In(op, 0), w_in = In(op, 1), b_in = op.inputs.size() > 2 ? op.inputs[2] : -1;
     const int out = op.outputs[0];
     if (op.options.Byte(tfl::opt::kFcWeightsFormat, 0) != 0) return Keep(op, "FULLY_CONNECTED", "shuffled weights");
     if (Rank(w_in) != 2) return InvalidArgument("weights must be 2-D");
@@ -406,7 +440,7 @@ class TfliteImporter {
       known = true;
     }
     if (!known) return InvalidArgument("output shape is not static");
-    ASSIGN_OR_RETURN(int x, Nhwc(op.inputs.at(0)));
+    ASSIGN_OR_RETURN(int x, Nhwc(In(op, 0)));
     return Emit(OpType::Reshape, {x, IntsConst(name_ + "/shape", shape)}, out, {}, true);
   }
   // A 4-D Kiln tensor y (of Kiln shape `s`) to TFLite tensor `out` of lower rank: NHWC view, reshape.
@@ -415,8 +449,8 @@ class TfliteImporter {
     return Emit(OpType::Reshape, {y, IntsConst(Tmp("shape"), Shape(out))}, out, {}, true);
   }
   Status Reduce(OpType type, const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0), out = op.outputs[0], r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints axes, ConstInts(op.inputs.at(1)), "axes");
+    const int x_in = In(op, 0), out = op.outputs[0], r = Rank(x_in);
+    ASSIGN_OR_RETURN(Ints axes, ConstInts(In(op, 1)), "axes");
     ASSIGN_OR_RETURN(axes, tfl::NormalizeAxes(axes, r));
     fb::ReduceParamsT p;
     p.keepdims = op.options.Bool(tfl::opt::kKeepDims, false);
@@ -433,8 +467,8 @@ class TfliteImporter {
     return DropDims(Op(type, {x}, Tmp("keepdims"), U(p)), kept, out);
   }
   Status Pad(const tfl::Operator& op, fb::PadMode mode) {
-    const int r = Rank(op.inputs.at(0));
-    ASSIGN_OR_RETURN(Ints pads, ConstInts(op.inputs.at(1)), "paddings");
+    const int r = Rank(In(op, 0));
+    ASSIGN_OR_RETURN(Ints pads, ConstInts(In(op, 1)), "paddings");
     if (static_cast<int>(pads.size()) != 2 * r) return InvalidArgument("paddings must be [%d, 2]", r);
     fb::PadParamsT p;
     p.mode = mode;
@@ -452,7 +486,7 @@ class TfliteImporter {
     return Unary(OpType::Pad, op, U(p));
   }
   Status Resize(const tfl::Operator& op, bool bilinear) {
-    const int x_in = op.inputs.at(0), out = op.outputs[0];
+    const int x_in = In(op, 0), out = op.outputs[0];
     if (!Is4D(x_in) || !Is4D(out)) return InvalidArgument("resize needs 4-D tensors");
     namespace o = tfl::opt;
     const tfl::Options& opt = op.options;
@@ -469,8 +503,8 @@ class TfliteImporter {
     return Emit(OpType::Resize, {x, -1, -1, IntsConst(Tmp("sizes"), KShape(out))}, out, U(p));
   }
   Status Transpose(const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0), r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints perm, ConstInts(op.inputs.at(1)), "perm");
+    const int x_in = In(op, 0), r = Rank(x_in);
+    ASSIGN_OR_RETURN(Ints perm, ConstInts(In(op, 1)), "perm");
     ASSIGN_OR_RETURN(perm, tfl::NormalizeAxes(perm, r));
     if (static_cast<int>(perm.size()) != r) return InvalidArgument("perm has %zu entries for rank %d", perm.size(), r);
     if (r == 4) {  // NCHW in -> NHWC -> perm -> NCHW out, as one permutation
@@ -485,14 +519,14 @@ class TfliteImporter {
 
   // STRIDED_SLICE (no ellipsis / new axes) and SLICE.
   Status Slice(const tfl::Operator& op, bool strided) {
-    const int x_in = op.inputs.at(0), out = op.outputs[0], r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints begin, ConstInts(op.inputs.at(1)), "begin");
-    ASSIGN_OR_RETURN(Ints end, ConstInts(op.inputs.at(2)), "end / size");
+    const int x_in = In(op, 0), out = op.outputs[0], r = Rank(x_in);
+    ASSIGN_OR_RETURN(Ints begin, ConstInts(In(op, 1)), "begin");
+    ASSIGN_OR_RETURN(Ints end, ConstInts(In(op, 2)), "end / size");
     Ints steps(begin.size(), 1);
     const tfl::SliceMasks m = tfl::ReadSliceMasks(op, strided);
     if (m.unsupported) return Keep(op, "STRIDED_SLICE", "ellipsis or new-axis mask");
     if (strided) {
-      ASSIGN_OR_RETURN(steps, ConstInts(op.inputs.at(3)), "strides");
+      ASSIGN_OR_RETURN(steps, ConstInts(In(op, 3)), "strides");
     }
     ASSIGN_OR_RETURN(tfl::SliceSpec spec, tfl::ResolveSlice(begin, end, steps, m, Shape(x_in)));
     Ints axes(begin.size());
@@ -524,7 +558,7 @@ class TfliteImporter {
     return Status::Ok();
   }
   Status Gather(const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0), idx_in = op.inputs.at(1), r = Rank(x_in);
+    const int x_in = In(op, 0), idx_in = In(op, 1), r = Rank(x_in);
     if (op.options.Int(tfl::opt::kGatherBatchDims, 0) != 0) return Keep(op, "GATHER", "batch_dims");
     ASSIGN_OR_RETURN(Ints axis, tfl::NormalizeAxes({op.options.Int(tfl::opt::kGatherAxis, 0)}, r));
     ASSIGN_OR_RETURN(int idx, Nhwc(idx_in));
@@ -535,9 +569,9 @@ class TfliteImporter {
     return Emit(OpType::Gather, {x, idx}, op.outputs[0], U(p), !nchw);
   }
   Status ArgMax(OpType type, const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0), out = op.outputs[0];
+    const int x_in = In(op, 0), out = op.outputs[0];
     fb::ArgParamsT p;
-    ASSIGN_OR_RETURN(int64_t axis, OneAxis(op.inputs.at(1), Rank(x_in)));
+    ASSIGN_OR_RETURN(int64_t axis, OneAxis(In(op, 1), Rank(x_in)));
     p.axis = static_cast<int32_t>(axis);
     p.keepdims = false;
     ASSIGN_OR_RETURN(int x, Nhwc(x_in));
@@ -549,7 +583,7 @@ class TfliteImporter {
   Status BatchMatMul(const tfl::Operator& op) {
     std::vector<int> in;
     for (int k = 0; k < 2; ++k) {
-      const int i = op.inputs.at(static_cast<size_t>(k)), r = Rank(i);
+      const int i = In(op, static_cast<size_t>(k)), r = Rank(i);
       ASSIGN_OR_RETURN(int t, Nhwc(i));
       if (op.options.Bool(k == 0 ? tfl::opt::kAdjX : tfl::opt::kAdjY, false)) {
         if (r < 2) return InvalidArgument("adjoint of a rank-%d input", r);
@@ -564,7 +598,7 @@ class TfliteImporter {
   }
   // DEQUANTIZE of a constant (f16, or int8/uint8 with scales) folds to f32.
   Status Dequantize(const tfl::Operator& op) {
-    const int x_in = op.inputs.at(0);
+    const int x_in = In(op, 0);
     if (!IsConst(x_in)) return Keep(op, "DEQUANTIZE", "of a non-constant tensor");
     ASSIGN_OR_RETURN(ConstData d, Const(x_in));
     Status s = tfl::ToFloat32(&d, T(x_in).quant);
@@ -716,15 +750,34 @@ class TfliteImporter {
 
 }  // namespace
 
-StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
+namespace {
+
+StatusOr<NetBuilder> ImportModel(const tflite::Model& model, const ConvertOptions& options, ConvertReport* report) {
   ConvertReport local;
   if (!report) report = &local;
-  ASSIGN_OR_RETURN(tflite::Model model, tflite::ReadModelFile(path));
+  if (model.subgraphs.empty()) return InvalidArgument("the model has no subgraph");
   if (model.subgraphs.size() > 1 && options.progress)
     options.progress(StrFormat("%zu subgraphs: importing subgraph 0 only", model.subgraphs.size()));
   TfliteImporter importer(model, options, report);
-  auto r = importer.Import();
+  return importer.Import();
+}
+
+}  // namespace
+
+StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
+  ASSIGN_OR_RETURN(tflite::Model model, tflite::ReadModelFile(path));
+  auto r = ImportModel(model, options, report);
   if (!r.ok()) return r.status().WithContext(path);
+  return r;
+}
+
+StatusOr<NetBuilder> ImportTfliteBuffer(const void* data, size_t size, const ConvertOptions& options,
+                                        ConvertReport* report) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  auto model = tflite::ReadModel(std::vector<uint8_t>(p, p + size));
+  if (!model.ok()) return model.status().WithContext("<buffer>");
+  auto r = ImportModel(*model, options, report);
+  if (!r.ok()) return r.status().WithContext("<buffer>");
   return r;
 }
 

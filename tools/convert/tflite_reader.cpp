@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 
+#include "checked_math.h"
+
 namespace kiln::tflite {
 
 using flatbuffers::Offset;
@@ -448,10 +450,10 @@ void TransposeConvPadding(int64_t in, int64_t out, int64_t kernel, int64_t strid
 
 namespace {
 
+// Saturating (kDimOverflow), so that a hostile shape never matches a buffer.
 int64_t Numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  int64_t n;
+  return CheckedElementCount(s, &n) ? n : kDimOverflow;
 }
 
 float HalfToFloat(uint16_t h) {
@@ -490,8 +492,8 @@ StatusOr<TensorData> ReadData(const Model& m, const Tensor& t) {
   for (int64_t x : d.shape)
     if (x < 0) return InvalidArgument("constant '%s' has an unknown dimension", t.name.c_str());
   const ByteSpan& s = m.buffers[t.buffer];
-  const uint64_t want = static_cast<uint64_t>(Numel(d.shape)) * TypeSize(t.type);
-  if (TypeSize(t.type) == 0 || s.size != want)
+  size_t want = 0;
+  if (TypeSize(t.type) == 0 || !CheckedShapeBytes(d.shape, TypeSize(t.type), &want) || s.size != want)
     return InvalidArgument("constant '%s': buffer has %zu bytes, %zu elements of %s need %llu", t.name.c_str(), s.size,
                            static_cast<size_t>(Numel(d.shape)), TensorTypeName(t.type),
                            static_cast<unsigned long long>(want));
@@ -502,6 +504,9 @@ StatusOr<TensorData> ReadData(const Model& m, const Tensor& t) {
 Status ToFloat32(TensorData* d, const Quantization& q) {
   if (d->type == kFloat32) return Status::Ok();
   const int64_t n = Numel(d->shape);
+  if (d->bytes.size() != static_cast<size_t>(n) * TypeSize(d->type))  // ReadData's sizes: checked, never overflowing
+    return InvalidArgument("constant data of %zu bytes for shape of %lld elements", d->bytes.size(),
+                           static_cast<long long>(n));
   std::vector<uint8_t> out(static_cast<size_t>(n) * 4);
   if (d->type == kFloat16) {
     for (int64_t k = 0; k < n; ++k) {
@@ -536,7 +541,13 @@ Status ToFloat32(TensorData* d, const Quantization& q) {
 }
 
 StatusOr<std::vector<int64_t>> ToInt64(const TensorData& d) {
-  std::vector<int64_t> v(static_cast<size_t>(Numel(d.shape)));
+  if (d.type != kInt64 && d.type != kInt32)
+    return Unsupported("%s data where INT32 or INT64 is needed", TensorTypeName(d.type));
+  const int64_t n = Numel(d.shape);
+  if (n == kDimOverflow || d.bytes.size() != static_cast<size_t>(n) * TypeSize(d.type))
+    return InvalidArgument("constant data of %zu bytes for shape of %lld elements", d.bytes.size(),
+                           static_cast<long long>(n));
+  std::vector<int64_t> v(static_cast<size_t>(n));
   for (size_t k = 0; k < v.size(); ++k) {
     if (d.type == kInt64) {
       std::memcpy(&v[k], &d.bytes[8 * k], 8);

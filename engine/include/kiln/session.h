@@ -77,6 +77,16 @@ struct ScheduleConfig {
   Tuning tuning = Tuning::kNone;
   // GPU backends: the activation layout of convolution chains (see GpuLayout).
   GpuLayout gpuLayout = GpuLayout::kAuto;
+  // Limits on what a resize may plan, in bytes; 0 takes what the device can
+  // allocate (the host: its physical memory; Vulkan and OpenCL: the device's
+  // largest buffer and its memory size). A tensor past maxTensorBytes fails
+  // resize naming the op and the shape ("op 7 'Resize_3' (Resize): output
+  // [1,3,4294967296,8] exceeds the tensor limit (...)"), and so does an op
+  // whose work grows with parameters rather than tensors (the padded input
+  // of a Conv or pool with pads 65536). A backend's pool plus its constants
+  // past maxSessionBytes fails resize before anything is allocated.
+  size_t maxTensorBytes = 0;
+  size_t maxSessionBytes = 0;
 };
 
 struct OpInfo {

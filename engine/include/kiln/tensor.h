@@ -52,7 +52,9 @@ class Tensor {
   int64_t length(int axis) const { return shape_.at(static_cast<size_t>(axis)); }
   int64_t elementCount() const;
   size_t elementSize() const { return DataTypeSize(dtype_); }
-  size_t byteSize() const { return static_cast<size_t>(elementCount()) * elementSize(); }
+  // Saturating: SIZE_MAX when the count or the product overflows (a shape
+  // the session's resize refuses before any buffer is made).
+  size_t byteSize() const;
 
   // Host memory, or nullptr when the data lives on a device.
   void* hostData() const { return host_; }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "checked_math.h"
+
 namespace kiln {
 
 // Declarations of every registered shape function.
@@ -97,9 +99,8 @@ StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, co
 }
 
 int64_t ShapeElementCount(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  int64_t n;
+  return CheckedElementCount(shape, &n) ? n : kDimOverflow;
 }
 
 std::string ShapeToString(const std::vector<int64_t>& shape) {

@@ -67,7 +67,8 @@ ShapeDef FindShapeDef(fb::OpType type);
 // Numpy broadcasting of two shapes; fails naming both when incompatible.
 StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 
-// Product of dims (0 for an empty dim, 1 for a scalar).
+// Product of dims (0 for an empty dim, 1 for a scalar); kDimOverflow
+// (checked_math.h) when a dim is negative or the product overflows.
 int64_t ShapeElementCount(const std::vector<int64_t>& shape);
 std::string ShapeToString(const std::vector<int64_t>& shape);
 

@@ -4,6 +4,7 @@
 // host kernels read too are resolved in host_fallback/ops/layout_common.cpp.
 #include <algorithm>
 
+#include "checked_math.h"
 #include "ops/layout_common.h"
 #include "ops/shape_inference.h"
 
@@ -234,7 +235,7 @@ Status InferShapeTile(ShapeContext& c) {
   std::vector<int64_t> out;
   for (size_t d = 0; d < in.size(); ++d) {
     if (reps[d] < 0) return InvalidArgument("Tile: negative repeat in %s", ShapeToString(reps).c_str());
-    out.push_back(in[d] * reps[d]);
+    out.push_back(SatMul(in[d], reps[d]));
   }
   c.setOutput(0, std::move(out), c.inType(0));
   return Status::Ok();
@@ -244,7 +245,7 @@ Status InferShapePad(ShapeContext& c) {
   ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(c.op(), c.inShape(0), ShapeValues(c)));
   const auto& in = c.inShape(0);
   std::vector<int64_t> out;
-  for (size_t d = 0; d < in.size(); ++d) out.push_back(in[d] + pads[d] + pads[d + in.size()]);
+  for (size_t d = 0; d < in.size(); ++d) out.push_back(SatAdd(SatAdd(in[d], pads[d]), pads[d + in.size()]));
   if (c.hasInput(2) && c.inType(2) != c.inType(0))
     return InvalidArgument("Pad: constant value (input 2) is %s but the data is %s", DataTypeName(c.inType(2)),
                            DataTypeName(c.inType(0)));
@@ -270,12 +271,12 @@ static Status SpaceDepth(ShapeContext& c, bool to_space) {
     if (s[1] % (b * b) != 0)
       return InvalidArgument("DepthToSpace: %lld channels are not a multiple of blocksize^2 = %lld",
                              static_cast<long long>(s[1]), static_cast<long long>(b * b));
-    c.setOutput(0, {s[0], s[1] / (b * b), s[2] * b, s[3] * b}, c.inType(0));
+    c.setOutput(0, {s[0], s[1] / (b * b), SatMul(s[2], b), SatMul(s[3], b)}, c.inType(0));
   } else {
     if (s[2] % b != 0 || s[3] % b != 0)
       return InvalidArgument("SpaceToDepth: spatial size %lldx%lld is not a multiple of blocksize %lld",
                              static_cast<long long>(s[2]), static_cast<long long>(s[3]), static_cast<long long>(b));
-    c.setOutput(0, {s[0], s[1] * b * b, s[2] / b, s[3] / b}, c.inType(0));
+    c.setOutput(0, {s[0], SatMul(SatMul(s[1], b), b), s[2] / b, s[3] / b}, c.inType(0));
   }
   return Status::Ok();
 }

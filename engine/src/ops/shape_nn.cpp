@@ -4,6 +4,7 @@
 // expect 3 (group 1)".
 #include <string>
 
+#include "checked_math.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
@@ -39,7 +40,7 @@ StatusOr<IntVec> WindowOutput(const char* op, const IntVec& in, const IntVec& ke
   size_t n = in.size();
   IntVec out(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t ek = (kernel[i] - 1) * dilations[i] + 1;  // effective (dilated) kernel extent
+    int64_t ek = SatAdd(SatMulSigned(kernel[i] - 1, dilations[i]), 1);  // effective (dilated) kernel extent
     switch (auto_pad) {
       case fb::AutoPad::SameUpper:
       case fb::AutoPad::SameLower:
@@ -50,7 +51,11 @@ StatusOr<IntVec> WindowOutput(const char* op, const IntVec& in, const IntVec& ke
       default: {
         int64_t pb = auto_pad == fb::AutoPad::Valid ? 0 : pads[i];
         int64_t pe = auto_pad == fb::AutoPad::Valid ? 0 : pads[i + n];
-        int64_t span = in[i] + pb + pe;
+        int64_t span = SatAdd(SatAdd(in[i], pb), pe);
+        if (span == kDimOverflow) {  // refused by the session's tensor limit
+          out[i] = kDimOverflow;
+          continue;
+        }
         if (span < ek)
           return InvalidArgument("%s: kernel extent %lld (kernel %lld, dilation %lld) on spatial axis %zu is larger "
                                  "than the padded input %lld (input %lld, pads %lld+%lld)",
@@ -165,11 +170,12 @@ Status InferShapeConv(ShapeContext& c) {
         o = os->Get(os->size() - static_cast<size_t>(n) + static_cast<size_t>(i));
         if (o < 1) return InvalidArgument("%s: output_shape[%d] is %lld", op, i, static_cast<long long>(o));
       } else if (auto_pad == fb::AutoPad::SameUpper || auto_pad == fb::AutoPad::SameLower) {
-        o = in[i] * strides[i];
+        o = SatMul(in[i], strides[i]);
       } else {
         int64_t pb = auto_pad == fb::AutoPad::Valid ? 0 : pads[i];
         int64_t pe = auto_pad == fb::AutoPad::Valid ? 0 : pads[i + n];
-        o = strides[i] * (in[i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - pb - pe;
+        o = SatAdd(SatAdd(SatMulSigned(strides[i], in[i] - 1), out_pad[i]), SatMulSigned(kernel[i] - 1, dilations[i]));
+        if (o != kDimOverflow) o = o + 1 - pb - pe;
         if (o < 1)
           return InvalidArgument("%s: pads %lld+%lld leave no output on spatial axis %d (input %lld, kernel %lld, "
                                  "stride %lld)", op, static_cast<long long>(pb), static_cast<long long>(pe), i,
@@ -201,7 +207,7 @@ Status InferShapePool(ShapeContext& c) {
   ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
   if (p->auto_pad() == fb::AutoPad::NotSet)
     for (int i = 0; i < n; ++i) {
-      int64_t ek = (kernel[i] - 1) * dilations[i] + 1;
+      int64_t ek = SatAdd(SatMulSigned(kernel[i] - 1, dilations[i]), 1);
       if (pads[i] >= ek || pads[i + n] >= ek)
         return InvalidArgument("%s: pads %lld+%lld on spatial axis %d must be smaller than the kernel extent %lld", op,
                                static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]), i,
@@ -256,7 +262,8 @@ Status InferShapeMaxUnpool(ShapeContext& c) {
     }
   } else {
     for (int i = 0; i < n; ++i) {
-      int64_t o = (x[2 + i] - 1) * strides[i] - pads[i] - pads[i + n] + kernel[i];
+      int64_t o = SatAdd(SatMulSigned(x[2 + i] - 1, strides[i]), kernel[i]);
+      if (o != kDimOverflow) o = o - pads[i] - pads[i + n];
       if (o < 1)
         return InvalidArgument("%s: pads %lld+%lld leave no output on spatial axis %d (input %lld, kernel %lld, "
                                "stride %lld)", op, static_cast<long long>(pads[i]), static_cast<long long>(pads[i + n]),

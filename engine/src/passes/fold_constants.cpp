@@ -11,6 +11,7 @@
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
 #include "kiln/passes.h"
+#include "checked_math.h"
 #include "passes/pass_util.h"
 
 namespace kiln {
@@ -130,10 +131,13 @@ StatusOr<int> FoldConstants(fb::NetT& net) {
     const bool inferred = InferOpShapes(net, i, &s);
     if (!inferred || !Foldable(net, op)) continue;
     uint64_t bytes = 0;
-    for (int t : op.outputs)
-      bytes += static_cast<uint64_t>(NumElements(s.shape[static_cast<size_t>(t)])) *
-               DataTypeSize(s.dtype[static_cast<size_t>(t)]);
-    if (bytes > kMaxFoldedBytes) continue;
+    bool fits = true;
+    for (int t : op.outputs) {
+      size_t b = 0;
+      fits = fits && CheckedShapeBytes(s.shape[static_cast<size_t>(t)], DataTypeSize(s.dtype[static_cast<size_t>(t)]), &b) &&
+             !__builtin_add_overflow(bytes, b, &bytes);
+    }
+    if (!fits || bytes > kMaxFoldedBytes) continue;
     auto values = Evaluate(net, op);
     if (!values.ok()) continue;  // the host cannot run it: keep the op
     for (size_t k = 0; k < op.outputs.size(); ++k) {

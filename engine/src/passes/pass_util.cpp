@@ -5,6 +5,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "checked_math.h"
 #include "graph.h"
 #include "kiln/tensor.h"
 #include "ops/op_defs.h"
@@ -29,9 +30,14 @@ Status CheckIndices(const fb::NetT& net, const char* pass) {
     if (nin < def->min_inputs || nin > def->max_inputs || nout < def->min_outputs || nout > def->max_outputs)
       return InvalidArgument("%s: op %zu '%s': %s with %d inputs and %d outputs", pass, i, op->name.c_str(), def->name,
                              nin, nout);
-    for (int t : op->inputs)
+    for (int k = 0; k < nin; ++k) {
+      const int t = op->inputs[static_cast<size_t>(k)];
       if (t < -1 || t >= n)
         return InvalidArgument("%s: op %zu '%s': input %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
+      if (t == -1 && k < def->min_inputs)
+        return InvalidArgument("%s: op %zu '%s': %s input %d is required but missing", pass, i, op->name.c_str(),
+                               def->name, k);
+    }
     for (int t : op->outputs)
       if (t < 0 || t >= n)
         return InvalidArgument("%s: op %zu '%s': output %d out of range (%d tensors)", pass, i, op->name.c_str(), t, n);
@@ -77,9 +83,8 @@ bool StaticShapeOf(const fb::TensorT& t, std::vector<int64_t>* shape) {
 }
 
 int64_t NumElements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  int64_t n;
+  return CheckedElementCount(shape, &n) ? n : kDimOverflow;
 }
 
 namespace {
@@ -89,7 +94,8 @@ const fb::TensorT* CheckedConstant(const fb::NetT& net, int t, fb::DataType dtyp
   if (!IsConstant(net, t)) return nullptr;
   const fb::TensorT& tt = *net.tensors[static_cast<size_t>(t)];
   if (tt.dtype != dtype || !StaticShapeOf(tt, shape)) return nullptr;
-  if (static_cast<uint64_t>(NumElements(*shape)) * DataTypeSize(dtype) != tt.data.size()) return nullptr;
+  size_t bytes = 0;
+  if (!CheckedShapeBytes(*shape, DataTypeSize(dtype), &bytes) || bytes != tt.data.size()) return nullptr;
   return &tt;
 }
 
@@ -237,7 +243,8 @@ bool InferOpShapes(const fb::NetT& net, size_t i, StaticShapes* s) {
     x->setDtype(s->dtype[static_cast<size_t>(t)]);
     x->setShape(s->shape[static_cast<size_t>(t)]);
     if (IsConstant(tt)) {
-      if (tt.data.size() != static_cast<uint64_t>(NumElements(x->shape())) * DataTypeSize(tt.dtype)) return false;
+      size_t bytes = 0;
+      if (!CheckedShapeBytes(x->shape(), DataTypeSize(tt.dtype), &bytes) || tt.data.size() != bytes) return false;
       x->bind(nullptr, const_cast<uint8_t*>(tt.data.empty() ? kEmpty : tt.data.data()));
     } else if (def.value_inputs >> k & 1) {
       return false;  // its values are only known when the model runs

@@ -47,10 +47,24 @@ struct ConvertReport {
 // Imports an ONNX model file into a NetBuilder.
 StatusOr<NetBuilder> ImportOnnx(const std::string& path, const ConvertOptions& options, ConvertReport* report);
 
+// Imports an ONNX model held in memory. External data is read from files in
+// `weights_dir`; with none given, a model with external data is refused.
+StatusOr<NetBuilder> ImportOnnxBuffer(const void* data, size_t size, const ConvertOptions& options,
+                                      ConvertReport* report, const std::string& weights_dir = "");
+
 // Imports a TFLite model file (subgraph 0) into a NetBuilder. 4-D tensors
 // become NCHW: a 4-D input [1,256,256,3] is the Kiln input [1,3,256,256],
 // and 4-D outputs are NCHW too (see tools/convert/tflite_importer.cpp).
 StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions& options, ConvertReport* report);
+
+// Imports a TFLite model held in memory (copied; the caller keeps its bytes).
+StatusOr<NetBuilder> ImportTfliteBuffer(const void* data, size_t size, const ConvertOptions& options,
+                                        ConvertReport* report);
+
+// Every importer returns a Status for any input bytes: a malformed or hostile
+// model (a node without its inputs, dims whose product overflows, values out
+// of range) is an error naming the node and the problem, never an exception
+// or a crash.
 
 // Converts IN (.onnx or .tflite) to OUT (.kiln), choosing the importer by extension.
 Status ConvertFile(const std::string& in, const std::string& out, const ConvertOptions& options,
