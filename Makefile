@@ -1,13 +1,14 @@
 # The two set-up commands: `make test` and `make demo`. Both install what
 # they need (Debian packages, via apt-get), configure CMake into build/ once,
 # and build incrementally.
+SHELL     := /bin/bash
 BUILD     ?= build
 JOBS      ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz models-check clean
+.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-ci models-check clean
 
 all: build
 
@@ -49,15 +50,28 @@ test-arm64: deps
 	cmake --build build-arm64 -j$(JOBS)
 	cd build-arm64 && ctest --output-on-failure -j$(JOBS)
 
-# libFuzzer on the model loader for FUZZ_SECONDS (default 60), clang-built.
+# libFuzzer (clang, ASan + UBSan) on every parser: the model loader, the ONNX
+# and TFLite importers, and convert-then-run on the host, each for
+# FUZZ_SECONDS (default 60), from seed corpora written at build time from the
+# test models. Corpora grow in build-fuzz/corpus/<target>; crashes land in
+# build-fuzz/crashes. `make fuzz-ci` is the same, 30 s a target (CI).
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := loader onnx tflite run
 fuzz: deps
 	@$(DEPS) tools/setup/debian-packages-fuzz.txt
 	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF
-	cmake --build build-fuzz -j$(JOBS) --target kiln-fuzz-loader kiln-fuzz-seeds
-	mkdir -p build-fuzz/corpus
-	build-fuzz/bin/kiln-fuzz-seeds build-fuzz/corpus
-	build-fuzz/bin/kiln-fuzz-loader -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus
+	cmake --build build-fuzz -j$(JOBS) --target $(addprefix kiln-fuzz-,$(FUZZ_TARGETS)) kiln-fuzz-corpus
+	mkdir -p build-fuzz/crashes
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== kiln-fuzz-$$t: $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/bin/kiln-fuzz-$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 -max_len=65536 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t 2>&1 | grep -E "^(stat::|#[0-9]+ *DONE|==[0-9]+==|SUMMARY)" ; \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "kiln-fuzz-$$t failed: see build-fuzz/crashes"; exit 1; }; \
+	done
+
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=30
 
 # The real models (torchvision CNNs, a transformer encoder): convert, run on
 # the host, compare with torch. Slow (minutes), so not part of `make test`.

@@ -3,6 +3,10 @@
 // gemm_avx2.cpp.
 #include "gemm.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -480,11 +484,20 @@ void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, i
   SgemmWithIsa(GemmBestIsa(), pool, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue);
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// F16C through cpuid (leaf 1, ECX bit 29): clang's __builtin_cpu_supports
+// does not know "f16c".
+static bool HasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
 void WidenHalf(const uint16_t* src, float* dst, int64_t n) {
   static const gemm_detail::WidenFn fast = [] {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (GemmIsaSupported(Isa::kAvx512)) return gemm_detail::Avx512Kernel()->widen;
-    if (GemmIsaSupported(Isa::kAvx2) && __builtin_cpu_supports("f16c")) return gemm_detail::Avx2Kernel()->widen;
+    if (GemmIsaSupported(Isa::kAvx2) && HasF16c()) return gemm_detail::Avx2Kernel()->widen;
 #endif
     if (GemmIsaSupported(Isa::kNeon)) return gemm_detail::NeonKernel()->widen;
     return gemm_detail::WidenFn{nullptr};

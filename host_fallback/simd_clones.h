@@ -15,3 +15,11 @@
 #else
 #define KILN_SIMD_CLONES
 #endif
+
+// The same for function templates, which clang cannot multi-version: there
+// (the fuzzing build) they are built for the baseline only.
+#if defined(__clang__)
+#define KILN_SIMD_CLONES_TEMPLATE
+#else
+#define KILN_SIMD_CLONES_TEMPLATE KILN_SIMD_CLONES
+#endif

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,7 +43,14 @@ bool SpinFor(Done done) {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back(&ThreadPool::worker, this);
+  for (int i = 1; i < threads_; ++i) {
+    try {
+      workers_.emplace_back(&ThreadPool::worker, this);
+    } catch (const std::system_error&) {  // the system's thread limit: run with the threads we have
+      threads_ = static_cast<int>(workers_.size()) + 1;
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

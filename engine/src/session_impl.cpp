@@ -153,7 +153,11 @@ Status SessionImpl::markResizeOps() {
 Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory) {
   const Graph& g = *graph_;
   int threads = 1;
-  for (const ScheduleConfig& c : configs) threads = std::max(threads, c.numThread);
+  for (const ScheduleConfig& c : configs) {
+    if (c.numThread < 1 || c.numThread > kMaxThreads)
+      return InvalidArgument("numThread %d: must be 1 to %d", c.numThread, kMaxThreads);
+    threads = std::max(threads, c.numThread);
+  }
 
   // One backend object per forward type; the host is always there.
   std::map<ForwardType, Backend*> by_type;

@@ -100,7 +100,7 @@ thread_local ScratchBuffer tl_v, tl_prod;
 // a TW-wide tile grid of T tiles: writes v[(xi * panels + p) * panel_stride + l]
 // (panel_stride = C * mr, v already offset to the channel).
 template <int A>  // the patch: 6 (F(4x4)) or 4 (F(2x2))
-KILN_SIMD_CLONES void InputChannel(const float* __restrict xc, int64_t H, int64_t W, int64_t pad_t, int64_t pad_l, int64_t TW,
+KILN_SIMD_CLONES_TEMPLATE void InputChannel(const float* __restrict xc, int64_t H, int64_t W, int64_t pad_t, int64_t pad_l, int64_t TW,
                   int64_t T, int64_t t0, int64_t panels, int mr, float* __restrict v, int64_t panel_stride) {
   for (int64_t p = 0; p < panels; ++p) {
     constexpr int R = A - 2;
@@ -153,7 +153,7 @@ KILN_SIMD_CLONES void InputChannel(const float* __restrict xc, int64_t H, int64_
 // the tile's row of product 0 (products xi_stride apart); writes the valid
 // part of the 4x4 block at (oy0, ox0) of each channel plane of y.
 template <int A>
-KILN_SIMD_CLONES void OutputTile(const float* __restrict prod, int64_t xi_stride, int64_t M, const float* bias, bool clamp, float lo,
+KILN_SIMD_CLONES_TEMPLATE void OutputTile(const float* __restrict prod, int64_t xi_stride, int64_t M, const float* bias, bool clamp, float lo,
                 float hi, float* __restrict y, int64_t OH, int64_t OW, int64_t oy0, int64_t ox0) {
   constexpr int R = A - 2;
   const int64_t rows = std::min<int64_t>(R, OH - oy0), cols = std::min<int64_t>(R, OW - ox0);

@@ -450,8 +450,7 @@ class OnnxImporter {
     fb::CustomParamsT p;
     p.type_name = n.op_type();
     p.domain = n.domain();
-    Emit(fb::OpType::Custom, n, in, U(p));
-    return Status::Ok();
+    return Emit(fb::OpType::Custom, n, in, U(p));
   }
 
   NetBuilder b_;

@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
       if (!kiln::ParseGpuLayout(argv[++i], &config.gpuLayout)) return Usage();
     } else if (a == "--threads" && i + 1 < argc) {
       config.numThread = std::atoi(argv[++i]);
-      if (config.numThread < 1) return Usage();
+      if (config.numThread < 1 || config.numThread > kiln::kMaxThreads) {
+        std::fprintf(stderr, "kiln-run: --threads must be 1 to %d\n", kiln::kMaxThreads);
+        return 2;
+      }
     } else if (a == "--help" || a == "-h") {
       Usage();
       return 0;
@@ -152,6 +155,9 @@ int main(int argc, char** argv) {
     }
     auto a = kiln::ReadNpy(it->second);
     if (!a.ok()) return Fail("input '" + name + "'", a.status());
+    if (a->narrowed_from_f64)
+      std::fprintf(stderr, "kiln-run: input '%s': %s holds float64 values, read as float32\n", name.c_str(),
+                   it->second.c_str());
     if (a->dtype != t->dtype()) {
       std::fprintf(stderr, "kiln-run: input '%s' is %s, the model wants %s\n", name.c_str(),
                    kiln::DataTypeName(a->dtype), kiln::DataTypeName(t->dtype()));

@@ -1,5 +1,6 @@
 #include "npy.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -63,22 +64,39 @@ StatusOr<NpyArray> ReadNpy(const std::string& path) {
     size_t comma = dims.find(',', pos);
     std::string d = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     d.erase(0, d.find_first_not_of(' '));
+    d.erase(d.find_last_not_of(' ') + 1);
     if (!d.empty()) {
-      int64_t v = std::stoll(d);
-      if (v < 0 || v > (int64_t{1} << 40)) return InvalidArgument("%s: bad dim %lld", path.c_str(), (long long)v);
+      if (d.size() > 18 || d.find_first_not_of("0123456789") != std::string::npos)
+        return InvalidArgument("%s: bad dim '%s' in the shape", path.c_str(), d.c_str());
+      const int64_t v = std::strtoll(d.c_str(), nullptr, 10);
       a.shape.push_back(v);
-      n *= v;
-      if (n > (int64_t{1} << 40)) return InvalidArgument("%s: too large", path.c_str());
+      if (__builtin_mul_overflow(n, v, &n)) return InvalidArgument("%s: the shape's element count overflows", path.c_str());
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  size_t esize = f64 ? 8 : DataTypeSize(a.dtype);
-  std::vector<uint8_t> raw(static_cast<size_t>(n) * esize);
+  // The data must be exactly the rest of the file: checked before anything
+  // is allocated, so a header declaring 2^40 elements is an error, not an abort.
+  const std::streamoff data_at = f.tellg();
+  f.seekg(0, std::ios::end);
+  const std::streamoff file_end = f.tellg();
+  f.seekg(data_at);
+  size_t esize = f64 ? 8 : DataTypeSize(a.dtype), want = 0;
+  if (!f || data_at < 0 || __builtin_mul_overflow(static_cast<size_t>(n), esize, &want))
+    return InvalidArgument("%s: bad .npy header", path.c_str());
+  const uint64_t have = static_cast<uint64_t>(file_end - data_at);
+  if (have < want)
+    return InvalidArgument("%s: truncated data: %llu bytes for %lld elements of %zu bytes", path.c_str(),
+                           (unsigned long long)have, (long long)n, esize);
+  if (have > want)
+    return InvalidArgument("%s: %llu bytes after the data of shape %s", path.c_str(), (unsigned long long)(have - want),
+                           shape.substr(open, close - open + 1).c_str());
+  std::vector<uint8_t> raw(want);
   f.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   if (!f && !raw.empty()) return InvalidArgument("%s: truncated data", path.c_str());
   if (f64) {
     a.dtype = fb::DataType::F32;
+    a.narrowed_from_f64 = true;
     a.bytes.resize(static_cast<size_t>(n) * 4);
     for (int64_t i = 0; i < n; ++i) {
       double d;

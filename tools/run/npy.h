@@ -14,9 +14,12 @@ struct NpyArray {
   fb::DataType dtype = fb::DataType::F32;
   std::vector<int64_t> shape;
   std::vector<uint8_t> bytes;
+  bool narrowed_from_f64 = false;  // read from float64 values, now f32 (callers say so)
 };
 
-// f8 (float64) arrays are narrowed to f32 on read.
+// f8 (float64) arrays are narrowed to f32 on read (narrowed_from_f64 set).
+// A header whose shape is not plain digits, overflows, or does not match the
+// data that follows (too little or too much) is an error.
 StatusOr<NpyArray> ReadNpy(const std::string& path);
 Status WriteNpy(const std::string& path, const NpyArray& array);
 

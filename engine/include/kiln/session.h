@@ -47,10 +47,13 @@ bool ParsePrecision(const std::string& name, Precision* precision);
 // "auto", "planar", "packed".
 bool ParseGpuLayout(const std::string& name, GpuLayout* layout);
 
+// The most host threads a session takes (ScheduleConfig::numThread).
+constexpr int kMaxThreads = 1024;
+
 struct ScheduleConfig {
   ForwardType type = ForwardType::kHost;        // preferred backend (kAuto: Vulkan, OpenCL, host)
   ForwardType backupType = ForwardType::kHost;  // for ops (or a whole backend) the first cannot take
-  int numThread = 1;                            // host threads
+  int numThread = 1;                            // host threads, 1 to kMaxThreads (fewer if the system refuses more)
   Precision precision = Precision::kNormal;     // kLow: fp16 storage where supported
   // Multi-path sessions: the part of the graph this config covers, by
   // tensor names (empty: the whole graph).

@@ -1,0 +1,171 @@
+// Hostile shapes computed at resize: sizes whose product reaches or wraps past
+// 2^63 (Reshape, Expand, Tile, Pad, Resize), the tensor and session limits of
+// ScheduleConfig, and windowed ops whose work is set by their parameters.
+// Each must fail resize with a status naming the op and the shape.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "checked_math.h"
+#include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
+
+namespace kiln {
+namespace {
+
+std::unique_ptr<Interpreter> Load(NetBuilder& b) {
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  EXPECT_TRUE(interp.ok()) << interp.status().ToString();
+  return std::move(interp).value();
+}
+
+// A graph x -> op(x, values) -> y with an i64 constant as input 1.
+std::unique_ptr<Interpreter> WithValues(fb::OpType type, const std::vector<int64_t>& x_shape,
+                                        const std::vector<int64_t>& values, fb::OpParamsUnion params = {}) {
+  NetBuilder b("hostile");
+  int x = b.addInput("x", fb::DataType::F32, std::vector<Dim>(x_shape.begin(), x_shape.end()));
+  int v = b.addConstant("values", {static_cast<int64_t>(values.size())}, values);
+  b.addOutput(b.addOp(type, "hostile_op", {x, v}, {"y"}, std::move(params))[0]);
+  return Load(b);
+}
+
+Status CreateAndResize(Interpreter& interp, const ScheduleConfig& config = {}) {
+  auto s = interp.createSession(config);
+  if (!s.ok()) return s.status();
+  return interp.resizeSession(*s);
+}
+
+TEST(Limits, CheckedMath) {
+  int64_t n = 0;
+  EXPECT_TRUE(CheckedElementCount({2, 3, 4}, &n));
+  EXPECT_EQ(n, 24);
+  EXPECT_FALSE(CheckedElementCount({int64_t{1} << 32, int64_t{1} << 32}, &n));
+  EXPECT_FALSE(CheckedElementCount({-1, 4}, &n));
+  size_t bytes = 0;
+  EXPECT_FALSE(CheckedShapeBytes({int64_t{1} << 62}, 4, &bytes));
+  EXPECT_TRUE(CheckedShapeBytes({0, int64_t{1} << 62}, 4, &bytes));
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(SatMul(int64_t{1} << 40, int64_t{1} << 40), kDimOverflow);
+  EXPECT_EQ(SatAdd(kDimOverflow, 1), kDimOverflow);
+  EXPECT_EQ(DimFromDouble(1e30), kDimOverflow);
+  EXPECT_EQ(DimFromDouble(std::numeric_limits<double>::quiet_NaN()), kDimOverflow);
+  EXPECT_EQ(DimFromDouble(7.9), 7);
+}
+
+// A Reshape whose element count wraps to the input's (2^62 * 4 = 2^64 = 0
+// mod 2^64) used to pass and write a wrapped shape; now it is refused.
+TEST(Limits, ReshapeWrappingToTheInputsCount) {
+  auto interp = WithValues(fb::OpType::Reshape, {1, 4}, {int64_t{1} << 62, 4, 4});
+  Status s = CreateAndResize(*interp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'hostile_op'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("cannot reshape"), std::string::npos) << s.message();
+}
+
+TEST(Limits, TileExpandPadResizePastTheLimit) {
+  struct Case {
+    fb::OpType type;
+    std::vector<int64_t> x, values;
+    const char* shape;  // the refused output shape, as printed
+  };
+  fb::ResizeParamsT resize;
+  const Case cases[] = {
+      {fb::OpType::Tile, {2, 3}, {int64_t{1} << 40, int64_t{1} << 40}, "exceeds the tensor limit"},
+      {fb::OpType::Expand, {1, 1}, {int64_t{1} << 31, int64_t{1} << 31}, "[2147483648,2147483648]"},
+      {fb::OpType::Pad, {1, 1}, {0, 0, 0, int64_t{1} << 60}, "exceeds the tensor limit"},
+  };
+  for (const Case& c : cases) {
+    auto interp = WithValues(c.type, c.x, c.values);
+    Status s = CreateAndResize(*interp);
+    ASSERT_FALSE(s.ok()) << fb::EnumNameOpType(c.type);
+    EXPECT_NE(s.message().find("'hostile_op'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(c.shape), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("tensor limit"), std::string::npos) << s.message();
+  }
+  // Resize with huge sizes (input 3) and with a scale that overflows int64.
+  for (bool by_sizes : {true, false}) {
+    NetBuilder b("resize");
+    int x = b.addInput("x", fb::DataType::F32, {1, 3, 4, 8});
+    std::vector<int> in = {x, -1};
+    if (by_sizes) {
+      in.push_back(-1);
+      in.push_back(b.addConstant("sizes", {4}, std::vector<int64_t>{1, 3, int64_t{1} << 32, 8}));
+    } else {
+      in.push_back(b.addConstant("scales", {4}, std::vector<float>{1.f, 1.f, 1e30f, 1.f}));
+    }
+    fb::OpParamsUnion p;
+    p.Set(resize);
+    b.addOutput(b.addOp(fb::OpType::Resize, "Resize_3", in, {"y"}, p)[0]);
+    auto interp = Load(b);
+    Status s = CreateAndResize(*interp);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("op 0 'Resize_3' (Resize): output 'y'"), std::string::npos) << s.message();
+    if (by_sizes) {
+      EXPECT_NE(s.message().find("[1,3,4294967296,8]"), std::string::npos) << s.message();
+    }
+  }
+}
+
+// maxTensorBytes and maxSessionBytes: a model that fits by default is refused
+// under smaller limits, with the limit in the message.
+TEST(Limits, ConfiguredTensorAndSessionLimits) {
+  NetBuilder b("two_relus");
+  int x = b.addInput("x", fb::DataType::F32, {1, 1024});
+  int r = b.addOp(fb::OpType::Relu, "relu", {x}, {"r"})[0];
+  b.addOutput(b.addOp(fb::OpType::Neg, "neg", {r}, {"y"})[0]);
+  auto interp = Load(b);
+  EXPECT_TRUE(CreateAndResize(*interp).ok());
+  ScheduleConfig small;
+  small.maxTensorBytes = 4000;  // one tensor is 4096 bytes
+  Status s = CreateAndResize(*interp, small);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exceeds the tensor limit (4000 bytes)"), std::string::npos) << s.message();
+  ScheduleConfig pool;
+  pool.maxSessionBytes = 5000;  // input + output + intermediate: more than 8 KiB
+  s = CreateAndResize(*interp, pool);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(s.message().find("exceeds the session memory limit (5000 bytes)"), std::string::npos) << s.message();
+}
+
+// A Conv with pads of 65536 used to run for 85 s and take 10 GB; its padded
+// input is now bounded by the tensor limit.
+TEST(Limits, ConvWithHugePadsIsBounded) {
+  NetBuilder b("pads");
+  int x = b.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
+  int w = b.addConstant("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.pads = {65536, 65536, 65536, 65536};
+  fb::OpParamsUnion p;
+  p.Set(conv);
+  b.addOutput(b.addOp(fb::OpType::Conv, "conv_pads", {x, w}, {"y"}, p)[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.maxTensorBytes = size_t{1} << 30;
+  Status s = CreateAndResize(*interp, config);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'conv_pads'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("tensor limit"), std::string::npos) << s.message();
+
+  // A kernel window of 10^6 x 10^6 taps (dilations) on a small input.
+  NetBuilder d("dilations");
+  x = d.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
+  fb::PoolParamsT pool;
+  pool.kernel_shape = {2, 2};
+  pool.dilations = {1 << 30, 1 << 30};
+  pool.pads = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
+  fb::OpParamsUnion pp;
+  pp.Set(pool);
+  d.addOutput(d.addOp(fb::OpType::MaxPool, "pool_dil", {x}, {"y"}, pp)[0]);
+  interp = Load(d);
+  s = CreateAndResize(*interp, config);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'pool_dil'"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace kiln
