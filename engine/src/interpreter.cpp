@@ -11,11 +11,40 @@
 namespace kiln {
 
 Interpreter::Interpreter(std::shared_ptr<Model> model)
-    : model_(std::move(model)), graph_(std::make_shared<Graph>(Graph::Build(*model_))) {}
+    : model_(std::move(model)), graph_(std::make_shared<Graph>(Graph::Build(*model_))), name_(model_->name()) {}
 Interpreter::~Interpreter() = default;
 
-const fb::Net& Interpreter::net() const { return model_->net(); }
-const std::string& Interpreter::modelName() const { return model_->name(); }
+namespace {
+
+// The net an Interpreter shows after releaseModel(): no tensors, no ops.
+const fb::Net& EmptyNet() {
+  static const std::vector<uint8_t> bytes = [] {
+    flatbuffers::FlatBufferBuilder b;
+    b.Finish(fb::CreateNet(b));
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  }();
+  return *flatbuffers::GetRoot<fb::Net>(bytes.data());
+}
+
+// Every call taking a Session* checks that it is a live session of this
+// Interpreter first: a released session, another Interpreter's or a null one
+// gives an error (or nullptr / an empty map), never a use of freed memory.
+Status NotOurs(const char* call) {
+  return InvalidArgument("%s: the session is not a live session of this Interpreter (released, null, or created by "
+                         "another Interpreter)", call);
+}
+
+}  // namespace
+
+const fb::Net& Interpreter::net() const { return model_ ? model_->net() : EmptyNet(); }
+const std::string& Interpreter::modelName() const { return name_; }
+
+bool Interpreter::owns(const Session* session) const {
+  if (!session) return false;
+  for (const auto& s : sessions_)
+    if (s.get() == session) return true;
+  return false;
+}
 
 StatusOr<Session*> Interpreter::createSession(const ScheduleConfig& config) {
   return createMultiPathSession({config});
@@ -45,13 +74,21 @@ Status Interpreter::releaseSession(Session* session) {
       sessions_.erase(it);
       return Status::Ok();
     }
-  return InvalidArgument("releaseSession: not a session of this interpreter");
+  return NotOurs("releaseSession");
 }
 
-Tensor* Interpreter::getSessionInput(Session* s, const std::string& name) { return s ? s->getInput(name) : nullptr; }
-Tensor* Interpreter::getSessionOutput(Session* s, const std::string& name) { return s ? s->getOutput(name) : nullptr; }
-std::map<std::string, Tensor*> Interpreter::getSessionInputAll(Session* s) { return s->getInputAll(); }
-std::map<std::string, Tensor*> Interpreter::getSessionOutputAll(Session* s) { return s->getOutputAll(); }
+Tensor* Interpreter::getSessionInput(Session* s, const std::string& name) {
+  return owns(s) ? s->getInput(name) : nullptr;
+}
+Tensor* Interpreter::getSessionOutput(Session* s, const std::string& name) {
+  return owns(s) ? s->getOutput(name) : nullptr;
+}
+std::map<std::string, Tensor*> Interpreter::getSessionInputAll(Session* s) {
+  return owns(s) ? s->getInputAll() : std::map<std::string, Tensor*>{};
+}
+std::map<std::string, Tensor*> Interpreter::getSessionOutputAll(Session* s) {
+  return owns(s) ? s->getOutputAll() : std::map<std::string, Tensor*>{};
+}
 
 Status Interpreter::resizeTensor(Tensor* tensor, const std::vector<int64_t>& shape) {
   for (auto& s : sessions_)
@@ -60,10 +97,10 @@ Status Interpreter::resizeTensor(Tensor* tensor, const std::vector<int64_t>& sha
   return InvalidArgument("resizeTensor: not an input tensor of a session of this interpreter");
 }
 
-Status Interpreter::resizeSession(Session* s) { return s->resize(); }
-Status Interpreter::runSession(Session* s) { return s->run(); }
+Status Interpreter::resizeSession(Session* s) { return owns(s) ? s->resize() : NotOurs("resizeSession"); }
+Status Interpreter::runSession(Session* s) { return owns(s) ? s->run() : NotOurs("runSession"); }
 Status Interpreter::runSessionWithCallBack(Session* s, const TensorCallBack& before, const TensorCallBack& after) {
-  return s->runWithCallBack(before, after);
+  return owns(s) ? s->runWithCallBack(before, after) : NotOurs("runSessionWithCallBack");
 }
 
 void Interpreter::releaseModel() {

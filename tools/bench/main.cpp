@@ -128,6 +128,15 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   r->switches = s->placement().switches;
   auto devices = s->devices();
   std::string main = backend == "auto" ? "" : backend;
+  if (!main.empty() && !devices.count(main)) {  // the backend could not start: say why, time nothing
+    std::string why = "no reason given";
+    for (const OpPlacement& op : s->placement().ops)
+      if (!op.reason.empty()) {
+        why = op.reason;
+        break;
+      }
+    return Unavailable("backend %s could not start: %s", backend.c_str(), why.c_str());
+  }
   for (auto& [name, d] : devices)
     if (main.empty() || name == main) r->device += (r->device.empty() ? "" : "; ") + d;
 

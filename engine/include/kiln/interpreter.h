@@ -53,13 +53,26 @@ class Interpreter {
       const LoadOptions& options = {}, std::function<void(const void*)> release = nullptr);
   ~Interpreter();
 
-  // The verified model. Valid until releaseModel() or the Interpreter dies.
+  // The verified model; after releaseModel(), an empty net (no tensors, no
+  // ops). The reference is valid until releaseModel() or the Interpreter dies.
   const fb::Net& net() const;
+  // The model's name (file path or LoadOptions::display_name); kept after
+  // releaseModel().
   const std::string& modelName() const;
   // The internal model (for tools and the engine).
   const Model& model() const { return *model_; }
 
   // ---- sessions (owned by the Interpreter; valid until releaseSession) ----
+  // The contract on handles:
+  //   * Every method here that takes a Session* checks it is a live session
+  //     of this Interpreter: a released one, a null one or another
+  //     Interpreter's gives an InvalidArgument status (getSession* give
+  //     nullptr or an empty map). Calling Session's own methods through a
+  //     released pointer is not detected: go through the Interpreter.
+  //   * Tensor* from a session are valid until that session is released or
+  //     the Interpreter is destroyed, which releases all its sessions.
+  //   * Sessions keep the model bytes they read alive: releaseModel() does
+  //     not invalidate them.
   // Places every op (see ScheduleConfig) and resizes with the model's input
   // shapes when they are all static.
   StatusOr<Session*> createSession(const ScheduleConfig& config);
@@ -86,9 +99,11 @@ class Interpreter {
 
  private:
   explicit Interpreter(std::shared_ptr<Model> model);
+  bool owns(const Session* session) const;
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Graph> graph_;
   std::vector<std::unique_ptr<Session>> sessions_;
+  std::string name_;
 };
 
 }  // namespace kiln
