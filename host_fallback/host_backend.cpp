@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cpu_features.h"
+#include "fault_injection.h"
 #include "gemm.h"
 
 namespace kiln {
@@ -111,7 +112,8 @@ Status HostBackend::onAllocateBuffer() {
   memory_ = nullptr;
   RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
   size_t bytes = plan.total ? plan.total : 64;
-  memory_ = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  memory_ = fault::Hit(fault::Site::kHostAlloc) ? nullptr
+                                                 : static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
   if (!memory_) return OutOfMemory("host pool of %zu bytes", plan.total);
   for (auto& [tensor, id] : buffer_of_) tensor->bind(nullptr, memory_ + plan.offsets[static_cast<size_t>(id)]);
   report_.planned_bytes = plan.total;

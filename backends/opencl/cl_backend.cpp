@@ -7,10 +7,21 @@
 #include <functional>
 
 #include "cl_sources.h"
+#include "fault_injection.h"
 #include "log.h"
 
 namespace kiln {
 namespace {
+
+// clCreateBuffer, failing as a device out of memory would when a test arms
+// the fault (fault_injection.h).
+cl_mem CreateClBuffer(const ClApi& cl, cl_context context, cl_mem_flags flags, size_t bytes, cl_int* err) {
+  if (fault::Hit(fault::Site::kDeviceAlloc)) {
+    *err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    return nullptr;
+  }
+  return cl.clCreateBuffer(context, flags, bytes, nullptr, err);
+}
 
 const GpuBackend::OpEntry kKernels[] = {
 #define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
@@ -227,7 +238,7 @@ StatusOr<GpuBuffer> OpenCLBackend::createBuffer(uint64_t bytes, const void* data
   GpuBuffer b;
   b.bytes = std::max<uint64_t>(bytes, 16);
   cl_int err = CL_SUCCESS;
-  cl_mem m = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, b.bytes, nullptr, &err);
+  cl_mem m = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, b.bytes, &err);
   RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating %llu bytes of OpenCL memory", (unsigned long long)b.bytes).c_str()));
   b.handle = reinterpret_cast<uint64_t>(m);
   if (data && bytes) {
@@ -261,7 +272,7 @@ Status OpenCLBackend::uploadConstants() {
   constant_buffer_ = nullptr;
   cl_int err = CL_SUCCESS;
   constant_bytes_ = total + kPoolSlack;
-  constant_buffer_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, constant_bytes_, nullptr, &err);
+  constant_buffer_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, constant_bytes_, &err);
   RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL weights buffer"));
   if (total)
     RETURN_IF_ERROR(ClCheck(cl().clEnqueueWriteBuffer(queue_, constant_buffer_, CL_TRUE, 0, total, bytes.data(), 0,
@@ -291,7 +302,7 @@ Status OpenCLBackend::onAllocateBuffer() {
     pool_ = nullptr;
     pool_bytes_ = 0;
     cl_int err = CL_SUCCESS;
-    pool_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    pool_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, bytes, &err);
     RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating a %llu-byte OpenCL pool", (unsigned long long)bytes).c_str()));
     pool_bytes_ = bytes;
   }
@@ -306,7 +317,7 @@ Status OpenCLBackend::ensureStaging(uint64_t bytes) {
   staging_bytes_ = 0;
   const uint64_t size = std::max<uint64_t>(bytes, 1 << 16);
   cl_int err = CL_SUCCESS;
-  staging_ = cl().clCreateBuffer(device_->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, nullptr, &err);
+  staging_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, &err);
   RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL staging buffer"));
   staging_bytes_ = size;
   return Status::Ok();

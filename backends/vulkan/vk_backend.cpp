@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "fault_injection.h"
 #include "log.h"
 #include "vk_shaders.h"
 
@@ -247,7 +248,8 @@ StatusOr<VulkanBuffer> VulkanBackend::createVkBuffer(VkDeviceSize bytes, const v
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = static_cast<uint32_t>(type);
-  VkResult r = type < 0 ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
+  VkResult r = type < 0 || fault::Hit(fault::Site::kDeviceAlloc) ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                                                                : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(dev, b.buffer, nullptr);
     return VkCheck(r, StrFormat("allocating %llu bytes of device memory", (unsigned long long)req.size).c_str());
@@ -361,7 +363,9 @@ Status VulkanBackend::submit(VkCommandBuffer cmd, VkFence fence) {
   si.pCommandBuffers = &cmd;
   {
     std::lock_guard<std::mutex> lock(device_->queueMutex());
-    RETURN_IF_ERROR(VkCheck(vkQueueSubmit(device_->queue(), 1, &si, fence), "vkQueueSubmit"));
+    const VkResult r = fault::Hit(fault::Site::kDeviceLost) ? VK_ERROR_DEVICE_LOST
+                                                             : vkQueueSubmit(device_->queue(), 1, &si, fence);
+    RETURN_IF_ERROR(VkCheck(r, "vkQueueSubmit"));
   }
   return device_->TakeValidationError();
 }
@@ -372,7 +376,8 @@ Status VulkanBackend::waitIdle() {
   for (Run& r : runs_) {
     if (!r.pending) continue;
     r.pending = false;
-    Status s = VkCheck(vkWaitForFences(dev, 1, &r.fence, VK_TRUE, kFenceTimeoutNs), "waiting for the GPU");
+    const VkResult wait = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, kFenceTimeoutNs);
+    Status s = VkCheck(fault::Hit(fault::Site::kDeviceLost) ? VK_ERROR_DEVICE_LOST : wait, "waiting for the GPU");
     if (status.ok()) status = s;
   }
   if (status.ok() && queries_ && !op_by_op_) status = readTimings();
@@ -419,7 +424,9 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = static_cast<uint32_t>(type);
-  VkResult r = type < 0 ? VK_ERROR_OUT_OF_HOST_MEMORY : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
+  VkResult r = type < 0 ? VK_ERROR_OUT_OF_HOST_MEMORY
+              : fault::Hit(fault::Site::kDeviceAlloc) ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                                                      : vkAllocateMemory(dev, &mai, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(dev, b.buffer, nullptr);
     return VkCheck(r, "allocating the staging buffer");
