@@ -89,6 +89,7 @@ class SessionImpl {
   // Resize's limits: a tensor's size (computed without overflow) against its
   // backend's tensor limit, and the parameter-driven work of windowed ops.
   Status checkTensorSize(const Tensor& t, size_t limit) const;
+  size_t tensorLimit(const Backend* b) const;
   Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, size_t limit) const;
 
   std::shared_ptr<const Model> model_;

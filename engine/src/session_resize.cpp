@@ -101,10 +101,11 @@ Status SessionImpl::inferShapes() {
     ShapeContext ctx(op, ins, outs);
     RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
     for (size_t k = 0; k < outs.size(); ++k)
-      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensor_limit_.at(home_[static_cast<size_t>(op.outputs[k])])), "%s",
+      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])])), "%s",
                       where(static_cast<int>(i)).c_str());
-    RETURN_IF_ERROR(checkParameterWork(op, ins, tensor_limit_.at(home_[static_cast<size_t>(op.outputs[0])])), "%s",
-                    where(static_cast<int>(i)).c_str());
+    if (!outs.empty())
+      RETURN_IF_ERROR(checkParameterWork(op, ins, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])), "%s",
+                      where(static_cast<int>(i)).c_str());
     if (resize_op_[i]) {
       // Compute now, on the host, into session memory that lives until the next resize.
       for (Tensor* o : outs) {
@@ -121,6 +122,11 @@ Status SessionImpl::inferShapes() {
     m->setDtype(src->dtype());
   }
   return Status::Ok();
+}
+
+size_t SessionImpl::tensorLimit(const Backend* b) const {
+  auto it = tensor_limit_.find(b);
+  return it == tensor_limit_.end() ? PhysicalMemoryBytes() : it->second;
 }
 
 Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit) const {

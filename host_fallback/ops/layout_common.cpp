@@ -135,11 +135,12 @@ StatusOr<std::vector<SliceDim>> ResolveSlice(const GraphOp& op, const std::vecto
     if (step > 0) {
       start = std::max<int64_t>(0, std::min(start, dim));
       end = std::max<int64_t>(0, std::min(end, dim));
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? (end - start - 1) / step + 1 : 0;  // no overflow for any step
     } else {
       start = std::max<int64_t>(-1, std::min(start, dim - 1));
       end = std::max<int64_t>(-1, std::min(end, dim - 1));
-      count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+      const uint64_t back = static_cast<uint64_t>(-(step + 1)) + 1;  // -step, also for INT64_MIN
+      count = start > end ? static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / back) + 1 : 0;
     }
     dims[static_cast<size_t>(ax[i])] = {count > 0 ? start : 0, step, count};
   }
@@ -288,7 +289,7 @@ StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector
   int64_t sum = 0;
   for (int64_t s : sizes) {
     if (s < 0) return InvalidArgument("Split: negative size in %s", ListToString(sizes).c_str());
-    sum += s;
+    sum = SatAdd(sum, s);
   }
   if (sum != dim)
     return InvalidArgument("Split: sizes %s add up to %lld, but axis %d has %lld", ListToString(sizes).c_str(),

@@ -29,7 +29,7 @@ bool ParseShape(const std::string& arg, std::string* name, std::vector<int64_t>*
   while (pos <= dims.size()) {
     size_t x = dims.find('x', pos);
     std::string d = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (d.empty() || d.size() > 18 || d.find_first_not_of("0123456789") != std::string::npos) return false;
     shape->push_back(std::stoll(d));
     if (x == std::string::npos) break;
     pos = x + 1;

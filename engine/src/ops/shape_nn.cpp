@@ -114,9 +114,9 @@ Status InferShapeConv(ShapeContext& c) {
   int64_t out_channels;
   if (!transpose) {
     // W: [M, C / group, k...]
-    if (x[1] != w[1] * group)
+    if (x[1] != SatMul(w[1], group))
       return InvalidArgument("%s: input has %lld channels but weights expect %lld (group %lld)", op,
-                             static_cast<long long>(x[1]), static_cast<long long>(w[1] * group),
+                             static_cast<long long>(x[1]), static_cast<long long>(SatMul(w[1], group)),
                              static_cast<long long>(group));
     if (w[0] % group != 0)
       return InvalidArgument("%s: %lld output channels (weights %s) do not divide into %lld groups", op,
@@ -130,7 +130,7 @@ Status InferShapeConv(ShapeContext& c) {
     if (x[1] % group != 0)
       return InvalidArgument("%s: %lld input channels do not divide into %lld groups", op,
                              static_cast<long long>(x[1]), static_cast<long long>(group));
-    out_channels = w[1] * group;
+    out_channels = SatMul(w[1], group);
   }
   if (c.hasInput(2)) RETURN_IF_ERROR(PerChannel(c, 2, "bias", out_channels));
 
