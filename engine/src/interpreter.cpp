@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "alloc_guard.h"
 #include "graph.h"
 #include "model.h"
 #include "session_impl.h"
@@ -51,6 +52,10 @@ StatusOr<Session*> Interpreter::createSession(const ScheduleConfig& config) {
 }
 
 StatusOr<Session*> Interpreter::createMultiPathSession(const std::vector<ScheduleConfig>& configs) {
+  return GuardAlloc("createSession", [&] { return createSessionUnguarded(configs); });
+}
+
+StatusOr<Session*> Interpreter::createSessionUnguarded(const std::vector<ScheduleConfig>& configs) {
   if (!model_) return InvalidArgument("createSession after releaseModel()");
   ASSIGN_OR_RETURN(auto impl, SessionImpl::Create(model_, graph_, configs));
   std::unique_ptr<Session> session(new Session(std::move(impl)));

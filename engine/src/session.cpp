@@ -1,6 +1,7 @@
 // The public Session and Interpreter session API over SessionImpl.
 #include "kiln/session.h"
 
+#include "alloc_guard.h"
 #include "kiln/interpreter.h"
 #include "session_impl.h"
 
@@ -61,10 +62,14 @@ std::map<std::string, Tensor*> Session::getOutputAll() { return impl_->outputs()
 Status Session::resizeTensor(Tensor* input, const std::vector<int64_t>& shape) {
   return impl_->resizeTensor(input, shape);
 }
-Status Session::resize() { return impl_->resize(); }
-Status Session::run() { return impl_->run(nullptr, nullptr); }
+Status Session::resize() {
+  return GuardAlloc("resize", [&] { return impl_->resize(); });
+}
+Status Session::run() {
+  return GuardAlloc("run", [&] { return impl_->run(nullptr, nullptr); });
+}
 Status Session::runWithCallBack(const TensorCallBack& before, const TensorCallBack& after) {
-  return impl_->run(&before, &after);
+  return GuardAlloc("run", [&] { return impl_->run(&before, &after); });
 }
 const Placement& Session::placement() const { return impl_->placement(); }
 std::vector<MemoryUse> Session::memory() const { return impl_->memory(); }

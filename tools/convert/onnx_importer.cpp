@@ -10,6 +10,7 @@
 #include <set>
 
 #include "kiln/convert.h"
+#include "alloc_guard.h"
 #include "onnx_util.h"
 #include "ops/op_defs.h"
 
@@ -471,7 +472,7 @@ StatusOr<NetBuilder> ImportModel(const onnx::ModelProto& model, const ConvertOpt
                                  const std::string& weights_dir) {
   ConvertReport local;
   OnnxImporter importer(options, report ? report : &local, weights_dir);
-  return importer.Import(model);
+  return GuardAlloc("ONNX import", [&] { return importer.Import(model); });
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "kiln/convert.h"
+#include "alloc_guard.h"
 #include "checked_math.h"
 #include "ops/shape_inference.h"
 #include "tflite_reader.h"
@@ -759,7 +760,7 @@ StatusOr<NetBuilder> ImportModel(const tflite::Model& model, const ConvertOption
   if (model.subgraphs.size() > 1 && options.progress)
     options.progress(StrFormat("%zu subgraphs: importing subgraph 0 only", model.subgraphs.size()));
   TfliteImporter importer(model, options, report);
-  return importer.Import();
+  return GuardAlloc("TFLite import", [&] { return importer.Import(); });
 }
 
 }  // namespace

@@ -100,6 +100,7 @@ class Interpreter {
  private:
   explicit Interpreter(std::shared_ptr<Model> model);
   bool owns(const Session* session) const;
+  StatusOr<Session*> createSessionUnguarded(const std::vector<ScheduleConfig>& configs);
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Graph> graph_;
   std::vector<std::unique_ptr<Session>> sessions_;
