@@ -63,6 +63,10 @@ std::string CpuModel() {
 
 bool HostSupports(fb::OpType type) { return FindFactory(type) != nullptr; }
 
+StatusOr<std::unique_ptr<Backend>> CreateHostBackend(const ScheduleConfig& config) {
+  return std::unique_ptr<Backend>(new HostBackend(config.numThread, config.precision));
+}
+
 HostBackend::HostBackend(int threads, Precision precision) : pool_(threads), precision_(precision) {}
 HostBackend::~HostBackend() { std::free(memory_); }
 

@@ -44,6 +44,10 @@ cl_mem Mem(uint64_t handle) { return reinterpret_cast<cl_mem>(handle); }
 
 }  // namespace
 
+StatusOr<std::unique_ptr<Backend>> CreateOpenCLBackend(const ScheduleConfig& config) {
+  return OpenCLBackend::Create(config);
+}
+
 StatusOr<std::unique_ptr<Backend>> OpenCLBackend::Create(const ScheduleConfig& config) {
   std::unique_ptr<OpenCLBackend> b(new OpenCLBackend());
   RETURN_IF_ERROR(b->init(config));

@@ -49,6 +49,10 @@ constexpr VkAccessFlags kWorkAccess =
 
 // ------------------------------------------------------------------- backend
 
+StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(const ScheduleConfig& config) {
+  return VulkanBackend::Create(config);
+}
+
 StatusOr<std::unique_ptr<Backend>> VulkanBackend::Create(const ScheduleConfig& config) {
   std::unique_ptr<VulkanBackend> b(new VulkanBackend());
   RETURN_IF_ERROR(b->init(config));

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "kiln/session.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -78,6 +79,16 @@ struct DevicePeaks {
 
 // The host's physical memory in bytes (SIZE_MAX when it cannot be read).
 size_t PhysicalMemoryBytes();
+
+// Backend creators, declared here and defined by each backend (as MNN
+// registers its backends): the engine creates every backend through them and
+// includes no GPU backend's header. host_fallback/host_backend.cpp,
+// backends/vulkan/vk_backend.cpp and backends/opencl/cl_backend.cpp define
+// their own; a build without a GPU backend links engine/src/
+// absent_backends.cpp's, which return Unavailable with the reason.
+StatusOr<std::unique_ptr<Backend>> CreateHostBackend(const ScheduleConfig& config);
+StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(const ScheduleConfig& config);
+StatusOr<std::unique_ptr<Backend>> CreateOpenCLBackend(const ScheduleConfig& config);
 
 class Backend {
  public:

@@ -8,12 +8,6 @@
 #include "host_backend.h"
 #include "log.h"
 #include "ops/shape_inference.h"
-#ifdef KILN_HAVE_VULKAN
-#include "vk_backend.h"
-#endif
-#ifdef KILN_HAVE_OPENCL
-#include "cl_backend.h"
-#endif
 
 namespace kiln {
 
@@ -43,19 +37,9 @@ bool MayRunInPlace(fb::OpType t) {
 BackendFactory DefaultBackendFactory() {
   return [](ForwardType type, const ScheduleConfig& config) -> StatusOr<std::unique_ptr<Backend>> {
     switch (type) {
-      case ForwardType::kHost: return std::unique_ptr<Backend>(new HostBackend(config.numThread, config.precision));
-      case ForwardType::kVulkan:
-#ifdef KILN_HAVE_VULKAN
-        return VulkanBackend::Create(config);
-#else
-        return Unavailable("this build of Kiln has no Vulkan backend (built without glslangValidator/Vulkan headers)");
-#endif
-      case ForwardType::kOpenCL:
-#ifdef KILN_HAVE_OPENCL
-        return OpenCLBackend::Create(config);
-#else
-        return Unavailable("this build of Kiln has no OpenCL backend (built without CL/cl.h or clang)");
-#endif
+      case ForwardType::kHost: return CreateHostBackend(config);
+      case ForwardType::kVulkan: return CreateVulkanBackend(config);
+      case ForwardType::kOpenCL: return CreateOpenCLBackend(config);
       case ForwardType::kAuto: break;
     }
     return InvalidArgument("kAuto is not a backend");

@@ -165,7 +165,9 @@ TEST(GpuPacked, CallbacksSeeNchw) {
           return true;
         });
     ASSERT_TRUE(st.ok()) << st.ToString();
-    if (type == kVk) EXPECT_EQ(PackedTensors(*s), kChainPacked);
+    if (type == kVk) {
+      EXPECT_EQ(PackedTensors(*s), kChainPacked);
+    }
   }
   ASSERT_EQ(seen[kVk].size(), 16u + 7u);  // every op's output, every conv's weights
   for (auto& [op, want] : seen[ForwardType::kHost]) ExpectNear(seen[kVk][op], want, 1e-4f, op);
@@ -265,7 +267,9 @@ TEST(GpuPacked, BordersStayPlanar) {
     results.emplace_back(static_cast<size_t>(out->elementCount()));
     auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, results.back().data());
     ASSERT_TRUE(out->copyToHostTensor(dst.get()).ok());
-    if (type == kVk) EXPECT_EQ(PackedTensors(*s), 0u);
+    if (type == kVk) {
+      EXPECT_EQ(PackedTensors(*s), 0u);
+    }
   }
   ExpectNear(results[1], results[0], 1e-4f, "borders");
 }
