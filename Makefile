@@ -64,7 +64,7 @@ fuzz: deps
 	mkdir -p build-fuzz/crashes
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "== kiln-fuzz-$$t: $(FUZZ_SECONDS) s"; \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/bin/kiln-fuzz-$$t \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-fuzz/bin/kiln-fuzz-$$t \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 -max_len=65536 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t 2>&1 | grep -E "^(stat::|#[0-9]+ *DONE|==[0-9]+==|SUMMARY)" ; \
 	  test $${PIPESTATUS[0]} -eq 0 || { echo "kiln-fuzz-$$t failed: see build-fuzz/crashes"; exit 1; }; \

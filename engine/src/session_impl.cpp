@@ -7,6 +7,7 @@
 
 #include "host_backend.h"
 #include "log.h"
+#include "ops/op_defs.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
@@ -19,19 +20,8 @@ size_t PhysicalMemoryBytes() {
 }
 
 bool MayRunInPlace(fb::OpType t) {
-  switch (t) {
-    case fb::OpType::Relu: case fb::OpType::LeakyRelu: case fb::OpType::Clip: case fb::OpType::Sigmoid:
-    case fb::OpType::Tanh: case fb::OpType::HardSigmoid: case fb::OpType::HardSwish: case fb::OpType::Elu:
-    case fb::OpType::Erf: case fb::OpType::Gelu: case fb::OpType::Exp: case fb::OpType::Log:
-    case fb::OpType::Sqrt: case fb::OpType::Neg: case fb::OpType::Abs: case fb::OpType::Reciprocal:
-    case fb::OpType::Identity: case fb::OpType::Reshape: case fb::OpType::Flatten: case fb::OpType::Squeeze:
-    case fb::OpType::Unsqueeze: case fb::OpType::Add: case fb::OpType::Sub: case fb::OpType::Mul:
-    case fb::OpType::Div: case fb::OpType::Pow: case fb::OpType::Max: case fb::OpType::Min:
-    case fb::OpType::PRelu:
-      return true;
-    default:
-      return false;
-  }
+  const OpDef* def = FindOpDef(t);
+  return def && def->in_place;
 }
 
 BackendFactory DefaultBackendFactory() {

@@ -29,8 +29,8 @@ namespace kiln {
 
 class HostBackend;
 
-// Ops whose output may take over input 0's memory when input 0 dies there.
-// Their kernels must tolerate out == in0 (element i is read before written).
+// Ops whose output may take over input 0's memory when input 0 dies there
+// (op_defs.inc's InPlace column). Their kernels must tolerate out == in0.
 bool MayRunInPlace(fb::OpType type);
 
 // Creates the backend for a forward type (tests substitute their own).

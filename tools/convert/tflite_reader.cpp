@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <type_traits>
 
 #include "checked_math.h"
 
@@ -182,7 +183,11 @@ class ModelParser {
   StatusOr<std::vector<T>> VecCopy(const Table* t, int id) {
     ASSIGN_OR_RETURN(auto* v, Vec<T>(t, id));
     std::vector<T> r;
-    if (v) r.assign(v->begin(), v->end());
+    if (v && v->size()) {  // memcpy: the verifier aligns a vector to 4 bytes, not to an int64 element
+      static_assert(std::is_arithmetic<T>::value, "VecCopy copies scalars");
+      r.resize(v->size());
+      std::memcpy(r.data(), v->Data(), r.size() * sizeof(T));
+    }
     return r;
   }
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "session_impl.h"  // MayRunInPlace: the elementwise ops
+#include "ops/op_defs.h"
 
 namespace kiln {
 namespace {
@@ -18,28 +18,38 @@ OpCost EstimateOpCost(const GraphOp& op, const std::vector<Tensor*>& in, const s
     for (const Tensor* t : *list)
       if (t && seen.insert(t).second) c.bytes += static_cast<double>(t->byteSize());
   if (in.empty() || out.empty() || !in[0] || !out[0]) return c;
-  const Tensor* w = in.size() > 1 ? in[1] : nullptr;
-  switch (op.type) {
-    case fb::OpType::Conv:  // weights [Cout, Cin/group, k...]: each output sums Cin/group * k... products
-      if (w && w->dimensions() > 0 && w->length(0) > 0) c.flops = 2 * Elements(out[0]) * Elements(w) / w->length(0);
-      break;
-    case fb::OpType::ConvTranspose:  // weights [Cin, Cout/group, k...]: each input scatters to Cout/group * k...
-      if (w && w->dimensions() > 0 && w->length(0) > 0) c.flops = 2 * Elements(in[0]) * Elements(w) / w->length(0);
-      break;
-    case fb::OpType::MatMul:
-      if (in[0]->dimensions() > 0) c.flops = 2 * Elements(out[0]) * in[0]->length(in[0]->dimensions() - 1);
-      break;
-    case fb::OpType::Gemm:  // A is M x K or K x M; M is the output's rows
-      if (out[0]->dimensions() == 2 && out[0]->length(0) > 0)
-        c.flops = 2 * Elements(out[0]) * Elements(in[0]) / out[0]->length(0);
-      break;
-    default:
-      if (MayRunInPlace(op.type) && op.type != fb::OpType::Identity && op.type != fb::OpType::Reshape &&
-          op.type != fb::OpType::Flatten && op.type != fb::OpType::Squeeze && op.type != fb::OpType::Unsqueeze)
-        c.flops = Elements(out[0]);
-      break;
-  }
+  if (const OpDef* def = FindOpDef(op.type)) c.flops = def->cost(op, in, out);
   return c;
 }
+
+// The cost functions op_defs.inc rows name. Inputs 0 and output 0 are
+// present (checked above).
+double CostConv(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  // weights [Cout, Cin/group, k...]: each output sums Cin/group * k... products
+  const Tensor* w = in.size() > 1 ? in[1] : nullptr;
+  return w && w->dimensions() > 0 && w->length(0) > 0 ? 2 * Elements(out[0]) * Elements(w) / w->length(0) : 0;
+}
+
+double CostConvTranspose(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>&) {
+  // weights [Cin, Cout/group, k...]: each input scatters to Cout/group * k...
+  const Tensor* w = in.size() > 1 ? in[1] : nullptr;
+  return w && w->dimensions() > 0 && w->length(0) > 0 ? 2 * Elements(in[0]) * Elements(w) / w->length(0) : 0;
+}
+
+double CostMatMul(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  return in[0]->dimensions() > 0 ? 2 * Elements(out[0]) * in[0]->length(in[0]->dimensions() - 1) : 0;
+}
+
+double CostGemm(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  // A is M x K or K x M; M is the output's rows
+  return out[0]->dimensions() == 2 && out[0]->length(0) > 0 ? 2 * Elements(out[0]) * Elements(in[0]) / out[0]->length(0)
+                                                              : 0;
+}
+
+double CostElementwise(const GraphOp&, const std::vector<Tensor*>&, const std::vector<Tensor*>& out) {
+  return Elements(out[0]);
+}
+
+double CostNone(const GraphOp&, const std::vector<Tensor*>&, const std::vector<Tensor*>&) { return 0; }
 
 }  // namespace kiln

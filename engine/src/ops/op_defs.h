@@ -1,11 +1,27 @@
-// Static facts about each op type: the params table it takes and how many
-// inputs and outputs it has. The model verifier checks every op against
-// these; shape functions and kernels come per backend.
+// Everything the engine knows about each op type, one row of op_defs.inc
+// each: its params table, arity, shape function and value inputs, whether it
+// may run in place, and its cost function. The model verifier, the graph
+// passes, the session and the profiler all read it here; the kernels are the
+// backends' own.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "kiln/status.h"
 #include "kiln_generated.h"
 
 namespace kiln {
+
+class ShapeContext;
+class Tensor;
+struct GraphOp;
+struct OpCost;
+
+// Computes an op's output shapes and dtypes (ops/shape_inference.h).
+using ShapeFn = Status (*)(ShapeContext&);
+// Its flops for profiles (ops/op_cost.h); bytes are counted by the caller.
+using CostFn = double (*)(const GraphOp& op, const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs);
 
 struct OpDef {
   fb::OpType type;
@@ -14,6 +30,10 @@ struct OpDef {
   bool params_required;
   int min_inputs, max_inputs;
   int min_outputs, max_outputs;
+  ShapeFn shape;          // nullptr: none (Custom)
+  uint32_t value_inputs;  // bit k: input k's values decide the shapes (computed at resize)
+  bool in_place;          // the output may share input 0's memory
+  CostFn cost;
 };
 
 // The definition of `type`, or nullptr for Invalid / unknown values.

@@ -6,30 +6,10 @@
 
 namespace kiln {
 
-// Declarations of every registered shape function.
-#define KILN_SHAPE(Op, Fn, Mask) Status InferShape##Fn(ShapeContext&);
-#include "ops/shapes.inc"
-#undef KILN_SHAPE
-
-namespace {
-
-struct Entry {
-  fb::OpType type;
-  ShapeDef def;
-};
-
-const Entry kEntries[] = {
-#define KILN_SHAPE(Op, Fn, Mask) {fb::OpType::Op, {&InferShape##Fn, Mask}},
-#include "ops/shapes.inc"
-#undef KILN_SHAPE
-};
-
-}  // namespace
-
 ShapeDef FindShapeDef(fb::OpType type) {
-  for (const Entry& e : kEntries)
-    if (e.type == type) return e.def;
-  return {};
+  const OpDef* def = FindOpDef(type);
+  if (!def || !def->shape) return {};
+  return {def->shape, def->value_inputs};
 }
 
 StatusOr<std::vector<int64_t>> ShapeContext::inInts(int i) const {

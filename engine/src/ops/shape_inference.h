@@ -3,10 +3,10 @@
 // an op declares as "value inputs" (Reshape's shape, Slice's starts, ...),
 // from their values, which the session computes at resize.
 //
-// Registration: engine/src/ops/shapes_<family>.inc, one line an op:
-//   KILN_SHAPE(OpType, FunctionSuffix, ValueInputMask)
-// declares and registers `Status InferShape<FunctionSuffix>(ShapeContext&)`;
-// bit k of ValueInputMask says input k's values are needed.
+// Registration: the op's row in engine/src/ops/op_defs.inc names its shape
+// function (`Status InferShape<Shape>(ShapeContext&)`, defined in
+// ops/shape_<family>.cpp) and its value-input mask (bit k: input k's values
+// are needed).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "graph.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "ops/op_defs.h"
 
 namespace kiln {
 
@@ -54,14 +55,13 @@ class ShapeContext {
   const std::vector<Tensor*>& outputs_;
 };
 
-using ShapeFn = Status (*)(ShapeContext&);
-
 struct ShapeDef {
   ShapeFn fn = nullptr;
   uint32_t value_inputs = 0;
 };
 
-// The shape function of `type`, or {nullptr, 0} when none is registered.
+// The shape function of `type` and its value inputs, from its op_defs.inc
+// row; {nullptr, 0} when it has none.
 ShapeDef FindShapeDef(fb::OpType type);
 
 // Numpy broadcasting of two shapes; fails naming both when incompatible.
