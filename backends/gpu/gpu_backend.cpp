@@ -1,5 +1,6 @@
 #include "gpu_backend.h"
 
+#include <cstring>
 #include <algorithm>
 #include <optional>
 
@@ -346,9 +347,43 @@ void GpuBackend::bindPlanned(const MemoryPlanner::Plan& plan, uint64_t handle) {
   for (auto& [tensor, id] : buffer_of_) report_.tensor_bytes += storageBytes(*tensor);
 }
 
-StatusOr<std::unique_ptr<Execution>> GpuBackend::createFrom(const OpEntry* begin, const OpEntry* end,
-                                                            const GraphOp& op, const Graph& graph) {
-  for (const OpEntry* e = begin; e != end; ++e) {
+namespace {
+
+struct OpEntry {
+  fb::OpType type;
+  StatusOr<std::unique_ptr<Execution>> (*factory)(const GraphOp&, const Graph&, GpuBackend*);
+};
+
+struct OpExclusion {
+  const char* backend;
+  fb::OpType type;
+  const char* reason;
+};
+
+#define KILN_GPU_EXCLUDE(Backend, Op, Reason)
+constexpr OpEntry kGpuOps[] = {
+#define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
+#include "gpu_ops.inc"
+#undef KILN_GPU_OP
+};
+#undef KILN_GPU_EXCLUDE
+
+#define KILN_GPU_OP(Op, Factory)
+constexpr OpExclusion kExclusions[] = {
+#define KILN_GPU_EXCLUDE(Backend, Op, Reason) {Backend, fb::OpType::Op, Reason},
+#include "gpu_ops.inc"
+#undef KILN_GPU_EXCLUDE
+    {nullptr, fb::OpType::Invalid, nullptr},  // keeps the array non-empty
+};
+#undef KILN_GPU_OP
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> GpuBackend::onCreate(const GraphOp& op, const Graph& graph) {
+  for (const OpExclusion& x : kExclusions)
+    if (x.backend && x.type == op.type && std::strcmp(x.backend, name()) == 0)
+      return Unsupported("the %s backend does not run %s: %s", name(), op.typeName(), x.reason);
+  for (const OpEntry* e = std::begin(kGpuOps); e != std::end(kGpuOps); ++e) {
     if (e->type != op.type) continue;
     ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e->factory(op, graph, this));
     std::vector<fb::DataType> in;

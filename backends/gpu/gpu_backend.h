@@ -15,8 +15,8 @@
 //     argument (a struct passed by value, laid out as the GLSL block), spec
 //     constant k is the build option -DKILN_SPEC_<k>=<value>.
 // So the two kernel sources of one family keep one interface, and adding a
-// kernel to a backend is adding its source file and one registration line
-// (vk_ops.inc / cl_ops.inc), not a second copy of the planning code.
+// kernel to both backends is adding its two source files and one row of the
+// one GPU op list (gpu_ops.inc), not a second copy of the planning code.
 //
 // Thread-safety: one session, one thread (see backend.h).
 #pragma once
@@ -171,6 +171,10 @@ class GpuBackend : public Backend {
   Status onReleaseBuffer(Tensor* t) override;
   StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
 
+  // The op's execution from the one GPU op list (backends/gpu/gpu_ops.inc),
+  // for Vulkan and OpenCL alike; Unsupported, naming the backend, for an op
+  // the list lacks or excludes on this backend.
+  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
   virtual const GpuCaps& gpuCaps() const = 0;
   // Session limits default to the device's: a tensor must fit one binding.
   size_t maxBufferBytes() const override {
@@ -216,12 +220,6 @@ class GpuBackend : public Backend {
   // (packed conv weights), reported with the constants.
   void addOwnWeightBytes(int64_t delta) { own_weight_bytes_ += delta; }
 
-  // One line of a backend's registration list (vk_ops.inc, cl_ops.inc).
-  struct OpEntry {
-    fb::OpType type;
-    StatusOr<std::unique_ptr<Execution>> (*factory)(const GraphOp&, const Graph&, GpuBackend*);
-  };
-
  protected:
   // A host tensor's bytes as this backend stores them (f32 -> f16 in fp16
   // mode; packed when `packed`), and back.
@@ -230,10 +228,6 @@ class GpuBackend : public Backend {
   // After planning: binds every pool tensor at its offset in the pool
   // `handle` and fills report_.
   void bindPlanned(const MemoryPlanner::Plan& plan, uint64_t handle);
-  // Looks the op up in a backend's registration list and creates its
-  // execution (Unsupported, naming the backend, when the list lacks the op).
-  StatusOr<std::unique_ptr<Execution>> createFrom(const OpEntry* begin, const OpEntry* end, const GraphOp& op,
-                                                  const Graph& graph);
 
   bool half_ = false;
   // The backend packs the tensors onChooseLayouts allows (ScheduleConfig::
@@ -283,10 +277,13 @@ StatusOr<DevicePeaks> MeasurePeakSchedule(
     uint32_t fma_items, uint32_t copy_bytes,
     const std::function<Status(uint32_t mode, const PeakPush& push, double* seconds)>& run);
 
-// The op factories of backends/gpu/ops (declared from gpu_ops.inc).
-#define KILN_GPU_FACTORY(Factory) \
+// The op factories of backends/gpu/ops, declared from the rows of gpu_ops.inc
+// that name them.
+#define KILN_GPU_OP(Op, Factory) \
   StatusOr<std::unique_ptr<Execution>> CreateGpu##Factory(const GraphOp&, const Graph&, GpuBackend*);
-#include "gpu_factories.inc"
-#undef KILN_GPU_FACTORY
+#define KILN_GPU_EXCLUDE(Backend, Op, Reason)
+#include "gpu_ops.inc"
+#undef KILN_GPU_EXCLUDE
+#undef KILN_GPU_OP
 
 }  // namespace kiln

@@ -23,12 +23,6 @@ cl_mem CreateClBuffer(const ClApi& cl, cl_context context, cl_mem_flags flags, s
   return cl.clCreateBuffer(context, flags, bytes, nullptr, err);
 }
 
-const GpuBackend::OpEntry kKernels[] = {
-#define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
-#include "cl_ops.inc"
-#undef KILN_GPU_OP
-};
-
 // Sub-buffers of at least a word, and pool slack so that one at the pool's
 // end stays inside it.
 constexpr uint64_t kPoolSlack = 256;
@@ -81,10 +75,6 @@ OpenCLBackend::~OpenCLBackend() {
   if (constant_buffer_) cl().clReleaseMemObject(constant_buffer_);
   if (staging_) cl().clReleaseMemObject(staging_);
   if (queue_) cl().clReleaseCommandQueue(queue_);
-}
-
-StatusOr<std::unique_ptr<Execution>> OpenCLBackend::onCreate(const GraphOp& op, const Graph& graph) {
-  return createFrom(std::begin(kKernels), std::end(kKernels), op, graph);
 }
 
 // ------------------------------------------------------------------ programs
@@ -153,10 +143,11 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
   const std::string pkey = stem + " " + options;
   auto it = programs_.find(pkey);
   if (it != programs_.end()) return it->second;
+  const char* codes = FindClSource("op_codes");  // UnaryFn's numbering, generated from the schema
   const char* common = FindClSource("common");
   const char* body = FindClSource(stem.c_str());
-  if (!common || !body) return Internal("no OpenCL kernel source '%s' in this build", stem.c_str());
-  const std::string source = std::string(common) + "\n" + body;
+  if (!codes || !common || !body) return Internal("no OpenCL kernel source '%s' in this build", stem.c_str());
+  const std::string source = std::string(codes) + "\n" + common + "\n" + body;
   const std::string ckey = StrFormat("%s|%s|%s|%016llx", stem.c_str(), caps().name.c_str(),
                                      caps().driver_version.c_str(), (unsigned long long)Fnv1a(source + options));
   const cl_device_id dev = device_->device();

@@ -55,7 +55,6 @@ class OpenCLBackend final : public GpuBackend {
 
   const char* name() const override { return "opencl"; }
   std::string deviceName() const override { return device_->caps().toString(); }
-  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
 
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override;

@@ -31,19 +31,20 @@ foreach(src ${KILN_CL_KERNELS})
   endif()
   set(stamp ${KILN_CL_GEN}/${stem}.checked)
   set(check ${KILN_CLANG} -x cl -cl-std=CL1.2 -Xclang -finclude-default-header -fsyntax-only -Werror
-      -include ${KILN_CL_DIR}/common.cl)
+      -include ${KILN_OP_CODES} -include ${KILN_CL_DIR}/common.cl)
   add_custom_command(OUTPUT ${stamp}
     COMMAND ${check} ${src}
     COMMAND ${check} -DKILN_FP16 -DKILN_UNIT16 ${src}
     COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
-    DEPENDS ${src} ${KILN_CL_DIR}/common.cl
+    DEPENDS ${src} ${KILN_CL_DIR}/common.cl ${KILN_OP_CODES}
     COMMENT "OpenCL C check ${stem}.cl" VERBATIM)
   list(APPEND KILN_CL_STAMPS ${stamp})
 endforeach()
 set(KILN_CL_REGISTRY ${KILN_CL_GEN}/cl_sources.cpp)
 add_custom_command(OUTPUT ${KILN_CL_REGISTRY}
-  COMMAND ${CMAKE_COMMAND} -DOUT=${KILN_CL_REGISTRY} -DDIR=${KILN_CL_DIR} -P ${CMAKE_SOURCE_DIR}/backends/opencl/embed_cl.cmake
-  DEPENDS ${KILN_CL_KERNELS} ${KILN_CL_STAMPS} ${CMAKE_SOURCE_DIR}/backends/opencl/embed_cl.cmake
+  COMMAND ${CMAKE_COMMAND} -DOUT=${KILN_CL_REGISTRY} -DDIR=${KILN_CL_DIR} -DOP_CODES=${KILN_OP_CODES}
+          -P ${CMAKE_SOURCE_DIR}/backends/opencl/embed_cl.cmake
+  DEPENDS ${KILN_CL_KERNELS} ${KILN_CL_STAMPS} ${KILN_OP_CODES} ${CMAKE_SOURCE_DIR}/backends/opencl/embed_cl.cmake
   COMMENT "Embedding OpenCL kernels" VERBATIM)
 
 include(${CMAKE_SOURCE_DIR}/backends/gpu/gpu.cmake)

@@ -11,12 +11,6 @@
 namespace kiln {
 namespace {
 
-const GpuBackend::OpEntry kKernels[] = {
-#define KILN_GPU_OP(Op, Factory) {fb::OpType::Op, &CreateGpu##Factory},
-#include "vk_ops.inc"
-#undef KILN_GPU_OP
-};
-
 // Pool slack so that a binding of a small tensor at the pool's end may round
 // its range up without leaving the buffer.
 constexpr VkDeviceSize kPoolSlack = 256;
@@ -146,10 +140,6 @@ Status VulkanBackend::saveCache() {
     return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
   cache_loaded_bytes_ = size;
   return Status::Ok();
-}
-
-StatusOr<std::unique_ptr<Execution>> VulkanBackend::onCreate(const GraphOp& op, const Graph& graph) {
-  return createFrom(std::begin(kKernels), std::end(kKernels), op, graph);
 }
 
 // ------------------------------------------------------------------ pipelines

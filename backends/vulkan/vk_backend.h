@@ -62,7 +62,6 @@ class VulkanBackend final : public GpuBackend {
 
   const char* name() const override { return "vulkan"; }
   std::string deviceName() const override { return device_->caps().toString(); }
-  StatusOr<std::unique_ptr<Execution>> onCreate(const GraphOp& op, const Graph& graph) override;
 
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override;

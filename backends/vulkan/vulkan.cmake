@@ -36,8 +36,8 @@ set(KILN_SPV_ENTRIES "")
 function(kiln_spirv stem src defines)
   set(out ${KILN_SPV_DIR}/${stem}.spv.h)
   add_custom_command(OUTPUT ${out}
-    COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.1 -I${KILN_SHADER_DIR} ${defines} --vn kiln_spv_${stem} -o ${out} ${src}
-    DEPENDS ${src} ${KILN_VK_SHADER_INCLUDES}
+    COMMAND ${GLSLANG_VALIDATOR} -V --target-env vulkan1.1 -I${KILN_SHADER_DIR} -I${KILN_GEN_DIR} ${defines} --vn kiln_spv_${stem} -o ${out} ${src}
+    DEPENDS ${src} ${KILN_VK_SHADER_INCLUDES} ${KILN_OP_CODES}
     COMMENT "SPIR-V ${stem}" VERBATIM)
   set(KILN_SPV_HEADERS ${KILN_SPV_HEADERS} ${out} PARENT_SCOPE)
   set(KILN_SPV_INCLUDES "${KILN_SPV_INCLUDES}#include \"${stem}.spv.h\"\n" PARENT_SCOPE)
@@ -86,6 +86,7 @@ ${KILN_SPV_ENTRIES}  };
 ")
 set_source_files_properties(${KILN_SPV_REGISTRY} PROPERTIES OBJECT_DEPENDS "${KILN_SPV_HEADERS}")
 add_custom_target(kiln_spirv DEPENDS ${KILN_SPV_HEADERS})
+add_dependencies(kiln_spirv kiln_schema_gen)  # kiln_op_codes.h
 
 include(${CMAKE_SOURCE_DIR}/backends/gpu/gpu.cmake)
 file(GLOB KILN_VK_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/backends/vulkan/*.cpp)

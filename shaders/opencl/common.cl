@@ -98,20 +98,44 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
   return p->dst_base + row * p->dst_row + (i - row * p->dst_block);
 }
 
-// The activation a graph pass may fuse into Conv, ConvTranspose and Gemm
-// (shaders/vulkan/nn_activation.glsl; codes are fb::Activation's).
-float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
-  switch (act) {
-    case 1: return fmax(v, 0.0f);
-    case 2: return clamp(v, 0.0f, 6.0f);
-    case 3: return v < lo ? lo : (v > hi ? hi : v);
-    case 4: return v >= 0.0f ? v : alpha * v;
-    case 5: return 1.0f / (1.0f + exp(-v));
-    case 6: return v * clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
-    case 7: return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
-    case 8: return v / (1.0f + exp(-v));
+// Every elementwise function of the kernels, written once for OpenCL C: the
+// unary ops (unary.cl) and the fused activations share UnaryFn and its
+// numbering, fb::OpType's values (kiln_op_codes.h, generated at build time
+// from schema/kiln.fbs and put before this file in every program). The GLSL
+// twin is shaders/vulkan/unary_fn.glsl. alpha and beta: LeakyRelu's slope
+// and Elu's alpha (alpha); Clip's bounds; HardSigmoid's alpha and beta. Code
+// 0 (and any code without a case): the identity.
+float UnaryFn(uint code, float v, float alpha, float beta) {
+  switch (code) {
+    case KILN_OP_Relu: return fmax(v, 0.0f);
+    case KILN_OP_LeakyRelu: return v >= 0.0f ? v : v * alpha;
+    case KILN_OP_Clip: return v < alpha ? alpha : (v > beta ? beta : v);
+    case KILN_OP_Sigmoid: return 1.0f / (1.0f + exp(-v));
+    case KILN_OP_Tanh: return tanh(clamp(v, -15.0f, 15.0f));
+    case KILN_OP_HardSigmoid: return clamp(alpha * v + beta, 0.0f, 1.0f);
+    case KILN_OP_HardSwish: return v * clamp(v / 6.0f + 0.5f, 0.0f, 1.0f);
+    case KILN_OP_Elu: return v >= 0.0f ? v : alpha * (exp(v) - 1.0f);
+    case KILN_OP_Erf: return erf(v);
+    case KILN_OP_Gelu: return 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+    case KILN_FN_GELU_TANH: {
+      float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);
+      return 0.5f * v * (1.0f + tanh(clamp(u, -15.0f, 15.0f)));
+    }
+    case KILN_FN_SILU: return v / (1.0f + exp(-v));
+    case KILN_OP_Exp: return exp(v);
+    case KILN_OP_Log: return log(v);
+    case KILN_OP_Sqrt: return sqrt(v);
+    case KILN_OP_Neg: return -v;
+    case KILN_OP_Abs: return fabs(v);
+    case KILN_OP_Reciprocal: return 1.0f / v;
     default: return v;
   }
+}
+
+// The activation a graph pass fused into Conv, ConvTranspose or Gemm: Clip's
+// bounds in lo and hi (Relu6 is Clip [0, 6]), LeakyRelu's slope in alpha.
+float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
+  return UnaryFn(act, v, act == KILN_OP_LeakyRelu ? alpha : lo, hi);
 }
 
 // One block of four channels of conv_c4.cl / conv_dw_c4.cl

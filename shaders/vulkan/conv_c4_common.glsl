@@ -1,7 +1,7 @@
 // Shared by conv_c4.comp and conv_dw_c4.comp: their specialization
 // constants, bindings, and the load and store of one block of four
 // channels in either layout. Included after common.glsl and
-// nn_activation.glsl.
+// unary_fn.glsl.
 //
 // X and Y are each channel-packed ([N][ceil(C/4)][vol][4], a vec4 per pixel
 // and block; X_PACKED, Y_PACKED) or NCHW (four scalar accesses, channels

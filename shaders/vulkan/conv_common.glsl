@@ -4,7 +4,7 @@
 // backends/vulkan/ops/vk_nn_conv.cpp. Three spatial axes (depth, height,
 // width); an op with fewer has extent 1 (kernel 1, stride 1, pad 0) on the
 // leading ones. Included after common.glsl.
-layout(constant_id = 3) const uint ACT = 0;          // fused activation (nn_activation.glsl)
+layout(constant_id = 3) const uint ACT = 0;          // fused activation (unary_fn.glsl)
 layout(constant_id = 4) const bool HAS_BIAS = false;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };

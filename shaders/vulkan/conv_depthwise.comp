@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
-#include "nn_activation.glsl"
+#include "unary_fn.glsl"
 #include "conv_common.glsl"
 
 // Depthwise Conv (one input channel per group; output channel m reads input

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
-#include "nn_activation.glsl"
+#include "unary_fn.glsl"
 #include "conv_common.glsl"
 
 // Conv (1-D/2-D/3-D, any stride, padding, dilation, group) computed

@@ -1,9 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
+#include "unary_fn.glsl"
 
-// y = f(x), elementwise. The function is a specialization constant (see
-// VkUnaryOp in backends/vulkan/ops/vk_elementwise.cpp).
+// y = f(x), elementwise. The function is a specialization constant: its code
+// in UnaryFn's numbering (unary_fn.glsl), set by the GPU op layer
+// (backends/gpu/ops/gpu_elementwise.cpp).
 layout(constant_id = 3) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
@@ -12,32 +14,6 @@ layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
 // four, over `plane` pixels; the lanes past c stay zero.
 layout(push_constant) uniform P { uint n; float alpha; float beta; uint c, plane; } p;
 
-float Apply(float v) {
-  switch (OP) {
-    case 0: return max(v, 0.0);                                   // Relu
-    case 1: return v >= 0.0 ? v : v * p.alpha;                    // LeakyRelu
-    case 2: return min(max(v, p.alpha), p.beta);                  // Clip
-    case 3: return 1.0 / (1.0 + exp(-v));                         // Sigmoid
-    case 4: return tanh(clamp(v, -15.0, 15.0));                   // Tanh
-    case 5: return clamp(p.alpha * v + p.beta, 0.0, 1.0);         // HardSigmoid
-    case 6: return v * clamp(v / 6.0 + 0.5, 0.0, 1.0);            // HardSwish
-    case 7: return v >= 0.0 ? v : p.alpha * (exp(v) - 1.0);       // Elu
-    case 8: return Erf(v);                                        // Erf
-    case 9: return 0.5 * v * (1.0 + Erf(v * 0.70710678118654752)); // Gelu
-    case 10: {                                                    // Gelu, tanh approximation
-      float u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-      return 0.5 * v * (1.0 + tanh(clamp(u, -15.0, 15.0)));
-    }
-    case 11: return exp(v);                                       // Exp
-    case 12: return log(v);                                       // Log
-    case 13: return sqrt(v);                                      // Sqrt
-    case 14: return -v;                                           // Neg
-    case 15: return abs(v);                                       // Abs
-    case 16: return 1.0 / v;                                      // Reciprocal
-    default: return v;                                            // Identity
-  }
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
@@ -45,5 +21,5 @@ void main() {
     y[i] = STORE_T(0.0);
     return;
   }
-  y[i] = STORE_T(Apply(float(x[i])));
+  y[i] = STORE_T(UnaryFn(OP, float(x[i]), p.alpha, p.beta));
 }

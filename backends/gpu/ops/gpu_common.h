@@ -9,6 +9,14 @@
 
 namespace kiln {
 
+// UnaryFn's numbering (shaders/vulkan/unary_fn.glsl, shaders/opencl/common.cl):
+// an op type's function has the op type's value, and the two functions no op
+// type names follow the last. The shaders read the same numbers from
+// kiln_op_codes.h, generated from the schema (checked in gpu_elementwise.cpp).
+constexpr uint32_t UnaryCode(fb::OpType t) { return static_cast<uint32_t>(t); }
+constexpr uint32_t kUnaryGeluTanh = static_cast<uint32_t>(fb::OpType::MAX) + 1;  // Gelu, tanh approximation
+constexpr uint32_t kUnarySilu = kUnaryGeluTanh + 1;                             // x * sigmoid(x)
+
 // Unsupported unless every non-missing input and output of `op` has one of
 // the dtypes (GPU kernels are f32 unless they say otherwise).
 Status RequireDtypes(const GraphOp& op, const Graph& graph, std::initializer_list<fb::DataType> allowed);

@@ -5,15 +5,17 @@
 #include <cmath>
 
 #include "gpu_layout.h"
+#include "kiln_op_codes.h"
 
 namespace kiln {
 namespace {
 
-// Function codes of shaders/vulkan/unary.comp.
-enum VkUnaryOp : uint32_t {
-  kRelu = 0, kLeakyRelu, kClip, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kElu, kErf, kGelu, kGeluTanh,
-  kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kIdentity
-};
+// The shaders' numbering is generated from the schema; the op layer's is the
+// schema's own enum. They agree (kiln_op_codes.h):
+static_assert(KILN_OP_Relu == UnaryCode(fb::OpType::Relu) && KILN_OP_MaxUnpool == UnaryCode(fb::OpType::MaxUnpool),
+              "kiln_op_codes.h disagrees with fb::OpType");
+static_assert(KILN_FN_GELU_TANH == kUnaryGeluTanh && KILN_FN_SILU == kUnarySilu,
+              "kiln_op_codes.h disagrees with gpu_common.h");
 
 // unary.comp's push constants: `c` and `plane` only for packed tensors
 // whose channels are not a multiple of four (the kernel keeps their zero
@@ -151,7 +153,7 @@ class ClipBoundsExecution final : public BinaryBase {
     const float lo = lo_missing ? lo_ : -INFINITY, hi = hi_missing ? hi_ : INFINITY;
     if (src == in[0] || std::isfinite(lo) || std::isfinite(hi)) {
       UnaryPush push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
-      RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {uint32_t{kClip}}));
+      RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {UnaryCode(fb::OpType::Clip)}));
     }
     return Status::Ok();
   }
@@ -163,17 +165,14 @@ class ClipBoundsExecution final : public BinaryBase {
 StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   RETURN_IF_ERROR(RequireF32(op, graph));
   float alpha = 0, beta = 0;
-  uint32_t code = kIdentity;
+  uint32_t code = UnaryCode(op.type);  // UnaryFn's case for this op type; the ones with params set them
   switch (op.type) {
-    case fb::OpType::Relu: code = kRelu; break;
     case fb::OpType::LeakyRelu: {
-      code = kLeakyRelu;
       auto* p = op.params<fb::LeakyReluParams>();
       alpha = p ? p->alpha() : 0.01f;
       break;
     }
     case fb::OpType::Clip: {
-      code = kClip;
       auto* p = op.params<fb::ClipParams>();
       const float lo = p ? p->min() : -INFINITY, hi = p ? p->max() : INFINITY;
       auto clo = ConstantScalar(op, graph, 1, lo);
@@ -183,35 +182,23 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Gra
       beta = *chi;
       break;
     }
-    case fb::OpType::Sigmoid: code = kSigmoid; break;
-    case fb::OpType::Tanh: code = kTanh; break;
     case fb::OpType::HardSigmoid: {
-      code = kHardSigmoid;
       auto* p = op.params<fb::HardSigmoidParams>();
       alpha = p ? p->alpha() : 0.2f;
       beta = p ? p->beta() : 0.5f;
       break;
     }
-    case fb::OpType::HardSwish: code = kHardSwish; break;
     case fb::OpType::Elu: {
-      code = kElu;
       auto* p = op.params<fb::EluParams>();
       alpha = p ? p->alpha() : 1.0f;
       break;
     }
-    case fb::OpType::Erf: code = kErf; break;
     case fb::OpType::Gelu: {
       auto* p = op.params<fb::GeluParams>();
-      code = p && p->approximate() == fb::GeluApproximation::Tanh ? kGeluTanh : kGelu;
+      if (p && p->approximate() == fb::GeluApproximation::Tanh) code = kUnaryGeluTanh;
       break;
     }
-    case fb::OpType::Exp: code = kExp; break;
-    case fb::OpType::Log: code = kLog; break;
-    case fb::OpType::Sqrt: code = kSqrt; break;
-    case fb::OpType::Neg: code = kNeg; break;
-    case fb::OpType::Abs: code = kAbs; break;
-    case fb::OpType::Reciprocal: code = kReciprocal; break;
-    default: return Unsupported("no GPU unary function for %s", op.typeName());
+    default: break;  // parameter-free: the op type's own code
   }
   return Make(std::make_unique<UnaryExecution>(b, code, alpha, beta));
 }

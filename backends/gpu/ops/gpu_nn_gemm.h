@@ -9,23 +9,36 @@
 
 namespace kiln {
 
-// A fused activation as the nn shaders take it (nn_activation.glsl): the
-// fb::Activation value as a specialization constant, its bounds and slope
-// as push constants.
+// A fused activation as the nn shaders take it (FusedActivation in
+// shaders/vulkan/unary_fn.glsl and shaders/opencl/common.cl): its code in
+// UnaryFn's numbering as a specialization constant (0: none), its bounds and
+// slope as push constants.
 struct GpuFusedActivation {
   uint32_t code = 0;
   float lo = -INFINITY, hi = INFINITY, slope = 0.01f;
 };
 
 // From ConvParams or GemmParams (the same four fields); defaults when absent.
+// Relu6 is Clip [0, 6]; the other fb::Activation values are the unary op of
+// the same name, Silu UnaryFn's own code.
 template <typename Params>
 GpuFusedActivation ReadFusedActivation(const Params* p) {
   GpuFusedActivation a;
   if (!p) return a;
-  a.code = static_cast<uint32_t>(p->activation());
   a.lo = p->activation_min();
   a.hi = p->activation_max();
   a.slope = p->activation_alpha();
+  switch (p->activation()) {
+    case fb::Activation::None: a.code = 0; break;
+    case fb::Activation::Relu: a.code = UnaryCode(fb::OpType::Relu); break;
+    case fb::Activation::Relu6: a.code = UnaryCode(fb::OpType::Clip), a.lo = 0.f, a.hi = 6.f; break;
+    case fb::Activation::Clip: a.code = UnaryCode(fb::OpType::Clip); break;
+    case fb::Activation::LeakyRelu: a.code = UnaryCode(fb::OpType::LeakyRelu); break;
+    case fb::Activation::Sigmoid: a.code = UnaryCode(fb::OpType::Sigmoid); break;
+    case fb::Activation::HardSwish: a.code = UnaryCode(fb::OpType::HardSwish); break;
+    case fb::Activation::Gelu: a.code = UnaryCode(fb::OpType::Gelu); break;
+    case fb::Activation::Silu: a.code = kUnarySilu; break;
+  }
   return a;
 }
 

@@ -1,0 +1,31 @@
+# cmake -DFBS=schema/kiln.fbs -DOUT=kiln_op_codes.h -P op_codes.cmake: writes
+# the one numbering of elementwise functions the GPU kernels use (GLSL and
+# OpenCL C include it alike): KILN_OP_<Name> is fb::OpType's value for every
+# op type of the schema, and KILN_FN_* number the two functions no op type
+# names (fused activations and approximations), past OpType's last value.
+file(READ ${FBS} schema)
+string(REGEX MATCH "enum OpType[^{]*{([^}]*)}" _ "${schema}")
+set(body "${CMAKE_MATCH_1}")
+string(REGEX REPLACE "//[^\n]*" "" body "${body}")
+string(REGEX REPLACE "[ \t\r\n]" "" body "${body}")
+string(REPLACE "," ";" names "${body}")
+set(out "// Generated from schema/kiln.fbs by cmake/op_codes.cmake: do not edit.\n")
+string(APPEND out "// The codes of the GPU kernels' elementwise functions: fb::OpType's values.\n")
+set(value 0)
+foreach(name ${names})
+  if(name STREQUAL "")
+    continue()
+  endif()
+  if(name MATCHES "^([A-Za-z0-9_]+)=([0-9]+)$")
+    set(name ${CMAKE_MATCH_1})
+    set(value ${CMAKE_MATCH_2})
+  endif()
+  string(APPEND out "#define KILN_OP_${name} ${value}u\n")
+  math(EXPR value "${value} + 1")
+endforeach()
+string(APPEND out "// Past the last op type: Gelu's tanh approximation and Silu (x * sigmoid(x)).\n")
+string(APPEND out "#define KILN_FN_GELU_TANH ${value}u\n")
+math(EXPR value "${value} + 1")
+string(APPEND out "#define KILN_FN_SILU ${value}u\n")
+file(WRITE ${OUT}.tmp "${out}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

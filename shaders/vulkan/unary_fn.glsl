@@ -1,0 +1,44 @@
+// Every elementwise function of the GPU kernels, written once for GLSL: the
+// unary ops (unary.comp) and the activations fused into Conv, ConvTranspose
+// and Gemm (FusedActivation) share UnaryFn and its numbering, fb::OpType's
+// values (kiln_op_codes.h, generated at build time from schema/kiln.fbs).
+// Included after common.glsl. OpenCL C's twin is in shaders/opencl/common.cl.
+#include "kiln_op_codes.h"
+
+// alpha and beta: LeakyRelu's slope and Elu's alpha (alpha); Clip's bounds
+// (alpha, beta); HardSigmoid's alpha and beta. Code 0 (and any code without
+// a case): the identity.
+float UnaryFn(uint code, float v, float alpha, float beta) {
+  switch (code) {
+    case KILN_OP_Relu: return max(v, 0.0);
+    case KILN_OP_LeakyRelu: return v >= 0.0 ? v : v * alpha;
+    case KILN_OP_Clip: return v < alpha ? alpha : (v > beta ? beta : v);
+    case KILN_OP_Sigmoid: return 1.0 / (1.0 + exp(-v));
+    case KILN_OP_Tanh: return tanh(clamp(v, -15.0, 15.0));
+    case KILN_OP_HardSigmoid: return clamp(alpha * v + beta, 0.0, 1.0);
+    case KILN_OP_HardSwish: return v * clamp(v / 6.0 + 0.5, 0.0, 1.0);
+    case KILN_OP_Elu: return v >= 0.0 ? v : alpha * (exp(v) - 1.0);
+    case KILN_OP_Erf: return Erf(v);
+    case KILN_OP_Gelu: return 0.5 * v * (1.0 + Erf(v * 0.70710678118654752));
+    case KILN_FN_GELU_TANH: {
+      float u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+      return 0.5 * v * (1.0 + tanh(clamp(u, -15.0, 15.0)));
+    }
+    case KILN_FN_SILU: return v / (1.0 + exp(-v));
+    case KILN_OP_Exp: return exp(v);
+    case KILN_OP_Log: return log(v);
+    case KILN_OP_Sqrt: return sqrt(v);
+    case KILN_OP_Neg: return -v;
+    case KILN_OP_Abs: return abs(v);
+    case KILN_OP_Reciprocal: return 1.0 / v;
+    default: return v;
+  }
+}
+
+// The activation a graph pass fused into a producer, as the nn shaders take
+// it (a specialization constant and push constants; see GpuFusedActivation
+// in backends/gpu/ops/gpu_nn_gemm.h): Clip's bounds in lo and hi (Relu6 is
+// Clip [0, 6]), LeakyRelu's slope in alpha.
+float FusedActivation(uint act, float v, float lo, float hi, float alpha) {
+  return UnaryFn(act, v, act == KILN_OP_LeakyRelu ? alpha : lo, hi);
+}
