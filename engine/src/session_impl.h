@@ -90,7 +90,8 @@ class SessionImpl {
   // backend's tensor limit, and the parameter-driven work of windowed ops.
   Status checkTensorSize(const Tensor& t, size_t limit) const;
   size_t tensorLimit(const Backend* b) const;
-  Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, size_t limit) const;
+  Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, const std::vector<Tensor*>& outs,
+                            size_t limit) const;
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Graph> graph_;

@@ -104,8 +104,8 @@ Status SessionImpl::inferShapes() {
       RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])])), "%s",
                       where(static_cast<int>(i)).c_str());
     if (!outs.empty())
-      RETURN_IF_ERROR(checkParameterWork(op, ins, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])), "%s",
-                      where(static_cast<int>(i)).c_str());
+      RETURN_IF_ERROR(checkParameterWork(op, ins, outs, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])),
+                      "%s", where(static_cast<int>(i)).c_str());
     if (resize_op_[i]) {
       // Compute now, on the host, into session memory that lives until the next resize.
       for (Tensor* o : outs) {
@@ -144,22 +144,25 @@ Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit) const {
 
 // Ops whose work is set by parameters rather than by their tensors' sizes:
 // a windowed op reads its input as if padded (pads of 65536 on a 7x7 input)
-// and walks its kernel window at every output (kernel_shape 10^6). Both are
-// bounded by the tensor limit, as if the padded input were a tensor and the
-// window a tensor of one element a tap.
-Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, size_t limit) const {
-  if (!op.op) return Status::Ok();
+// and walks its kernel window at every output (kernel_shape or dilations of
+// 10^6). Each is bounded by the tensor limit as if it were a tensor: the
+// padded input, the window, and the work, which is the im2col matrix a
+// convolution would build (its outputs' pixels times the taps of its
+// weights, f32) or a pool's outputs times its window's taps.
+Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins,
+                                       const std::vector<Tensor*>& outs, size_t limit) const {
+  if (!op.op || ins.empty() || !ins[0] || outs.empty() || !outs[0]) return Status::Ok();
   const flatbuffers::Vector<int32_t>* kernel = nullptr;
   const flatbuffers::Vector<int32_t>* pads = nullptr;
   const flatbuffers::Vector<int32_t>* dilations = nullptr;
+  const bool conv = op.type == fb::OpType::Conv || op.type == fb::OpType::ConvTranspose;
   if (const fb::ConvParams* p = op.params<fb::ConvParams>()) {
     kernel = p->kernel_shape(), pads = p->pads(), dilations = p->dilations();
   } else if (const fb::PoolParams* p = op.params<fb::PoolParams>()) {
     kernel = p->kernel_shape(), pads = p->pads(), dilations = p->dilations();
-  } else {
+  } else if (!conv) {
     return Status::Ok();
   }
-  if (ins.empty() || !ins[0]) return Status::Ok();
   const std::vector<int64_t>& x = ins[0]->shape();
   const size_t spatial = x.size() > 2 ? x.size() - 2 : 0;
   std::vector<int64_t> padded = x, window;
@@ -178,6 +181,22 @@ Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tens
   if (!CheckedShapeBytes(window, sizeof(float), &bytes) || bytes > limit)
     return InvalidArgument("kernel window %s (kernel_shape and dilations) exceeds the tensor limit (%zu bytes)",
                            ShapeToString(window).c_str(), limit);
+  // The work: pixels walked (a convolution's outputs, a transposed one's
+  // inputs; a pool's outputs) times the taps each one takes.
+  std::vector<int64_t> work;
+  const std::vector<int64_t>& walked = op.type == fb::OpType::ConvTranspose ? x : outs[0]->shape();
+  if (conv) {
+    if (ins.size() < 2 || !ins[1]) return Status::Ok();
+    const std::vector<int64_t>& w = ins[1]->shape();  // [M, C/group, k...] (transposed: [C, M/group, k...])
+    for (size_t d = 2; d < walked.size(); ++d) work.push_back(walked[d]);
+    for (size_t d = 1; d < w.size(); ++d) work.push_back(w[d]);
+  } else {
+    work = outs[0]->shape();
+    for (size_t d = 0; d < spatial; ++d) work.push_back(kernel && kernel->size() == spatial ? kernel->Get(d) : 1);
+  }
+  if (!CheckedShapeBytes(work, sizeof(float), &bytes) || bytes > limit)
+    return InvalidArgument("its work %s (pixels times kernel taps) exceeds the tensor limit (%zu bytes)",
+                           ShapeToString(work).c_str(), limit);
   return Status::Ok();
 }
 

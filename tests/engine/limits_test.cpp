@@ -151,6 +151,27 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
   EXPECT_NE(s.message().find("'conv_pads'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("tensor limit"), std::string::npos) << s.message();
 
+  // Tensors within the limit, but the work is not: 126x126 outputs of 63x63
+  // taps each (an im2col of 252 MB). Found by the convert-then-run fuzzer:
+  // the host conv's tap table took 2.4 GB.
+  NetBuilder big("work");
+  x = big.addInput("x", fb::DataType::F32, {1, 1, 64, 64});
+  w = big.addConstant("w", {1, 1, 63, 63}, std::vector<float>(63 * 63, 1.f));
+  fb::ConvParamsT wide;
+  wide.kernel_shape = {63, 63};
+  wide.pads = {62, 62, 62, 62};
+  fb::OpParamsUnion wp;
+  wp.Set(wide);
+  big.addOutput(big.addOp(fb::OpType::Conv, "conv_work", {x, w}, {"y"}, wp)[0]);
+  interp = Load(big);
+  ScheduleConfig small;
+  small.maxTensorBytes = size_t{64} << 20;
+  s = CreateAndResize(*interp, small);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("op 0 'conv_work' (Conv): its work [126,126,1,63,63]"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(CreateAndResize(*interp).ok());  // the default limit lets it run
+
   // A kernel window of 10^6 x 10^6 taps (dilations) on a small input.
   NetBuilder d("dilations");
   x = d.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
