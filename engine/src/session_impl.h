@@ -88,7 +88,7 @@ class SessionImpl {
   std::string where(int op) const;
   // Resize's limits: a tensor's size (computed without overflow) against its
   // backend's tensor limit, and the parameter-driven work of windowed ops.
-  Status checkTensorSize(const Tensor& t, size_t limit) const;
+  Status checkTensorSize(const Tensor& t, size_t limit, const char* role) const;
   size_t tensorLimit(const Backend* b) const;
   Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, const std::vector<Tensor*>& outs,
                             size_t limit) const;

@@ -86,6 +86,7 @@ Status SessionImpl::inferShapes() {
                                    gt.name.c_str(), d, gt.symbols[d].c_str());
         t->setShape(gt.dims);
       }
+      RETURN_IF_ERROR(checkTensorSize(*t, tensorLimit(home_[i]), "input"));
     }
   }
   std::vector<Tensor*> ins, outs;
@@ -101,8 +102,8 @@ Status SessionImpl::inferShapes() {
     ShapeContext ctx(op, ins, outs);
     RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
     for (size_t k = 0; k < outs.size(); ++k)
-      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])])), "%s",
-                      where(static_cast<int>(i)).c_str());
+      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])]), "output"),
+                      "%s", where(static_cast<int>(i)).c_str());
     if (!outs.empty())
       RETURN_IF_ERROR(checkParameterWork(op, ins, outs, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])),
                       "%s", where(static_cast<int>(i)).c_str());
@@ -129,16 +130,26 @@ size_t SessionImpl::tensorLimit(const Backend* b) const {
   return it == tensor_limit_.end() ? PhysicalMemoryBytes() : it->second;
 }
 
-Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit) const {
+Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit, const char* role) const {
   for (int64_t d : t.shape())
     if (d < 0) return Internal("output '%s': the shape function gave dim %lld", t.name().c_str(), (long long)d);
   size_t bytes = 0;
   if (!CheckedShapeBytes(t.shape(), t.elementSize(), &bytes))
-    return InvalidArgument("output '%s' %s exceeds the tensor limit (%zu bytes): its size overflows", t.name().c_str(),
-                           ShapeToString(t.shape()).c_str(), limit);
+    return InvalidArgument("%s '%s' %s exceeds the tensor limit (%zu bytes): its size overflows", role,
+                           t.name().c_str(), ShapeToString(t.shape()).c_str(), limit);
   if (bytes > limit)
-    return InvalidArgument("output '%s' %s exceeds the tensor limit (%zu bytes): it needs %zu", t.name().c_str(),
+    return InvalidArgument("%s '%s' %s exceeds the tensor limit (%zu bytes): it needs %zu", role, t.name().c_str(),
                            ShapeToString(t.shape()).c_str(), limit, bytes);
+  // An empty tensor's other dims still size the loops and tables of the
+  // kernels that walk it ([1,3,100663301,0]): bounded as if they held data.
+  if (bytes == 0) {
+    std::vector<int64_t> nonzero;
+    for (int64_t d : t.shape())
+      if (d != 0) nonzero.push_back(d);
+    if (!CheckedShapeBytes(nonzero, t.elementSize(), &bytes) || bytes > limit)
+      return InvalidArgument("%s '%s' %s exceeds the tensor limit (%zu bytes) in its non-empty dims", role,
+                             t.name().c_str(), ShapeToString(t.shape()).c_str(), limit);
+  }
   return Status::Ok();
 }
 

@@ -417,6 +417,7 @@ class ConvExecution final : public Execution {
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     prepared_ = false;
     if (!nn::NeedF32(op_, in).ok()) return Status::Ok();  // onExecute reports it
+    if (out[0]->elementCount() == 0) return Status::Ok();  // nothing to compute: no tables either
     prepare(in, out);
     return Status::Ok();
   }
@@ -424,6 +425,7 @@ class ConvExecution final : public Execution {
   Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     HostBackend& be = *static_cast<HostBackend*>(backend());
     RETURN_IF_ERROR(nn::NeedF32(op_, in));
+    if (out[0]->elementCount() == 0) return Status::Ok();
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
     if (direct_) return RunConv(op_, in, out, be, channels16_on_);
     const Tensor* B = in.size() > 2 ? in[2] : nullptr;

@@ -131,6 +131,24 @@ TEST(Limits, ConfiguredTensorAndSessionLimits) {
   EXPECT_NE(s.message().find("exceeds the session memory limit (5000 bytes)"), std::string::npos) << s.message();
 }
 
+// An empty tensor whose other dims are huge ([1,3,100663301,0]) sizes the
+// loops and tables of the kernels that walk it: found by the convert-then-run
+// fuzzer (a conv's tap table of 2.4 GB for an empty output).
+TEST(Limits, EmptyTensorWithHugeDims) {
+  NetBuilder b("empty");
+  int x = b.addInput("x", fb::DataType::F32, {1, 3, 100663301, 0});
+  b.addOutput(b.addOp(fb::OpType::Relu, "relu", {x}, {"y"})[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.maxTensorBytes = size_t{16} << 20;
+  Status s = CreateAndResize(*interp, config);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("input 'x' [1,3,100663301,0] exceeds the tensor limit (16777216 bytes) in its non-empty "
+                             "dims"),
+            std::string::npos)
+      << s.message();
+}
+
 // A Conv with pads of 65536 used to run for 85 s and take 10 GB; its padded
 // input is now bounded by the tensor limit.
 TEST(Limits, ConvWithHugePadsIsBounded) {
