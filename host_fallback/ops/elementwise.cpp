@@ -31,6 +31,10 @@ void MapF32(ThreadPool& pool, const Tensor& in, Tensor& out, F f) {
   }, 16384);
 }
 
+// min(max(g, 0), 1) by comparisons (std::fmin/fmax are libm calls here);
+// NaN gives 0.
+inline float Clamp01(float g) { return g > 0.f ? (g < 1.f ? g : 1.f) : 0.f; }
+
 float ScalarInput(const std::vector<Tensor*>& in, size_t i, float fallback) {
   if (i >= in.size() || !in[i]) return fallback;
   return in[i]->dtype() == fb::DataType::F32 ? in[i]->host<float>()[0] : fallback;
@@ -67,7 +71,13 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
   }
   RETURN_IF_ERROR(NeedF32(x, op));
   switch (op.type) {
-    case fb::OpType::Relu: MapF32(p, x, y, [](float v) { return v > 0.f ? v : 0.f; }); break;
+    // The parameter-free ops: one row each in unary_math.inc.
+#define KILN_HOST_UNARY(Op, Expr) \
+  case fb::OpType::Op:            \
+    MapF32(p, x, y, [](float v) { return Expr; }); \
+    break;
+#include "unary_math.inc"
+#undef KILN_HOST_UNARY
     case fb::OpType::LeakyRelu: {
       auto* prm = op.params<fb::LeakyReluParams>();
       float a = prm ? prm->alpha() : 0.01f;
@@ -87,7 +97,6 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
       p.parallelFor(x.elementCount(), [&](int64_t b, int64_t e) { SigmoidF32(xs + b, ys + b, e - b); }, 16384);
       break;
     }
-    case fb::OpType::Tanh: MapF32(p, x, y, [](float v) { return std::tanh(v); }); break;
     case fb::OpType::HardSigmoid: {
       auto* prm = op.params<fb::HardSigmoidParams>();
       float a = prm ? prm->alpha() : 0.2f, b = prm ? prm->beta() : 0.5f;
@@ -98,19 +107,12 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
       });
       break;
     }
-    case fb::OpType::HardSwish:
-      MapF32(p, x, y, [](float v) {
-        const float g = v / 6.f + 0.5f;
-        return v * (g > 0.f ? (g < 1.f ? g : 1.f) : 0.f);
-      });
-      break;
     case fb::OpType::Elu: {
       auto* prm = op.params<fb::EluParams>();
       float a = prm ? prm->alpha() : 1.f;
       MapF32(p, x, y, [a](float v) { return v > 0.f ? v : a * (std::exp(v) - 1.f); });
       break;
     }
-    case fb::OpType::Erf: MapF32(p, x, y, [](float v) { return std::erf(v); }); break;
     case fb::OpType::Gelu: {
       auto* prm = op.params<fb::GeluParams>();
       if (prm && prm->approximate() == fb::GeluApproximation::Tanh)
@@ -121,12 +123,6 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
         MapF32(p, x, y, [](float v) { return 0.5f * v * (1.f + std::erf(v * 0.70710678f)); });
       break;
     }
-    case fb::OpType::Exp: MapF32(p, x, y, [](float v) { return std::exp(v); }); break;
-    case fb::OpType::Log: MapF32(p, x, y, [](float v) { return std::log(v); }); break;
-    case fb::OpType::Sqrt: MapF32(p, x, y, [](float v) { return std::sqrt(v); }); break;
-    case fb::OpType::Neg: MapF32(p, x, y, [](float v) { return -v; }); break;
-    case fb::OpType::Abs: MapF32(p, x, y, [](float v) { return std::fabs(v); }); break;
-    case fb::OpType::Reciprocal: MapF32(p, x, y, [](float v) { return 1.f / v; }); break;
     default: return Internal("RunUnary: %s", op.typeName());
   }
   return Status::Ok();

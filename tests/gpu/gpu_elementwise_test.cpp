@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "support/backend_compare.h"
+#include "support/unary_cases.h"
 
 namespace kiln::test {
 namespace {
@@ -9,19 +10,13 @@ namespace {
 // The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
 const ForwardType kVk = TestGpu();
 
+// Every parameter-free unary op of the host suite's table, against the host.
 TEST(GpuElementwise, UnaryOps) {
   KILN_REQUIRE_BACKEND(kVk);
-  const std::vector<int64_t> shape = {2, 3, 7, 5};
-  for (fb::OpType t : {fb::OpType::Relu, fb::OpType::Sigmoid, fb::OpType::Tanh, fb::OpType::HardSwish,
-                       fb::OpType::Erf, fb::OpType::Exp, fb::OpType::Neg, fb::OpType::Abs, fb::OpType::Identity}) {
-    OpTest op(t);
-    op.input("x", shape, Random(210, -3, 3));
-    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(t));
-  }
-  for (fb::OpType t : {fb::OpType::Log, fb::OpType::Sqrt, fb::OpType::Reciprocal}) {
-    OpTest op(t);
-    op.input("x", {17}, Random(17, 0.1f, 4));
-    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(t));
+  for (const UnaryCase& c : UnaryCases()) {
+    OpTest op(c.type);
+    op.input("x", {2, 3, 7, 5}, Random(210, c.lo, c.hi));
+    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(c.type));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "support/op_test.h"
 #include "support/test_models.h"
+#include "support/unary_cases.h"
 
 namespace kiln {
 namespace {
@@ -14,29 +15,8 @@ using test::Numel;
 using test::OpTest;
 using test::RandomFloats;
 
-struct UnaryCase {
-  fb::OpType type;
-  std::function<float(float)> ref;
-  float lo = -3, hi = 3;
-};
-
-std::vector<UnaryCase> UnaryCases() {
-  return {
-      {fb::OpType::Relu, [](float x) { return x > 0 ? x : 0; }},
-      {fb::OpType::Sigmoid, [](float x) { return 1 / (1 + std::exp(-x)); }},
-      {fb::OpType::Tanh, [](float x) { return std::tanh(x); }},
-      {fb::OpType::HardSwish, [](float x) { return x * std::min(1.f, std::max(0.f, (x + 3) / 6)); }},
-      {fb::OpType::Erf, [](float x) { return std::erf(x); }},
-      {fb::OpType::Gelu, [](float x) { return x * 0.5f * (1 + std::erf(x / std::sqrt(2.f))); }},
-      {fb::OpType::Exp, [](float x) { return std::exp(x); }},
-      {fb::OpType::Log, [](float x) { return std::log(x); }, 0.01f, 5},
-      {fb::OpType::Sqrt, [](float x) { return std::sqrt(x); }, 0, 5},
-      {fb::OpType::Neg, [](float x) { return -x; }},
-      {fb::OpType::Abs, [](float x) { return std::fabs(x); }},
-      {fb::OpType::Reciprocal, [](float x) { return 1 / x; }, 0.5f, 4},
-      {fb::OpType::Identity, [](float x) { return x; }},
-  };
-}
+using test::UnaryCase;
+using test::UnaryCases;
 
 TEST(Elementwise, UnaryOnOddShapes) {
   for (const UnaryCase& c : UnaryCases()) {

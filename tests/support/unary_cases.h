@@ -1,0 +1,39 @@
+// The parameter-free unary ops and their naive references, one row an op:
+// the host suite (ops/elementwise_test.cpp) checks each against its
+// reference, and the GPU suite (gpu/gpu_elementwise_test.cpp) each backend
+// against the host, over [lo, hi]. Adding such an op is adding its row here.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kiln/format.h"
+
+namespace kiln::test {
+
+struct UnaryCase {
+  fb::OpType type;
+  float (*ref)(float);
+  float lo = -3, hi = 3;  // the inputs' range
+};
+
+inline std::vector<UnaryCase> UnaryCases() {
+  return {
+      {fb::OpType::Relu, [](float x) { return x > 0 ? x : 0.f; }},
+      {fb::OpType::Sigmoid, [](float x) { return 1 / (1 + std::exp(-x)); }},
+      {fb::OpType::Tanh, [](float x) { return std::tanh(x); }},
+      {fb::OpType::HardSwish, [](float x) { return x * std::min(1.f, std::max(0.f, (x + 3) / 6)); }},
+      {fb::OpType::Erf, [](float x) { return std::erf(x); }},
+      {fb::OpType::Gelu, [](float x) { return x * 0.5f * (1 + std::erf(x / std::sqrt(2.f))); }},
+      {fb::OpType::Exp, [](float x) { return std::exp(x); }},
+      {fb::OpType::Log, [](float x) { return std::log(x); }, 0.01f, 5},
+      {fb::OpType::Sqrt, [](float x) { return std::sqrt(x); }, 0, 5},
+      {fb::OpType::Neg, [](float x) { return -x; }},
+      {fb::OpType::Abs, [](float x) { return std::fabs(x); }},
+      {fb::OpType::Reciprocal, [](float x) { return 1 / x; }, 0.5f, 4},
+      {fb::OpType::Identity, [](float x) { return x; }},
+  };
+}
+
+}  // namespace kiln::test
