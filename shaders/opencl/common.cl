@@ -128,6 +128,7 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Neg: return -v;
     case KILN_OP_Abs: return fabs(v);
     case KILN_OP_Reciprocal: return 1.0f / v;
+    case KILN_OP_Softsign: return v / (1.0f + fabs(v));
     default: return v;
   }
 }

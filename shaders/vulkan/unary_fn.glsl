@@ -31,6 +31,7 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Neg: return -v;
     case KILN_OP_Abs: return abs(v);
     case KILN_OP_Reciprocal: return 1.0 / v;
+    case KILN_OP_Softsign: return v / (1.0 + abs(v));
     default: return v;
   }
 }

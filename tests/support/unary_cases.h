@@ -32,6 +32,7 @@ inline std::vector<UnaryCase> UnaryCases() {
       {fb::OpType::Neg, [](float x) { return -x; }},
       {fb::OpType::Abs, [](float x) { return std::fabs(x); }},
       {fb::OpType::Reciprocal, [](float x) { return 1 / x; }, 0.5f, 4},
+      {fb::OpType::Softsign, [](float x) { return x / (1 + std::fabs(x)); }, -6, 6},
       {fb::OpType::Identity, [](float x) { return x; }},
   };
 }
