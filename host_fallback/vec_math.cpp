@@ -32,10 +32,15 @@ inline float FromBits(uint32_t b) {
 // a polynomial, 2^n put into the exponent bits. Written so that the compiler
 // vectorizes a loop around it: no calls, no branches, rounding by the
 // 1.5 * 2^23 trick (round to nearest in the default mode).
+// n is read from the bits of the rounding sum, as in ExpFull below: no
+// float-to-int conversion (undefined for NaN) and no signed shift.
 inline float ExpReduced(float x) {
   const float t = x * 1.44269504088896341f;
-  const float fn = (t + 12582912.f) - 12582912.f;
-  return ExpOfRemainder(x, fn) * FromBits(static_cast<uint32_t>((static_cast<int32_t>(fn) + 127) << 23));
+  const float j = t + 12582912.f;
+  uint32_t jb;
+  std::memcpy(&jb, &j, sizeof(jb));
+  const uint32_t n = jb - 0x4B400000u;  // round(t), two's complement
+  return ExpOfRemainder(x, j - 12582912.f) * FromBits((n + 127u) << 23);
 }
 
 // e^x on the whole float range, branch-free like ExpReduced so that loops

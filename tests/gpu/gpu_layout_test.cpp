@@ -28,7 +28,7 @@ std::vector<uint8_t> Values(fb::DataType t, int64_t n, uint32_t seed = 11) {
     if (t == fb::DataType::F32) {
       std::memcpy(p, &f[static_cast<size_t>(i)], 4);
     } else if (t == fb::DataType::I64) {
-      int64_t x = (static_cast<int64_t>(f[static_cast<size_t>(i)] * 1000) << 20) + i;
+      int64_t x = static_cast<int64_t>(f[static_cast<size_t>(i)] * 1000) * (int64_t{1} << 20) + i;
       std::memcpy(p, &x, 8);
     } else {  // every byte different-ish
       for (size_t b = 0; b < size; ++b) p[b] = static_cast<uint8_t>(i * 7 + b * 3 + seed);

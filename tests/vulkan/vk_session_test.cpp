@@ -134,7 +134,10 @@ TEST(VulkanSession, IntegerIntermediateWithPlaceholderDtype) {
   std::vector<int64_t> got(6);
   ASSERT_TRUE((*interp)->getSessionOutput(*vs)->copyToHostTensor(Tensor::wrap({2, 3}, fb::DataType::I64, got.data()).get()).ok());
   const int64_t cv[3] = {int64_t{1} << 40, -3, 7};
-  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(got[i], cv[i % 3] * (xv[i] + cv[i % 3])) << i;
+  for (size_t i = 0; i < 6; ++i) {  // the product wraps, as the kernel's does (two's complement)
+    const uint64_t want = static_cast<uint64_t>(cv[i % 3]) * static_cast<uint64_t>(xv[i] + cv[i % 3]);
+    EXPECT_EQ(got[i], static_cast<int64_t>(want)) << i;
+  }
 }
 
 TEST(VulkanSession, CallbacksSeeEveryOp) {
