@@ -39,9 +39,7 @@ class GpuBackend;
 // Device limits and capabilities the op layer looks at.
 struct GpuCaps {
   bool storage_16bit = false;  // 16-bit loads/stores in kernels (fp16 storage, 16-bit moves)
-  bool float16 = false;        // fp16 arithmetic
   bool storage_8bit = false;   // 8-bit loads/stores (bool, u8 tensors)
-  uint32_t subgroup_size = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};

@@ -31,6 +31,8 @@ namespace kiln {
 // The Vulkan device's properties; the op layer's view of them is GpuCaps.
 struct VulkanCaps : GpuCaps {
   std::string name;
+  bool float16 = false;        // fp16 arithmetic (shaderFloat16), enabled on the device when present
+  uint32_t subgroup_size = 0;  // shown in the device name
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t api_version = 0, driver_version = 0, vendor_id = 0, device_id = 0;
   uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};

@@ -205,6 +205,13 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
   }
   if (sizes.empty() && scales.empty() && p && p->scales())
     for (float f : *p->scales()) scales.push_back(f);
+  auto from_empty = [&](const std::vector<int64_t>& out) -> Status {
+    for (size_t d = 0; d < rank && d < out.size(); ++d)
+      if (shape[d] == 0 && out[d] != 0)
+        return InvalidArgument("Resize: axis %zu of the input is empty; it cannot be resized to %lld", d,
+                               static_cast<long long>(out[d]));
+    return Status::Ok();
+  };
   if (!sizes.empty()) {
     if (sizes.size() != rank)
       return InvalidArgument("Resize: sizes %s has %zu values for an input of rank %zu", ListToString(sizes).c_str(),
@@ -214,6 +221,7 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
       s.scales.push_back(shape[d] == 0 ? 1.f : static_cast<float>(sizes[d]) / static_cast<float>(shape[d]));
     }
     s.out_shape = sizes;
+    RETURN_IF_ERROR(from_empty(s.out_shape));
     return s;
   }
   if (scales.empty())
@@ -225,6 +233,7 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
     s.out_shape.push_back(DimFromDouble(std::floor(static_cast<double>(shape[d]) * scales[d])));
   }
   s.scales = scales;
+  RETURN_IF_ERROR(from_empty(s.out_shape));
   return s;
 }
 

@@ -8,8 +8,8 @@
 //     53 bits, then to 24 bits, each to nearest even;
 //   * f32 -> f16 rounds to nearest even (FloatToHalf), f16 -> f32 is exact;
 //   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word.
-// The kinds (spec constants SRC and DST) are VkCastKind in
-// backends/vulkan/ops/vk_layout_logic.cpp.
+// The kinds (spec constants SRC and DST) are GpuCastKind in
+// backends/gpu/ops/gpu_layout_logic.cpp.
 #include "int64.glsl"
 
 #define KIND_F32 0u

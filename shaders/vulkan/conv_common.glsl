@@ -1,7 +1,7 @@
 // Shared by the conv shaders (conv, conv_direct, conv_depthwise,
 // conv_transpose): their specialization constants, bindings, and the window
 // part of their push constants, which is the struct Window of
-// backends/vulkan/ops/vk_nn_conv.cpp. Three spatial axes (depth, height,
+// backends/gpu/ops/gpu_nn_conv.cpp. Three spatial axes (depth, height,
 // width); an op with fewer has extent 1 (kernel 1, stride 1, pad 0) on the
 // leading ones. Included after common.glsl.
 layout(constant_id = 3) const uint ACT = 0;          // fused activation (unary_fn.glsl)

@@ -8,7 +8,7 @@
 // (one input of a Concat: a block of rows inside longer output rows).
 // Transpose, Slice (negative steps too), Expand (stride 0), Split,
 // DepthToSpace, SpaceToDepth and Tile are all this kernel with different
-// push constants (backends/vulkan/ops/vk_layout.cpp). Units are the
+// push constants (backends/gpu/ops/gpu_layout.cpp). Units are the
 // buffer's elements: a wider element is an innermost dim of several units.
 layout(constant_id = 3) const bool TILE = false;
 layout(constant_id = 4) const bool DST_ROWS = false;

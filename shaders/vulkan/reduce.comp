@@ -13,7 +13,7 @@
 // into y[o * chunks + c] (a scratch buffer; mapped, not finished), STAGE 2
 // reduces those partials as rows of `chunks` contiguous values (combined,
 // not mapped again) and finishes. Max/Min propagate NaN, as the host does.
-layout(constant_id = 4) const uint OP = 0;  // VkReduceOp in vk_reduce.cpp
+layout(constant_id = 4) const uint OP = 0;  // GpuReduceOp in backends/gpu/ops/gpu_reduce.cpp
 layout(constant_id = 5) const uint STAGE = 0;
 const uint kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4, kL2 = 5;
 

@@ -1,6 +1,6 @@
 // How the reduce family's row kernels (reduce, reduce_arg, softmax,
 // norm_stats) spread their rows, a row being the elements behind one result
-// (see RowExecution in backends/vulkan/ops/vk_reduce.h):
+// (see RowExecution in backends/gpu/ops/gpu_reduce.h):
 //   * ROW_GROUP: one work group per row (rows folded into y past 65535
 //     groups); its invocations stride over the row and a shared-memory tree
 //     combines their partials. The group size is a power of two of at most

@@ -3,7 +3,7 @@
 #include "common.glsl"
 
 // Resize from per-axis tables built on the host at resize with the host
-// kernel's arithmetic (backends/vulkan/ops/vk_layout_index.cpp): for output
+// kernel's arithmetic (backends/gpu/ops/gpu_layout_index.cpp): for output
 // coordinate c of dim d, taps[tab[d] + c] = (off0, off1, w0, w1), the
 // element offsets (index * input stride) of the two neighbours and their
 // weights (float bits). Nearest (any 4- or 8-byte dtype, WORDS words an

@@ -149,6 +149,23 @@ TEST(Limits, EmptyTensorWithHugeDims) {
       << s.message();
 }
 
+// Resize of an empty axis to a non-empty one has nothing to read: found by
+// the convert-then-run fuzzer (the nearest kernel read past the input).
+TEST(Limits, ResizeFromAnEmptyAxis) {
+  NetBuilder b("resize_empty");
+  int x = b.addInput("x", fb::DataType::F32, {1, 1, 0, 4});
+  int sizes = b.addConstant("sizes", {4}, std::vector<int64_t>{1, 1, 4, 4});
+  fb::ResizeParamsT p;
+  fb::OpParamsUnion u;
+  u.Set(p);
+  b.addOutput(b.addOp(fb::OpType::Resize, "resize", {x, -1, -1, sizes}, {"y"}, u)[0]);
+  auto interp = Load(b);
+  Status s = CreateAndResize(*interp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("Resize: axis 2 of the input is empty; it cannot be resized to 4"), std::string::npos)
+      << s.message();
+}
+
 // A Conv with pads of 65536 used to run for 85 s and take 10 GB; its padded
 // input is now bounded by the tensor limit.
 TEST(Limits, ConvWithHugePadsIsBounded) {

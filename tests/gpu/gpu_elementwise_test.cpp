@@ -8,59 +8,59 @@ namespace kiln::test {
 namespace {
 
 // The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
-const ForwardType kVk = TestGpu();
+const ForwardType kGpu = TestGpu();
 
 // Every parameter-free unary op of the host suite's table, against the host.
 TEST(GpuElementwise, UnaryOps) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (const UnaryCase& c : UnaryCases()) {
     OpTest op(c.type);
     op.input("x", {2, 3, 7, 5}, Random(210, c.lo, c.hi));
-    ExpectSameAsHost(op, kVk, 1e-4f, fb::EnumNameOpType(c.type));
+    ExpectSameAsHost(op, kGpu, 1e-4f, fb::EnumNameOpType(c.type));
   }
 }
 
 TEST(GpuElementwise, UnaryWithParams) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   auto x = Random(3 * 17, -4, 4);
   {
     fb::LeakyReluParamsT p;
     p.alpha = 0.3f;
-    ExpectSameAsHost(OpTest(fb::OpType::LeakyRelu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "LeakyRelu");
+    ExpectSameAsHost(OpTest(fb::OpType::LeakyRelu).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "LeakyRelu");
   }
   {
     fb::EluParamsT p;
     p.alpha = 0.7f;
-    ExpectSameAsHost(OpTest(fb::OpType::Elu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "Elu");
+    ExpectSameAsHost(OpTest(fb::OpType::Elu).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "Elu");
   }
   {
     fb::HardSigmoidParamsT p;
     p.alpha = 0.3f;
     p.beta = 0.4f;
-    ExpectSameAsHost(OpTest(fb::OpType::HardSigmoid).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "HardSigmoid");
+    ExpectSameAsHost(OpTest(fb::OpType::HardSigmoid).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "HardSigmoid");
   }
   {
     fb::ClipParamsT p;
     p.min = -1.5f;
     p.max = 2.f;
-    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).params(p), kVk, 0, "Clip attrs");
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).params(p), kGpu, 0, "Clip attrs");
     ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).constant("lo", {}, {-0.5f}).constant("hi", {}, {0.25f}),
-                     kVk, 0, "Clip inputs");
+                     kGpu, 0, "Clip inputs");
     // Bounds fed at run time (binary max/min), one left out.
     ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).input("lo", {}, {-0.5f}).input("hi", {}, {0.25f}),
-                     kVk, 0, "Clip run-time bounds");
-    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).missing().input("hi", {}, {0.75f}), kVk, 0,
+                     kGpu, 0, "Clip run-time bounds");
+    ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).missing().input("hi", {}, {0.75f}), kGpu, 0,
                      "Clip run-time max only");
   }
   for (auto approx : {fb::GeluApproximation::None, fb::GeluApproximation::Tanh}) {
     fb::GeluParamsT p;
     p.approximate = approx;
-    ExpectSameAsHost(OpTest(fb::OpType::Gelu).input("x", {3, 17}, x).params(p), kVk, 1e-5f, "Gelu");
+    ExpectSameAsHost(OpTest(fb::OpType::Gelu).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "Gelu");
   }
 }
 
 TEST(GpuElementwise, BinaryBroadcast) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     std::vector<int64_t> a, b;
   };
@@ -71,18 +71,18 @@ TEST(GpuElementwise, BinaryBroadcast) {
     for (const Case& c : cases) {
       OpTest op(t);
       op.input("a", c.a, Random(Numel(c.a), -2, 2, 1)).input("b", c.b, Random(Numel(c.b), 0.5f, 2, 2));
-      ExpectSameAsHost(op, kVk, 1e-6f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(c.a.size()));
+      ExpectSameAsHost(op, kGpu, 1e-6f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(c.a.size()));
     }
   }
   OpTest pow(fb::OpType::Pow);
   pow.input("a", {3, 5}, Random(15, 0.1f, 3)).constant("b", {5}, {2.f, 0.5f, -1.f, 3.f, 1.5f});
-  ExpectSameAsHost(pow, kVk, 1e-5f, "Pow");
+  ExpectSameAsHost(pow, kGpu, 1e-5f, "Pow");
   OpTest prelu(fb::OpType::PRelu);
   prelu.input("x", {2, 3, 4, 5}, Random(120, -2, 2)).constant("slope", {3, 1, 1}, {0.1f, 0.2f, 0.3f});
-  ExpectSameAsHost(prelu, kVk, 1e-6f, "PRelu");
+  ExpectSameAsHost(prelu, kGpu, 1e-6f, "PRelu");
   OpTest max3(fb::OpType::Max);
   max3.input("a", {4, 5}, Random(20, -1, 1, 3)).input("b", {5}, Random(5, -1, 1, 4)).input("c", {4, 1}, Random(4, -1, 1, 5));
-  ExpectSameAsHost(max3, kVk, 0, "Max of three");
+  ExpectSameAsHost(max3, kGpu, 0, "Max of three");
 }
 
 // Integers that cross word and sign boundaries: small (with zeros, for Div
@@ -125,28 +125,28 @@ void ExpectIntBinaryOps(const char* dtype) {
       OpTest op(t);
       IntInput<T>(op, "a", c.a, seed++);
       IntInput<T>(op, "b", c.b, seed++);
-      ExpectSameAsHost(op, kVk, 0, std::string(fb::EnumNameOpType(t)) + " " + dtype + " " + std::to_string(c.a.size()));
+      ExpectSameAsHost(op, kGpu, 0, std::string(fb::EnumNameOpType(t)) + " " + dtype + " " + std::to_string(c.a.size()));
     }
   }
   OpTest min3(fb::OpType::Min);
   IntInput<T>(min3, "a", {4, 5}, 1);
   IntInput<T>(min3, "b", {5}, 2);
   IntInput<T>(min3, "c", {4, 1}, 3);
-  ExpectSameAsHost(min3, kVk, 0, std::string("Min of three ") + dtype);
+  ExpectSameAsHost(min3, kGpu, 0, std::string("Min of three ") + dtype);
 }
 
 TEST(GpuElementwise, IntegerBinary) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   ExpectIntBinaryOps<int32_t>("i32");
   ExpectIntBinaryOps<int64_t>("i64");
 }
 
 TEST(GpuElementwise, ReshapeLikes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   fb::AxisParamsT ax;
   ax.axis = 2;
-  ExpectSameAsHost(OpTest(fb::OpType::Flatten).input("x", {2, 3, 4, 5}, Random(120)).params(ax), kVk, 0, "Flatten");
-  ExpectSameAsHost(OpTest(fb::OpType::Reshape).input("x", {2, 3, 5}, Random(30)).constantI64("s", {2}, {5, -1}), kVk, 0,
+  ExpectSameAsHost(OpTest(fb::OpType::Flatten).input("x", {2, 3, 4, 5}, Random(120)).params(ax), kGpu, 0, "Flatten");
+  ExpectSameAsHost(OpTest(fb::OpType::Reshape).input("x", {2, 3, 5}, Random(30)).constantI64("s", {2}, {5, -1}), kGpu, 0,
                    "Reshape");
 }
 

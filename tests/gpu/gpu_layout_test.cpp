@@ -15,7 +15,7 @@ namespace kiln::test {
 namespace {
 
 // The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
-const ForwardType kVk = TestGpu();
+const ForwardType kGpu = TestGpu();
 using Shape = std::vector<int64_t>;
 
 // Raw values of a dtype: distinct, from a seed.
@@ -56,7 +56,7 @@ std::string Name(const std::string& op, fb::DataType t, const Shape& s) {
 }
 
 TEST(GpuLayout, Transpose) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     Shape s;
     std::vector<int32_t> perm;  // empty: reversed
@@ -69,12 +69,12 @@ TEST(GpuLayout, Transpose) {
       p.perm = c.perm;
       OpTest op(fb::OpType::Transpose);
       In(op, "x", c.s, t).params(p);
-      ExpectSameAsHost(op, kVk, 0, Name("Transpose", t, c.s));
+      ExpectSameAsHost(op, kGpu, 0, Name("Transpose", t, c.s));
     }
 }
 
 TEST(GpuLayout, ConcatAndSplit) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (fb::DataType t : kMoveTypes)
     for (int axis : {0, 1, -1}) {
       fb::AxisParamsT p;
@@ -85,7 +85,7 @@ TEST(GpuLayout, ConcatAndSplit) {
       OpTest op(fb::OpType::Concat);
       In(op, "a", a, t, 1);
       In(In(op, "b", b, t, 2), "c", c, t, 3).params(p);
-      ExpectSameAsHost(op, kVk, 0, Name("Concat", t, a) + " axis " + std::to_string(axis));
+      ExpectSameAsHost(op, kGpu, 0, Name("Concat", t, a) + " axis " + std::to_string(axis));
     }
   // A constant among the inputs (uploaded once).
   OpTest k(fb::OpType::Concat);
@@ -94,23 +94,23 @@ TEST(GpuLayout, ConcatAndSplit) {
     p.axis = 1;
     return p;
   }());
-  ExpectSameAsHost(k, kVk, 0, "Concat with a constant");
+  ExpectSameAsHost(k, kGpu, 0, "Concat with a constant");
 
   for (fb::DataType t : kMoveTypes) {
     fb::SplitParamsT p;
     p.axis = 1;
     OpTest sizes(fb::OpType::Split);
     In(sizes, "x", {2, 11, 3}, t).constantI64("split", {3}, {1, 3, 7}).params(p).outputs(3);
-    ExpectSameAsHost(sizes, kVk, 0, Name("Split sizes", t, {2, 11, 3}));
+    ExpectSameAsHost(sizes, kGpu, 0, Name("Split sizes", t, {2, 11, 3}));
     p.axis = -1;
     OpTest equal(fb::OpType::Split);
     In(equal, "x", {3, 17}, t).params(p).outputs(3);  // 6, 6, 5
-    ExpectSameAsHost(equal, kVk, 0, Name("Split equal", t, {3, 17}));
+    ExpectSameAsHost(equal, kGpu, 0, Name("Split equal", t, {3, 17}));
   }
 }
 
 TEST(GpuLayout, Slice) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const int64_t kMax = INT64_MAX, kMin = INT64_MIN;
   struct Case {
     Shape s, starts, ends, axes, steps;
@@ -134,12 +134,12 @@ TEST(GpuLayout, Slice) {
           .constantI64("ends", {n}, c.ends)
           .constantI64("axes", {n}, c.axes)
           .constantI64("steps", {n}, c.steps);
-      ExpectSameAsHost(op, kVk, 0, Name("Slice", t, c.s) + " starts " + Dims(c.starts));
+      ExpectSameAsHost(op, kGpu, 0, Name("Slice", t, c.s) + " starts " + Dims(c.starts));
     }
 }
 
 TEST(GpuLayout, Gather) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (fb::DataType t : {fb::DataType::F32, fb::DataType::I64, fb::DataType::I32})
     for (int axis : {0, 1, -1}) {
       fb::AxisParamsT p;
@@ -149,11 +149,11 @@ TEST(GpuLayout, Gather) {
       const std::vector<int64_t> i64 = {0, dim - 1, -1, -dim, 1, 1};
       OpTest a(fb::OpType::Gather);
       In(a, "x", s, t).constantI64("i", {2, 3}, i64).params(p);
-      ExpectSameAsHost(a, kVk, 0, Name("Gather i64", t, s) + " axis " + std::to_string(axis));
+      ExpectSameAsHost(a, kGpu, 0, Name("Gather i64", t, s) + " axis " + std::to_string(axis));
       const std::vector<int32_t> i32 = {static_cast<int32_t>(dim - 1), -2, 0};
       OpTest b(fb::OpType::Gather);
       In(b, "x", s, t).constant("i", {3}, fb::DataType::I32, i32.data(), 12).params(p);
-      ExpectSameAsHost(b, kVk, 0, Name("Gather i32", t, s) + " axis " + std::to_string(axis));
+      ExpectSameAsHost(b, kGpu, 0, Name("Gather i32", t, s) + " axis " + std::to_string(axis));
     }
   // A scalar index computed at run time drops the axis.
   const int64_t one = -2;
@@ -161,11 +161,11 @@ TEST(GpuLayout, Gather) {
   fb::AxisParamsT p;
   p.axis = 1;
   s.input("x", {4, 17}, Random(68)).inputI64("i", {}, {one}).params(p);
-  ExpectSameAsHost(s, kVk, 0, "Gather scalar runtime index");
+  ExpectSameAsHost(s, kGpu, 0, "Gather scalar runtime index");
 }
 
 TEST(GpuLayout, TileAndExpand) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     Shape s, reps;
   };
@@ -175,19 +175,19 @@ TEST(GpuLayout, TileAndExpand) {
     for (const Case& c : tiles) {
       OpTest op(fb::OpType::Tile);
       In(op, "x", c.s, t).constantI64("repeats", {static_cast<int64_t>(c.reps.size())}, c.reps);
-      ExpectSameAsHost(op, kVk, 0, Name("Tile", t, c.s) + " x " + Dims(c.reps));
+      ExpectSameAsHost(op, kGpu, 0, Name("Tile", t, c.s) + " x " + Dims(c.reps));
     }
   const Case expands[] = {{{3, 1}, {3, 7}}, {{1, 7}, {2, 3, 1}}, {{7}, {3, 1, 1}}, {{1, 3, 1, 5}, {2, 1, 17, 1}}};
   for (fb::DataType t : kMoveTypes)
     for (const Case& c : expands) {
       OpTest op(fb::OpType::Expand);
       In(op, "x", c.s, t).constantI64("shape", {static_cast<int64_t>(c.reps.size())}, c.reps);
-      ExpectSameAsHost(op, kVk, 0, Name("Expand", t, c.s) + " to " + Dims(c.reps));
+      ExpectSameAsHost(op, kGpu, 0, Name("Expand", t, c.s) + " to " + Dims(c.reps));
     }
 }
 
 TEST(GpuLayout, SpaceDepth) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (fb::DataType t : kMoveTypes) {
     for (auto mode : {fb::DepthToSpaceMode::DCR, fb::DepthToSpaceMode::CRD}) {
       for (auto [s, b] : {std::pair<Shape, int>{{1, 8, 3, 5}, 2}, {{2, 27, 1, 7}, 3}}) {
@@ -196,7 +196,7 @@ TEST(GpuLayout, SpaceDepth) {
         p.mode = mode;
         OpTest op(fb::OpType::DepthToSpace);
         In(op, "x", s, t).params(p);
-        ExpectSameAsHost(op, kVk, 0, Name("DepthToSpace", t, s) + fb::EnumNameDepthToSpaceMode(mode));
+        ExpectSameAsHost(op, kGpu, 0, Name("DepthToSpace", t, s) + fb::EnumNameDepthToSpaceMode(mode));
       }
     }
     for (auto [s, b] : {std::pair<Shape, int>{{1, 3, 4, 6}, 2}, {{2, 1, 9, 3}, 3}}) {
@@ -204,13 +204,13 @@ TEST(GpuLayout, SpaceDepth) {
       p.blocksize = b;
       OpTest op(fb::OpType::SpaceToDepth);
       In(op, "x", s, t).params(p);
-      ExpectSameAsHost(op, kVk, 0, Name("SpaceToDepth", t, s));
+      ExpectSameAsHost(op, kGpu, 0, Name("SpaceToDepth", t, s));
     }
   }
 }
 
 TEST(GpuLayout, Pad) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     Shape s, pads, axes;
   };
@@ -231,17 +231,17 @@ TEST(GpuLayout, Pad) {
         OpTest op(fb::OpType::Pad);
         In(op, "x", c.s, t).constantI64("pads", {static_cast<int64_t>(c.pads.size())}, c.pads);
         if (!c.axes.empty()) op.missing().constantI64("axes", {static_cast<int64_t>(c.axes.size())}, c.axes);
-        ExpectSameAsHost(op.params(p), kVk, 0,
+        ExpectSameAsHost(op.params(p), kGpu, 0,
                          Name("Pad", t, c.s) + " " + fb::EnumNamePadMode(mode) + " " + Dims(c.pads));
       }
   const std::vector<int64_t> fill = {-123456789012345};
   OpTest v(fb::OpType::Pad);
   In(v, "x", {3, 5}, fb::DataType::I64).constantI64("pads", {4}, {1, 0, 2, 3}).constantI64("value", {}, fill);
-  ExpectSameAsHost(v, kVk, 0, "Pad i64 value input");
+  ExpectSameAsHost(v, kGpu, 0, "Pad i64 value input");
 }
 
 TEST(GpuLayout, Resize) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   using CT = fb::CoordinateTransform;
   struct Case {
     Shape s;
@@ -259,7 +259,7 @@ TEST(GpuLayout, Resize) {
       op.missing().constantI64("sizes", {r}, c.sizes);
     else
       op.constant("scales", {r}, c.scales);
-    ExpectSameAsHost(op.params(p), kVk, 1e-5f, what + " " + Name("Resize", t, c.s));
+    ExpectSameAsHost(op.params(p), kGpu, 1e-5f, what + " " + Name("Resize", t, c.s));
   };
   for (CT tr : {CT::HalfPixel, CT::Asymmetric, CT::PytorchHalfPixel, CT::AlignCorners, CT::TfHalfPixelForNn})
     for (const Case& c : cases) {
@@ -278,7 +278,7 @@ TEST(GpuLayout, Resize) {
 }
 
 TEST(GpuLayout, MaxUnpool) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   // [1, 3, 2, 3] values into a [1, 3, 4, 5] output (4x6 by default for
   // k2 s2), with a repeated index (the last value wins).
   const std::vector<float> x = Random(18, -5, 5);
@@ -295,18 +295,18 @@ TEST(GpuLayout, MaxUnpool) {
     p.indices_in_output_shape = in_output;
     OpTest op(fb::OpType::MaxUnpool);
     op.input("x", {1, 3, 2, 3}, x).inputI64("i", {1, 3, 2, 3}, idx).constantI64("shape", {4}, {1, 3, 4, 5}).params(p);
-    ExpectSameAsHost(op, kVk, 0, in_output ? "MaxUnpool, indices in the output" : "MaxUnpool, default-size indices");
+    ExpectSameAsHost(op, kGpu, 0, in_output ? "MaxUnpool, indices in the output" : "MaxUnpool, default-size indices");
   }
   fb::MaxUnpoolParamsT p;
   p.kernel_shape = {3};
   p.strides = {2};
   OpTest d(fb::OpType::MaxUnpool);
   d.input("x", {2, 1, 3}, Random(6)).inputI64("i", {2, 1, 3}, {0, 2, 6, 1, 1, 4}).params(p);  // default size 7
-  ExpectSameAsHost(d, kVk, 0, "MaxUnpool 1-D default size");
+  ExpectSameAsHost(d, kGpu, 0, "MaxUnpool 1-D default size");
 }
 
 TEST(GpuLayout, Cast) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> f32 = {0.f, -0.f, 1.5f, -1.5f, 2.5f, -2.7f, 65504.f, 65520.f, 1e-6f, -6e-8f, 3e-5f,
                                   2147483520.f, 2147483648.f, -2147483648.f, 9.2233715e18f, -9.3e18f, 1e30f, inf,
@@ -335,13 +335,13 @@ TEST(GpuLayout, Cast) {
       p.to = to;
       OpTest op(fb::OpType::Cast);
       op.input("x", {static_cast<int64_t>(s.n)}, s.t, s.data, s.n * s.size).params(p);
-      ExpectSameAsHost(op, kVk, 0,
+      ExpectSameAsHost(op, kGpu, 0,
                        std::string("Cast ") + fb::EnumNameDataType(s.t) + " to " + fb::EnumNameDataType(to));
     }
 }
 
 TEST(GpuLayout, Compare) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     Shape a, b;
   };
@@ -364,25 +364,25 @@ TEST(GpuLayout, Compare) {
         std::vector<uint8_t> a = small(t, Numel(c.a), 1), b = small(t, Numel(c.b), 2);
         OpTest test(op);
         test.input("a", c.a, t, a.data(), a.size()).input("b", c.b, t, b.data(), b.size());
-        ExpectSameAsHost(test, kVk, 0, Name(fb::EnumNameOpType(op), t, c.a) + " with " + Dims(c.b));
+        ExpectSameAsHost(test, kGpu, 0, Name(fb::EnumNameOpType(op), t, c.a) + " with " + Dims(c.b));
       }
   for (fb::OpType op : {fb::OpType::And, fb::OpType::Equal})
     for (const Case& c : cases) {
       OpTest test(op);
       In(In(test, "a", c.a, fb::DataType::BOOL, 1), "b", c.b, fb::DataType::BOOL, 4);
-      ExpectSameAsHost(test, kVk, 0, Name(fb::EnumNameOpType(op), fb::DataType::BOOL, c.a));
+      ExpectSameAsHost(test, kGpu, 0, Name(fb::EnumNameOpType(op), fb::DataType::BOOL, c.a));
     }
   OpTest eq(fb::OpType::Equal);
   const std::vector<uint8_t> u1 = {0, 5, 255, 7, 3}, u2 = {0, 5, 254, 8, 3};
   eq.input("a", {5}, fb::DataType::U8, u1.data(), 5).input("b", {5}, fb::DataType::U8, u2.data(), 5);
-  ExpectSameAsHost(eq, kVk, 0, "Equal u8");
+  ExpectSameAsHost(eq, kGpu, 0, "Equal u8");
   OpTest no(fb::OpType::Not);
   In(no, "a", {3, 17}, fb::DataType::BOOL);
-  ExpectSameAsHost(no, kVk, 0, "Not");
+  ExpectSameAsHost(no, kGpu, 0, "Not");
 }
 
 TEST(GpuLayout, Where) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     Shape c, a, b;
   };
@@ -392,7 +392,7 @@ TEST(GpuLayout, Where) {
       OpTest op(fb::OpType::Where);
       In(op, "c", c.c, fb::DataType::BOOL, 5);
       In(In(op, "a", c.a, t, 6), "b", c.b, t, 7);
-      ExpectSameAsHost(op, kVk, 0, Name("Where", t, c.c) + " " + Dims(c.a) + " " + Dims(c.b));
+      ExpectSameAsHost(op, kGpu, 0, Name("Where", t, c.c) + " " + Dims(c.a) + " " + Dims(c.b));
     }
 }
 

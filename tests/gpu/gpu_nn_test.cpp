@@ -10,7 +10,7 @@ namespace kiln::test {
 namespace {
 
 // The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
-const ForwardType kVk = TestGpu();
+const ForwardType kGpu = TestGpu();
 constexpr float kTol = 1e-4f;
 
 struct ConvCase {
@@ -47,7 +47,7 @@ OpTest MakeConv(fb::OpType type, const ConvCase& c, const fb::ConvParamsT& p, bo
 }
 
 TEST(GpuNnConv, Variants) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const ConvCase cases[] = {
       {"3x3 pad 1", {1, 3, 9, 11}, {7, 3, 3, 3}, {}, {1, 1, 1, 1}, {}},
       {"3x3 stride 2 no bias", {2, 3, 9, 11}, {17, 3, 3, 3}, {2, 2}, {}, {}, 1, false},
@@ -75,11 +75,11 @@ TEST(GpuNnConv, Variants) {
       {"3-D 1x1x1 (GEMM path)", {2, 5, 3, 4, 5}, {7, 5, 1, 1, 1}, {}, {}, {}},
       {"3-D SAME_UPPER", {1, 3, 5, 6, 7}, {4, 3, 3, 3, 2}, {2, 2, 2}, {}, {}, 1, true, fb::AutoPad::SameUpper},
   };
-  for (const ConvCase& c : cases) ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c)), kVk, kTol, c.what);
+  for (const ConvCase& c : cases) ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c)), kGpu, kTol, c.what);
 }
 
 TEST(GpuNnConv, FusedActivations) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   // Every activation on the depthwise path (nn_activation.glsl is shared);
   // the other paths with Clip, whose bounds come through push constants.
   struct Case {
@@ -100,7 +100,7 @@ TEST(GpuNnConv, FusedActivations) {
       p.activation_min = -0.5f;
       p.activation_max = 0.75f;
       p.activation_alpha = 0.2f;
-      ExpectSameAsHost(MakeConv(fb::OpType::Conv, c.conv, p), kVk, kTol,
+      ExpectSameAsHost(MakeConv(fb::OpType::Conv, c.conv, p), kGpu, kTol,
                        std::string(c.conv.what) + " " + fb::EnumNameActivation(a));
     }
   }
@@ -108,17 +108,17 @@ TEST(GpuNnConv, FusedActivations) {
   fb::ConvParamsT p = Params(ct);
   p.activation = fb::Activation::LeakyRelu;
   p.activation_alpha = 0.2f;
-  ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, ct, p), kVk, kTol, ct.what);
+  ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, ct, p), kGpu, kTol, ct.what);
 }
 
 TEST(GpuNnConv, ComputedWeights) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const ConvCase c = {"weights as input", {1, 3, 9, 11}, {7, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}};
-  ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c), true), kVk, kTol, c.what);
+  ExpectSameAsHost(MakeConv(fb::OpType::Conv, c, Params(c), true), kGpu, kTol, c.what);
 }
 
 TEST(GpuNnConvTranspose, Variants) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     ConvCase conv;
     std::vector<int32_t> output_padding, output_shape;
@@ -141,12 +141,12 @@ TEST(GpuNnConvTranspose, Variants) {
     fb::ConvParamsT p = Params(c.conv);
     p.output_padding = c.output_padding;
     p.output_shape = c.output_shape;
-    ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, c.conv, p), kVk, kTol, c.conv.what);
+    ExpectSameAsHost(MakeConv(fb::OpType::ConvTranspose, c.conv, p), kGpu, kTol, c.conv.what);
   }
 }
 
 TEST(GpuNnMatMul, Shapes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     const char* what;
     std::vector<int64_t> a, b;
@@ -167,15 +167,15 @@ TEST(GpuNnMatMul, Shapes) {
   for (const Case& c : cases) {
     OpTest op(fb::OpType::MatMul);
     op.input("a", c.a, Random(Numel(c.a), -1, 1, 21)).input("b", c.b, Random(Numel(c.b), -1, 1, 22));
-    ExpectSameAsHost(op, kVk, kTol, c.what);
+    ExpectSameAsHost(op, kGpu, kTol, c.what);
   }
   OpTest weights(fb::OpType::MatMul);
   weights.input("a", {3, 7, 17}, Random(3 * 7 * 17, -1, 1, 23)).constant("b", {17, 9}, Random(17 * 9, -1, 1, 24));
-  ExpectSameAsHost(weights, kVk, kTol, "constant B");
+  ExpectSameAsHost(weights, kGpu, kTol, "constant B");
 }
 
 TEST(GpuNnGemm, TransposesAndC) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const int64_t m = 7, k = 17, n = 9;
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
@@ -190,7 +190,7 @@ TEST(GpuNnGemm, TransposesAndC) {
         const std::vector<int64_t> bs = tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
         op.input("a", as, Random(m * k, -1, 1, 31)).constant("b", bs, Random(k * n, -1, 1, 32));
         op.constant("c", cs, Random(Numel(cs), -1, 1, 33)).params(p);
-        ExpectSameAsHost(op, kVk, kTol,
+        ExpectSameAsHost(op, kGpu, kTol,
                          "transA " + std::to_string(ta) + " transB " + std::to_string(tb) + " C rank " +
                              std::to_string(cs.size()) + (cs.empty() ? "" : " [" + std::to_string(cs[0]) + ",...]"));
       }
@@ -199,11 +199,11 @@ TEST(GpuNnGemm, TransposesAndC) {
 }
 
 TEST(GpuNnGemm, NoCBetaZeroAndActivation) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   {
     OpTest op(fb::OpType::Gemm);
     op.input("a", {5, 130}, Random(5 * 130, -1, 1, 41)).input("b", {130, 67}, Random(130 * 67, -1, 1, 42));
-    ExpectSameAsHost(op, kVk, kTol, "no C");
+    ExpectSameAsHost(op, kGpu, kTol, "no C");
   }
   {
     fb::GemmParamsT p;
@@ -211,7 +211,7 @@ TEST(GpuNnGemm, NoCBetaZeroAndActivation) {
     OpTest op(fb::OpType::Gemm);
     op.input("a", {3, 4}, Random(12, -1, 1, 43)).input("b", {4, 5}, Random(20, -1, 1, 44));
     op.constant("c", {3, 5}, std::vector<float>(15, NAN)).params(p);
-    ExpectSameAsHost(op, kVk, kTol, "beta 0 ignores C");
+    ExpectSameAsHost(op, kGpu, kTol, "beta 0 ignores C");
   }
   {
     fb::GemmParamsT p;
@@ -220,12 +220,12 @@ TEST(GpuNnGemm, NoCBetaZeroAndActivation) {
     OpTest op(fb::OpType::Gemm);
     op.input("a", {2, 33}, Random(66, -1, 1, 45)).constant("b", {17, 33}, Random(17 * 33, -1, 1, 46));
     op.constant("c", {17}, Random(17, -1, 1, 47)).params(p);
-    ExpectSameAsHost(op, kVk, kTol, "fused Relu");
+    ExpectSameAsHost(op, kGpu, kTol, "fused Relu");
   }
 }
 
 TEST(GpuNnBatchNorm, Shapes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 17, 5, 3}, {3, 7}, {1, 3, 9, 11}}) {
     const size_t c = static_cast<size_t>(shape[1]);
     fb::NormParamsT p;
@@ -237,7 +237,7 @@ TEST(GpuNnBatchNorm, Shapes) {
         .constant("mean", {shape[1]}, Random(c, -1, 1, 54))
         .input("var", {shape[1]}, Random(c, 0.1f, 2, 55))
         .params(p);
-    ExpectSameAsHost(op, kVk, kTol, "BatchNorm rank " + std::to_string(shape.size()));
+    ExpectSameAsHost(op, kGpu, kTol, "BatchNorm rank " + std::to_string(shape.size()));
   }
 }
 

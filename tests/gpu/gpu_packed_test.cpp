@@ -18,7 +18,7 @@
 namespace kiln::test {
 namespace {
 
-const ForwardType kVk = TestGpu();
+const ForwardType kGpu = TestGpu();
 
 // Conv weights scaled by 1/sqrt(fan-in), so activations stay near 1 deep
 // into the chain (the fp16 run's tolerance is absolute below 1).
@@ -90,20 +90,20 @@ ScheduleConfig Config(ForwardType type, GpuLayout layout, Precision precision = 
 
 size_t PackedTensors(Session* s) {
   for (const MemoryUse& m : s->memory())
-    if (m.backend == ForwardTypeName(kVk)) return m.packed_tensors;
+    if (m.backend == ForwardTypeName(kGpu)) return m.packed_tensors;
   return 0;
 }
 
 TEST(GpuPacked, ChainMatchesHostAcrossResizes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
   ASSERT_TRUE(interp.ok()) << interp.status().ToString();
   auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
   ASSERT_TRUE(hs.ok());
-  auto packed = (*interp)->createSession(Config(kVk, GpuLayout::kPacked));
+  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
   ASSERT_TRUE(packed.ok()) << packed.status().ToString();
-  auto planar = (*interp)->createSession(Config(kVk, GpuLayout::kPlanar));
+  auto planar = (*interp)->createSession(Config(kGpu, GpuLayout::kPlanar));
   ASSERT_TRUE(planar.ok());
   EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
   for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {7, 9, 2}, {11, 13, 3}}) {
@@ -119,12 +119,12 @@ TEST(GpuPacked, ChainMatchesHostAcrossResizes) {
 }
 
 TEST(GpuPacked, Fp16Storage) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
   ASSERT_TRUE(interp.ok());
   auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-  auto low = (*interp)->createSession(Config(kVk, GpuLayout::kPacked, Precision::kLow));
+  auto low = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked, Precision::kLow));
   ASSERT_TRUE(hs.ok() && low.ok()) << low.status().ToString();
   const std::vector<int64_t> shape = {1, 5, 10, 12};
   const auto x = Random(5 * 10 * 12, -2, 2, 4);
@@ -135,14 +135,14 @@ TEST(GpuPacked, Fp16Storage) {
 
 // Callbacks read every op's output in NCHW order, packed or not.
 TEST(GpuPacked, CallbacksSeeNchw) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   auto bytes = Chain();
   auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
   ASSERT_TRUE(interp.ok());
   const std::vector<int64_t> shape = {1, 5, 9, 11};
   const auto x = Random(5 * 9 * 11, -2, 2, 5);
   std::map<ForwardType, std::map<std::string, std::vector<float>>> seen;
-  for (ForwardType type : {ForwardType::kHost, kVk}) {
+  for (ForwardType type : {ForwardType::kHost, kGpu}) {
     auto s = (*interp)->createSession(Config(type, GpuLayout::kPacked));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     Tensor* in = (*interp)->getSessionInput(*s);
@@ -165,18 +165,18 @@ TEST(GpuPacked, CallbacksSeeNchw) {
           return true;
         });
     ASSERT_TRUE(st.ok()) << st.ToString();
-    if (type == kVk) {
+    if (type == kGpu) {
       EXPECT_EQ(PackedTensors(*s), kChainPacked);
     }
   }
-  ASSERT_EQ(seen[kVk].size(), 16u + 7u);  // every op's output, every conv's weights
-  for (auto& [op, want] : seen[ForwardType::kHost]) ExpectNear(seen[kVk][op], want, 1e-4f, op);
+  ASSERT_EQ(seen[kGpu].size(), 16u + 7u);  // every op's output, every conv's weights
+  for (auto& [op, want] : seen[ForwardType::kHost]) ExpectNear(seen[kGpu][op], want, 1e-4f, op);
 }
 
 // Packed convs keep one copy of their weights on the device (their own
 // blocks), not the model's NCHW copy beside it.
 TEST(GpuPacked, WeightsUploadedOnce) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("weights");
   int x = b.addInput("x", fb::DataType::F32, {1, 64, 8, 8});
   int c1 = ConvOp(b, "conv1", x, 64, 64, 3, 1, 1, 1, true, 90);
@@ -188,10 +188,10 @@ TEST(GpuPacked, WeightsUploadedOnce) {
   ASSERT_TRUE(interp.ok());
   std::map<GpuLayout, size_t> weights;
   for (GpuLayout layout : {GpuLayout::kPlanar, GpuLayout::kPacked}) {
-    auto s = (*interp)->createSession(Config(kVk, layout));
+    auto s = (*interp)->createSession(Config(kGpu, layout));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     for (const MemoryUse& m : (*s)->memory())
-      if (m.backend == ForwardTypeName(kVk)) weights[layout] = m.constant_bytes;
+      if (m.backend == ForwardTypeName(kGpu)) weights[layout] = m.constant_bytes;
     EXPECT_EQ(PackedTensors(*s), layout == GpuLayout::kPacked ? 2u : 0u);
   }
   const size_t model_bytes = 2 * (64 * 64 * 9 + 64) * sizeof(float);
@@ -204,7 +204,7 @@ TEST(GpuPacked, WeightsUploadedOnce) {
 // but the last a multiple of four channels), and returns its inputs to
 // NCHW where they do not.
 TEST(GpuPacked, ConcatOfWholeBlocks) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (bool aligned : {true, false}) {
     NetBuilder b("concat");
     int x = b.addInput("x", fb::DataType::F32, {1, 5, 9, 7});
@@ -222,7 +222,7 @@ TEST(GpuPacked, ConcatOfWholeBlocks) {
     auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
     ASSERT_TRUE(interp.ok());
     auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-    auto gs = (*interp)->createSession(Config(kVk, GpuLayout::kPacked));
+    auto gs = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
     ASSERT_TRUE(hs.ok() && gs.ok()) << gs.status().ToString();
     const std::vector<int64_t> shape = {1, 5, 9, 7};
     const auto x_values = Random(5 * 9 * 7, -1, 1, 8);
@@ -237,7 +237,7 @@ TEST(GpuPacked, ConcatOfWholeBlocks) {
 // conv output and a graph input (NCHW, the app's) keeps both planar, and
 // Div (whose 0 / 0 would fill the zero lanes with NaN) is never packed.
 TEST(GpuPacked, BordersStayPlanar) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("borders");
   int x = b.addInput("x", fb::DataType::F32, {1, 6, 7, 9});
   int skip = b.addInput("skip", fb::DataType::F32, {1, 6, 7, 9});
@@ -254,7 +254,7 @@ TEST(GpuPacked, BordersStayPlanar) {
   auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
   ASSERT_TRUE(interp.ok());
   std::vector<std::vector<float>> results;
-  for (ForwardType type : {ForwardType::kHost, kVk}) {
+  for (ForwardType type : {ForwardType::kHost, kGpu}) {
     auto s = (*interp)->createSession(Config(type, GpuLayout::kPacked));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     for (auto& [name, t] : (*s)->getInputAll()) {
@@ -267,7 +267,7 @@ TEST(GpuPacked, BordersStayPlanar) {
     results.emplace_back(static_cast<size_t>(out->elementCount()));
     auto dst = Tensor::wrap(out->shape(), fb::DataType::F32, results.back().data());
     ASSERT_TRUE(out->copyToHostTensor(dst.get()).ok());
-    if (type == kVk) {
+    if (type == kGpu) {
       EXPECT_EQ(PackedTensors(*s), 0u);
     }
   }

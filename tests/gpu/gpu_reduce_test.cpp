@@ -15,7 +15,7 @@ namespace kiln::test {
 namespace {
 
 // The GPU backend under test: Vulkan, or KILN_TEST_GPU=opencl.
-const ForwardType kVk = TestGpu();
+const ForwardType kGpu = TestGpu();
 constexpr float kTol = 1e-4f;
 
 const fb::OpType kReduceOps[] = {fb::OpType::ReduceSum, fb::OpType::ReduceMean, fb::OpType::ReduceMax,
@@ -31,7 +31,7 @@ fb::ReduceParamsT ReduceParams(std::vector<int32_t> axes, bool keepdims) {
 std::string Name(fb::OpType t, const std::string& what) { return std::string(fb::EnumNameOpType(t)) + " " + what; }
 
 TEST(GpuReduce, Axes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     const char* what;
     std::vector<int32_t> axes;
@@ -45,31 +45,31 @@ TEST(GpuReduce, Axes) {
     for (const Case& c : cases) {
       OpTest op(t);
       op.input("x", shape, Random(Numel(shape), 0.5f, 1.5f)).params(ReduceParams(c.axes, c.keepdims));
-      ExpectSameAsHost(op, kVk, kTol, Name(t, c.what));
+      ExpectSameAsHost(op, kGpu, kTol, Name(t, c.what));
     }
 }
 
 TEST(GpuReduce, AxesInputAndNoop) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const std::vector<int64_t> shape = {3, 1, 7, 17};
   const auto x = Random(Numel(shape), -2, 2);
   for (fb::OpType t : {fb::OpType::ReduceMean, fb::OpType::ReduceMax}) {
     ExpectSameAsHost(OpTest(t).input("x", shape, x).constantI64("axes", {2}, {0, -1}).params(ReduceParams({}, false)),
-                     kVk, kTol, Name(t, "constant axes"));
-    ExpectSameAsHost(OpTest(t).input("x", shape, x).inputI64("axes", {1}, {2}).params(ReduceParams({}, true)), kVk,
+                     kGpu, kTol, Name(t, "constant axes"));
+    ExpectSameAsHost(OpTest(t).input("x", shape, x).inputI64("axes", {1}, {2}).params(ReduceParams({}, true)), kGpu,
                      kTol, Name(t, "axes as a graph input"));
     ExpectSameAsHost(OpTest(t).input("x", shape, x).constantI64("axes", {1}, {1}).params(ReduceParams({}, false)),
-                     kVk, kTol, Name(t, "a size-1 axis"));
+                     kGpu, kTol, Name(t, "a size-1 axis"));
     fb::ReduceParamsT noop = ReduceParams({}, true);
     noop.noop_with_empty_axes = true;
-    ExpectSameAsHost(OpTest(t).input("x", shape, x).params(noop), kVk, 0, Name(t, "noop_with_empty_axes"));
+    ExpectSameAsHost(OpTest(t).input("x", shape, x).params(noop), kGpu, 0, Name(t, "noop_with_empty_axes"));
   }
 }
 
 // Rows long enough for a work group each, strided rows with few and with
 // many results, and rows split in two dispatches (few long rows).
 TEST(GpuReduce, LongAndStridedRows) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     const char* what;
     std::vector<int64_t> shape;
@@ -86,25 +86,25 @@ TEST(GpuReduce, LongAndStridedRows) {
     for (const Case& c : cases) {
       OpTest op(t);
       op.input("x", c.shape, Random(Numel(c.shape), -1, 1, 3)).params(ReduceParams(c.axes, false));
-      ExpectSameAsHost(op, kVk, kTol, Name(t, c.what));
+      ExpectSameAsHost(op, kGpu, kTol, Name(t, c.what));
     }
   OpTest prod(fb::OpType::ReduceProd);
   prod.input("x", {2, 9000}, Random(18000, 0.999f, 1.001f, 4)).params(ReduceParams({1}, true));
-  ExpectSameAsHost(prod, kVk, kTol, "ReduceProd split");
+  ExpectSameAsHost(prod, kGpu, kTol, "ReduceProd split");
 }
 
 TEST(GpuReduce, GlobalPools) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (fb::OpType t : {fb::OpType::GlobalAveragePool, fb::OpType::GlobalMaxPool})
     for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 3, 7, 5}, {1, 17, 9}, {1, 7, 64, 65}, {2, 1, 3, 4, 5}}) {
       OpTest op(t);
       op.input("x", shape, Random(Numel(shape), -3, 3, 5));
-      ExpectSameAsHost(op, kVk, kTol, Name(t, std::to_string(shape.size()) + "-D"));
+      ExpectSameAsHost(op, kGpu, kTol, Name(t, std::to_string(shape.size()) + "-D"));
     }
 }
 
 TEST(GpuReduceArg, AxesKeepdimsTies) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     std::vector<int64_t> shape;
     int axis;
@@ -123,7 +123,7 @@ TEST(GpuReduceArg, AxesKeepdimsTies) {
           p.select_last_index = last;
           OpTest op(t);
           op.input("x", c.shape, x).params(p);
-          ExpectSameAsHost(op, kVk, 0,
+          ExpectSameAsHost(op, kGpu, 0,
                            Name(t, "rank " + std::to_string(c.shape.size()) + " axis " + std::to_string(c.axis) +
                                        (keepdims ? " keepdims" : "") + (last ? " last" : "")));
         }
@@ -138,7 +138,7 @@ struct PoolCase {
 };
 
 TEST(GpuReducePool, Variants) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   const PoolCase cases[] = {
       {"3x3 pad 1", {1, 3, 7, 9}, {3, 3}, {}, {1, 1, 1, 1}, {}},
       {"3x3 stride 2", {2, 7, 9, 11}, {3, 3}, {2, 2}, {}, {}},
@@ -167,16 +167,16 @@ TEST(GpuReducePool, Variants) {
         p.count_include_pad = include_pad;
         OpTest op(t);
         op.input("x", c.x, Random(Numel(c.x), -2, 2, 8)).params(p);
-        ExpectSameAsHost(op, kVk, kTol, Name(t, std::string(c.what) + (include_pad ? " count_include_pad" : "")));
+        ExpectSameAsHost(op, kGpu, kTol, Name(t, std::string(c.what) + (include_pad ? " count_include_pad" : "")));
         if (t == fb::OpType::MaxPool) {
           op.outputs(2);
-          ExpectSameAsHost(op, kVk, 0, Name(t, std::string(c.what) + " with Indices"));
+          ExpectSameAsHost(op, kGpu, 0, Name(t, std::string(c.what) + " with Indices"));
         }
       }
 }
 
 TEST(GpuReduceSoftmax, Axes) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     std::vector<int64_t> shape;
     int axis;
@@ -188,12 +188,12 @@ TEST(GpuReduceSoftmax, Axes) {
       p.axis = c.axis;
       OpTest op(t);
       op.input("x", c.shape, Random(Numel(c.shape), -8, 8, 9)).params(p);
-      ExpectSameAsHost(op, kVk, kTol, Name(t, "axis " + std::to_string(c.axis) + " of " + std::to_string(Numel(c.shape))));
+      ExpectSameAsHost(op, kGpu, kTol, Name(t, "axis " + std::to_string(c.axis) + " of " + std::to_string(Numel(c.shape))));
     }
 }
 
 TEST(GpuReduceNorm, LayerNormalization) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
     const char* what;
     std::vector<int64_t> x, scale;
@@ -215,15 +215,15 @@ TEST(GpuReduceNorm, LayerNormalization) {
       op.input("x", c.x, Random(Numel(c.x), -2, 3, 11)).constant("scale", c.scale, Random(Numel(c.scale), 0.5f, 2, 12));
       if (c.bias) op.constant("bias", c.scale, Random(Numel(c.scale), -1, 1, 13));
       op.params(p).outputs(outputs);
-      ExpectSameAsHost(op, kVk, kTol, std::string(c.what) + (outputs > 1 ? " with Mean, InvStdDev" : ""));
+      ExpectSameAsHost(op, kGpu, kTol, std::string(c.what) + (outputs > 1 ? " with Mean, InvStdDev" : ""));
     }
   OpTest computed(fb::OpType::LayerNormalization);
   computed.input("x", {4, 33}, Random(132, -1, 1, 14)).input("scale", {33}, Random(33, 0.5f, 2, 15));
-  ExpectSameAsHost(computed, kVk, kTol, "scale as a graph input");
+  ExpectSameAsHost(computed, kGpu, kTol, "scale as a graph input");
 }
 
 TEST(GpuReduceNorm, InstanceNormalization) {
-  KILN_REQUIRE_BACKEND(kVk);
+  KILN_REQUIRE_BACKEND(kGpu);
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1, 3, 7, 5}, {2, 17, 9}, {1, 7, 64, 65}}) {
     const int64_t c = shape[1];
     fb::NormParamsT p;
@@ -233,7 +233,7 @@ TEST(GpuReduceNorm, InstanceNormalization) {
         .constant("scale", {c}, Random(static_cast<size_t>(c), 0.5f, 2, 17))
         .constant("bias", {c}, Random(static_cast<size_t>(c), -1, 1, 18))
         .params(p);
-    ExpectSameAsHost(op, kVk, kTol, "InstanceNorm " + std::to_string(Numel(shape)));
+    ExpectSameAsHost(op, kGpu, kTol, "InstanceNorm " + std::to_string(Numel(shape)));
   }
 }
 

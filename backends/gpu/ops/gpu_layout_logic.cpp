@@ -19,7 +19,7 @@ namespace {
 constexpr int kMaxRank = 6;  // KILN_MAX_RANK of common.glsl
 
 // Element kinds of cast.glsl (KIND_*).
-enum VkCastKind : uint32_t { kF32 = 0, kF16, kI32, kI64, kBool };
+enum GpuCastKind : uint32_t { kF32 = 0, kF16, kI32, kI64, kBool };
 
 StatusOr<uint32_t> CastKind(fb::DataType t) {
   switch (t) {

@@ -36,7 +36,7 @@ Status RequireF32Input(const Tensor& x, const char* op) {
 namespace {
 
 // Operation codes of shaders/vulkan/reduce.comp.
-enum VkReduceOp : uint32_t { kSum = 0, kMean, kMax, kMin, kProd, kL2 };
+enum GpuReduceOp : uint32_t { kSum = 0, kMean, kMax, kMin, kProd, kL2 };
 
 constexpr uint32_t kChunk = 4096;      // elements a work group reduces when a row is split
 constexpr uint32_t kMaxChunks = 1024;  // partials per result
