@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "host_backend.h"
-#include "ops/layout_common.h"
+#include "ops/layout_copy.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
-
-std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
 
 namespace {
 

@@ -7,36 +7,10 @@
 #include <cstring>
 
 #include "host_backend.h"
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
-
-float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
-  switch (t) {
-    case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
-    case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
-    case fb::CoordinateTransform::AlignCorners:
-      // ONNX: the resized length is in_len * scale, unrounded (equal to
-      // out_len when sizes are given), so downsampling by scales differs.
-      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
-    case fb::CoordinateTransform::Asymmetric: return x / scale;
-    case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
-    case fb::CoordinateTransform::TfCropAndResize: break;
-  }
-  return 0.f;
-}
-
-int64_t ResizeNearest(fb::NearestMode m, float x) {
-  float f = std::floor(x);
-  switch (m) {
-    case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
-    case fb::NearestMode::RoundPreferCeil: return static_cast<int64_t>(x == f + 0.5f ? f + 1.f : std::round(x));
-    case fb::NearestMode::Floor: return static_cast<int64_t>(f);
-    case fb::NearestMode::Ceil: return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
-}
 
 namespace {
 

@@ -5,7 +5,8 @@
 
 #include "half.h"
 #include "host_backend.h"
-#include "ops/layout_common.h"
+#include "ops/layout_copy.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {

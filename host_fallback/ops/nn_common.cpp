@@ -74,31 +74,4 @@ bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* 
 // already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
 // NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the
 // end) and SAME_LOWER (at the beginning).
-std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
-                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                                const std::vector<int64_t>& dilations) {
-  const size_t n = in.size();
-  std::vector<int64_t> result(2 * n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    if (auto_pad == fb::AutoPad::SameUpper || auto_pad == fb::AutoPad::SameLower) {
-      int64_t ek = (kernel[i] - 1) * dilations[i] + 1;
-      int64_t total = (out[i] - 1) * strides[i] + ek - in[i];
-      if (total < 0) total = 0;
-      result[i] = auto_pad == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
-      result[i + n] = total - result[i];
-    } else if (auto_pad == fb::AutoPad::NotSet && pads.size() == 2 * n) {
-      result[i] = pads[i];
-      result[i + n] = pads[i + n];
-    }
-  }
-  return result;
-}
-
-// A flatbuffers int list as int64, or `n` copies of `dflt` when absent/empty.
-std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt) {
-  if (!v || v->size() == 0) return std::vector<int64_t>(n, dflt);
-  return std::vector<int64_t>(v->begin(), v->end());
-}
-
 }  // namespace kiln::nn

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "host_backend.h"
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {

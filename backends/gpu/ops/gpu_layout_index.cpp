@@ -19,7 +19,7 @@
 #include <cstring>
 
 #include "half.h"
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 #include "gpu_layout.h"
 

@@ -13,7 +13,7 @@
 // many work groups.
 #include <algorithm>
 
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "gpu_reduce.h"
 
 namespace kiln {

@@ -10,7 +10,7 @@
 // Memory traffic is that of a single fused kernel (two reads of X for the
 // statistics, one read and one write to apply), and the second pass keeps
 // every invocation busy even when there are few rows.
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "gpu_reduce.h"
 
 namespace kiln {

@@ -4,7 +4,7 @@
 // Rows along the last axis get a work group each when long (a 30k-class
 // softmax spreads over 256 invocations); rows along an inner axis, one
 // invocation each, so that neighbours read neighbouring columns.
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "gpu_reduce.h"
 
 namespace kiln {

@@ -58,12 +58,6 @@ void ShapeContext::setOutput(int i, std::vector<int64_t> shape, fb::DataType dty
   t->setDtype(dtype);
 }
 
-StatusOr<int> ShapeContext::axis(int64_t axis, int rank, const char* what) const {
-  if (axis < -rank || (axis >= rank && !(rank == 0 && axis == 0)))
-    return InvalidArgument("%s %lld out of range for rank %d", what, static_cast<long long>(axis), rank);
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
 StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);

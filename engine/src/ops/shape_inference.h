@@ -46,8 +46,6 @@ class ShapeContext {
   // Output i like input j (same shape and dtype).
   void setOutputLike(int i, int j) { setOutput(i, inShape(j), inType(j)); }
 
-  // Normalizes a possibly negative axis against `rank`, or fails naming it.
-  StatusOr<int> axis(int64_t axis, int rank, const char* what = "axis") const;
 
  private:
   const GraphOp& op_;

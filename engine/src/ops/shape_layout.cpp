@@ -1,11 +1,11 @@
 // Shape functions: layout ops (Reshape, Flatten, Squeeze, Unsqueeze,
 // Transpose, Concat, Split, Slice, Gather, Tile, Pad, Resize, DepthToSpace,
 // SpaceToDepth, Expand, Shape, Constant). Params and value inputs that the
-// host kernels read too are resolved in host_fallback/ops/layout_common.cpp.
+// host kernels read too are resolved in ops/op_params.cpp.
 #include <algorithm>
 
 #include "checked_math.h"
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checked_math.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
@@ -327,7 +328,7 @@ Status InferShapeLayerNorm(ShapeContext& c) {
   const IntVec& x = c.inShape(0);
   const int rank = static_cast<int>(x.size());
   if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", op);
-  ASSIGN_OR_RETURN(int axis, c.axis(p ? p->axis() : -1, rank), "%s", op);
+  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", op);
   IntVec norm(x.begin() + axis, x.end());
   RETURN_IF_ERROR(BroadcastsTo(c, 1, "scale", norm));
   if (c.hasInput(2)) RETURN_IF_ERROR(BroadcastsTo(c, 2, "B", norm));
@@ -398,7 +399,7 @@ Status InferShapeSoftmax(ShapeContext& c) {
   const fb::AxisParams* p = c.params<fb::AxisParams>();
   int rank = c.inRank(0);
   if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", c.op().typeName());
-  ASSIGN_OR_RETURN(int axis, c.axis(p ? p->axis() : -1, rank), "%s", c.op().typeName());
+  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", c.op().typeName());
   (void)axis;
   c.setOutputLike(0, 0);
   return Status::Ok();

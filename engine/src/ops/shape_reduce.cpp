@@ -1,6 +1,6 @@
 // Shape functions: reductions (ReduceMean/Sum/Max/Min/Prod/L2) and
 // ArgMax/ArgMin.
-#include "ops/layout_common.h"
+#include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {

@@ -1,6 +1,6 @@
-// Parameter resolution shared by the layout-family shape functions and host
-// kernels (see layout_common.h).
-#include "layout_common.h"
+// Op semantics shared by the shape functions, the host kernels and the GPU op
+// layer (see op_params.h).
+#include "ops/op_params.h"
 
 #include <cmath>
 #include <cstring>
@@ -305,5 +305,71 @@ StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector
                            static_cast<long long>(sum), *axis, static_cast<long long>(dim));
   return sizes;
 }
+
+// ---- Resize coordinates ----
+
+float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len) {
+  switch (t) {
+    case fb::CoordinateTransform::HalfPixel: return (x + 0.5f) / scale - 0.5f;
+    case fb::CoordinateTransform::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+    case fb::CoordinateTransform::AlignCorners:
+      // ONNX: the resized length is in_len * scale, unrounded (equal to
+      // out_len when sizes are given), so downsampling by scales differs.
+      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / (static_cast<float>(in_len) * scale - 1.f);
+    case fb::CoordinateTransform::Asymmetric: return x / scale;
+    case fb::CoordinateTransform::TfHalfPixelForNn: return (x + 0.5f) / scale;
+    case fb::CoordinateTransform::TfCropAndResize: break;
+  }
+  return 0.f;
+}
+
+int64_t ResizeNearest(fb::NearestMode m, float x) {
+  float f = std::floor(x);
+  switch (m) {
+    case fb::NearestMode::RoundPreferFloor: return static_cast<int64_t>(x == f + 0.5f ? f : std::round(x));
+    case fb::NearestMode::RoundPreferCeil: return static_cast<int64_t>(x == f + 0.5f ? f + 1.f : std::round(x));
+    case fb::NearestMode::Floor: return static_cast<int64_t>(f);
+    case fb::NearestMode::Ceil: return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
+// ---- strides ----
+
+std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+namespace nn {
+
+std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
+                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dilations) {
+  const size_t n = in.size();
+  std::vector<int64_t> result(2 * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (auto_pad == fb::AutoPad::SameUpper || auto_pad == fb::AutoPad::SameLower) {
+      int64_t ek = (kernel[i] - 1) * dilations[i] + 1;
+      int64_t total = (out[i] - 1) * strides[i] + ek - in[i];
+      if (total < 0) total = 0;
+      result[i] = auto_pad == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
+      result[i + n] = total - result[i];
+    } else if (auto_pad == fb::AutoPad::NotSet && pads.size() == 2 * n) {
+      result[i] = pads[i];
+      result[i + n] = pads[i + n];
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt) {
+  if (!v || v->size() == 0) return std::vector<int64_t>(n, dflt);
+  return std::vector<int64_t>(v->begin(), v->end());
+}
+
+}  // namespace nn
 
 }  // namespace kiln

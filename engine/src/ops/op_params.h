@@ -1,8 +1,9 @@
-// Parameter resolution shared by the layout-family shape functions
-// (engine/src/ops/shape_layout.cpp, shape_reduce.cpp) and the host kernels
-// (host_fallback/ops/layout_*.cpp, reduce.cpp), so that both read an op's
-// params and value inputs (Slice's starts, Pad's pads, Resize's scales,
-// Reduce's axes) the same way, with the same errors.
+// Op semantics: how an op's params and value inputs are read (Slice's
+// starts, Pad's pads, Resize's scales, Reduce's axes, a window's pads),
+// shared by the shape functions (engine/src/ops/shape_*.cpp), the host
+// kernels (host_fallback/ops) and the GPU op layer (backends/gpu/ops), so
+// that all read them the same way, with the same errors. One axis
+// normalization for all of them: NormalizeAxis.
 //
 // Values come through a ValueSource: in a shape function from
 // ShapeContext::inInts/inFloats, in a kernel (at onResize, when value inputs
@@ -85,18 +86,27 @@ StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector
 // ---- Resize ----
 // Output coordinate x (along an axis of in_len -> out_len, at `scale`) in
 // input coordinates, and the nearest input index; every backend uses these
-// so that its taps match the host's. Defined in layout_resize.cpp.
+// so that its taps match the host's.
 float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len);
 int64_t ResizeNearest(fb::NearestMode m, float x);
 
-// ---- host kernels ----
-class ThreadPool;
-// dst (contiguous, `shape`) [i] = src[offset + sum_d idx_d * strides[d]], for
-// elements of `esize` bytes; strides and offset count elements and may be
-// negative or 0 (broadcast). Defined in layout_copy.cpp.
-void StridedCopy(ThreadPool& pool, const uint8_t* src, uint8_t* dst, size_t esize, std::vector<int64_t> shape,
-                 std::vector<int64_t> strides, int64_t offset);
 // Row-major strides of `shape`, in elements.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
+
+namespace nn {
+
+// Padding of a sliding window (Conv, pools) whose output sizes `out` are
+// already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
+// NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the
+// end) and SAME_LOWER (at the beginning).
+std::vector<int64_t> WindowPads(fb::AutoPad auto_pad, const std::vector<int64_t>& pads,
+                                const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dilations);
+
+// The list as int64, or n copies of dflt when it is absent or empty.
+std::vector<int64_t> IntsOr(const flatbuffers::Vector<int32_t>* v, size_t n, int64_t dflt);
+
+}  // namespace nn
 
 }  // namespace kiln
