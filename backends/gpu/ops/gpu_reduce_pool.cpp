@@ -4,7 +4,7 @@
 // the shape function computed), count_include_pad. One output element per
 // invocation (shaders/vulkan/pool.comp), which visits only the window's
 // taps inside the input.
-#include "ops/nn_common.h"
+#include "ops/op_params.h"
 #include "gpu_reduce.h"
 
 namespace kiln {
