@@ -114,7 +114,7 @@ Status HostBackend::onAllocateBuffer() {
   MemoryPlanner::Plan plan = planner_.plan();
   std::free(memory_);
   memory_ = nullptr;
-  RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
+  KILN_RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
   size_t bytes = plan.total ? plan.total : 64;
   memory_ = fault::Hit(fault::Site::kHostAlloc) ? nullptr
                                                  : static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));

@@ -33,7 +33,7 @@ Status GpuExecution::onResize(const std::vector<Tensor*>& inputs, const std::vec
     // Inputs only: an output's dtype is what the kernel writes (ArgMax's
     // i64 whatever the placeholder says); a misdeclared input is what
     // would be misread.
-    RETURN_IF_ERROR(check(inputs, declared_in_));
+    KILN_RETURN_IF_ERROR(check(inputs, declared_in_));
   }
   return plan(inputs, outputs);
 }
@@ -55,7 +55,7 @@ void GpuExecution::Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]) {
 
 Status GpuExecution::addRaw(const char* name, std::vector<GpuBinding> bindings, std::vector<uint8_t> push,
                             const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec) {
-  ASSIGN_OR_RETURN(const GpuKernel* k, gpu()->kernel(name, static_cast<uint32_t>(bindings.size()), local, spec));
+  KILN_ASSIGN_OR_RETURN(const GpuKernel* k, gpu()->kernel(name, static_cast<uint32_t>(bindings.size()), local, spec));
   GpuDispatch d;
   d.kernel = k;
   d.bindings = std::move(bindings);
@@ -81,15 +81,15 @@ StatusOr<DevicePeaks> MeasurePeakSchedule(
     const std::function<Status(uint32_t mode, const PeakPush& push, double* seconds)>& run) {
   PeakPush push{fma_items, 16, 0.999999f, 1e-7f};
   double s = 0;
-  RETURN_IF_ERROR(run(0, push, &s), "peak FMA");  // warm-up: a lazy compile or first launch
+  KILN_RETURN_IF_ERROR(run(0, push, &s), "peak FMA");  // warm-up: a lazy compile or first launch
   for (;;) {
-    RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
+    KILN_RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
     if (s >= 0.02 || push.iters >= (1u << 24)) break;
     push.iters *= s > 0 ? std::min<uint32_t>(16, static_cast<uint32_t>(0.03 / s) + 1) : 16;
   }
   double best = s;
   for (int rep = 0; rep < 2; ++rep) {
-    RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
+    KILN_RETURN_IF_ERROR(run(0, push, &s), "peak FMA");
     best = std::min(best, s);
   }
   DevicePeaks peaks;
@@ -97,7 +97,7 @@ StatusOr<DevicePeaks> MeasurePeakSchedule(
   push.n = copy_bytes / 16;
   best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
-    RETURN_IF_ERROR(run(1, push, &s), "peak copy");
+    KILN_RETURN_IF_ERROR(run(1, push, &s), "peak copy");
     best = std::min(best, s);
   }
   peaks.gbps = 2.0 * copy_bytes / best / 1e9;
@@ -385,7 +385,7 @@ StatusOr<std::unique_ptr<Execution>> GpuBackend::onCreate(const GraphOp& op, con
       return Unsupported("the %s backend does not run %s: %s", name(), op.typeName(), x.reason);
   for (const OpEntry* e = std::begin(kGpuOps); e != std::end(kGpuOps); ++e) {
     if (e->type != op.type) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e->factory(op, graph, this));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Execution> exec, e->factory(op, graph, this));
     std::vector<fb::DataType> in;
     for (int t : op.inputs)
       if (t >= 0) in.push_back(graph.tensors[static_cast<size_t>(t)].dtype);

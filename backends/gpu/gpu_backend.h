@@ -148,7 +148,7 @@ class GpuExecution : public Execution {
                const std::vector<uint32_t>& spec = {}) {
     uint32_t groups[3], local[3] = {64, 1, 1};
     Groups1D(n, 64, groups);
-    RETURN_IF_ERROR(add(name, std::move(bindings), push, groups, local, spec));
+    KILN_RETURN_IF_ERROR(add(name, std::move(bindings), push, groups, local, spec));
     dispatches_.back().free_local = true;
     return Status::Ok();
   }

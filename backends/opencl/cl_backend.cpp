@@ -44,20 +44,20 @@ StatusOr<std::unique_ptr<Backend>> CreateOpenCLBackend(const ScheduleConfig& con
 
 StatusOr<std::unique_ptr<Backend>> OpenCLBackend::Create(const ScheduleConfig& config) {
   std::unique_ptr<OpenCLBackend> b(new OpenCLBackend());
-  RETURN_IF_ERROR(b->init(config));
+  KILN_RETURN_IF_ERROR(b->init(config));
   return std::unique_ptr<Backend>(std::move(b));
 }
 
 Status OpenCLBackend::init(const ScheduleConfig& config) {
   config_ = config;
-  ASSIGN_OR_RETURN(device_, ClDevice::Get(config.deviceIndex));
+  KILN_ASSIGN_OR_RETURN(device_, ClDevice::Get(config.deviceIndex));
   planner_ = MemoryPlanner(std::max<size_t>(64, caps().base_address_align));
   half_ = config.precision == Precision::kLow && caps().storage_16bit;
   pack_layout_ = config.gpuLayout != GpuLayout::kPlanar;  // as on Vulkan (gpu_backend.h)
   cl_int err = CL_SUCCESS;
   queue_ = cl().clCreateCommandQueue(device_->context(), device_->device(),
                                      config.profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
-  RETURN_IF_ERROR(ClCheck(err, "clCreateCommandQueue"));
+  KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateCommandQueue"));
   loadCache();
   return Status::Ok();
 }
@@ -169,7 +169,7 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
   if (!program) {
     const char* src = source.c_str();
     program = cl().clCreateProgramWithSource(device_->context(), 1, &src, nullptr, &err);
-    RETURN_IF_ERROR(ClCheck(err, "clCreateProgramWithSource"));
+    KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateProgramWithSource"));
     err = cl().clBuildProgram(program, 1, &dev, options.c_str(), nullptr, nullptr);
     if (err != CL_SUCCESS) {
       size_t n = 0;
@@ -215,7 +215,7 @@ StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bind
   if (half_ && std::strstr(body, "STORE_T")) options += " -DKILN_FP16";
   for (int i = 0; i < 3; ++i) options += StrFormat(" -DKILN_SPEC_%d=%u", i, local[i]);
   for (size_t i = 0; i < spec.size(); ++i) options += StrFormat(" -DKILN_SPEC_%zu=%u", i + 3, spec[i]);
-  ASSIGN_OR_RETURN(cl_program program, buildProgram(stem, options));
+  KILN_ASSIGN_OR_RETURN(cl_program program, buildProgram(stem, options));
   auto k = std::make_unique<ClKernel>();
   k->name = stem;
   k->bindings = bindings;
@@ -234,7 +234,7 @@ StatusOr<GpuBuffer> OpenCLBackend::createBuffer(uint64_t bytes, const void* data
   b.bytes = std::max<uint64_t>(bytes, 16);
   cl_int err = CL_SUCCESS;
   cl_mem m = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, b.bytes, &err);
-  RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating %llu bytes of OpenCL memory", (unsigned long long)b.bytes).c_str()));
+  KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating %llu bytes of OpenCL memory", (unsigned long long)b.bytes).c_str()));
   b.handle = reinterpret_cast<uint64_t>(m);
   if (data && bytes) {
     err = cl().clEnqueueWriteBuffer(queue_, m, CL_TRUE, 0, bytes, data, 0, nullptr, nullptr);
@@ -268,9 +268,9 @@ Status OpenCLBackend::uploadConstants() {
   cl_int err = CL_SUCCESS;
   constant_bytes_ = total + kPoolSlack;
   constant_buffer_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, constant_bytes_, &err);
-  RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL weights buffer"));
+  KILN_RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL weights buffer"));
   if (total)
-    RETURN_IF_ERROR(ClCheck(cl().clEnqueueWriteBuffer(queue_, constant_buffer_, CL_TRUE, 0, total, bytes.data(), 0,
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueWriteBuffer(queue_, constant_buffer_, CL_TRUE, 0, total, bytes.data(), 0,
                                                       nullptr, nullptr),
                             "uploading weights"));
   for (const Constant& c : constants_)
@@ -286,11 +286,11 @@ MemoryReport OpenCLBackend::memoryReport() const {
 }
 
 Status OpenCLBackend::onAllocateBuffer() {
-  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
+  KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
   freeRecording();
-  if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
+  if (constants_dirty_) KILN_RETURN_IF_ERROR(uploadConstants(), "uploading weights");
   MemoryPlanner::Plan plan = planner_.plan();
-  RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
+  KILN_RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
   const uint64_t bytes = plan.total + kPoolSlack;
   if (bytes > pool_bytes_ || bytes * 2 < pool_bytes_) {
     if (pool_) cl().clReleaseMemObject(pool_);
@@ -298,7 +298,7 @@ Status OpenCLBackend::onAllocateBuffer() {
     pool_bytes_ = 0;
     cl_int err = CL_SUCCESS;
     pool_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE, bytes, &err);
-    RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating a %llu-byte OpenCL pool", (unsigned long long)bytes).c_str()));
+    KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("allocating a %llu-byte OpenCL pool", (unsigned long long)bytes).c_str()));
     pool_bytes_ = bytes;
   }
   bindPlanned(plan, reinterpret_cast<uint64_t>(pool_));
@@ -313,7 +313,7 @@ Status OpenCLBackend::ensureStaging(uint64_t bytes) {
   const uint64_t size = std::max<uint64_t>(bytes, 1 << 16);
   cl_int err = CL_SUCCESS;
   staging_ = CreateClBuffer(cl(), device_->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, &err);
-  RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL staging buffer"));
+  KILN_RETURN_IF_ERROR(ClCheck(err, "allocating the OpenCL staging buffer"));
   staging_bytes_ = size;
   return Status::Ok();
 }
@@ -329,24 +329,24 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   if (bytes == 0) return Status::Ok();
   if (!dev.deviceHandle())
     return Internal("opencl copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
-  RETURN_IF_ERROR(ensureStaging(bytes));
+  KILN_RETURN_IF_ERROR(ensureStaging(bytes));
   const cl_mem mem = Mem(dev.deviceHandle());
   cl_int err = CL_SUCCESS;
   if (!src_dev) {
     void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0, nullptr,
                                       nullptr, &err);
-    RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
+    KILN_RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
     toStorage(src, static_cast<uint8_t*>(p), packed(*dst));
-    RETURN_IF_ERROR(ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap"));
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap"));
     // In-order queue: kernels enqueued later see the copy.
     return ClCheck(cl().clEnqueueCopyBuffer(queue_, staging_, mem, 0, dst->deviceOffset(), bytes, 0, nullptr, nullptr),
                    "copy to the device");
   }
-  RETURN_IF_ERROR(ClCheck(cl().clEnqueueCopyBuffer(queue_, mem, staging_, src.deviceOffset(), 0, bytes, 0, nullptr,
+  KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueCopyBuffer(queue_, mem, staging_, src.deviceOffset(), 0, bytes, 0, nullptr,
                                                    nullptr),
                           "copy from the device"));
   void* p = cl().clEnqueueMapBuffer(queue_, staging_, CL_TRUE, CL_MAP_READ, 0, bytes, 0, nullptr, nullptr, &err);
-  RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
+  KILN_RETURN_IF_ERROR(ClCheck(err, "mapping the staging buffer"));
   fromStorage(static_cast<const uint8_t*>(p), dst, packed(src));
   return ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap");
 }
@@ -363,7 +363,7 @@ StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {
   cl_int err = CL_SUCCESS;
   cl_mem m = cl().clCreateSubBuffer(Mem(t.deviceHandle()), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
                                     &err);
-  RETURN_IF_ERROR(ClCheck(err, StrFormat("sub-buffer of '%s'", t.name().c_str()).c_str()));
+  KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("sub-buffer of '%s'", t.name().c_str()).c_str()));
   sub_buffers_[key] = m;
   return m;
 }
@@ -386,7 +386,7 @@ void OpenCLBackend::freeRecording() {
 }
 
 Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs) {
-  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
+  KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "clFinish"));
   freeRecording();
   for (const auto& run : runs)
     for (Execution* e : run)
@@ -395,7 +395,7 @@ Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
         const auto* k = static_cast<const ClKernel*>(d.kernel);
         cl_int err = CL_SUCCESS;
         cl_kernel kernel = cl().clCreateKernel(k->program, k->name.c_str(), &err);
-        RETURN_IF_ERROR(ClCheck(err, StrFormat("clCreateKernel %s", k->name.c_str()).c_str()));
+        KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("clCreateKernel %s", k->name.c_str()).c_str()));
         recorded_kernels_.push_back(kernel);
         d.prepared = reinterpret_cast<uint64_t>(kernel);
         cl_uint arg = 0;
@@ -404,20 +404,20 @@ Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
           if (b.buffer) {
             m = Mem(b.buffer->handle);
           } else {
-            ASSIGN_OR_RETURN(m, subBuffer(*b.tensor));
+            KILN_ASSIGN_OR_RETURN(m, subBuffer(*b.tensor));
           }
-          RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), k->name.c_str()));
+          KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), k->name.c_str()));
         }
         if (!d.push.empty())
-          RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg, d.push.size(), d.push.data()),
+          KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg, d.push.size(), d.push.data()),
                                   StrFormat("%s: push constants", k->name.c_str()).c_str()));
-        if (config_.tuning != Tuning::kNone && d.free_local) RETURN_IF_ERROR(tune(d));
+        if (config_.tuning != Tuning::kNone && d.free_local) KILN_RETURN_IF_ERROR(tune(d));
       }
   if (config_.tuning != Tuning::kNone)
     KILN_LOG("opencl: work-group sizes of %zu dispatches tuned (%zu measured, %zu from the cache file)",
              tuned_measured_ + tuned_cached_, tuned_measured_, tuned_cached_);
   // Profiling needs an event per op: then the prepared list runs instead.
-  if (caps().command_buffer && !config_.profile) RETURN_IF_ERROR(recordCommandBuffers(runs));
+  if (caps().command_buffer && !config_.profile) KILN_RETURN_IF_ERROR(recordCommandBuffers(runs));
   return Status::Ok();
 }
 
@@ -443,13 +443,13 @@ Status OpenCLBackend::tune(const GpuDispatch& d) {
   for (uint32_t local : candidates) {
     if (local > caps().max_workgroup_size[0] || local > caps().max_workgroup_invocations) continue;
     tuned_local_[d.prepared] = local;
-    RETURN_IF_ERROR(enqueue(d, nullptr));  // warm-up (and any lazy compile)
-    RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
+    KILN_RETURN_IF_ERROR(enqueue(d, nullptr));  // warm-up (and any lazy compile)
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
     double t = 1e30;
     for (int r = 0; r < reps; ++r) {
       auto t0 = std::chrono::steady_clock::now();
-      RETURN_IF_ERROR(enqueue(d, nullptr));
-      RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
+      KILN_RETURN_IF_ERROR(enqueue(d, nullptr));
+      KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "tuning"));
       t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     if (t < best) {
@@ -515,7 +515,7 @@ Status OpenCLBackend::recordCommandBuffers(const std::vector<std::vector<Executi
     if (run.empty()) continue;
     cl_int err = CL_SUCCESS;
     cl_command_buffer_khr buffer = cb.create(1, &queue_, nullptr, &err);
-    RETURN_IF_ERROR(ClCheck(err, "clCreateCommandBufferKHR"));
+    KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateCommandBufferKHR"));
     command_buffers_.push_back(buffer);
     // Each command waits for the one before: the run's order, whatever the
     // device does with a command buffer's commands.
@@ -533,11 +533,11 @@ Status OpenCLBackend::recordCommandBuffers(const std::vector<std::vector<Executi
           err = cb.ndrange(buffer, nullptr, nullptr, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, l.global,
                            l.local, has_last ? 1 : 0, has_last ? &last : nullptr, &point, nullptr);
         }
-        RETURN_IF_ERROR(ClCheck(err, "recording a command buffer"));
+        KILN_RETURN_IF_ERROR(ClCheck(err, "recording a command buffer"));
         last = point;
         has_last = true;
       }
-    RETURN_IF_ERROR(ClCheck(cb.finalize(buffer), "clFinalizeCommandBufferKHR"));
+    KILN_RETURN_IF_ERROR(ClCheck(cb.finalize(buffer), "clFinalizeCommandBufferKHR"));
     buffer_of_run_end_[run.back()] = buffer;
   }
   return Status::Ok();
@@ -554,7 +554,7 @@ Status OpenCLBackend::submitExecution(GpuExecution* exec) {
   std::pair<cl_event, cl_event> ev{nullptr, nullptr};
   for (const GpuDispatch& d : exec->dispatches()) {
     cl_event e = nullptr;
-    RETURN_IF_ERROR(enqueue(d, timed ? &e : nullptr));
+    KILN_RETURN_IF_ERROR(enqueue(d, timed ? &e : nullptr));
     if (!e) continue;
     if (!ev.first) {
       ev.first = e;
@@ -576,7 +576,7 @@ Status OpenCLBackend::submitExecution(GpuExecution* exec) {
 }
 
 Status OpenCLBackend::onWaitFinish() {
-  RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "waiting for OpenCL"));
+  KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "waiting for OpenCL"));
   if (!config_.profile) return Status::Ok();
   timings_.clear();
   for (auto& [e, ev] : events_) {

@@ -44,13 +44,13 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   std::lock_guard<std::mutex> lock(mu);
   if (auto d = cache[index].lock()) return d;
 
-  ASSIGN_OR_RETURN(const ClApi* api, LoadOpenCL());
+  KILN_ASSIGN_OR_RETURN(const ClApi* api, LoadOpenCL());
   const ClApi& cl = *api;
   cl_uint np = 0;
   if (cl.clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0)
     return Unavailable("no OpenCL platform (is an ICD such as pocl-opencl-icd installed?)");
   std::vector<cl_platform_id> platforms(np);
-  RETURN_IF_ERROR(ClCheck(cl.clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs"));
+  KILN_RETURN_IF_ERROR(ClCheck(cl.clGetPlatformIDs(np, platforms.data(), nullptr), "clGetPlatformIDs"));
   struct Candidate {
     cl_platform_id platform;
     cl_device_id device;
@@ -131,7 +131,7 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
 
   cl_int err = CL_SUCCESS;
   dev->context_ = cl.clCreateContext(nullptr, 1, &d, nullptr, nullptr, &err);
-  RETURN_IF_ERROR(ClCheck(err, "clCreateContext"));
+  KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateContext"));
   cache[index] = dev;
   return dev;
 }

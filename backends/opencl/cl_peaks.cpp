@@ -11,7 +11,7 @@ namespace kiln {
 StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
   constexpr uint32_t kLocal = 64, kItems = 1u << 20, kCopyBytes = 64u << 20;
   const uint32_t local[3] = {kLocal, 1, 1};
-  ASSIGN_OR_RETURN(GpuBuffer a, createBuffer(kCopyBytes));
+  KILN_ASSIGN_OR_RETURN(GpuBuffer a, createBuffer(kCopyBytes));
   auto b = createBuffer(kCopyBytes);
   if (!b.ok()) {
     freeBuffer(&a);
@@ -20,20 +20,20 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
   cl_kernel k = nullptr;
   // One enqueue of peak.cl in `mode` over push.n work items, waited for.
   auto run = [&](uint32_t mode, const PeakPush& push, double* seconds) -> Status {
-    ASSIGN_OR_RETURN(const GpuKernel* gk, kernel("peak", 2, local, {mode}));
+    KILN_ASSIGN_OR_RETURN(const GpuKernel* gk, kernel("peak", 2, local, {mode}));
     cl_int err = CL_SUCCESS;
     if (k) cl().clReleaseKernel(k);
     k = cl().clCreateKernel(static_cast<const ClKernel*>(gk)->program, "peak", &err);
-    RETURN_IF_ERROR(ClCheck(err, "clCreateKernel peak"));
+    KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateKernel peak"));
     cl_mem ma = reinterpret_cast<cl_mem>(a.handle), mb = reinterpret_cast<cl_mem>(b->handle);
-    RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 0, sizeof(cl_mem), &ma), "peak"));
-    RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 1, sizeof(cl_mem), &mb), "peak"));
-    RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 2, sizeof(push), &push), "peak"));
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 0, sizeof(cl_mem), &ma), "peak"));
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 1, sizeof(cl_mem), &mb), "peak"));
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 2, sizeof(push), &push), "peak"));
     const size_t global = (size_t{push.n} + kLocal - 1) / kLocal * kLocal, lsize = kLocal;
     auto t0 = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(ClCheck(cl().clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &lsize, 0, nullptr, nullptr),
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &lsize, 0, nullptr, nullptr),
                             "peak"));
-    RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "peak"));
+    KILN_RETURN_IF_ERROR(ClCheck(cl().clFinish(queue_), "peak"));
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return Status::Ok();
   };

@@ -49,13 +49,13 @@ StatusOr<std::unique_ptr<Backend>> CreateVulkanBackend(const ScheduleConfig& con
 
 StatusOr<std::unique_ptr<Backend>> VulkanBackend::Create(const ScheduleConfig& config) {
   std::unique_ptr<VulkanBackend> b(new VulkanBackend());
-  RETURN_IF_ERROR(b->init(config));
+  KILN_RETURN_IF_ERROR(b->init(config));
   return std::unique_ptr<Backend>(std::move(b));
 }
 
 Status VulkanBackend::init(const ScheduleConfig& config) {
   config_ = config;
-  ASSIGN_OR_RETURN(device_, VulkanDevice::Get(config.deviceIndex));
+  KILN_ASSIGN_OR_RETURN(device_, VulkanDevice::Get(config.deviceIndex));
   // Without 16-bit storage kLow is a no-op: fp32 is a valid "low" precision.
   half_ = config.precision == Precision::kLow && device_->caps().storage_16bit;
   // Channel-packed conv chains unless planar is asked for: on lavapipe too,
@@ -82,20 +82,20 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
     pci.pInitialData = nullptr;
     r = vkCreatePipelineCache(dev, &pci, nullptr, &cache_);
   }
-  RETURN_IF_ERROR(VkCheck(r, "vkCreatePipelineCache"));
+  KILN_RETURN_IF_ERROR(VkCheck(r, "vkCreatePipelineCache"));
   cache_loaded_bytes_ = blob.size();
 
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   cpi.queueFamilyIndex = device_->queueFamily();
-  RETURN_IF_ERROR(VkCheck(vkCreateCommandPool(dev, &cpi, nullptr, &command_pool_), "vkCreateCommandPool"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateCommandPool(dev, &cpi, nullptr, &command_pool_), "vkCreateCommandPool"));
   VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   cai.commandPool = command_pool_;
   cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cai.commandBufferCount = 1;
-  RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &one_shot_), "vkAllocateCommandBuffers"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &one_shot_), "vkAllocateCommandBuffers"));
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  RETURN_IF_ERROR(VkCheck(vkCreateFence(dev, &fci, nullptr, &one_shot_fence_), "vkCreateFence"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateFence(dev, &fci, nullptr, &one_shot_fence_), "vkCreateFence"));
   return Status::Ok();
 }
 
@@ -125,10 +125,10 @@ VulkanBackend::~VulkanBackend() {
 
 Status VulkanBackend::saveCache() {
   size_t size = 0;
-  RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
   if (size == cache_loaded_bytes_) return Status::Ok();  // nothing new learned
   std::vector<char> data(size);
-  RETURN_IF_ERROR(
+  KILN_RETURN_IF_ERROR(
       VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, data.data()), "vkGetPipelineCacheData"));
   std::string tmp = config_.cacheFile + ".tmp";
   {
@@ -178,7 +178,7 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
   VkDescriptorSetLayoutCreateInfo dli{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   dli.bindingCount = bindings;
   dli.pBindings = lb.data();
-  RETURN_IF_ERROR(VkCheck(vkCreateDescriptorSetLayout(dev, &dli, nullptr, &p->set_layout), shader));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateDescriptorSetLayout(dev, &dli, nullptr, &p->set_layout), shader));
   VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, kMaxPushConstantBytes};
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pli.setLayoutCount = 1;
@@ -233,7 +233,7 @@ StatusOr<VulkanBuffer> VulkanBackend::createVkBuffer(VkDeviceSize bytes, const v
   bci.size = b.bytes;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer"));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev, b.buffer, &req);
   int type = device_->findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
@@ -275,7 +275,7 @@ void VulkanBackend::freeVkBuffer(VulkanBuffer* b) {
 }
 
 StatusOr<GpuBuffer> VulkanBackend::createBuffer(uint64_t bytes, const void* data) {
-  ASSIGN_OR_RETURN(VulkanBuffer b, createVkBuffer(bytes, data));
+  KILN_ASSIGN_OR_RETURN(VulkanBuffer b, createVkBuffer(bytes, data));
   GpuBuffer g;
   g.handle = reinterpret_cast<uint64_t>(b.buffer);
   g.memory = reinterpret_cast<uint64_t>(b.memory);
@@ -301,14 +301,14 @@ Status VulkanBackend::uploadConstants() {
     total += (BindingRange(storageBytes(*c.src)) + align - 1) / align * align;
   }
   freeVkBuffer(&constant_buffer_);
-  ASSIGN_OR_RETURN(constant_buffer_, createVkBuffer(total + kPoolSlack));
-  RETURN_IF_ERROR(ensureStaging(total));
+  KILN_ASSIGN_OR_RETURN(constant_buffer_, createVkBuffer(total + kPoolSlack));
+  KILN_RETURN_IF_ERROR(ensureStaging(total));
   for (const Constant& c : constants_)
     if (c.resident) toStorage(*c.src, staging_map_ + c.offset);
-  ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   VkBufferCopy region{0, 0, total};
   vkCmdCopyBuffer(cmd, staging_.buffer, constant_buffer_.buffer, 1, &region);
-  RETURN_IF_ERROR(endOneShot(cmd));
+  KILN_RETURN_IF_ERROR(endOneShot(cmd));
   for (const Constant& c : constants_)
     if (c.resident) c.mirror->bind(this, nullptr, reinterpret_cast<uint64_t>(constant_buffer_.buffer), c.offset);
   constants_dirty_ = false;
@@ -322,17 +322,17 @@ MemoryReport VulkanBackend::memoryReport() const {
 }
 
 Status VulkanBackend::onAllocateBuffer() {
-  RETURN_IF_ERROR(waitIdle());
+  KILN_RETURN_IF_ERROR(waitIdle());
   freeRecording();
-  if (constants_dirty_) RETURN_IF_ERROR(uploadConstants(), "uploading weights");
+  if (constants_dirty_) KILN_RETURN_IF_ERROR(uploadConstants(), "uploading weights");
   MemoryPlanner::Plan plan = planner_.plan();
-  RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
+  KILN_RETURN_IF_ERROR(checkPoolSize(plan.total + memoryReport().constant_bytes));
   VkDeviceSize bytes = plan.total + kPoolSlack;
   if (bytes > pool_.bytes || bytes * 2 < pool_.bytes) {
     if (pool_map_) vkUnmapMemory(device_->device(), pool_.memory);
     pool_map_ = nullptr;
     freeVkBuffer(&pool_);
-    ASSIGN_OR_RETURN(pool_, createVkBuffer(bytes));
+    KILN_ASSIGN_OR_RETURN(pool_, createVkBuffer(bytes));
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_->device(), pool_.buffer, &req);
     // Unified memory: map the pool once; copies become memcpy.
@@ -359,7 +359,7 @@ Status VulkanBackend::submit(VkCommandBuffer cmd, VkFence fence) {
     std::lock_guard<std::mutex> lock(device_->queueMutex());
     const VkResult r = fault::Hit(fault::Site::kDeviceLost) ? VK_ERROR_DEVICE_LOST
                                                              : vkQueueSubmit(device_->queue(), 1, &si, fence);
-    RETURN_IF_ERROR(VkCheck(r, "vkQueueSubmit"));
+    KILN_RETURN_IF_ERROR(VkCheck(r, "vkQueueSubmit"));
   }
   return device_->TakeValidationError();
 }
@@ -382,19 +382,19 @@ Status VulkanBackend::waitIdle() {
 Status VulkanBackend::onWaitFinish() { return waitIdle(); }
 
 StatusOr<VkCommandBuffer> VulkanBackend::beginOneShot() {
-  RETURN_IF_ERROR(VkCheck(vkResetCommandBuffer(one_shot_, 0), "vkResetCommandBuffer"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkResetCommandBuffer(one_shot_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(one_shot_, &bi), "vkBeginCommandBuffer"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(one_shot_, &bi), "vkBeginCommandBuffer"));
   return one_shot_;
 }
 
 Status VulkanBackend::endOneShot(VkCommandBuffer cmd) {
-  RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(cmd), "vkEndCommandBuffer"));
   VkDevice dev = device_->device();
-  RETURN_IF_ERROR(VkCheck(vkResetFences(dev, 1, &one_shot_fence_), "vkResetFences"));
-  RETURN_IF_ERROR(submit(cmd, one_shot_fence_));
-  RETURN_IF_ERROR(VkCheck(vkWaitForFences(dev, 1, &one_shot_fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the GPU"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkResetFences(dev, 1, &one_shot_fence_), "vkResetFences"));
+  KILN_RETURN_IF_ERROR(submit(cmd, one_shot_fence_));
+  KILN_RETURN_IF_ERROR(VkCheck(vkWaitForFences(dev, 1, &one_shot_fence_, VK_TRUE, kFenceTimeoutNs), "waiting for the GPU"));
   return device_->TakeValidationError();
 }
 
@@ -409,7 +409,7 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = b.bytes;
   bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer (staging)"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer (staging)"));
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev, b.buffer, &req);
   int type = device_->findMemoryType(req.memoryTypeBits,
@@ -427,7 +427,7 @@ Status VulkanBackend::ensureStaging(VkDeviceSize bytes) {
   }
   vkBindBufferMemory(dev, b.buffer, b.memory, 0);
   void* p = nullptr;
-  RETURN_IF_ERROR(VkCheck(vkMapMemory(dev, b.memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory (staging)"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkMapMemory(dev, b.memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory (staging)"));
   staging_ = b;
   staging_map_ = static_cast<uint8_t*>(p);
   return Status::Ok();
@@ -444,7 +444,7 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   const size_t bytes = storageBytes(src_dev ? src : *dst);
   if (bytes == 0) return Status::Ok();
   // Copies are synchronisation points: the GPU may still use the memory.
-  RETURN_IF_ERROR(waitIdle());
+  KILN_RETURN_IF_ERROR(waitIdle());
   if ((src_dev && !src.deviceHandle()) || (dst_dev && !dst->deviceHandle()))
     return Internal("vulkan copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
   auto buf = [](const Tensor& t) { return reinterpret_cast<VkBuffer>(t.deviceHandle()); };
@@ -459,16 +459,16 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
     return Status::Ok();
   }
   if (!src_dev) {
-    RETURN_IF_ERROR(ensureStaging(bytes));
+    KILN_RETURN_IF_ERROR(ensureStaging(bytes));
     toStorage(src, staging_map_, packed(*dst));
   }
-  ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
   VkBufferCopy region{src_dev ? src.deviceOffset() : 0, dst_dev ? dst->deviceOffset() : 0, bytes};
-  if (src_dev && !dst_dev) RETURN_IF_ERROR(ensureStaging(bytes));
+  if (src_dev && !dst_dev) KILN_RETURN_IF_ERROR(ensureStaging(bytes));
   vkCmdCopyBuffer(cmd, src_dev ? buf(src) : staging_.buffer, dst_dev ? buf(*dst) : staging_.buffer, 1, &region);
   Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
-  RETURN_IF_ERROR(endOneShot(cmd));
+  KILN_RETURN_IF_ERROR(endOneShot(cmd));
   if (!dst_dev) fromStorage(staging_map_, dst, packed(src));
   return Status::Ok();
 }
@@ -548,7 +548,7 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Gp
 
 Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs) {
   VkDevice dev = device_->device();
-  RETURN_IF_ERROR(waitIdle());
+  KILN_RETURN_IF_ERROR(waitIdle());
   freeRecording();
   // Descriptor sets: one per dispatch, written once.
   uint32_t sets = 0, descriptors = 0;
@@ -565,7 +565,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
     dpi.maxSets = sets;
     dpi.poolSizeCount = 1;
     dpi.pPoolSizes = &size;
-    RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
+    KILN_RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
   }
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
@@ -578,7 +578,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
         ai.descriptorSetCount = 1;
         ai.pSetLayouts = &static_cast<const VulkanPipeline*>(d.kernel)->set_layout;
         VkDescriptorSet set = VK_NULL_HANDLE;
-        RETURN_IF_ERROR(VkCheck(vkAllocateDescriptorSets(dev, &ai, &set), "vkAllocateDescriptorSets"));
+        KILN_RETURN_IF_ERROR(VkCheck(vkAllocateDescriptorSets(dev, &ai, &set), "vkAllocateDescriptorSets"));
         d.prepared = reinterpret_cast<uint64_t>(set);
         infos.clear();
         writes.clear();
@@ -616,7 +616,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
       VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
       qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
       qi.queryCount = n;
-      RETURN_IF_ERROR(VkCheck(vkCreateQueryPool(dev, &qi, nullptr, &queries_), "vkCreateQueryPool"));
+      KILN_RETURN_IF_ERROR(VkCheck(vkCreateQueryPool(dev, &qi, nullptr, &queries_), "vkCreateQueryPool"));
     }
   }
 
@@ -628,19 +628,19 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
     cai.commandPool = command_pool_;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
-    RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &r.cmd), "vkAllocateCommandBuffers"));
+    KILN_RETURN_IF_ERROR(VkCheck(vkAllocateCommandBuffers(dev, &cai, &r.cmd), "vkAllocateCommandBuffers"));
     VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     Status s = VkCheck(vkCreateFence(dev, &fci, nullptr, &r.fence), "vkCreateFence");
     runs_.push_back(r);  // freed by freeRecording even on error
-    RETURN_IF_ERROR(s);
+    KILN_RETURN_IF_ERROR(s);
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(r.cmd, &bi), "vkBeginCommandBuffer"));
+    KILN_RETURN_IF_ERROR(VkCheck(vkBeginCommandBuffer(r.cmd, &bi), "vkBeginCommandBuffer"));
     if (timestamps && queries_) {
       // A run's queries are consecutive: reset them where the run starts.
       vkCmdResetQueryPool(r.cmd, queries_, query_of_.at(run.front()), static_cast<uint32_t>(run.size()) * 2);
     }
-    RETURN_IF_ERROR(recordDispatches(r.cmd, r.execs, timestamps && queries_));
-    RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer"));
+    KILN_RETURN_IF_ERROR(recordDispatches(r.cmd, r.execs, timestamps && queries_));
+    KILN_RETURN_IF_ERROR(VkCheck(vkEndCommandBuffer(r.cmd), "vkEndCommandBuffer"));
     last_of_run_[run.back()] = runs_.size() - 1;
   }
   return device_->TakeValidationError();
@@ -650,17 +650,17 @@ void VulkanBackend::onExecuteBegin(bool op_by_op) { op_by_op_ = op_by_op; }
 
 Status VulkanBackend::submitExecution(GpuExecution* exec) {
   if (op_by_op_) {
-    RETURN_IF_ERROR(waitIdle());
-    ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
-    RETURN_IF_ERROR(recordDispatches(cmd, {exec}, false));
+    KILN_RETURN_IF_ERROR(waitIdle());
+    KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+    KILN_RETURN_IF_ERROR(recordDispatches(cmd, {exec}, false));
     return endOneShot(cmd);
   }
   auto it = last_of_run_.find(exec);
   if (it == last_of_run_.end()) return Status::Ok();  // submitted with its run's last op
   Run& r = runs_[it->second];
   if (r.pending) return Internal("vulkan: run %zu submitted twice", it->second);
-  RETURN_IF_ERROR(VkCheck(vkResetFences(device_->device(), 1, &r.fence), "vkResetFences"));
-  RETURN_IF_ERROR(submit(r.cmd, r.fence));
+  KILN_RETURN_IF_ERROR(VkCheck(vkResetFences(device_->device(), 1, &r.fence), "vkResetFences"));
+  KILN_RETURN_IF_ERROR(submit(r.cmd, r.fence));
   r.pending = true;
   return Status::Ok();
 }
@@ -680,7 +680,7 @@ Status VulkanBackend::readTimings() {
                                      ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
                                      VK_QUERY_RESULT_64_BIT);
   if (r == VK_NOT_READY) return Status::Ok();  // not every run was submitted
-  RETURN_IF_ERROR(VkCheck(r, "vkGetQueryPoolResults"));
+  KILN_RETURN_IF_ERROR(VkCheck(r, "vkGetQueryPoolResults"));
   for (auto& [e, q] : query_of_)
     timings_[e] = static_cast<double>(ticks[q + 1] - ticks[q]) * caps().timestamp_period_ns * 1e-6;
   return Status::Ok();

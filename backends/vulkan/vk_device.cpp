@@ -82,7 +82,7 @@ StatusOr<std::shared_ptr<VulkanDevice>> VulkanDevice::Get(int index) {
   std::lock_guard<std::mutex> lock(g_devices_mutex);
   if (auto d = g_devices[index].lock()) return d;
   std::shared_ptr<VulkanDevice> d(new VulkanDevice());
-  RETURN_IF_ERROR(d->init(index));
+  KILN_RETURN_IF_ERROR(d->init(index));
   g_devices[index] = d;
   return d;
 }
@@ -141,7 +141,7 @@ Status VulkanDevice::init(int index) {
   ici.ppEnabledExtensionNames = extensions.data();
   VkResult r = vkCreateInstance(&ici, nullptr, &instance_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unavailable("no Vulkan driver (vkCreateInstance: %s)", VkResultName(r));
-  RETURN_IF_ERROR(VkCheck(r, "vkCreateInstance"));
+  KILN_RETURN_IF_ERROR(VkCheck(r, "vkCreateInstance"));
   // Device-level entry points go through the loader's dispatch, so that
   // several devices (indices) can coexist in one process.
   volkLoadInstance(instance_);
@@ -151,7 +151,7 @@ Status VulkanDevice::init(int index) {
     mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
     mci.pfnUserCallback = &VulkanDevice::OnDebugMessage;
     mci.pUserData = this;
-    RETURN_IF_ERROR(VkCheck(vkCreateDebugUtilsMessengerEXT(instance_, &mci, nullptr, &messenger_),
+    KILN_RETURN_IF_ERROR(VkCheck(vkCreateDebugUtilsMessengerEXT(instance_, &mci, nullptr, &messenger_),
                             "vkCreateDebugUtilsMessengerEXT"));
   }
 
@@ -290,7 +290,7 @@ Status VulkanDevice::init(int index) {
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());
   dci.ppEnabledExtensionNames = dev_exts.data();
-  RETURN_IF_ERROR(VkCheck(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice"));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   return Status::Ok();
 }

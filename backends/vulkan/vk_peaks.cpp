@@ -18,7 +18,7 @@ Status VulkanBackend::timeDispatch(const VulkanPipeline* p, const VulkanBuffer& 
   dpi.poolSizeCount = 1;
   dpi.pPoolSizes = &size;
   VkDescriptorPool pool = VK_NULL_HANDLE;
-  RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &pool), "vkCreateDescriptorPool"));
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &pool), "vkCreateDescriptorPool"));
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = pool;
   ai.descriptorSetCount = 1;
@@ -56,11 +56,11 @@ Status VulkanBackend::timeDispatch(const VulkanPipeline* p, const VulkanBuffer& 
 StatusOr<DevicePeaks> VulkanBackend::measurePeaks() {
   constexpr uint32_t kLocal = 256, kGroups = 4096, kCopyBytes = 64u << 20;
   const uint32_t local[3] = {kLocal, 1, 1};
-  ASSIGN_OR_RETURN(const GpuKernel* fma_kernel, kernel("peak", 2, local, {0}));
-  ASSIGN_OR_RETURN(const GpuKernel* copy_kernel, kernel("peak", 2, local, {1}));
+  KILN_ASSIGN_OR_RETURN(const GpuKernel* fma_kernel, kernel("peak", 2, local, {0}));
+  KILN_ASSIGN_OR_RETURN(const GpuKernel* copy_kernel, kernel("peak", 2, local, {1}));
   const auto* fma = static_cast<const VulkanPipeline*>(fma_kernel);
   const auto* copy = static_cast<const VulkanPipeline*>(copy_kernel);
-  ASSIGN_OR_RETURN(VulkanBuffer a, createVkBuffer(kCopyBytes));
+  KILN_ASSIGN_OR_RETURN(VulkanBuffer a, createVkBuffer(kCopyBytes));
   auto b = createVkBuffer(kCopyBytes);
   if (!b.ok()) {
     freeVkBuffer(&a);

@@ -48,7 +48,7 @@ class AdoptedRegion final : public ByteRegion {
 }  // namespace
 
 StatusOr<std::shared_ptr<ByteRegion>> ByteRegion::MapFile(const std::string& path) {
-  ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
+  KILN_ASSIGN_OR_RETURN(auto file, MappedFile::Open(path));
   return std::shared_ptr<ByteRegion>(std::make_shared<MappedRegion>(std::move(file)));
 }
 

@@ -57,7 +57,7 @@ StatusOr<Session*> Interpreter::createMultiPathSession(const std::vector<Schedul
 
 StatusOr<Session*> Interpreter::createSessionUnguarded(const std::vector<ScheduleConfig>& configs) {
   if (!model_) return InvalidArgument("createSession after releaseModel()");
-  ASSIGN_OR_RETURN(auto impl, SessionImpl::Create(model_, graph_, configs));
+  KILN_ASSIGN_OR_RETURN(auto impl, SessionImpl::Create(model_, graph_, configs));
   std::unique_ptr<Session> session(new Session(std::move(impl)));
   // Resize now when every input shape is known; otherwise the app calls
   // resizeTensor + resizeSession first.
@@ -68,7 +68,7 @@ StatusOr<Session*> Interpreter::createSessionUnguarded(const std::vector<Schedul
                     std::all_of(gt.dims.begin(), gt.dims.end(), [](int64_t d) { return d >= 0; });
   }
   // Shape inputs must be written by the app before the first resize.
-  if (static_inputs && !session->impl_->hasShapeInputs()) RETURN_IF_ERROR(session->resize());
+  if (static_inputs && !session->impl_->hasShapeInputs()) KILN_RETURN_IF_ERROR(session->resize());
   sessions_.push_back(std::move(session));
   return sessions_.back().get();
 }
@@ -127,7 +127,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromFile(const std::st
   }
   auto bytes = ByteRegion::MapFile(path);
   if (!bytes.ok()) return bytes.status();
-  ASSIGN_OR_RETURN(auto model, Model::Load(std::move(bytes).value(), name, dir));
+  KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(bytes).value(), name, dir));
   return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
 }
 
@@ -142,13 +142,13 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromBuffer(const void*
     region = ByteRegion::Adopt(data, size, std::move(release));
     // Constant data must sit 64-byte aligned in memory; copy when it cannot.
     if (reinterpret_cast<uintptr_t>(data) % kDataAlignment != 0) {
-      ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
+      KILN_ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
     }
   } else {
     if (!data && size) return InvalidArgument("%s: null data with size %zu", name.c_str(), size);
-    ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
+    KILN_ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
   }
-  ASSIGN_OR_RETURN(auto model, Model::Load(std::move(region), name, options.weights_dir));
+  KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(region), name, options.weights_dir));
   return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
 }
 

@@ -64,9 +64,9 @@ class ModelVerifier {
     m_.constants_.assign(num_tensors_, ConstantView{});
     for (size_t i = 0; i < num_tensors_; ++i) {
       const fb::Tensor* t = net.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      RETURN_IF_ERROR(CheckTensor(t, i), "tensor %zu %s", i, Quote(t->name()).c_str());
+      KILN_RETURN_IF_ERROR(CheckTensor(t, i), "tensor %zu %s", i, Quote(t->name()).c_str());
     }
-    RETURN_IF_ERROR(CheckGraph(net));
+    KILN_RETURN_IF_ERROR(CheckGraph(net));
     return Status::Ok();
   }
 
@@ -89,14 +89,14 @@ class ModelVerifier {
   Status CheckTensor(const fb::Tensor* t, size_t index) {
     size_t esize = DataTypeSize(t->dtype());
     if (esize == 0) return InvalidArgument("dtype %d is not a known type", static_cast<int>(t->dtype()));
-    ASSIGN_OR_RETURN(uint64_t numel, ElementCount(t));
+    KILN_ASSIGN_OR_RETURN(uint64_t numel, ElementCount(t));
     bool is_static = !t->unknown_rank();
     for (size_t d = 0; t->shape() && d < t->shape()->size(); ++d)
       if (t->shape()->Get(static_cast<flatbuffers::uoffset_t>(d))->size() < 0) is_static = false;
     uint64_t bytes = numel * esize;
     if (bytes > kMaxTensorBytes) return InvalidArgument("%llu bytes is too large", (unsigned long long)bytes);
 
-    if (t->quant()) RETURN_IF_ERROR(CheckQuant(t), "quantization");
+    if (t->quant()) KILN_RETURN_IF_ERROR(CheckQuant(t), "quantization");
     if (!t->data() && !t->external()) {
       if (!t->is_constant()) return Status::Ok();
       if (!is_static || numel != 0)
@@ -117,7 +117,7 @@ class ModelVerifier {
       if (offset % kDataAlignment != 0)
         return InvalidArgument("data at file offset %zu is not %zu-byte aligned", offset, kDataAlignment);
     } else {
-      ASSIGN_OR_RETURN(view, ResolveExternal(*t->external()), "external data");
+      KILN_ASSIGN_OR_RETURN(view, ResolveExternal(*t->external()), "external data");
     }
     if (view.size != bytes)
       return InvalidArgument("data has %zu bytes, but %llu elements of %s need %llu", view.size,
@@ -159,7 +159,7 @@ class ModelVerifier {
                              loc.c_str());
     auto it = m_.external_files_.find(loc);
     if (it == m_.external_files_.end()) {
-      ASSIGN_OR_RETURN(auto region, ByteRegion::MapFile(base_dir_ + "/" + loc));
+      KILN_ASSIGN_OR_RETURN(auto region, ByteRegion::MapFile(base_dir_ + "/" + loc));
       it = m_.external_files_.emplace(loc, std::move(region)).first;
     }
     const ByteRegion& file = *it->second;
@@ -191,7 +191,7 @@ class ModelVerifier {
 
     for (size_t i = 0; i < VecSize(net.inputs()); ++i) {
       int32_t t = net.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      RETURN_IF_ERROR(CheckTensorIndex(t, "graph input", i));
+      KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "graph input", i));
       if (m_.constants_[t].data) return InvalidArgument("graph input %zu: tensor %d '%s' is a constant", i, t, TensorName(t));
       if (is_input[t]) return InvalidArgument("graph input %zu: tensor %d '%s' is listed twice", i, t, TensorName(t));
       is_input[t] = available[t] = 1;
@@ -200,7 +200,7 @@ class ModelVerifier {
     for (size_t i = 0; i < VecSize(net.ops()); ++i) {
       const fb::Op* op = net.ops()->Get(static_cast<flatbuffers::uoffset_t>(i));
       const OpDef* def = FindOpDef(op->type());
-      RETURN_IF_ERROR(CheckOp(*op, available, produced), "op %zu %s%s%s%s", i, Quote(op->name()).c_str(),
+      KILN_RETURN_IF_ERROR(CheckOp(*op, available, produced), "op %zu %s%s%s%s", i, Quote(op->name()).c_str(),
                       def ? " (" : "", def ? def->name : "", def ? ")" : "");
     }
 
@@ -208,7 +208,7 @@ class ModelVerifier {
     if (num_outputs == 0) return InvalidArgument("the graph has no outputs");
     for (size_t i = 0; i < num_outputs; ++i) {
       int32_t t = net.outputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      RETURN_IF_ERROR(CheckTensorIndex(t, "graph output", i));
+      KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "graph output", i));
       if (!available[t])
         return InvalidArgument("graph output %zu: tensor %d '%s' is never produced", i, t, TensorName(t));
     }
@@ -228,13 +228,13 @@ class ModelVerifier {
       int32_t t = op.inputs()->Get(static_cast<flatbuffers::uoffset_t>(k));
       if (t == -1 && k >= def->min_inputs) continue;  // optional input not given
       if (t == -1) return InvalidArgument("%s input %d is required but missing", def->name, k);
-      RETURN_IF_ERROR(CheckTensorIndex(t, "input", static_cast<size_t>(k)));
+      KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "input", static_cast<size_t>(k)));
       if (!available[t])
         return InvalidArgument("input %d: tensor %d '%s' is read before any op produces it", k, t, TensorName(t));
     }
     for (int k = 0; k < nout; ++k) {
       int32_t t = op.outputs()->Get(static_cast<flatbuffers::uoffset_t>(k));
-      RETURN_IF_ERROR(CheckTensorIndex(t, "output", static_cast<size_t>(k)));
+      KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "output", static_cast<size_t>(k)));
       if (m_.constants_[t].data && op.type() != fb::OpType::Constant)
         return InvalidArgument("output %d: tensor %d '%s' is a constant", k, t, TensorName(t));
       if (produced[t] || (available[t] && op.type() != fb::OpType::Constant))
@@ -289,10 +289,10 @@ class ModelVerifier {
     size_t rank = VecSize(p.kernel_shape());
     if (kernel_required && rank == 0) return InvalidArgument("kernel_shape is required");
     if (rank == 0) rank = std::max(VecSize(p.strides()), VecSize(p.dilations()));
-    RETURN_IF_ERROR(CheckPositive(p.kernel_shape(), "kernel_shape", rank, 1));
-    RETURN_IF_ERROR(CheckPositive(p.strides(), "strides", rank, 1));
-    RETURN_IF_ERROR(CheckPositive(p.dilations(), "dilations", rank, 1));
-    RETURN_IF_ERROR(CheckPositive(p.pads(), "pads", rank * 2, 0));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.kernel_shape(), "kernel_shape", rank, 1));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.strides(), "strides", rank, 1));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.dilations(), "dilations", rank, 1));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.pads(), "pads", rank * 2, 0));
     return Status::Ok();
   }
 
@@ -306,9 +306,9 @@ class ModelVerifier {
   static Status CheckUnpool(const fb::MaxUnpoolParams& p) {
     size_t rank = VecSize(p.kernel_shape());
     if (rank == 0) return InvalidArgument("kernel_shape is required");
-    RETURN_IF_ERROR(CheckPositive(p.kernel_shape(), "kernel_shape", rank, 1));
-    RETURN_IF_ERROR(CheckPositive(p.strides(), "strides", rank, 1));
-    RETURN_IF_ERROR(CheckPositive(p.pads(), "pads", rank * 2, 0));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.kernel_shape(), "kernel_shape", rank, 1));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.strides(), "strides", rank, 1));
+    KILN_RETURN_IF_ERROR(CheckPositive(p.pads(), "pads", rank * 2, 0));
     return Status::Ok();
   }
 

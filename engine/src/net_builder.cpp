@@ -136,7 +136,7 @@ StatusOr<std::vector<uint8_t>> NetBuilder::finish() const {
 Status NetBuilder::writeFile(const std::string& path, const WriteOptions& options) const {
   std::vector<uint8_t> bytes;
   if (options.external_weights.empty()) {
-    ASSIGN_OR_RETURN(bytes, finish());
+    KILN_ASSIGN_OR_RETURN(bytes, finish());
   } else {
     // Move large constants to the weights file, each 64-byte aligned, and
     // serialize a copy of the net that points at them.
@@ -167,7 +167,7 @@ Status NetBuilder::writeFile(const std::string& path, const WriteOptions& option
       t->data.shrink_to_fit();
     }
     if (std::fclose(wf) != 0 && s.ok()) s = IoError("%s: write failed", weights_path.c_str());
-    RETURN_IF_ERROR(s);
+    KILN_RETURN_IF_ERROR(s);
     if (!SerializedSizeFits(copy))
       return InvalidArgument("model '%s' is too large even with external weights", net_.name.c_str());
     bytes = Serialize(copy);

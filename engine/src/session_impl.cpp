@@ -58,9 +58,9 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
     s->keep_all_ = s->keep_all_ || c.keepAllTensors;
     s->profile_ = s->profile_ || c.profile;
   }
-  RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
-  RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
-  RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
+  KILN_RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
+  KILN_RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
+  KILN_RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
   return s;
 }
 

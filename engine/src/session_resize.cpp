@@ -86,7 +86,7 @@ Status SessionImpl::inferShapes() {
                                    gt.name.c_str(), d, gt.symbols[d].c_str());
         t->setShape(gt.dims);
       }
-      RETURN_IF_ERROR(checkTensorSize(*t, tensorLimit(home_[i]), "input"));
+      KILN_RETURN_IF_ERROR(checkTensorSize(*t, tensorLimit(home_[i]), "input"));
     }
   }
   std::vector<Tensor*> ins, outs;
@@ -100,12 +100,12 @@ Status SessionImpl::inferShapes() {
     ShapeDef def = FindShapeDef(op.type);
     if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
     ShapeContext ctx(op, ins, outs);
-    RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
+    KILN_RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
     for (size_t k = 0; k < outs.size(); ++k)
-      RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])]), "output"),
+      KILN_RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])]), "output"),
                       "%s", where(static_cast<int>(i)).c_str());
     if (!outs.empty())
-      RETURN_IF_ERROR(checkParameterWork(op, ins, outs, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])),
+      KILN_RETURN_IF_ERROR(checkParameterWork(op, ins, outs, tensorLimit(home_[static_cast<size_t>(op.outputs[0])])),
                       "%s", where(static_cast<int>(i)).c_str());
     if (resize_op_[i]) {
       // Compute now, on the host, into session memory that lives until the next resize.
@@ -113,8 +113,8 @@ Status SessionImpl::inferShapes() {
         resize_scratch_.emplace_back(o, std::vector<uint8_t>(std::max<size_t>(o->byteSize(), 8)));
         o->bind(nullptr, resize_scratch_.back().second.data());
       }
-      RETURN_IF_ERROR(execs_[i]->onResize(ins, outs), "%s", where(static_cast<int>(i)).c_str());
-      RETURN_IF_ERROR(execs_[i]->onExecute(ins, outs), "%s at resize", where(static_cast<int>(i)).c_str());
+      KILN_RETURN_IF_ERROR(execs_[i]->onResize(ins, outs), "%s", where(static_cast<int>(i)).c_str());
+      KILN_RETURN_IF_ERROR(execs_[i]->onExecute(ins, outs), "%s at resize", where(static_cast<int>(i)).c_str());
     }
   }
   for (auto& [key, m] : mirrors_) {
@@ -241,23 +241,23 @@ Status SessionImpl::planMemory() {
     std::vector<const Tensor*> app;
     for (int t : g.inputs) app.push_back(tensors_[static_cast<size_t>(t)].get());
     for (int t : g.outputs) app.push_back(tensors_[static_cast<size_t>(t)].get());
-    for (auto& b : backends_) RETURN_IF_ERROR(b->onChooseLayouts(views, app), "%s layouts", b->name());
+    for (auto& b : backends_) KILN_RETURN_IF_ERROR(b->onChooseLayouts(views, app), "%s layouts", b->name());
   }
   for (auto& b : backends_) b->onClearBuffer();
 
   for (int t : g.inputs)
     if (!isShapeInput(tensors_[static_cast<size_t>(t)].get()))
-      RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
+      KILN_RETURN_IF_ERROR(home_[static_cast<size_t>(t)]->onAcquireBuffer(tensors_[static_cast<size_t>(t)].get(), nullptr));
   std::vector<std::pair<Tensor*, Tensor*>> copies;  // static copies the backends did not take as constants
   for (auto& [src, m] : static_copies_) {
     const auto it = graph_index_.find(src);
     const bool constant = it != graph_index_.end() && graph_->tensors[it->second].isConstant();
     bool taken = false;
     if (constant) {
-      ASSIGN_OR_RETURN(taken, backendOf(m)->onAcquireConstant(m, *src));
+      KILN_ASSIGN_OR_RETURN(taken, backendOf(m)->onAcquireConstant(m, *src));
     }
     if (taken) continue;
-    RETURN_IF_ERROR(backendOf(m)->onAcquireBuffer(m, nullptr));
+    KILN_RETURN_IF_ERROR(backendOf(m)->onAcquireBuffer(m, nullptr));
     copies.emplace_back(src, m);
   }
 
@@ -274,21 +274,21 @@ Status SessionImpl::planMemory() {
         for (size_t j = 1; j < st.inputs.size(); ++j) read_twice |= st.inputs[j] == st.inputs[0];
         if (!read_twice) share = st.inputs[0];
       }
-      RETURN_IF_ERROR(st.backend->onAcquireBuffer(out, share));
+      KILN_RETURN_IF_ERROR(st.backend->onAcquireBuffer(out, share));
     }
-    if (st.exec) RETURN_IF_ERROR(st.exec->onResize(st.inputs, st.outputs), "%s", where(st.op).c_str());
+    if (st.exec) KILN_RETURN_IF_ERROR(st.exec->onResize(st.inputs, st.outputs), "%s", where(st.op).c_str());
     std::vector<const Tensor*> released;
     for (Tensor* in : st.inputs) {
       if (!in || last_use[in] != s || !releasable(in)) continue;
       if (std::find(released.begin(), released.end(), in) != released.end()) continue;
       released.push_back(in);
-      RETURN_IF_ERROR(backendOf(in)->onReleaseBuffer(in));
+      KILN_RETURN_IF_ERROR(backendOf(in)->onReleaseBuffer(in));
     }
   }
-  for (auto& b : backends_) RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
+  for (auto& b : backends_) KILN_RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
   for (auto& [src, m] : copies) {
     Backend* b = backendOf(m);
-    RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
+    KILN_RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
   // Each backend's maximal runs of consecutive steps, for recording.
   for (auto& b : backends_) {
@@ -303,7 +303,7 @@ Status SessionImpl::planMemory() {
         open = false;
       }
     }
-    RETURN_IF_ERROR(b->onRecord(runs), "%s: recording", b->name());
+    KILN_RETURN_IF_ERROR(b->onRecord(runs), "%s: recording", b->name());
   }
   return Status::Ok();
 }
@@ -330,8 +330,8 @@ void SessionImpl::releaseCache() {
 }
 
 Status SessionImpl::resize() {
-  RETURN_IF_ERROR(inferShapes(), "%s", model_->name().c_str());
-  RETURN_IF_ERROR(planMemory(), "%s", model_->name().c_str());
+  KILN_RETURN_IF_ERROR(inferShapes(), "%s", model_->name().c_str());
+  KILN_RETURN_IF_ERROR(planMemory(), "%s", model_->name().c_str());
   resized_ = true;
   return Status::Ok();
 }
@@ -371,9 +371,9 @@ Status SessionImpl::runStep(const Step& s, const TensorCallBack* before, const T
   if (before || after) info = opInfo(s.op);
   if (before && *before && !CallBack(*before, s.inputs, info))
     return Status(StatusCode::kAborted, StrFormat("stopped by the before-callback at %s", where(s.op).c_str()));
-  RETURN_IF_ERROR(s.exec->onExecute(s.inputs, s.outputs), "%s", where(s.op).c_str());
+  KILN_RETURN_IF_ERROR(s.exec->onExecute(s.inputs, s.outputs), "%s", where(s.op).c_str());
   if (after && *after) {
-    RETURN_IF_ERROR(s.backend->onWaitFinish());
+    KILN_RETURN_IF_ERROR(s.backend->onWaitFinish());
     if (!CallBack(*after, s.outputs, info))
       return Status(StatusCode::kAborted, StrFormat("stopped by the after-callback at %s", where(s.op).c_str()));
   }
@@ -392,13 +392,13 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     for (int t : graph_->inputs) {
       Tensor* in = tensors_[static_cast<size_t>(t)].get();
       if (isShapeInput(in)) continue;
-      ASSIGN_OR_RETURN(auto copy, Tensor::createHostTensorFromDevice(*in, true));
+      KILN_ASSIGN_OR_RETURN(auto copy, Tensor::createHostTensorFromDevice(*in, true));
       saved.emplace_back(in, std::move(copy));
     }
-    RETURN_IF_ERROR(resize());
-    for (auto& [in, copy] : saved) RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
+    KILN_RETURN_IF_ERROR(resize());
+    for (auto& [in, copy] : saved) KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
   }
-  if (!resized_) RETURN_IF_ERROR(resize());
+  if (!resized_) KILN_RETURN_IF_ERROR(resize());
   const bool op_by_op = (before && *before) || (after && *after);
   for (auto& b : backends_) b->onExecuteBegin(op_by_op);
   Status status;

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<Tensor>> Tensor::createHostTensorFromDevice(const Tenso
     shape = nhwc;
   }
   auto host = create(shape, t.dtype(), layout);
-  if (copy_data) RETURN_IF_ERROR(t.copyToHostTensor(host.get()));
+  if (copy_data) KILN_RETURN_IF_ERROR(t.copyToHostTensor(host.get()));
   return host;
 }
 
@@ -113,7 +113,7 @@ static Status CheckCompatible(const Tensor& a, const Tensor& b) {
 }
 
 Status Tensor::copyFromHostTensor(const Tensor& src) {
-  RETURN_IF_ERROR(CheckCompatible(*this, src));
+  KILN_RETURN_IF_ERROR(CheckCompatible(*this, src));
   if (byteSize() == 0) return Status::Ok();  // nothing to copy (and wrap() of no data is null)
   if (!src.hostData()) return InvalidArgument("copyFromHostTensor: source '%s' is not a host tensor", src.name().c_str());
   bool convert = src.dimensionType() != layout_ && shape_.size() >= 3;
@@ -128,13 +128,13 @@ Status Tensor::copyFromHostTensor(const Tensor& src) {
   }
   if (!convert) return backend_->onCopyBuffer(src, this);
   auto staged = create(logicalShape(), dtype_, layout_);
-  RETURN_IF_ERROR(staged->copyFromHostTensor(src));
+  KILN_RETURN_IF_ERROR(staged->copyFromHostTensor(src));
   return backend_->onCopyBuffer(*staged, this);
 }
 
 Status Tensor::copyToHostTensor(Tensor* dst) const {
   if (!dst) return InvalidArgument("copyToHostTensor: null destination");
-  RETURN_IF_ERROR(CheckCompatible(*this, *dst));
+  KILN_RETURN_IF_ERROR(CheckCompatible(*this, *dst));
   if (byteSize() == 0) return Status::Ok();
   if (!dst->hostData()) return InvalidArgument("copyToHostTensor: destination is not a host tensor");
   bool convert = dst->dimensionType() != layout_ && shape_.size() >= 3;
@@ -149,7 +149,7 @@ Status Tensor::copyToHostTensor(Tensor* dst) const {
   }
   if (!convert) return backend_->onCopyBuffer(*this, dst);
   auto staged = create(logicalShape(), dtype_, layout_);
-  RETURN_IF_ERROR(backend_->onCopyBuffer(*this, staged.get()));
+  KILN_RETURN_IF_ERROR(backend_->onCopyBuffer(*this, staged.get()));
   return staged->copyToHostTensor(dst);
 }
 

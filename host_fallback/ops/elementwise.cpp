@@ -69,7 +69,7 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
       return Status::Ok();
     }
   }
-  RETURN_IF_ERROR(NeedF32(x, op));
+  KILN_RETURN_IF_ERROR(NeedF32(x, op));
   switch (op.type) {
     // The parameter-free ops: one row each in unary_math.inc.
 #define KILN_HOST_UNARY(Op, Expr) \
@@ -210,8 +210,8 @@ Status RunBinary(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   ThreadPool& p = be.pool();
   Tensor& y = *out[0];
   if (op.type == fb::OpType::Pow || op.type == fb::OpType::PRelu) {
-    RETURN_IF_ERROR(NeedF32(*in[0], op));
-    RETURN_IF_ERROR(NeedF32(*in[1], op));
+    KILN_RETURN_IF_ERROR(NeedF32(*in[0], op));
+    KILN_RETURN_IF_ERROR(NeedF32(*in[1], op));
     if (op.type == fb::OpType::Pow)
       Binary<float, float>(p, *in[0], *in[1], y, [](float u, float v) { return std::pow(u, v); });
     else
@@ -224,15 +224,15 @@ Status RunBinary(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   }
   // Variadic Max/Min fold into the output: y = in0 op in1, then y = y op in_k.
   // When the first pair does not already have y's shape, start from a copy.
-  RETURN_IF_ERROR(ArithAnyType(op, p, *in[0], *in[1], y));
+  KILN_RETURN_IF_ERROR(ArithAnyType(op, p, *in[0], *in[1], y));
   for (size_t k = 2; k < in.size(); ++k) {
     if (y.shape() != in[0]->shape() && k == 2) {
       // y holds in0 op in1 already broadcast to y's shape only if their
       // broadcast equals y's shape; recompute against the full shape.
-      ASSIGN_OR_RETURN(auto s01, BroadcastShapes(in[0]->shape(), in[1]->shape()));
+      KILN_ASSIGN_OR_RETURN(auto s01, BroadcastShapes(in[0]->shape(), in[1]->shape()));
       if (s01 != y.shape()) return Unsupported("host %s: broadcasting beyond the first two inputs", op.typeName());
     }
-    RETURN_IF_ERROR(ArithAnyType(op, p, y, *in[k], y));
+    KILN_RETURN_IF_ERROR(ArithAnyType(op, p, y, *in[k], y));
   }
   return Status::Ok();
 }

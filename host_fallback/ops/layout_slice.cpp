@@ -17,7 +17,7 @@ class SliceExecution final : public Execution {
   SliceExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(op_, in[0]->shape(), TensorValues(in)));
+    KILN_ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(op_, in[0]->shape(), TensorValues(in)));
     std::vector<int64_t> in_strides = ContiguousStrides(in[0]->shape());
     shape_.clear();
     strides_.clear();
@@ -66,7 +66,7 @@ class PadExecution final : public Execution {
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const std::vector<int64_t>& s = in[0]->shape();
     const size_t rank = s.size();
-    ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, s, TensorValues(in)));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, s, TensorValues(in)));
     const fb::PadParams* p = op_.params<fb::PadParams>();
     fb::PadMode mode = p ? p->mode() : fb::PadMode::Constant;
     // Per dim, the source index of each output index (-1: the fill value).

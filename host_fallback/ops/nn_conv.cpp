@@ -197,7 +197,7 @@ void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_
 // channels16: small planes may take DepthwiseChannels16.
 Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
                bool channels16) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
   const Tensor& W = *in[1];
   const Tensor* B = in.size() > 2 ? in[2] : nullptr;
@@ -424,7 +424,7 @@ class ConvExecution final : public Execution {
 
   Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     HostBackend& be = *static_cast<HostBackend*>(backend());
-    RETURN_IF_ERROR(nn::NeedF32(op_, in));
+    KILN_RETURN_IF_ERROR(nn::NeedF32(op_, in));
     if (out[0]->elementCount() == 0) return Status::Ok();
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
     if (direct_) return RunConv(op_, in, out, be, channels16_on_);
@@ -683,7 +683,7 @@ IntVec TransposePadBegin(const fb::ConvParams* p, const IntVec& in, const IntVec
 
 Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                         HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
   const Tensor& W = *in[1];
   const Tensor* B = in.size() > 2 ? in[2] : nullptr;

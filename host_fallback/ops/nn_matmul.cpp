@@ -52,7 +52,7 @@ ThreadPool& SerialPool() {
 // dims, or with batch dims of 1).
 Status MatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
               const PackedB* packed) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   IntVec a = in[0]->shape(), b = in[1]->shape();
   if (a.size() == 1) a.insert(a.begin(), 1);  // [K] -> [1, K]
   if (b.size() == 1) b.push_back(1);          // [K] -> [K, 1]
@@ -160,7 +160,7 @@ class MatMulExecution final : public Execution {
 
 Status Gemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
             const PackedB* packed) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const fb::GemmParams* p = op.params<fb::GemmParams>();
   const float alpha = p ? p->alpha() : 1.f, beta = p ? p->beta() : 1.f;
   const bool ta = p && p->trans_a(), tb = p && p->trans_b();

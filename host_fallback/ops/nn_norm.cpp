@@ -26,7 +26,7 @@ void Planes(const Tensor& x, int64_t* planes, int64_t* plane) {
 
 Status RunBatchNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                     HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const float eps = Epsilon(op);
   const int64_t C = in[0]->length(1);
   const float* scale = in[1]->host<float>();
@@ -56,7 +56,7 @@ Status RunBatchNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std
 
 Status RunInstanceNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                        HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const double eps = Epsilon(op);
   const int64_t C = in[0]->length(1);
   const float* scale = in[1]->host<float>();
@@ -158,7 +158,7 @@ void LayerNormRows(const float* x, float* y, int64_t rows, int64_t inner, const 
 
 Status RunLayerNorm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                     HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const fb::NormParams* p = op.params<fb::NormParams>();
   const Tensor& X = *in[0];
   const int rank = X.dimensions();

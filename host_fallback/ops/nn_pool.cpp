@@ -87,7 +87,7 @@ void MaxPoolPlane2D(const float* __restrict xp, int64_t ih, int64_t iw, float* _
 }
 
 Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const fb::PoolParams* p = op.params<fb::PoolParams>();
   if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
   const bool is_max = op.type == fb::OpType::MaxPool;
@@ -204,7 +204,7 @@ void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __r
 
 Status RunGlobalPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                      HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
   const bool is_max = op.type == fb::OpType::GlobalMaxPool;
   const int64_t planes = X.length(0) * X.length(1);

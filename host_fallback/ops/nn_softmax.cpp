@@ -21,7 +21,7 @@ constexpr int64_t kBlock = 256;  // inner columns a task handles at once
 
 Status RunSoftmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                   HostBackend& be) {
-  RETURN_IF_ERROR(nn::NeedF32(op, in));
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const bool log = op.type == fb::OpType::LogSoftmax;
   const Tensor& X = *in[0];
   const fb::AxisParams* p = op.params<fb::AxisParams>();

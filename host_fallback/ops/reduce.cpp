@@ -37,7 +37,7 @@ class ReduceExecution final : public Execution {
     const Tensor& x = *in[0];
     if (!IsReduceType(x.dtype()) || (op_.type == fb::OpType::ReduceL2 && x.dtype() != fb::DataType::F32))
       return Unsupported("host %s does not support %s", op_.typeName(), DataTypeName(x.dtype()));
-    ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
+    KILN_ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
     noop_ = s.noop;
     // Kept dims (outer loop, in output order) and reduced dims (inner loop),
     // each merged where contiguous.

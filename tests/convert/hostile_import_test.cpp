@@ -50,7 +50,7 @@ Status Convert(const onnx::ModelProto& m, const std::string& weights_dir = "") {
   auto b = ImportOnnxBuffer(bytes.data(), bytes.size(), ConvertOptions{}, nullptr, weights_dir);
   if (!b.ok()) return b.status();
   PassReport passes;
-  RETURN_IF_ERROR(OptimizeNet(b->net(), &passes));
+  KILN_RETURN_IF_ERROR(OptimizeNet(b->net(), &passes));
   auto out = b->finish();
   if (!out.ok()) return out.status();
   return Interpreter::createFromBuffer(out->data(), out->size()).status();

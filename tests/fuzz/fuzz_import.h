@@ -28,10 +28,10 @@ constexpr int64_t kMaxInputElements = 1 << 16;
 inline StatusOr<std::unique_ptr<Interpreter>> ImportAndLoad(const uint8_t* data, size_t size, Format format) {
   ConvertOptions opt;
   opt.allow_unsupported = true;  // keep going past unknown ops: the rest of the graph is fuzzed too
-  ASSIGN_OR_RETURN(NetBuilder b, format == Format::kOnnx ? ImportOnnxBuffer(data, size, opt, nullptr)
+  KILN_ASSIGN_OR_RETURN(NetBuilder b, format == Format::kOnnx ? ImportOnnxBuffer(data, size, opt, nullptr)
                                                          : ImportTfliteBuffer(data, size, opt, nullptr));
-  RETURN_IF_ERROR(OptimizeNet(b.net(), nullptr));
-  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
+  KILN_RETURN_IF_ERROR(OptimizeNet(b.net(), nullptr));
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
   return Interpreter::createFromBuffer(bytes.data(), bytes.size());
 }
 
@@ -41,7 +41,7 @@ inline Status RunSmall(Interpreter& interp) {
   ScheduleConfig config;
   config.maxTensorBytes = kTensorLimit;
   config.maxSessionBytes = kSessionLimit;
-  ASSIGN_OR_RETURN(Session * session, interp.createSession(config));
+  KILN_ASSIGN_OR_RETURN(Session * session, interp.createSession(config));
   const fb::Net& net = interp.net();
   if (net.inputs())
     for (int32_t i : *net.inputs()) {
@@ -56,9 +56,9 @@ inline Status RunSmall(Interpreter& interp) {
         }
       Tensor* t = interp.getSessionInput(session, gt->name()->str());
       if (!t) return Internal("input '%s' not found", gt->name()->c_str());
-      RETURN_IF_ERROR(interp.resizeTensor(t, shape));
+      KILN_RETURN_IF_ERROR(interp.resizeTensor(t, shape));
     }
-  RETURN_IF_ERROR(interp.resizeSession(session));
+  KILN_RETURN_IF_ERROR(interp.resizeSession(session));
   for (auto& [name, t] : interp.getSessionInputAll(session)) {
     if (!t->hostData()) continue;
     uint8_t* p = t->host<uint8_t>();

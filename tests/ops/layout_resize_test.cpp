@@ -253,7 +253,7 @@ TEST(LayoutShape, StartEnd) {
 }
 
 StatusOr<std::unique_ptr<Interpreter>> Load(const NetBuilder& b) {
-  ASSIGN_OR_RETURN(auto bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
   return Interpreter::createFromBuffer(bytes.data(), bytes.size());
 }
 

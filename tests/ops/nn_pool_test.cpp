@@ -262,19 +262,19 @@ StatusOr<test::OpResult> RunPoolUnpool(const UnpoolCase& c, const std::vector<fl
   int y = b.addOp(fb::OpType::MaxUnpool, "unpool", in, {"y"},
                   UnpoolParams(c.kh, c.kw, c.sh, c.sw, {i32(c.pt), i32(c.pl), i32(c.pb), i32(c.pr)}))[0];
   b.addOutput(y);
-  ASSIGN_OR_RETURN(auto bytes, b.finish());
-  ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
-  ASSIGN_OR_RETURN(Session * session, interp->createSession(Threads3()));
+  KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  KILN_ASSIGN_OR_RETURN(Session * session, interp->createSession(Threads3()));
   auto host = Tensor::wrap(c.xs, fb::DataType::F32, const_cast<float*>(x.data()));
-  RETURN_IF_ERROR(session->getInput("x")->copyFromHostTensor(*host));
-  RETURN_IF_ERROR(session->run());
+  KILN_RETURN_IF_ERROR(session->getInput("x")->copyFromHostTensor(*host));
+  KILN_RETURN_IF_ERROR(session->run());
   Tensor* t = session->getOutput("y");
   test::OpResult r;
   r.shape = t->shape();
   r.dtype = t->dtype();
   r.bytes.resize(t->byteSize());
   auto out = Tensor::wrap(t->shape(), t->dtype(), r.bytes.data());
-  RETURN_IF_ERROR(t->copyToHostTensor(out.get()));
+  KILN_RETURN_IF_ERROR(t->copyToHostTensor(out.get()));
   return r;
 }
 

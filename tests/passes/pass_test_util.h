@@ -62,22 +62,22 @@ inline Feeds RandomFeeds(const fb::NetT& net, uint32_t seed, int64_t dim = 5) {
 inline StatusOr<std::vector<std::vector<float>>> RunNet(const fb::NetT& net, const Feeds& feeds) {
   NetBuilder b(net.name);
   b.net() = net;
-  ASSIGN_OR_RETURN(auto bytes, b.finish());
-  ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
   ScheduleConfig config;
   config.numThread = 3;
-  ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
+  KILN_ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
   for (auto& [name, f] : feeds) {
     Tensor* t = session->getInput(name);
     if (!t) return NotFound("no input '%s'", name.c_str());
-    RETURN_IF_ERROR(session->resizeTensor(t, f.shape));
+    KILN_RETURN_IF_ERROR(session->resizeTensor(t, f.shape));
   }
-  RETURN_IF_ERROR(session->resize());
+  KILN_RETURN_IF_ERROR(session->resize());
   for (auto& [name, f] : feeds) {
     auto host = Tensor::wrap(f.shape, fb::DataType::F32, const_cast<float*>(f.values.data()));
-    RETURN_IF_ERROR(session->getInput(name)->copyFromHostTensor(*host));
+    KILN_RETURN_IF_ERROR(session->getInput(name)->copyFromHostTensor(*host));
   }
-  RETURN_IF_ERROR(session->run());
+  KILN_RETURN_IF_ERROR(session->run());
   std::vector<std::vector<float>> outs;
   for (int o : net.outputs) {
     const std::string& name = net.tensors[static_cast<size_t>(o)]->name;
@@ -86,7 +86,7 @@ inline StatusOr<std::vector<std::vector<float>>> RunNet(const fb::NetT& net, con
     if (t->dtype() != fb::DataType::F32) return Unsupported("output '%s' is not f32", name.c_str());
     std::vector<float> v(static_cast<size_t>(t->elementCount()));
     auto host = Tensor::wrap(t->shape(), fb::DataType::F32, v.data());
-    RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
+    KILN_RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
     outs.push_back(std::move(v));
   }
   return outs;

@@ -54,9 +54,9 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
   std::vector<std::string> outs;
   for (int i = 0; i < num_outputs_; ++i) outs.push_back("out" + std::to_string(i));
   for (int o : b.addOp(type_, name_, ins, outs, params_)) b.addOutput(o);
-  ASSIGN_OR_RETURN(auto bytes, b.finish());
-  ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
-  ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
+  KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  KILN_ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
   if (placement_) *placement_ = session->placement();
   // Inputs that already have memory (all of them when the session resized at
   // creation; shape inputs always) are written first; if any had none, the
@@ -67,19 +67,19 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
       if (in.missing || in.constant) continue;
       Tensor* t = session->getInput(in.name);
       if (!t) return Internal("no session input '%s'", in.name.c_str());
-      if (pass == 0) RETURN_IF_ERROR(session->resizeTensor(t, in.shape));
+      if (pass == 0) KILN_RETURN_IF_ERROR(session->resizeTensor(t, in.shape));
       if (!t->hostData() && t->onHost() && !in.bytes.empty()) {
         need_resize = true;
         continue;
       }
       auto host = Tensor::wrap(in.shape, in.dtype, const_cast<uint8_t*>(in.bytes.data()));
-      RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+      KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host));
     }
     if (!need_resize) break;
-    RETURN_IF_ERROR(session->resize());
+    KILN_RETURN_IF_ERROR(session->resize());
     need_resize = false;
   }
-  RETURN_IF_ERROR(session->run());
+  KILN_RETURN_IF_ERROR(session->run());
   std::vector<OpResult> results;
   for (int i = 0; i < num_outputs_; ++i) {
     Tensor* t = session->getOutput("out" + std::to_string(i));
@@ -88,7 +88,7 @@ StatusOr<std::vector<OpResult>> OpTest::run(const ScheduleConfig& config) const 
     r.dtype = t->dtype();
     r.bytes.resize(t->byteSize());
     auto host = Tensor::wrap(t->shape(), t->dtype(), r.bytes.data());
-    RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
+    KILN_RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
     results.push_back(std::move(r));
   }
   return results;

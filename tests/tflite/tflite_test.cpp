@@ -61,18 +61,18 @@ struct Feed {
 StatusOr<std::map<std::string, OpResult>> RunModel(const std::vector<uint8_t>& tflite, const std::map<std::string, Feed>& in,
                                               const ConvertOptions& opt = {}, ConvertReport* report = nullptr) {
   std::string path = WriteTemp(tflite, ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  ASSIGN_OR_RETURN(NetBuilder b, ImportTflite(path, opt, report));
-  ASSIGN_OR_RETURN(auto bytes, b.finish());
-  ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
-  ASSIGN_OR_RETURN(Session * s, interp->createSession({}));
+  KILN_ASSIGN_OR_RETURN(NetBuilder b, ImportTflite(path, opt, report));
+  KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  KILN_ASSIGN_OR_RETURN(Session * s, interp->createSession({}));
   for (const auto& [name, f] : in) {
     Tensor* t = s->getInput(name);
     if (!t) return NotFound("no input '%s'", name.c_str());
     if (t->shape() != f.shape) return InvalidArgument("input '%s' has another shape", name.c_str());
     auto host = Tensor::wrap(f.shape, fb::DataType::F32, const_cast<float*>(f.values.data()));
-    RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+    KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host));
   }
-  RETURN_IF_ERROR(s->run());
+  KILN_RETURN_IF_ERROR(s->run());
   std::map<std::string, OpResult> out;
   for (auto& [name, t] : s->getOutputAll()) {
     OpResult r;
@@ -80,7 +80,7 @@ StatusOr<std::map<std::string, OpResult>> RunModel(const std::vector<uint8_t>& t
     r.dtype = t->dtype();
     r.bytes.resize(t->byteSize());
     auto host = Tensor::wrap(t->shape(), t->dtype(), r.bytes.data());
-    RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
+    KILN_RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
     out[name] = std::move(r);
   }
   return out;

@@ -16,13 +16,13 @@ namespace {
 StatusOr<std::vector<RecordedOp>> RecordTinyCnn(Interpreter* interp, ForwardType type) {
   ScheduleConfig config;
   config.type = type;
-  ASSIGN_OR_RETURN(Session * s, interp->createSession(config));
+  KILN_ASSIGN_OR_RETURN(Session * s, interp->createSession(config));
   Tensor* in = s->getInput();
-  RETURN_IF_ERROR(s->resizeTensor(in, {1, 3, 9, 7}));
-  RETURN_IF_ERROR(s->resize());
+  KILN_RETURN_IF_ERROR(s->resizeTensor(in, {1, 3, 9, 7}));
+  KILN_RETURN_IF_ERROR(s->resize());
   std::vector<float> x = RandomFloats(3 * 9 * 7, 5);
   auto host = Tensor::wrap({1, 3, 9, 7}, fb::DataType::F32, x.data());
-  RETURN_IF_ERROR(in->copyFromHostTensor(*host));
+  KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*host));
   return RecordRun(s);
 }
 

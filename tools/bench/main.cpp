@@ -84,14 +84,14 @@ Status PrepareInputs(Session* s, const Options& o) {
     if (it != o.shapes.end()) shape = it->second;
     for (int64_t& d : shape)
       if (d < 0) d = 1;
-    RETURN_IF_ERROR(s->resizeTensor(t, shape));
+    KILN_RETURN_IF_ERROR(s->resizeTensor(t, shape));
   }
-  RETURN_IF_ERROR(s->resize());
+  KILN_RETURN_IF_ERROR(s->resize());
   for (auto& [name, t] : s->getInputAll()) {
     auto host = Tensor::create(t->shape(), t->dtype());
     if (t->dtype() == fb::DataType::F32)
       for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = dist(rng);
-    RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+    KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host));
   }
   return Status::Ok();
 }
@@ -105,7 +105,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   config.gpuLayout = o.layout;
   config.profile = o.profile;
   auto t0 = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, LoadAnyModel(path));
   r->load_ms = Ms(t0, Clock::now());
 
   // Session creation (with resize and input upload): the first of the
@@ -115,11 +115,11 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   std::remove(cache.c_str());
   Session* s = nullptr;
   for (int pass = 0; pass < 3; ++pass) {
-    if (s) RETURN_IF_ERROR(interp->releaseSession(s));
+    if (s) KILN_RETURN_IF_ERROR(interp->releaseSession(s));
     config.cacheFile = pass == 0 ? "" : cache;
     t0 = Clock::now();
-    ASSIGN_OR_RETURN(s, interp->createSession(config));
-    RETURN_IF_ERROR(PrepareInputs(s, o), "inputs");
+    KILN_ASSIGN_OR_RETURN(s, interp->createSession(config));
+    KILN_RETURN_IF_ERROR(PrepareInputs(s, o), "inputs");
     double ms = Ms(t0, Clock::now());
     (pass == 0 ? r->first_session_ms : pass == 1 ? r->cold_cache_ms : r->warm_cache_ms) = ms;
   }
@@ -141,13 +141,13 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     if (main.empty() || name == main) r->device += (r->device.empty() ? "" : "; ") + d;
 
   t0 = Clock::now();
-  RETURN_IF_ERROR(s->run(), "first run");
+  KILN_RETURN_IF_ERROR(s->run(), "first run");
   r->first_run_ms = Ms(t0, Clock::now());
-  for (int i = 0; i < o.warmup; ++i) RETURN_IF_ERROR(s->run());
+  for (int i = 0; i < o.warmup; ++i) KILN_RETURN_IF_ERROR(s->run());
   std::vector<double> times;
   for (int i = 0; i < o.loops; ++i) {
     t0 = Clock::now();
-    RETURN_IF_ERROR(s->run());
+    KILN_RETURN_IF_ERROR(s->run());
     times.push_back(Ms(t0, Clock::now()));
   }
   std::sort(times.begin(), times.end());

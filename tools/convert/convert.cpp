@@ -14,10 +14,10 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
                    ConvertReport* report) {
   const bool tflite = EndsWith(in, ".tflite");
   if (!tflite && !EndsWith(in, ".onnx")) return Unsupported("%s: only .onnx and .tflite input is supported", in.c_str());
-  ASSIGN_OR_RETURN(NetBuilder b, tflite ? ImportTflite(in, options, report) : ImportOnnx(in, options, report));
+  KILN_ASSIGN_OR_RETURN(NetBuilder b, tflite ? ImportTflite(in, options, report) : ImportOnnx(in, options, report));
   if (options.optimize) {
     PassReport passes;
-    RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", in.c_str());
+    KILN_RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", in.c_str());
     if (report) {
       report->passes = passes.applied;
       report->ops_out = static_cast<int>(b.net().ops.size());
@@ -26,7 +26,7 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
     }
   }
   if (options.fp16) {
-    ASSIGN_OR_RETURN(int n, StoreWeightsAsF16(b.net()), "%s: --fp16", in.c_str());
+    KILN_ASSIGN_OR_RETURN(int n, StoreWeightsAsF16(b.net()), "%s: --fp16", in.c_str());
     if (report) {
       report->fp16_weights = n;
       report->weight_bytes = 0;
@@ -40,17 +40,17 @@ Status ConvertFile(const std::string& in, const std::string& out, const ConvertO
     w.external_weights = base + ".weights";
     w.external_min_bytes = 1024;
   }
-  RETURN_IF_ERROR(b.writeFile(out, w));
+  KILN_RETURN_IF_ERROR(b.writeFile(out, w));
   return Status::Ok();
 }
 
 StatusOr<std::unique_ptr<Interpreter>> LoadAnyModel(const std::string& path) {
   const bool onnx = EndsWith(path, ".onnx");
   if (!onnx && !EndsWith(path, ".tflite")) return Interpreter::createFromFile(path);
-  ASSIGN_OR_RETURN(NetBuilder b, onnx ? ImportOnnx(path, {}, nullptr) : ImportTflite(path, {}, nullptr));
+  KILN_ASSIGN_OR_RETURN(NetBuilder b, onnx ? ImportOnnx(path, {}, nullptr) : ImportTflite(path, {}, nullptr));
   PassReport passes;  // what kiln-convert would do
-  RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", path.c_str());
-  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
+  KILN_RETURN_IF_ERROR(OptimizeNet(b.net(), &passes), "%s: graph passes", path.c_str());
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
   LoadOptions options;
   options.display_name = path;
   return Interpreter::createFromBuffer(bytes.data(), bytes.size(), BufferOwnership::kCopy, options);

@@ -43,14 +43,14 @@ class OnnxImporter {
 
     std::set<std::string> initializer_names;
     for (const auto& init : g.initializer()) {
-      ASSIGN_OR_RETURN(TensorData d, ReadTensor(init, base_dir_), "initializer");
+      KILN_ASSIGN_OR_RETURN(TensorData d, ReadTensor(init, base_dir_), "initializer");
       tensors_[init.name()] = b_.addConstant(init.name(), d.dtype, d.shape, d.bytes.data(), d.bytes.size());
       report_->weight_bytes += d.bytes.size();
       initializer_names.insert(init.name());
     }
     for (const auto& in : g.input()) {
       if (initializer_names.count(in.name())) continue;
-      RETURN_IF_ERROR(AddInput(in), "graph input '%s'", in.name().c_str());
+      KILN_RETURN_IF_ERROR(AddInput(in), "graph input '%s'", in.name().c_str());
     }
     report_->ops_in = g.node_size();
     for (int i = 0; i < g.node_size(); ++i) {
@@ -61,7 +61,7 @@ class OnnxImporter {
         named.set_name(n->output_size() ? n->output(0) : n->op_type() + std::to_string(i));
         n = &named;
       }
-      RETURN_IF_ERROR(ImportNode(*n), "node %d '%s' (%s)", i, n->name().c_str(), n->op_type().c_str());
+      KILN_RETURN_IF_ERROR(ImportNode(*n), "node %d '%s' (%s)", i, n->name().c_str(), n->op_type().c_str());
       if (opt_.progress && g.node_size() > 200 && (i + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %d of %d nodes", i + 1, g.node_size()));
     }
@@ -87,7 +87,7 @@ class OnnxImporter {
   Status AddInput(const onnx::ValueInfoProto& in) {
     if (!in.type().has_tensor_type()) return Unsupported("only tensor inputs are supported");
     const auto& tt = in.type().tensor_type();
-    ASSIGN_OR_RETURN(fb::DataType dtype, MapDataType(tt.elem_type()));
+    KILN_ASSIGN_OR_RETURN(fb::DataType dtype, MapDataType(tt.elem_type()));
     std::vector<Dim> dims;
     auto over = opt_.input_shapes.find(in.name());
     if (over != opt_.input_shapes.end()) {
@@ -115,7 +115,7 @@ class OnnxImporter {
   StatusOr<std::vector<int>> Inputs(const onnx::NodeProto& n) {
     std::vector<int> v;
     for (int k = 0; k < n.input_size(); ++k) {
-      ASSIGN_OR_RETURN(int t, Input(n, k));
+      KILN_ASSIGN_OR_RETURN(int t, Input(n, k));
       v.push_back(t);
     }
     while (!v.empty() && v.back() < 0) v.pop_back();  // trailing optional inputs left out
@@ -165,7 +165,7 @@ class OnnxImporter {
   Status ImportConstant(const onnx::NodeProto& n) {
     TensorData d;
     if (auto* a = FindAttr(n, "value")) {
-      ASSIGN_OR_RETURN(d, ReadTensor(a->t(), base_dir_));
+      KILN_ASSIGN_OR_RETURN(d, ReadTensor(a->t(), base_dir_));
     } else if (auto* f = FindAttr(n, "value_float")) {
       d.dtype = fb::DataType::F32;
       d.bytes.resize(4);
@@ -197,23 +197,23 @@ class OnnxImporter {
 
   StatusOr<fb::ConvParamsT> ConvParams(const onnx::NodeProto& n) {
     fb::ConvParamsT p;
-    ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
-    ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
-    ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
-    ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
-    ASSIGN_OR_RETURN(p.group, AttrInt32(n, "group", 1));
+    KILN_ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+    KILN_ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+    KILN_ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+    KILN_ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
+    KILN_ASSIGN_OR_RETURN(p.group, AttrInt32(n, "group", 1));
     p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
-    ASSIGN_OR_RETURN(p.output_padding, AttrInts32(n, "output_padding"));
-    ASSIGN_OR_RETURN(p.output_shape, AttrInts32(n, "output_shape"));
+    KILN_ASSIGN_OR_RETURN(p.output_padding, AttrInts32(n, "output_padding"));
+    KILN_ASSIGN_OR_RETURN(p.output_shape, AttrInts32(n, "output_shape"));
     return p;
   }
 
   StatusOr<fb::PoolParamsT> PoolParams(const onnx::NodeProto& n) {
     fb::PoolParamsT p;
-    ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
-    ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
-    ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
-    ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
+    KILN_ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+    KILN_ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+    KILN_ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+    KILN_ASSIGN_OR_RETURN(p.dilations, AttrInts32(n, "dilations"));
     p.auto_pad = MapAutoPad(AttrString(n, "auto_pad", "NOTSET"));
     p.ceil_mode = AttrInt(n, "ceil_mode", 0) != 0;
     p.count_include_pad = AttrInt(n, "count_include_pad", 0) != 0;
@@ -222,16 +222,16 @@ class OnnxImporter {
 
   StatusOr<fb::AxisParamsT> Axis(const onnx::NodeProto& n, int64_t def) {
     fb::AxisParamsT p;
-    ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", def));
+    KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", def));
     return p;
   }
 
   // Softmax / LogSoftmax before opset 13 normalize over all dims from `axis`
   // on: flatten to 2-D there, softmax the rows, reshape back.
   Status ImportLegacySoftmax(fb::OpType type, const onnx::NodeProto& n, int x) {
-    ASSIGN_OR_RETURN(int32_t axis, AttrInt32(n, "axis", 1));
+    KILN_ASSIGN_OR_RETURN(int32_t axis, AttrInt32(n, "axis", 1));
     if (axis == -1) {
-      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
       return Emit(type, n, {x}, U(p));
     }
     fb::AxisParamsT fa;
@@ -248,9 +248,9 @@ class OnnxImporter {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return Keep(n, "domain " + n.domain());
     const std::string& t = n.op_type();
     if (t == "Constant") return ImportConstant(n);
-    ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
+    KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
-      ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
+      KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
       return Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(p));
     } else if (t == "MaxPool" && AttrInt(n, "storage_order", 0) != 0 && OutputNames(n, 2).size() > 1) {
       return Keep(n, "storage_order 1 (column-major Indices)");
@@ -267,13 +267,13 @@ class OnnxImporter {
         }
       return Emit(fb::OpType::PRelu, n, in);
     } else if (t == "MaxPool" || t == "AveragePool") {
-      ASSIGN_OR_RETURN(fb::PoolParamsT p, PoolParams(n));
+      KILN_ASSIGN_OR_RETURN(fb::PoolParamsT p, PoolParams(n));
       return Emit(t == "MaxPool" ? fb::OpType::MaxPool : fb::OpType::AveragePool, n, in, U(p));
     } else if (t == "MaxUnpool") {
       fb::MaxUnpoolParamsT p;  // (X, I, output_shape?): I flat over the output, as MaxPool's Indices
-      ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
-      ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
-      ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
+      KILN_ASSIGN_OR_RETURN(p.kernel_shape, AttrInts32(n, "kernel_shape"));
+      KILN_ASSIGN_OR_RETURN(p.strides, AttrInts32(n, "strides"));
+      KILN_ASSIGN_OR_RETURN(p.pads, AttrInts32(n, "pads"));
       return Emit(fb::OpType::MaxUnpool, n, in, U(p));
     } else if (t == "Gemm") {
       fb::GemmParamsT p;
@@ -287,7 +287,7 @@ class OnnxImporter {
     } else if (t == "BatchNormalization" || t == "InstanceNormalization" || t == "LayerNormalization") {
       fb::NormParamsT p;
       p.epsilon = AttrFloat(n, "epsilon", 1e-5f);
-      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", -1));
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", -1));
       fb::OpType type = t == "BatchNormalization" ? fb::OpType::BatchNormalization
                         : t == "LayerNormalization" ? fb::OpType::LayerNormalization
                                                     : fb::OpType::InstanceNormalization;
@@ -317,7 +317,7 @@ class OnnxImporter {
       return Emit(fb::OpType::Gelu, n, in, U(p));
     } else if (t.rfind("Reduce", 0) == 0 && fb::OpType::Invalid != OpByName(t)) {
       fb::ReduceParamsT p;
-      ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
+      KILN_ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
       p.keepdims = AttrInt(n, "keepdims", 1) != 0;
       p.noop_with_empty_axes = AttrInt(n, "noop_with_empty_axes", 0) != 0;
       return Emit(OpByName(t), n, in, U(p));
@@ -325,28 +325,28 @@ class OnnxImporter {
       fb::OpType type = t == "Softmax" ? fb::OpType::Softmax : fb::OpType::LogSoftmax;
       if (in.size() != 1 || in[0] < 0) return InvalidArgument("%s takes one input, the node gives %zu", t.c_str(), in.size());
       if (opset_ < 13) return ImportLegacySoftmax(type, n, in[0]);
-      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, -1));
       return Emit(type, n, in, U(p));
     } else if (t == "Concat") {
-      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
       return Emit(fb::OpType::Concat, n, in, U(p));
     } else if (t == "Flatten") {
-      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 1));
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 1));
       return Emit(fb::OpType::Flatten, n, in, U(p));
     } else if (t == "Gather") {
-      ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 0));
       return Emit(fb::OpType::Gather, n, in, U(p));
     } else if (t == "Squeeze" || t == "Unsqueeze") {
       fb::AxesParamsT p;
-      ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
+      KILN_ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
       return Emit(t == "Squeeze" ? fb::OpType::Squeeze : fb::OpType::Unsqueeze, n, in, U(p));
     } else if (t == "Transpose") {
       fb::TransposeParamsT p;
-      ASSIGN_OR_RETURN(p.perm, AttrInts32(n, "perm"));
+      KILN_ASSIGN_OR_RETURN(p.perm, AttrInts32(n, "perm"));
       return Emit(fb::OpType::Transpose, n, in, U(p));
     } else if (t == "Split") {
       fb::SplitParamsT p;
-      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
       p.split = AttrInts(n, "split");
       return Emit(fb::OpType::Split, n, in, U(p));
     } else if (t == "Slice") {
@@ -395,7 +395,7 @@ class OnnxImporter {
       return Emit(fb::OpType::Resize, n, in, U(p));
     } else if (t == "DepthToSpace" || t == "SpaceToDepth") {
       fb::SpaceDepthParamsT p;
-      ASSIGN_OR_RETURN(p.blocksize, AttrInt32(n, "blocksize", 0));
+      KILN_ASSIGN_OR_RETURN(p.blocksize, AttrInt32(n, "blocksize", 0));
       p.mode = AttrString(n, "mode", "DCR") == "CRD" ? fb::DepthToSpaceMode::CRD : fb::DepthToSpaceMode::DCR;
       return Emit(t == "DepthToSpace" ? fb::OpType::DepthToSpace : fb::OpType::SpaceToDepth, n, in, U(p));
     } else if (t == "Cast") {
@@ -406,7 +406,7 @@ class OnnxImporter {
       return Emit(fb::OpType::Cast, n, in, U(p));
     } else if (t == "ArgMax" || t == "ArgMin") {
       fb::ArgParamsT p;
-      ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
       p.keepdims = AttrInt(n, "keepdims", 1) != 0;
       p.select_last_index = AttrInt(n, "select_last_index", 0) != 0;
       return Emit(t == "ArgMax" ? fb::OpType::ArgMax : fb::OpType::ArgMin, n, in, U(p));

@@ -98,7 +98,7 @@ StatusOr<uint64_t> ParseU64(const onnx::TensorProto& t, const std::string& key, 
 
 StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& base_dir) {
   TensorData d;
-  ASSIGN_OR_RETURN(d.dtype, MapDataType(t.data_type()), "tensor '%s'", t.name().c_str());
+  KILN_ASSIGN_OR_RETURN(d.dtype, MapDataType(t.data_type()), "tensor '%s'", t.name().c_str());
   d.shape.assign(t.dims().begin(), t.dims().end());
   int64_t n = 0;
   size_t es = DataTypeSize(d.dtype), bytes = 0;
@@ -114,9 +114,9 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
       if (kv.key() == "offset") {
-        ASSIGN_OR_RETURN(offset, ParseU64(t, kv.key(), kv.value()));
+        KILN_ASSIGN_OR_RETURN(offset, ParseU64(t, kv.key(), kv.value()));
       } else if (kv.key() == "length") {
-        ASSIGN_OR_RETURN(length, ParseU64(t, kv.key(), kv.value()));
+        KILN_ASSIGN_OR_RETURN(length, ParseU64(t, kv.key(), kv.value()));
       }
     }
     if (location.empty() || location[0] == '/' || location.find("..") != std::string::npos)

@@ -86,15 +86,15 @@ class TfliteImporter {
     b_.setMetadata("kiln-convert", "tflite", static_cast<int>(m_.version));
     if (!m_.description.empty()) b_.setProperty("tflite.description", m_.description);
     b_.setProperty("tflite.layout", "4-D inputs and outputs are NCHW (transposed from the model's NHWC)");
-    for (int32_t i : g_.inputs) RETURN_IF_ERROR(AddInput(i), "graph input '%s'", T(i).name.c_str());
+    for (int32_t i : g_.inputs) KILN_RETURN_IF_ERROR(AddInput(i), "graph input '%s'", T(i).name.c_str());
     for (size_t k = 0; k < g_.operators.size(); ++k) {
       const tfl::Operator& op = g_.operators[k];
       const tfl::OperatorCode& code = m_.operator_codes[op.opcode_index];
       std::string type = code.builtin == tfl::CUSTOM ? code.custom_code : tfl::BuiltinName(code.builtin);
       if (op.outputs.empty()) return InvalidArgument("operator %zu (%s) has no outputs", k, type.c_str());
       name_ = T(op.outputs[0]).name.empty() ? StrFormat("op%zu", k) : T(op.outputs[0]).name;
-      RETURN_IF_ERROR(CheckArity(op, code), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
-      RETURN_IF_ERROR(ImportOp(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      KILN_RETURN_IF_ERROR(CheckArity(op, code), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      KILN_RETURN_IF_ERROR(ImportOp(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
       if (opt_.progress && g_.operators.size() > 200 && (k + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %zu of %zu operators", k + 1, g_.operators.size()));
     }
@@ -108,7 +108,7 @@ class TfliteImporter {
       return Unsupported("%s\n(use --allow-unsupported to keep them as Custom ops)", msg.c_str());
     }
     for (int32_t o : g_.outputs) {
-      ASSIGN_OR_RETURN(int t, Act(o), "graph output '%s'", T(o).name.c_str());
+      KILN_ASSIGN_OR_RETURN(int t, Act(o), "graph output '%s'", T(o).name.c_str());
       b_.addOutput(t);
     }
     report_->ops_out = static_cast<int>(b_.net().ops.size());
@@ -178,7 +178,7 @@ class TfliteImporter {
     for (size_t k = 0; k < outs.size(); ++k) kiln_[static_cast<size_t>(op.outputs[k])] = outs[k];
   }
   StatusOr<int> AddConst(const std::string& name, const ConstData& d) {
-    ASSIGN_OR_RETURN(fb::DataType dtype, MapType(d.type), "constant '%s'", name.c_str());
+    KILN_ASSIGN_OR_RETURN(fb::DataType dtype, MapType(d.type), "constant '%s'", name.c_str());
     report_->weight_bytes += d.bytes.size();
     return b_.addConstant(Unique(name), dtype, d.shape, d.bytes.data(), d.bytes.size());
   }
@@ -187,7 +187,7 @@ class TfliteImporter {
     return b_.addConstant(Unique(name), {static_cast<int64_t>(v.size())}, v);
   }
   Status AddInput(int i) {
-    ASSIGN_OR_RETURN(fb::DataType dtype, MapType(T(i).type));
+    KILN_ASSIGN_OR_RETURN(fb::DataType dtype, MapType(T(i).type));
     Ints shape = KShape(i);
     auto over = opt_.input_shapes.find(T(i).name);
     if (over != opt_.input_shapes.end() && over->second != shape)
@@ -206,26 +206,26 @@ class TfliteImporter {
   }
   // A float constant (weights, biases) as f32; f16 widened.
   StatusOr<ConstData> ConstF32(int i) {
-    ASSIGN_OR_RETURN(ConstData d, Const(i));
+    KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
     if (d.type != tfl::kFloat32 && d.type != tfl::kFloat16)
       return Unsupported("constant '%s' is %s, not float (quantized weights are not supported)", T(i).name.c_str(),
                          tfl::TensorTypeName(d.type));
-    RETURN_IF_ERROR(tfl::ToFloat32(&d, T(i).quant), "constant '%s'", T(i).name.c_str());
+    KILN_RETURN_IF_ERROR(tfl::ToFloat32(&d, T(i).quant), "constant '%s'", T(i).name.c_str());
     return d;
   }
   StatusOr<int> F32Const(int i, const char* what) {
-    ASSIGN_OR_RETURN(ConstData d, ConstF32(i), "%s", what);
+    KILN_ASSIGN_OR_RETURN(ConstData d, ConstF32(i), "%s", what);
     return AddConst(T(i).name, d);
   }
   StatusOr<Ints> ConstInts(int i) {
-    ASSIGN_OR_RETURN(ConstData d, Const(i));
+    KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
     return tfl::ToInt64(d);
   }
   // A constant holding one axis of a rank-r tensor, normalized.
   StatusOr<int64_t> OneAxis(int i, int r) {
-    ASSIGN_OR_RETURN(Ints axis, ConstInts(i), "axis");
+    KILN_ASSIGN_OR_RETURN(Ints axis, ConstInts(i), "axis");
     if (axis.size() != 1) return InvalidArgument("axis must be one value");
-    ASSIGN_OR_RETURN(axis, tfl::NormalizeAxes(axis, r));
+    KILN_ASSIGN_OR_RETURN(axis, tfl::NormalizeAxes(axis, r));
     return axis[0];
   }
   Ints KAxes(const Ints& axes, int r) {  // TFLite axes -> Kiln axes
@@ -250,16 +250,16 @@ class TfliteImporter {
     if (i < 0) return -1;
     if (kiln_[static_cast<size_t>(i)] >= 0) return kiln_[static_cast<size_t>(i)];
     if (!IsConst(i)) return InvalidArgument("tensor '%s' is read before it is produced", T(i).name.c_str());
-    ASSIGN_OR_RETURN(ConstData d, Const(i));
-    if (Is4D(i)) RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
-    ASSIGN_OR_RETURN(int t, AddConst(T(i).name, d));
+    KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
+    if (Is4D(i)) KILN_RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
+    KILN_ASSIGN_OR_RETURN(int t, AddConst(T(i).name, d));
     return kiln_[static_cast<size_t>(i)] = t;
   }
   // The TFLite tensor in TFLite's layout (NHWC for 4-D).
   StatusOr<int> Nhwc(int i) {
     if (!Is4D(i)) return Act(i);
     if (nhwc_.count(i)) return nhwc_[i];
-    ASSIGN_OR_RETURN(int t, Act(i));
+    KILN_ASSIGN_OR_RETURN(int t, Act(i));
     return nhwc_[i] = Permute(t, KShape(i), kToNhwc, T(i).name + "/nhwc");
   }
   // Records Kiln tensor t as TFLite tensor `out`; `nhwc`: t is in TFLite's layout.
@@ -295,7 +295,7 @@ class TfliteImporter {
     return Status::Ok();
   }
   Status Unary(OpType type, const tfl::Operator& op, fb::OpParamsUnion p = {}) {
-    ASSIGN_OR_RETURN(int x, Act(In(op, 0)));
+    KILN_ASSIGN_OR_RETURN(int x, Act(In(op, 0)));
     return Emit(type, {x}, op.outputs[0], std::move(p));
   }
   // Broadcasting ops: inputs aligned as TFLite aligns them (from the last dim);
@@ -307,17 +307,17 @@ class TfliteImporter {
     for (int32_t i : op.inputs) {
       Ints s = Shape(i);
       if (r != 4 || Rank(i) == 4 || std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()) == 1) {
-        ASSIGN_OR_RETURN(in.emplace_back(), r == 4 ? Act(i) : Nhwc(i));
+        KILN_ASSIGN_OR_RETURN(in.emplace_back(), r == 4 ? Act(i) : Nhwc(i));
         continue;
       }
       s.insert(s.begin(), static_cast<size_t>(4 - Rank(i)), 1);
       if (IsConst(i)) {
-        ASSIGN_OR_RETURN(ConstData d, Const(i));
+        KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
         d.shape = s;
-        RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
-        ASSIGN_OR_RETURN(in.emplace_back(), AddConst(T(i).name + "/nchw", d));
+        KILN_RETURN_IF_ERROR(PermuteConst(&d, kToNchw), "constant '%s'", T(i).name.c_str());
+        KILN_ASSIGN_OR_RETURN(in.emplace_back(), AddConst(T(i).name + "/nchw", d));
       } else {
-        ASSIGN_OR_RETURN(int t, Act(i));
+        KILN_ASSIGN_OR_RETURN(int t, Act(i));
         int r4 = Op(OpType::Reshape, {t, IntsConst(T(i).name + "/4d_shape", s)}, T(i).name + "/4d");
         in.push_back(Permute(r4, s, kToNchw, T(i).name + "/nchw"));
       }
@@ -334,11 +334,11 @@ class TfliteImporter {
     const int out = op.outputs[0];
     if (!Is4D(x_in) || !Is4D(out) || Rank(w_in) != 4) return InvalidArgument("conv needs 4-D input, output, weights");
     if (!IsConst(w_in)) return Keep(op, code == tfl::CONV_2D ? "CONV_2D" : "conv", "non-constant weights");
-    ASSIGN_OR_RETURN(int x, Act(x_in));
-    ASSIGN_OR_RETURN(ConstData w, ConstF32(w_in), "weights");
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(ConstData w, ConstF32(w_in), "weights");
     const Ints ws = w.shape;  // OHWI; depthwise 1HWO
     const bool depthwise = code == tfl::DEPTHWISE_CONV_2D, transposed = code == tfl::TRANSPOSE_CONV;
-    RETURN_IF_ERROR(PermuteConst(&w, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2}), "weights");
+    KILN_RETURN_IF_ERROR(PermuteConst(&w, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2}), "weights");
     fb::ConvParamsT p;
     p.kernel_shape = {static_cast<int32_t>(ws[1]), static_cast<int32_t>(ws[2])};
     p.strides = {win.stride_h, win.stride_w};
@@ -360,16 +360,16 @@ class TfliteImporter {
     }
     int8_t rest = win.activation;
     if (FuseInto(rest, &p.activation, &p.activation_min, &p.activation_max)) rest = tfl::kActNone;
-    ASSIGN_OR_RETURN(int wt, AddConst(T(w_in).name, w));
+    KILN_ASSIGN_OR_RETURN(int wt, AddConst(T(w_in).name, w));
     std::vector<int> in = {x, wt};
     if (b_in >= 0) {
-      ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
+      KILN_ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
     }
     return Emit(transposed ? OpType::ConvTranspose : OpType::Conv, in, out, U(p), false, rest);
   }
   Status Pool(OpType type, const tfl::Operator& op, const tfl::Window& win) {
     if (!Is4D(In(op, 0))) return InvalidArgument("pooling needs a 4-D input");
-    ASSIGN_OR_RETURN(int x, Act(op.inputs[0]));
+    KILN_ASSIGN_OR_RETURN(int x, Act(op.inputs[0]));
     fb::PoolParamsT p;
     p.kernel_shape = {win.filter_h, win.filter_w};
     p.strides = {win.stride_h, win.stride_w};
@@ -407,8 +407,8 @@ class TfliteImporter {
     p.indices_in_output_shape = true;  // Kiln's MaxPool indices, in the pool input's (= output's) shape
     p.kernel_shape = {w.filter_h, w.filter_w};
     p.strides = {w.stride_h, w.stride_w};
-    ASSIGN_OR_RETURN(int x, Act(x_in));
-    ASSIGN_OR_RETURN(int idx, Act(idx_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int idx, Act(idx_in));
     return Emit(OpType::MaxUnpool, {x, idx, IntsConst(Tmp("output_shape"), shape)}, out, U(p));
   }
   Status FullyConnected(const tfl::Operator& op) {
@@ -416,12 +416,12 @@ class TfliteImporter {
     const int out = op.outputs[0];
     if (op.options.Byte(tfl::opt::kFcWeightsFormat, 0) != 0) return Keep(op, "FULLY_CONNECTED", "shuffled weights");
     if (Rank(w_in) != 2) return InvalidArgument("weights must be 2-D");
-    ASSIGN_OR_RETURN(int x, Nhwc(x_in));  // flattened in TFLite's order
+    KILN_ASSIGN_OR_RETURN(int x, Nhwc(x_in));  // flattened in TFLite's order
     if (Rank(x_in) != 2) x = Op(OpType::Reshape, {x, IntsConst(Tmp("flat_shape"), {-1, Shape(w_in)[1]})}, Tmp("flat"));
-    ASSIGN_OR_RETURN(int w, IsConst(w_in) ? F32Const(w_in, "weights") : Act(w_in));
+    KILN_ASSIGN_OR_RETURN(int w, IsConst(w_in) ? F32Const(w_in, "weights") : Act(w_in));
     std::vector<int> in = {x, w};
     if (b_in >= 0) {
-      ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
+      KILN_ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
     }
     fb::GemmParamsT p;
     p.trans_b = true;
@@ -437,11 +437,11 @@ class TfliteImporter {
     Ints shape = Shape(out);
     bool known = T(out).has_shape && std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d >= 0; });
     if (!known && op.inputs.size() > 1 && IsConst(op.inputs[1])) {
-      ASSIGN_OR_RETURN(shape, ConstInts(op.inputs[1]), "shape");
+      KILN_ASSIGN_OR_RETURN(shape, ConstInts(op.inputs[1]), "shape");
       known = true;
     }
     if (!known) return InvalidArgument("output shape is not static");
-    ASSIGN_OR_RETURN(int x, Nhwc(In(op, 0)));
+    KILN_ASSIGN_OR_RETURN(int x, Nhwc(In(op, 0)));
     return Emit(OpType::Reshape, {x, IntsConst(name_ + "/shape", shape)}, out, {}, true);
   }
   // A 4-D Kiln tensor y (of Kiln shape `s`) to TFLite tensor `out` of lower rank: NHWC view, reshape.
@@ -451,15 +451,15 @@ class TfliteImporter {
   }
   Status Reduce(OpType type, const tfl::Operator& op) {
     const int x_in = In(op, 0), out = op.outputs[0], r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints axes, ConstInts(In(op, 1)), "axes");
-    ASSIGN_OR_RETURN(axes, tfl::NormalizeAxes(axes, r));
+    KILN_ASSIGN_OR_RETURN(Ints axes, ConstInts(In(op, 1)), "axes");
+    KILN_ASSIGN_OR_RETURN(axes, tfl::NormalizeAxes(axes, r));
     fb::ReduceParamsT p;
     p.keepdims = op.options.Bool(tfl::opt::kKeepDims, false);
     std::set<int64_t> red(axes.begin(), axes.end());
     bool in_order = true;  // the kept dims have the same order in NCHW and NHWC
     for (int64_t a = 0, last = -1; r == 4 && a < 4; ++a)
       if (!red.count(a)) in_order = in_order && NchwAxis(a) > last, last = NchwAxis(a);
-    ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
     p.axes = I32(KAxes(Ints(red.begin(), red.end()), r));
     if (p.keepdims || in_order) return Emit(type, {x}, out, U(p), r != 4);
     p.keepdims = true;  // reduce in NCHW keeping dims, then drop them in NHWC order
@@ -469,7 +469,7 @@ class TfliteImporter {
   }
   Status Pad(const tfl::Operator& op, fb::PadMode mode) {
     const int r = Rank(In(op, 0));
-    ASSIGN_OR_RETURN(Ints pads, ConstInts(In(op, 1)), "paddings");
+    KILN_ASSIGN_OR_RETURN(Ints pads, ConstInts(In(op, 1)), "paddings");
     if (static_cast<int>(pads.size()) != 2 * r) return InvalidArgument("paddings must be [%d, 2]", r);
     fb::PadParamsT p;
     p.mode = mode;
@@ -480,7 +480,7 @@ class TfliteImporter {
       p.pads[static_cast<size_t>(k + r)] = pads[2 * src + 1];
     }
     if (op.inputs.size() > 2 && op.inputs[2] >= 0) {  // PADV2's constant value
-      ASSIGN_OR_RETURN(ConstData v, ConstF32(op.inputs[2]), "constant value");
+      KILN_ASSIGN_OR_RETURN(ConstData v, ConstF32(op.inputs[2]), "constant value");
       if (v.bytes.size() != 4) return InvalidArgument("the pad value must be one float");
       std::memcpy(&p.value, v.bytes.data(), 4);
     }
@@ -500,20 +500,20 @@ class TfliteImporter {
                              : bilinear ? fb::CoordinateTransform::HalfPixel
                                         : fb::CoordinateTransform::TfHalfPixelForNn;
     p.nearest_mode = align ? fb::NearestMode::RoundPreferCeil : fb::NearestMode::Floor;
-    ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
     return Emit(OpType::Resize, {x, -1, -1, IntsConst(Tmp("sizes"), KShape(out))}, out, U(p));
   }
   Status Transpose(const tfl::Operator& op) {
     const int x_in = In(op, 0), r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints perm, ConstInts(In(op, 1)), "perm");
-    ASSIGN_OR_RETURN(perm, tfl::NormalizeAxes(perm, r));
+    KILN_ASSIGN_OR_RETURN(Ints perm, ConstInts(In(op, 1)), "perm");
+    KILN_ASSIGN_OR_RETURN(perm, tfl::NormalizeAxes(perm, r));
     if (static_cast<int>(perm.size()) != r) return InvalidArgument("perm has %zu entries for rank %d", perm.size(), r);
     if (r == 4) {  // NCHW in -> NHWC -> perm -> NCHW out, as one permutation
       Ints total;
       for (int64_t q : kToNchw) total.push_back(kToNhwc[static_cast<size_t>(perm[static_cast<size_t>(q)])]);
       perm = total;
     }
-    ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
     Define(op.outputs[0], Permute(x, KShape(x_in), perm, T(op.outputs[0]).name), false);
     return Status::Ok();
   }
@@ -521,18 +521,18 @@ class TfliteImporter {
   // STRIDED_SLICE (no ellipsis / new axes) and SLICE.
   Status Slice(const tfl::Operator& op, bool strided) {
     const int x_in = In(op, 0), out = op.outputs[0], r = Rank(x_in);
-    ASSIGN_OR_RETURN(Ints begin, ConstInts(In(op, 1)), "begin");
-    ASSIGN_OR_RETURN(Ints end, ConstInts(In(op, 2)), "end / size");
+    KILN_ASSIGN_OR_RETURN(Ints begin, ConstInts(In(op, 1)), "begin");
+    KILN_ASSIGN_OR_RETURN(Ints end, ConstInts(In(op, 2)), "end / size");
     Ints steps(begin.size(), 1);
     const tfl::SliceMasks m = tfl::ReadSliceMasks(op, strided);
     if (m.unsupported) return Keep(op, "STRIDED_SLICE", "ellipsis or new-axis mask");
     if (strided) {
-      ASSIGN_OR_RETURN(steps, ConstInts(In(op, 3)), "strides");
+      KILN_ASSIGN_OR_RETURN(steps, ConstInts(In(op, 3)), "strides");
     }
-    ASSIGN_OR_RETURN(tfl::SliceSpec spec, tfl::ResolveSlice(begin, end, steps, m, Shape(x_in)));
+    KILN_ASSIGN_OR_RETURN(tfl::SliceSpec spec, tfl::ResolveSlice(begin, end, steps, m, Shape(x_in)));
     Ints axes(begin.size());
     std::iota(axes.begin(), axes.end(), 0);
-    ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
     std::vector<int> in = {x, IntsConst(Tmp("starts"), spec.starts), IntsConst(Tmp("ends"), spec.ends),
                            IntsConst(Tmp("axes"), KAxes(axes, r)), IntsConst(Tmp("steps"), spec.steps)};
     if (!m.shrink) return Emit(OpType::Slice, in, out, {});
@@ -545,39 +545,39 @@ class TfliteImporter {
     return DropDims(y, PermuteDims(kept, kToNchw), out);
   }
   Status Split(const tfl::Operator& op, int x_in, int axis_in, int sizes_in) {
-    ASSIGN_OR_RETURN(const int64_t axis, OneAxis(axis_in, Rank(x_in)));
+    KILN_ASSIGN_OR_RETURN(const int64_t axis, OneAxis(axis_in, Rank(x_in)));
     fb::SplitParamsT p;
     p.axis = static_cast<int32_t>(KAxes({axis}, Rank(x_in))[0]);
     if (sizes_in >= 0) {  // SPLIT_V; one size may be -1: the rest
-      ASSIGN_OR_RETURN(p.split, ConstInts(sizes_in), "size_splits");
+      KILN_ASSIGN_OR_RETURN(p.split, ConstInts(sizes_in), "size_splits");
       auto free = std::find(p.split.begin(), p.split.end(), -1);
       const int64_t sum = std::accumulate(p.split.begin(), p.split.end(), int64_t{0});
       if (free != p.split.end()) *free = Shape(x_in)[static_cast<size_t>(axis)] + 1 - sum;
     }
-    ASSIGN_OR_RETURN(int x, Act(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
     MultiOp(OpType::Split, {x}, op, U(p));
     return Status::Ok();
   }
   Status Gather(const tfl::Operator& op) {
     const int x_in = In(op, 0), idx_in = In(op, 1), r = Rank(x_in);
     if (op.options.Int(tfl::opt::kGatherBatchDims, 0) != 0) return Keep(op, "GATHER", "batch_dims");
-    ASSIGN_OR_RETURN(Ints axis, tfl::NormalizeAxes({op.options.Int(tfl::opt::kGatherAxis, 0)}, r));
-    ASSIGN_OR_RETURN(int idx, Nhwc(idx_in));
+    KILN_ASSIGN_OR_RETURN(Ints axis, tfl::NormalizeAxes({op.options.Int(tfl::opt::kGatherAxis, 0)}, r));
+    KILN_ASSIGN_OR_RETURN(int idx, Nhwc(idx_in));
     const bool nchw = r == 4 && Rank(idx_in) == 1;  // the output is 4-D too: gather in NCHW
     fb::AxisParamsT p;
     p.axis = static_cast<int32_t>(nchw ? NchwAxis(axis[0]) : axis[0]);
-    ASSIGN_OR_RETURN(int x, nchw ? Act(x_in) : Nhwc(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, nchw ? Act(x_in) : Nhwc(x_in));
     return Emit(OpType::Gather, {x, idx}, op.outputs[0], U(p), !nchw);
   }
   Status ArgMax(OpType type, const tfl::Operator& op) {
     const int x_in = In(op, 0), out = op.outputs[0];
     fb::ArgParamsT p;
-    ASSIGN_OR_RETURN(int64_t axis, OneAxis(In(op, 1), Rank(x_in)));
+    KILN_ASSIGN_OR_RETURN(int64_t axis, OneAxis(In(op, 1), Rank(x_in)));
     p.axis = static_cast<int32_t>(axis);
     p.keepdims = false;
-    ASSIGN_OR_RETURN(int x, Nhwc(x_in));
+    KILN_ASSIGN_OR_RETURN(int x, Nhwc(x_in));
     if (T(out).type == tfl::kInt64) return Emit(type, {x}, out, U(p), true);
-    ASSIGN_OR_RETURN(fb::DataType to, MapType(T(out).type));  // Kiln's ArgMax gives int64
+    KILN_ASSIGN_OR_RETURN(fb::DataType to, MapType(T(out).type));  // Kiln's ArgMax gives int64
     auto cast = Make<fb::CastParamsT>([&](auto& q) { q.to = to; });
     return Emit(OpType::Cast, {Op(type, {x}, Tmp("i64"), U(p))}, out, std::move(cast), true);
   }
@@ -585,7 +585,7 @@ class TfliteImporter {
     std::vector<int> in;
     for (int k = 0; k < 2; ++k) {
       const int i = In(op, static_cast<size_t>(k)), r = Rank(i);
-      ASSIGN_OR_RETURN(int t, Nhwc(i));
+      KILN_ASSIGN_OR_RETURN(int t, Nhwc(i));
       if (op.options.Bool(k == 0 ? tfl::opt::kAdjX : tfl::opt::kAdjY, false)) {
         if (r < 2) return InvalidArgument("adjoint of a rank-%d input", r);
         Ints perm(static_cast<size_t>(r));
@@ -601,10 +601,10 @@ class TfliteImporter {
   Status Dequantize(const tfl::Operator& op) {
     const int x_in = In(op, 0);
     if (!IsConst(x_in)) return Keep(op, "DEQUANTIZE", "of a non-constant tensor");
-    ASSIGN_OR_RETURN(ConstData d, Const(x_in));
+    KILN_ASSIGN_OR_RETURN(ConstData d, Const(x_in));
     Status s = tfl::ToFloat32(&d, T(x_in).quant);
     if (s.code() == StatusCode::kUnsupported) return Keep(op, "DEQUANTIZE", s.message());
-    RETURN_IF_ERROR(s, "constant '%s'", T(x_in).name.c_str());
+    KILN_RETURN_IF_ERROR(s, "constant '%s'", T(x_in).name.c_str());
     folded_[op.outputs[0]] = std::move(d);
     return Status::Ok();
   }
@@ -650,7 +650,7 @@ class TfliteImporter {
     switch (mp_deconv ? int32_t{tfl::TRANSPOSE_CONV} : mp_argmax ? int32_t{tfl::MAX_POOL_2D} : c) {
       case tfl::CONV_2D: case tfl::DEPTHWISE_CONV_2D: case tfl::TRANSPOSE_CONV:
       case tfl::AVERAGE_POOL_2D: case tfl::MAX_POOL_2D: {
-        ASSIGN_OR_RETURN(tfl::Window w, tfl::ReadWindow(code, op));
+        KILN_ASSIGN_OR_RETURN(tfl::Window w, tfl::ReadWindow(code, op));
         if (c == tfl::AVERAGE_POOL_2D) return Pool(OpType::AveragePool, op, w);
         if (c == tfl::MAX_POOL_2D || mp_argmax) return Pool(OpType::MaxPool, op, w);
         if (mp_deconv) return Conv(op, tfl::TRANSPOSE_CONV, w, in(0), in(1), in(2));  // input, weights (OHWI), bias
@@ -662,7 +662,7 @@ class TfliteImporter {
       case tfl::RELU_N1_TO_1: return Unary(OpType::Clip, op, Clip(-1.f, 1.f));
       case tfl::ELU: return Unary(OpType::Elu, op, U(fb::EluParamsT()));
       case tfl::RSQRT: case tfl::SQUARE: {
-        ASSIGN_OR_RETURN(int x, Act(in(0)));
+        KILN_ASSIGN_OR_RETURN(int x, Act(in(0)));
         if (c == tfl::SQUARE) return Emit(OpType::Mul, {x, x}, op.outputs[0]);
         return Emit(OpType::Reciprocal, {Op(OpType::Sqrt, {x}, Tmp("sqrt"))}, op.outputs[0]);
       }
@@ -675,18 +675,18 @@ class TfliteImporter {
                      }));
       case tfl::CONCATENATION: {
         const int r = Rank(op.outputs[0]);
-        ASSIGN_OR_RETURN(Ints axis, tfl::NormalizeAxes({o.Int(tfl::opt::kConcatAxis, 0)}, r));
+        KILN_ASSIGN_OR_RETURN(Ints axis, tfl::NormalizeAxes({o.Int(tfl::opt::kConcatAxis, 0)}, r));
         fb::AxisParamsT p;
         p.axis = static_cast<int32_t>(KAxes(axis, r)[0]);
         std::vector<int> xs;
         for (int32_t i : op.inputs) {
-          ASSIGN_OR_RETURN(xs.emplace_back(), Act(i));
+          KILN_ASSIGN_OR_RETURN(xs.emplace_back(), Act(i));
         }
         return Emit(OpType::Concat, xs, op.outputs[0], U(p), false, o.Byte(tfl::opt::kConcatActivation, 0));
       }
       case tfl::RESHAPE: case tfl::SQUEEZE: case tfl::EXPAND_DIMS: return Reshape(op);
       case tfl::SOFTMAX: case tfl::LOG_SOFTMAX: {
-        ASSIGN_OR_RETURN(int x, Act(in(0)));
+        KILN_ASSIGN_OR_RETURN(int x, Act(in(0)));
         const float beta = c == tfl::SOFTMAX ? o.Float(tfl::opt::kSoftmaxBeta, 1.f) : 1.f;
         if (beta != 1.f)
           x = Op(OpType::Mul, {x, b_.addConstant(Unique(Tmp("beta")), {}, std::vector<float>{beta})}, Tmp("scaled"));
@@ -707,9 +707,9 @@ class TfliteImporter {
       case tfl::SPLIT_V: return Split(op, in(0), in(2), in(1));
       case tfl::GATHER: return Gather(op);
       case tfl::TILE: {
-        ASSIGN_OR_RETURN(Ints reps, ConstInts(in(1)), "multiples");
+        KILN_ASSIGN_OR_RETURN(Ints reps, ConstInts(in(1)), "multiples");
         if (Rank(in(0)) == 4 && reps.size() == 4) reps = PermuteDims(reps, kToNchw);
-        ASSIGN_OR_RETURN(int x, Act(in(0)));
+        KILN_ASSIGN_OR_RETURN(int x, Act(in(0)));
         return Emit(OpType::Tile, {x, IntsConst(Tmp("repeats"), reps)}, op.outputs[0]);
       }
       case tfl::DEPTH_TO_SPACE: case tfl::SPACE_TO_DEPTH:  // TF's NHWC channel order is DCR (the default mode)
@@ -766,7 +766,7 @@ StatusOr<NetBuilder> ImportModel(const tflite::Model& model, const ConvertOption
 }  // namespace
 
 StatusOr<NetBuilder> ImportTflite(const std::string& path, const ConvertOptions& options, ConvertReport* report) {
-  ASSIGN_OR_RETURN(tflite::Model model, tflite::ReadModelFile(path));
+  KILN_ASSIGN_OR_RETURN(tflite::Model model, tflite::ReadModelFile(path));
   auto r = ImportModel(model, options, report);
   if (!r.ok()) return r.status().WithContext(path);
   return r;

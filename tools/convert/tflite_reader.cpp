@@ -131,26 +131,26 @@ class ModelParser {
     flatbuffers::uoffset_t root = v_.VerifyOffset(0);
     if (root == 0) return InvalidArgument("root table offset is outside the file");
     const Table* t = reinterpret_cast<const Table*>(buf_ + root);
-    RETURN_IF_ERROR(Start(t), "model");
-    ASSIGN_OR_RETURN(m->version, Scalar<uint32_t>(t, model_f::kVersion, 0), "model version");
-    ASSIGN_OR_RETURN(m->description, Str(t, model_f::kDescription), "model description");
+    KILN_RETURN_IF_ERROR(Start(t), "model");
+    KILN_ASSIGN_OR_RETURN(m->version, Scalar<uint32_t>(t, model_f::kVersion, 0), "model version");
+    KILN_ASSIGN_OR_RETURN(m->description, Str(t, model_f::kDescription), "model description");
 
-    ASSIGN_OR_RETURN(auto* buffers, Tables(t, model_f::kBuffers), "model buffers");
+    KILN_ASSIGN_OR_RETURN(auto* buffers, Tables(t, model_f::kBuffers), "model buffers");
     for (size_t i = 0; buffers && i < buffers->size(); ++i) {
-      ASSIGN_OR_RETURN(ByteSpan b, ParseBuffer(buffers->Get(static_cast<flatbuffers::uoffset_t>(i))), "buffer %zu", i);
+      KILN_ASSIGN_OR_RETURN(ByteSpan b, ParseBuffer(buffers->Get(static_cast<flatbuffers::uoffset_t>(i))), "buffer %zu", i);
       m->buffers.push_back(b);
     }
-    ASSIGN_OR_RETURN(auto* codes, Tables(t, model_f::kOperatorCodes), "model operator_codes");
+    KILN_ASSIGN_OR_RETURN(auto* codes, Tables(t, model_f::kOperatorCodes), "model operator_codes");
     for (size_t i = 0; codes && i < codes->size(); ++i) {
       OperatorCode c;
-      RETURN_IF_ERROR(ParseOpCode(codes->Get(static_cast<flatbuffers::uoffset_t>(i)), &c), "operator code %zu", i);
+      KILN_RETURN_IF_ERROR(ParseOpCode(codes->Get(static_cast<flatbuffers::uoffset_t>(i)), &c), "operator code %zu", i);
       m->operator_codes.push_back(std::move(c));
     }
-    ASSIGN_OR_RETURN(auto* subgraphs, Tables(t, model_f::kSubgraphs), "model subgraphs");
+    KILN_ASSIGN_OR_RETURN(auto* subgraphs, Tables(t, model_f::kSubgraphs), "model subgraphs");
     if (!subgraphs || subgraphs->size() == 0) return InvalidArgument("the model has no subgraph");
     for (size_t i = 0; i < subgraphs->size(); ++i) {
       SubGraph g;
-      RETURN_IF_ERROR(ParseSubGraph(subgraphs->Get(static_cast<flatbuffers::uoffset_t>(i)), *m, &g), "subgraph %zu", i);
+      KILN_RETURN_IF_ERROR(ParseSubGraph(subgraphs->Get(static_cast<flatbuffers::uoffset_t>(i)), *m, &g), "subgraph %zu", i);
       m->subgraphs.push_back(std::move(g));
     }
     v_.EndTable();
@@ -181,7 +181,7 @@ class ModelParser {
 
   template <typename T>
   StatusOr<std::vector<T>> VecCopy(const Table* t, int id) {
-    ASSIGN_OR_RETURN(auto* v, Vec<T>(t, id));
+    KILN_ASSIGN_OR_RETURN(auto* v, Vec<T>(t, id));
     std::vector<T> r;
     if (v && v->size()) {  // memcpy: the verifier aligns a vector to 4 bytes, not to an int64 element
       static_assert(std::is_arithmetic<T>::value, "VecCopy copies scalars");
@@ -206,10 +206,10 @@ class ModelParser {
   }
 
   StatusOr<ByteSpan> ParseBuffer(const Table* t) {
-    RETURN_IF_ERROR(Start(t));
-    ASSIGN_OR_RETURN(auto* data, Vec<uint8_t>(t, buffer_f::kData), "data");
-    ASSIGN_OR_RETURN(uint64_t offset, Scalar<uint64_t>(t, buffer_f::kOffset, 0), "offset");
-    ASSIGN_OR_RETURN(uint64_t size, Scalar<uint64_t>(t, buffer_f::kSize, 0), "size");
+    KILN_RETURN_IF_ERROR(Start(t));
+    KILN_ASSIGN_OR_RETURN(auto* data, Vec<uint8_t>(t, buffer_f::kData), "data");
+    KILN_ASSIGN_OR_RETURN(uint64_t offset, Scalar<uint64_t>(t, buffer_f::kOffset, 0), "offset");
+    KILN_ASSIGN_OR_RETURN(uint64_t size, Scalar<uint64_t>(t, buffer_f::kSize, 0), "size");
     v_.EndTable();
     ByteSpan b;
     if (offset > 1) {  // data stored after the FlatBuffer, at a file offset
@@ -226,51 +226,51 @@ class ModelParser {
   }
 
   Status ParseOpCode(const Table* t, OperatorCode* c) {
-    RETURN_IF_ERROR(Start(t));
-    ASSIGN_OR_RETURN(int8_t deprecated, Scalar<int8_t>(t, opcode_f::kDeprecatedBuiltinCode, 0));
-    ASSIGN_OR_RETURN(int32_t builtin, Scalar<int32_t>(t, opcode_f::kBuiltinCode, 0));
-    ASSIGN_OR_RETURN(c->version, Scalar<int32_t>(t, opcode_f::kVersion, 1));
-    ASSIGN_OR_RETURN(c->custom_code, Str(t, opcode_f::kCustomCode), "custom_code");
+    KILN_RETURN_IF_ERROR(Start(t));
+    KILN_ASSIGN_OR_RETURN(int8_t deprecated, Scalar<int8_t>(t, opcode_f::kDeprecatedBuiltinCode, 0));
+    KILN_ASSIGN_OR_RETURN(int32_t builtin, Scalar<int32_t>(t, opcode_f::kBuiltinCode, 0));
+    KILN_ASSIGN_OR_RETURN(c->version, Scalar<int32_t>(t, opcode_f::kVersion, 1));
+    KILN_ASSIGN_OR_RETURN(c->custom_code, Str(t, opcode_f::kCustomCode), "custom_code");
     c->builtin = std::max<int32_t>(deprecated, builtin);
     v_.EndTable();
     return Status::Ok();
   }
 
   Status ParseTensor(const Table* t, const Model& m, Tensor* out) {
-    RETURN_IF_ERROR(Start(t));
-    ASSIGN_OR_RETURN(auto* shape, Vec<int32_t>(t, tensor_f::kShape), "shape");
+    KILN_RETURN_IF_ERROR(Start(t));
+    KILN_ASSIGN_OR_RETURN(auto* shape, Vec<int32_t>(t, tensor_f::kShape), "shape");
     out->has_shape = shape != nullptr;
     if (shape) out->shape.assign(shape->begin(), shape->end());
-    ASSIGN_OR_RETURN(out->shape_signature, VecCopy<int32_t>(t, tensor_f::kShapeSignature), "shape_signature");
-    ASSIGN_OR_RETURN(out->type, Scalar<int8_t>(t, tensor_f::kType, kFloat32), "type");
-    ASSIGN_OR_RETURN(out->buffer, Scalar<uint32_t>(t, tensor_f::kBuffer, 0), "buffer");
-    ASSIGN_OR_RETURN(out->name, Str(t, tensor_f::kName), "name");
+    KILN_ASSIGN_OR_RETURN(out->shape_signature, VecCopy<int32_t>(t, tensor_f::kShapeSignature), "shape_signature");
+    KILN_ASSIGN_OR_RETURN(out->type, Scalar<int8_t>(t, tensor_f::kType, kFloat32), "type");
+    KILN_ASSIGN_OR_RETURN(out->buffer, Scalar<uint32_t>(t, tensor_f::kBuffer, 0), "buffer");
+    KILN_ASSIGN_OR_RETURN(out->name, Str(t, tensor_f::kName), "name");
     if (out->buffer >= m.buffers.size() && !(out->buffer == 0 && m.buffers.empty()))
       return InvalidArgument("buffer index %u out of range (%zu buffers)", out->buffer, m.buffers.size());
     for (int32_t d : out->shape)
       if (d < -1) return InvalidArgument("'%s': negative dimension %d in the shape", out->name.c_str(), d);
-    ASSIGN_OR_RETURN(const Table* q, SubTable(t, tensor_f::kQuantization), "quantization");
+    KILN_ASSIGN_OR_RETURN(const Table* q, SubTable(t, tensor_f::kQuantization), "quantization");
     if (q) {
-      RETURN_IF_ERROR(Start(q), "quantization");
-      ASSIGN_OR_RETURN(out->quant.scale, VecCopy<float>(q, quant_f::kScale), "quantization scale");
-      ASSIGN_OR_RETURN(out->quant.zero_point, VecCopy<int64_t>(q, quant_f::kZeroPoint), "quantization zero_point");
-      ASSIGN_OR_RETURN(out->quant.dimension, Scalar<int32_t>(q, quant_f::kQuantizedDimension, 0),
+      KILN_RETURN_IF_ERROR(Start(q), "quantization");
+      KILN_ASSIGN_OR_RETURN(out->quant.scale, VecCopy<float>(q, quant_f::kScale), "quantization scale");
+      KILN_ASSIGN_OR_RETURN(out->quant.zero_point, VecCopy<int64_t>(q, quant_f::kZeroPoint), "quantization zero_point");
+      KILN_ASSIGN_OR_RETURN(out->quant.dimension, Scalar<int32_t>(q, quant_f::kQuantizedDimension, 0),
                        "quantized_dimension");
       v_.EndTable();
     }
-    ASSIGN_OR_RETURN(const Table* sparsity, SubTable(t, tensor_f::kSparsity), "sparsity");
+    KILN_ASSIGN_OR_RETURN(const Table* sparsity, SubTable(t, tensor_f::kSparsity), "sparsity");
     out->sparse = sparsity != nullptr;
     v_.EndTable();
     return Status::Ok();
   }
 
   Status ParseOptions(const Table* op, Operator* out) {
-    ASSIGN_OR_RETURN(uint8_t type, Scalar<uint8_t>(op, operator_f::kOptionsType, kNoOptions), "builtin_options_type");
-    ASSIGN_OR_RETURN(const Table* t, SubTable(op, operator_f::kOptions), "builtin_options");
+    KILN_ASSIGN_OR_RETURN(uint8_t type, Scalar<uint8_t>(op, operator_f::kOptionsType, kNoOptions), "builtin_options_type");
+    KILN_ASSIGN_OR_RETURN(const Table* t, SubTable(op, operator_f::kOptions), "builtin_options");
     out->options.type_ = type;
     auto spec = OptionSpecs().find(type);
     if (!t || spec == OptionSpecs().end()) return Status::Ok();  // none, or a table this reader never reads
-    RETURN_IF_ERROR(Start(t), "builtin_options (type %u)", type);
+    KILN_RETURN_IF_ERROR(Start(t), "builtin_options (type %u)", type);
     for (int id = 0; spec->second[id]; ++id) {
       bool ok = true;
       switch (spec->second[id]) {
@@ -290,13 +290,13 @@ class ModelParser {
   }
 
   Status ParseOperator(const Table* t, const Model& m, size_t num_tensors, Operator* out) {
-    RETURN_IF_ERROR(Start(t));
-    ASSIGN_OR_RETURN(out->opcode_index, Scalar<uint32_t>(t, operator_f::kOpcodeIndex, 0), "opcode_index");
+    KILN_RETURN_IF_ERROR(Start(t));
+    KILN_ASSIGN_OR_RETURN(out->opcode_index, Scalar<uint32_t>(t, operator_f::kOpcodeIndex, 0), "opcode_index");
     if (out->opcode_index >= m.operator_codes.size())
       return InvalidArgument("opcode_index %u out of range (%zu operator codes)", out->opcode_index,
                              m.operator_codes.size());
-    ASSIGN_OR_RETURN(out->inputs, VecCopy<int32_t>(t, operator_f::kInputs), "inputs");
-    ASSIGN_OR_RETURN(out->outputs, VecCopy<int32_t>(t, operator_f::kOutputs), "outputs");
+    KILN_ASSIGN_OR_RETURN(out->inputs, VecCopy<int32_t>(t, operator_f::kInputs), "inputs");
+    KILN_ASSIGN_OR_RETURN(out->outputs, VecCopy<int32_t>(t, operator_f::kOutputs), "outputs");
     for (size_t k = 0; k < out->inputs.size(); ++k)
       if (out->inputs[k] < -1 || out->inputs[k] >= static_cast<int64_t>(num_tensors))
         return InvalidArgument("input %zu: tensor index %d out of range (%zu tensors)", k, out->inputs[k], num_tensors);
@@ -304,35 +304,35 @@ class ModelParser {
       if (out->outputs[k] < 0 || out->outputs[k] >= static_cast<int64_t>(num_tensors))
         return InvalidArgument("output %zu: tensor index %d out of range (%zu tensors)", k, out->outputs[k],
                                num_tensors);
-    RETURN_IF_ERROR(ParseOptions(t, out));
-    ASSIGN_OR_RETURN(auto* custom, Vec<uint8_t>(t, operator_f::kCustomOptions), "custom_options");
+    KILN_RETURN_IF_ERROR(ParseOptions(t, out));
+    KILN_ASSIGN_OR_RETURN(auto* custom, Vec<uint8_t>(t, operator_f::kCustomOptions), "custom_options");
     if (custom) out->custom_options = ByteSpan{custom->data(), custom->size()};
     v_.EndTable();
     return Status::Ok();
   }
 
   Status ParseSubGraph(const Table* t, const Model& m, SubGraph* g) {
-    RETURN_IF_ERROR(Start(t));
-    ASSIGN_OR_RETURN(g->name, Str(t, subgraph_f::kName), "name");
-    ASSIGN_OR_RETURN(auto* tensors, Tables(t, subgraph_f::kTensors), "tensors");
+    KILN_RETURN_IF_ERROR(Start(t));
+    KILN_ASSIGN_OR_RETURN(g->name, Str(t, subgraph_f::kName), "name");
+    KILN_ASSIGN_OR_RETURN(auto* tensors, Tables(t, subgraph_f::kTensors), "tensors");
     for (size_t i = 0; tensors && i < tensors->size(); ++i) {
       Tensor x;
-      RETURN_IF_ERROR(ParseTensor(tensors->Get(static_cast<flatbuffers::uoffset_t>(i)), m, &x), "tensor %zu", i);
+      KILN_RETURN_IF_ERROR(ParseTensor(tensors->Get(static_cast<flatbuffers::uoffset_t>(i)), m, &x), "tensor %zu", i);
       g->tensors.push_back(std::move(x));
     }
     const size_t n = g->tensors.size();
-    ASSIGN_OR_RETURN(g->inputs, VecCopy<int32_t>(t, subgraph_f::kInputs), "inputs");
-    ASSIGN_OR_RETURN(g->outputs, VecCopy<int32_t>(t, subgraph_f::kOutputs), "outputs");
+    KILN_ASSIGN_OR_RETURN(g->inputs, VecCopy<int32_t>(t, subgraph_f::kInputs), "inputs");
+    KILN_ASSIGN_OR_RETURN(g->outputs, VecCopy<int32_t>(t, subgraph_f::kOutputs), "outputs");
     for (int32_t i : g->inputs)
       if (i < 0 || i >= static_cast<int64_t>(n))
         return InvalidArgument("input tensor %d out of range (%zu tensors)", i, n);
     for (int32_t i : g->outputs)
       if (i < 0 || i >= static_cast<int64_t>(n))
         return InvalidArgument("output tensor %d out of range (%zu tensors)", i, n);
-    ASSIGN_OR_RETURN(auto* ops, Tables(t, subgraph_f::kOperators), "operators");
+    KILN_ASSIGN_OR_RETURN(auto* ops, Tables(t, subgraph_f::kOperators), "operators");
     for (size_t i = 0; ops && i < ops->size(); ++i) {
       Operator op;
-      RETURN_IF_ERROR(ParseOperator(ops->Get(static_cast<flatbuffers::uoffset_t>(i)), m, n, &op), "operator %zu", i);
+      KILN_RETURN_IF_ERROR(ParseOperator(ops->Get(static_cast<flatbuffers::uoffset_t>(i)), m, n, &op), "operator %zu", i);
       g->operators.push_back(std::move(op));
     }
     v_.EndTable();
@@ -599,7 +599,7 @@ StatusOr<Model> ReadModel(std::vector<uint8_t> bytes) {
   auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
   m.bytes = owned;
   ModelParser p(owned->data(), owned->size());
-  RETURN_IF_ERROR(p.Parse(&m));
+  KILN_RETURN_IF_ERROR(p.Parse(&m));
   return m;
 }
 

@@ -142,7 +142,7 @@ class MapVisitor : public Visitor {
   // Adds the vtables (known only now: how many tables share each), sorts,
   // checks for overlaps and fills the holes.
   Status Finish() {
-    RETURN_IF_ERROR(status_);
+    KILN_RETURN_IF_ERROR(status_);
     for (const auto& [at, use] : vtables_) {
       size_t slots = (use.size - 4) / 2;
       std::string m = "vtable of " + use.first_user + " (" + use.object + ", " + std::to_string(slots) +
@@ -262,8 +262,8 @@ std::string HexBytes(const uint8_t* data, size_t offset, size_t length) {
 StatusOr<ByteMap> BuildByteMap(const uint8_t* data, size_t size) {
   Walker w(data, size);
   MapVisitor v(w);
-  RETURN_IF_ERROR(w.Walk(v));
-  RETURN_IF_ERROR(v.Finish());
+  KILN_RETURN_IF_ERROR(w.Walk(v));
+  KILN_RETURN_IF_ERROR(v.Finish());
   ByteMap map;
   map.regions = std::move(v.regions());
   map.file_size = size;

@@ -81,7 +81,7 @@ bool IsConstantData(const VectorInfo& v) {
 
 StatusOr<DataSummary> SummarizeData(const Walker& w, const VectorInfo& v, size_t max_values) {
   DataSummary s;
-  ASSIGN_OR_RETURN(ScalarValue dt, w.FieldValue(*v.parent, "dtype"));
+  KILN_ASSIGN_OR_RETURN(ScalarValue dt, w.FieldValue(*v.parent, "dtype"));
   auto dtype = static_cast<fb::DataType>(dt.u);
   size_t esize = dt.u <= 255 ? DataTypeSize(dtype) : 0;
   s.bytes = v.count;

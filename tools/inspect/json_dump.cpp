@@ -190,8 +190,8 @@ class JsonVisitor : public Visitor {
 StatusOr<std::string> ToJson(const uint8_t* data, size_t size, bool full) {
   Walker w(data, size);
   JsonVisitor v(w, full);
-  RETURN_IF_ERROR(w.Walk(v));
-  RETURN_IF_ERROR(v.status());
+  KILN_RETURN_IF_ERROR(w.Walk(v));
+  KILN_RETURN_IF_ERROR(v.status());
   return v.take();
 }
 

@@ -311,10 +311,10 @@ class LocateVisitor : public Visitor {
 }  // namespace
 
 StatusOr<Location> Locate(const uint8_t* data, size_t size, const std::string& path) {
-  ASSIGN_OR_RETURN(Path target, ParsePath(path));
+  KILN_ASSIGN_OR_RETURN(Path target, ParsePath(path));
   Walker w(data, size);
   LocateVisitor v(w, target);
-  RETURN_IF_ERROR(w.Walk(v));
+  KILN_RETURN_IF_ERROR(w.Walk(v));
   if (!v.found()) return v.Miss();
   return std::move(v.location());
 }

@@ -139,7 +139,7 @@ Status Walker::Check(size_t offset, size_t length, const char* what) const {
 StatusOr<ScalarValue> Walker::ReadScalar(reflection::BaseType type, size_t offset) const {
   size_t n = ScalarSize(type);
   if (n == 0) return Internal("ReadScalar: base type %d is not a scalar", static_cast<int>(type));
-  RETURN_IF_ERROR(Check(offset, n, "scalar"));
+  KILN_RETURN_IF_ERROR(Check(offset, n, "scalar"));
   const uint8_t* p = data_ + offset;
   ScalarValue v;
   v.type = type;
@@ -171,12 +171,12 @@ StatusOr<ScalarValue> Walker::ReadScalar(reflection::BaseType type, size_t offse
 }
 
 StatusOr<std::string> Walker::ReadString(const StringInfo& s) const {
-  RETURN_IF_ERROR(Check(s.bytes, s.length, "string"));
+  KILN_RETURN_IF_ERROR(Check(s.bytes, s.length, "string"));
   return std::string(reinterpret_cast<const char*>(data_ + s.bytes), s.length);
 }
 
 StatusOr<size_t> Walker::FollowOffset(size_t slot) const {
-  RETURN_IF_ERROR(Check(slot, 4, "offset"));
+  KILN_RETURN_IF_ERROR(Check(slot, 4, "offset"));
   uint64_t target = uint64_t{slot} + flatbuffers::ReadScalar<uint32_t>(data_ + slot);
   if (target >= size_) return InvalidArgument("offset at %zu points past the end of the buffer", slot);
   return static_cast<size_t>(target);
@@ -186,7 +186,7 @@ StatusOr<size_t> Walker::FollowOffset(size_t slot) const {
 static StatusOr<size_t> FieldSlot(const Walker& w, const TableInfo& t, const reflection::Field& f) {
   size_t entry = f.offset();  // byte offset of the field's entry in the vtable
   if (entry + 2 > t.vtable_size) return size_t{0};
-  ASSIGN_OR_RETURN(ScalarValue fo, w.ReadScalar(reflection::UShort, t.vtable + entry));
+  KILN_ASSIGN_OR_RETURN(ScalarValue fo, w.ReadScalar(reflection::UShort, t.vtable + entry));
   if (fo.u == 0) return size_t{0};
   if (fo.u >= t.size)
     return InvalidArgument("field '%s' of the table at %zu lies outside its %zu inline bytes",
@@ -199,7 +199,7 @@ StatusOr<ScalarValue> Walker::FieldValue(const TableInfo& t, const char* name) c
   if (!f) return NotFound("table %s has no field '%s'", t.object->name()->c_str(), name);
   reflection::BaseType bt = f->type()->base_type();
   if (ScalarSize(bt) == 0) return InvalidArgument("field '%s' is not a scalar", name);
-  ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
+  KILN_ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
   if (at != 0) return ReadScalar(bt, at);
   return FieldDefault(*f);
 }
@@ -224,11 +224,11 @@ Status Walker::Walk(Visitor& visitor) const {
   const reflection::Schema* schema = KilnSchema();
   if (!schema) return Internal("the embedded kiln.bfbs schema does not verify");
   HeaderInfo h;
-  RETURN_IF_ERROR(Check(0, 4, "root offset"));
+  KILN_RETURN_IF_ERROR(Check(0, 4, "root offset"));
   // A size prefix is recognised by its value: the byte count of the rest.
   h.size_prefixed = size_ >= 8 && uint64_t{flatbuffers::ReadScalar<uint32_t>(data_)} + 4 == size_;
   h.root_slot = h.size_prefixed ? 4 : 0;
-  ASSIGN_OR_RETURN(h.root, FollowOffset(h.root_slot));
+  KILN_ASSIGN_OR_RETURN(h.root, FollowOffset(h.root_slot));
   h.identifier = h.root_slot + 4;
   const char* ident = schema->file_ident() ? schema->file_ident()->c_str() : "";
   h.has_identifier = std::strlen(ident) == flatbuffers::kFileIdentifierLength &&
@@ -244,7 +244,7 @@ Status Walker::Walk(Visitor& visitor) const {
 Status Walker::WalkTable(State& st, const reflection::Object& obj, size_t offset, Path& path) const {
   if (obj.is_struct()) return Unsupported("%s: structs are not supported", PathString(path).c_str());
   if (++st.depth > kMaxDepth) return InvalidArgument("%s: nested too deeply", PathString(path).c_str());
-  RETURN_IF_ERROR(Check(offset, 4, "table"));
+  KILN_RETURN_IF_ERROR(Check(offset, 4, "table"));
   int64_t vtable = static_cast<int64_t>(offset) - flatbuffers::ReadScalar<int32_t>(data_ + offset);
   if (vtable < 0 || static_cast<uint64_t>(vtable) > size_)
     return InvalidArgument("table at %zu: vtable outside the buffer", offset);
@@ -252,13 +252,13 @@ Status Walker::WalkTable(State& st, const reflection::Object& obj, size_t offset
   t.object = &obj;
   t.offset = offset;
   t.vtable = static_cast<size_t>(vtable);
-  RETURN_IF_ERROR(Check(t.vtable, 4, "vtable"));
+  KILN_RETURN_IF_ERROR(Check(t.vtable, 4, "vtable"));
   t.vtable_size = flatbuffers::ReadScalar<uint16_t>(data_ + t.vtable);
   t.size = flatbuffers::ReadScalar<uint16_t>(data_ + t.vtable + 2);
   if (t.vtable_size < 4 || t.vtable_size % 2 != 0 || t.size < 4)
     return InvalidArgument("table at %zu: malformed vtable at %zu", offset, t.vtable);
-  RETURN_IF_ERROR(Check(t.vtable, t.vtable_size, "vtable"));
-  RETURN_IF_ERROR(Check(t.offset, t.size, "table"));
+  KILN_RETURN_IF_ERROR(Check(t.vtable, t.vtable_size, "vtable"));
+  KILN_RETURN_IF_ERROR(Check(t.offset, t.size, "table"));
   t.first_visit = st.FirstVisit(offset, 0);
 
   if (st.visitor.BeginTable(path, t)) {
@@ -268,7 +268,7 @@ Status Walker::WalkTable(State& st, const reflection::Object& obj, size_t offset
     std::sort(fields.begin(), fields.end(),
               [](const reflection::Field* a, const reflection::Field* b) { return a->id() < b->id(); });
     for (const reflection::Field* f : fields) {
-      ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
+      KILN_ASSIGN_OR_RETURN(size_t at, FieldSlot(*this, t, *f));
       path.push_back(PathStep{f->name()->str(), 0, ""});
       Status s = Status::Ok();
       if (at == 0) {
@@ -277,7 +277,7 @@ Status Walker::WalkTable(State& st, const reflection::Object& obj, size_t offset
         s = WalkField(st, t, *f, at, path);
       }
       path.pop_back();
-      RETURN_IF_ERROR(s);
+      KILN_RETURN_IF_ERROR(s);
     }
     st.visitor.EndTable(path, t);
   }
@@ -297,13 +297,13 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
     s.enum_def = EnumOfType(type);
     s.offset = at;
     s.size = n;
-    ASSIGN_OR_RETURN(s.value, ReadScalar(bt, at));
+    KILN_ASSIGN_OR_RETURN(s.value, ReadScalar(bt, at));
     st.visitor.Scalar(path, s);
     return Status::Ok();
   }
   if (at + 4 > t.offset + t.size)
     return InvalidArgument("%s: offset field extends past its table", PathString(path).c_str());
-  ASSIGN_OR_RETURN(size_t target, FollowOffset(at));
+  KILN_ASSIGN_OR_RETURN(size_t target, FollowOffset(at));
   OffsetInfo o;
   o.offset = at;
   o.target = target;
@@ -326,7 +326,7 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
     case reflection::Union: {
       // The member type is in the companion "<name>_type" field.
       std::string type_field = f.name()->str() + flatbuffers::UnionTypeFieldSuffix();
-      ASSIGN_OR_RETURN(ScalarValue tag, FieldValue(t, type_field.c_str()));
+      KILN_ASSIGN_OR_RETURN(ScalarValue tag, FieldValue(t, type_field.c_str()));
       const reflection::EnumVal* ev = FindEnumValue(EnumOfType(type), tag.i);
       const reflection::Object* obj =
           ev && ev->union_type() ? st.ObjectOf(ev->union_type()->index()) : nullptr;
@@ -352,7 +352,7 @@ Status Walker::WalkField(State& st, const TableInfo& t, const reflection::Field&
 Status Walker::WalkVector(State& st, const TableInfo& t, const reflection::Field& f, size_t at,
                           Path& path) const {
   const reflection::Type& type = *f.type();
-  RETURN_IF_ERROR(Check(at, 4, "vector"));
+  KILN_RETURN_IF_ERROR(Check(at, 4, "vector"));
   VectorInfo v;
   v.field = &f;
   v.parent = &t;
@@ -375,7 +375,7 @@ Status Walker::WalkVector(State& st, const TableInfo& t, const reflection::Field
                        reflection::EnumNameBaseType(v.element_type));
   }
   // count < 2^32 and element_size <= 8: the product cannot overflow size_t.
-  RETURN_IF_ERROR(Check(v.elements, v.count * v.element_size, "vector elements"));
+  KILN_RETURN_IF_ERROR(Check(v.elements, v.count * v.element_size, "vector elements"));
   v.first_visit = st.FirstVisit(at, 1);
   if (!st.visitor.BeginVector(path, v)) return Status::Ok();
   if (!v.scalar_elements()) {
@@ -396,7 +396,7 @@ Status Walker::WalkVector(State& st, const TableInfo& t, const reflection::Field
                              : WalkString(st, o.target, path);
       }
       path.pop_back();
-      RETURN_IF_ERROR(s);
+      KILN_RETURN_IF_ERROR(s);
     }
   }
   st.visitor.EndVector(path, v);
@@ -404,13 +404,13 @@ Status Walker::WalkVector(State& st, const TableInfo& t, const reflection::Field
 }
 
 Status Walker::WalkString(State& st, size_t at, Path& path) const {
-  RETURN_IF_ERROR(Check(at, 4, "string"));
+  KILN_RETURN_IF_ERROR(Check(at, 4, "string"));
   StringInfo s;
   s.offset = at;
   s.length = flatbuffers::ReadScalar<uint32_t>(data_ + at);
   s.bytes = at + 4;
   // The NUL terminator is part of the string's bytes in the file.
-  RETURN_IF_ERROR(Check(s.bytes, s.length + 1, "string"));
+  KILN_RETURN_IF_ERROR(Check(s.bytes, s.length + 1, "string"));
   s.first_visit = st.FirstVisit(at, 2);
   st.visitor.String(path, s);
   return Status::Ok();

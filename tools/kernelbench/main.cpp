@@ -170,28 +170,28 @@ struct Line {
 // Median time of the model's one op over o.loops runs.
 Status TimeCase(const Case& c, ForwardType type, const Options& o, Line* line) {
   if (c.model.empty()) return Internal("the model could not be built");
-  ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, Interpreter::createFromBuffer(c.model.data(), c.model.size()));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, Interpreter::createFromBuffer(c.model.data(), c.model.size()));
   ScheduleConfig config;
   config.type = type;
   config.numThread = o.threads;
   config.profile = true;
-  ASSIGN_OR_RETURN(Session * s, interp->createSession(config));
+  KILN_ASSIGN_OR_RETURN(Session * s, interp->createSession(config));
   const Placement& where = s->placement();
   for (const OpPlacement& p : where.ops)
     if (p.backend != ForwardTypeName(type))
       return Unsupported("%s ran on %s: %s", p.type.c_str(), p.backend.c_str(), p.reason.c_str());
-  RETURN_IF_ERROR(s->resize());
+  KILN_RETURN_IF_ERROR(s->resize());
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (auto& [name, t] : s->getInputAll()) {
     auto host = Tensor::create(t->shape(), t->dtype());
     for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = d(rng);
-    RETURN_IF_ERROR(t->copyFromHostTensor(*host));
+    KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host));
   }
-  for (int i = 0; i < o.warmup; ++i) RETURN_IF_ERROR(s->run());
+  for (int i = 0; i < o.warmup; ++i) KILN_RETURN_IF_ERROR(s->run());
   std::vector<double> ms;
   for (int i = 0; i < std::max(1, o.loops); ++i) {
-    RETURN_IF_ERROR(s->run());
+    KILN_RETURN_IF_ERROR(s->run());
     for (const OpProfile& p : s->profile())
       if (p.type != "Copy") {
         ms.push_back(p.ms);

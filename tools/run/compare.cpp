@@ -54,7 +54,7 @@ StatusOr<std::vector<RecordedOp>> RecordRun(Session* s) {
     ops.push_back(std::move(op));
     return true;
   };
-  RETURN_IF_ERROR(s->runWithCallBack(nullptr, after));
+  KILN_RETURN_IF_ERROR(s->runWithCallBack(nullptr, after));
   return ops;
 }
 

@@ -41,12 +41,12 @@ int Fail(const std::string& what, const kiln::Status& s) {
 // Creates a session, sizes its inputs from the arrays and fills them.
 kiln::StatusOr<kiln::Session*> Prepare(kiln::Interpreter* interp, const kiln::ScheduleConfig& config,
                                        const std::map<std::string, kiln::NpyArray>& arrays) {
-  ASSIGN_OR_RETURN(kiln::Session * s, interp->createSession(config));
-  for (auto& [name, a] : arrays) RETURN_IF_ERROR(s->resizeTensor(s->getInput(name), a.shape), "input '%s'", name.c_str());
-  RETURN_IF_ERROR(s->resize(), "resize");
+  KILN_ASSIGN_OR_RETURN(kiln::Session * s, interp->createSession(config));
+  for (auto& [name, a] : arrays) KILN_RETURN_IF_ERROR(s->resizeTensor(s->getInput(name), a.shape), "input '%s'", name.c_str());
+  KILN_RETURN_IF_ERROR(s->resize(), "resize");
   for (auto& [name, a] : arrays) {
     auto host = kiln::Tensor::wrap(a.shape, a.dtype, const_cast<uint8_t*>(a.bytes.data()));
-    RETURN_IF_ERROR(s->getInput(name)->copyFromHostTensor(*host), "input '%s'", name.c_str());
+    KILN_RETURN_IF_ERROR(s->getInput(name)->copyFromHostTensor(*host), "input '%s'", name.c_str());
   }
   return s;
 }

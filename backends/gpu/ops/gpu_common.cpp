@@ -16,8 +16,8 @@ Status RequireDtypes(const GraphOp& op, const Graph& graph, std::initializer_lis
                          fb::EnumNameDataType(d), op.typeName(), fb::EnumNameDataType(*allowed.begin()));
     return Status::Ok();
   };
-  for (int t : op.inputs) RETURN_IF_ERROR(check(t));
-  for (int t : op.outputs) RETURN_IF_ERROR(check(t));
+  for (int t : op.inputs) KILN_RETURN_IF_ERROR(check(t));
+  for (int t : op.outputs) KILN_RETURN_IF_ERROR(check(t));
   return Status::Ok();
 }
 

@@ -35,7 +35,7 @@ class UnaryExecution final : public GpuExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    KILN_RETURN_IF_ERROR(Require32Bit(*out[0]));
     UnaryPush push{static_cast<uint32_t>(gpu()->storageElements(*out[0])), alpha_, beta_};
     if (packed(out[0]) && out[0]->length(1) % 4 != 0) {
       push.c = static_cast<uint32_t>(out[0]->length(1));
@@ -81,10 +81,10 @@ class BinaryBase : public GpuExecution {
       default: return Unsupported("GPU binary ops take f32, i32 and i64, not %s", fb::EnumNameDataType(a->dtype()));
     }
     if (type != 0 && (code == 4 || code == 7)) return Unsupported("GPU Pow and PRelu take f32 only");
-    RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
     // Storage shapes: packed tensors (BinaryExecution::packRule) broadcast
     // as [N, C/4, S..., 4].
-    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*out),
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*out),
                                                  {gpu()->storageShape(*a), gpu()->storageShape(*b)}));
     struct {
       uint32_t n, rank, dims[6], sa[6], sb[6];
@@ -126,7 +126,7 @@ class BinaryExecution final : public BinaryBase {
       return Status::Ok();
     }
     // Variadic Max/Min: out = in0 op in1, then out = out op in_k.
-    for (size_t k = 1; k < in.size(); ++k) RETURN_IF_ERROR(addBinary(code_, k == 1 ? in[0] : out[0], in[k], out[0]));
+    for (size_t k = 1; k < in.size(); ++k) KILN_RETURN_IF_ERROR(addBinary(code_, k == 1 ? in[0] : out[0], in[k], out[0]));
     return Status::Ok();
   }
   uint32_t code_;
@@ -141,19 +141,19 @@ class ClipBoundsExecution final : public BinaryBase {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    KILN_RETURN_IF_ERROR(Require32Bit(*out[0]));
     const Tensor* src = in[0];
     for (size_t k = 1; k < 3; ++k) {
       if (k >= in.size() || !in[k]) continue;
       if (in[k]->elementCount() != 1) return InvalidArgument("Clip bound %zu has %lld elements", k, (long long)in[k]->elementCount());
-      RETURN_IF_ERROR(addBinary(k == 1 ? 5u : 6u, src, in[k], out[0]));
+      KILN_RETURN_IF_ERROR(addBinary(k == 1 ? 5u : 6u, src, in[k], out[0]));
       src = out[0];
     }
     const bool lo_missing = in.size() < 2 || !in[1], hi_missing = in.size() < 3 || !in[2];
     const float lo = lo_missing ? lo_ : -INFINITY, hi = hi_missing ? hi_ : INFINITY;
     if (src == in[0] || std::isfinite(lo) || std::isfinite(hi)) {
       UnaryPush push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
-      RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {UnaryCode(fb::OpType::Clip)}));
+      KILN_RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {UnaryCode(fb::OpType::Clip)}));
     }
     return Status::Ok();
   }
@@ -163,7 +163,7 @@ class ClipBoundsExecution final : public BinaryBase {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   float alpha = 0, beta = 0;
   uint32_t code = UnaryCode(op.type);  // UnaryFn's case for this op type; the ones with params set them
   switch (op.type) {
@@ -217,7 +217,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
   // may be a placeholder, and shape inference gives every input and the
   // output one real dtype, which addBinary takes at resize.
   if (op.type == fb::OpType::Pow || op.type == fb::OpType::PRelu) {
-    RETURN_IF_ERROR(RequireF32(op, graph));
+    KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   } else {
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       if (op.inputs[k] < 0) continue;

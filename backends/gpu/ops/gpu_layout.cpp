@@ -113,7 +113,7 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
       break;
     }
     case fb::OpType::Slice: {
-      ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(op, xs, TensorValues(in)));
+      KILN_ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(op, xs, TensorValues(in)));
       Piece p = Whole(x, out[0], {}, {});
       for (size_t d = 0; d < rank; ++d) {
         p.dims.push_back(dims[d].count);
@@ -157,7 +157,7 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
     }
     case fb::OpType::Split: {
       const fb::SplitParams* p = op.params<fb::SplitParams>();
-      ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, static_cast<int>(rank)), "Split");
+      KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, static_cast<int>(rank)), "Split");
       int64_t outer, inner;
       OuterInner(xs, axis, &outer, &inner);
       const int64_t in_row = xs[static_cast<size_t>(axis)] * inner;
@@ -171,7 +171,7 @@ StatusOr<std::vector<Piece>> Pieces(const GraphOp& op, const std::vector<Tensor*
     }
     case fb::OpType::Concat: {
       const fb::AxisParams* p = op.params<fb::AxisParams>();
-      ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, static_cast<int>(ys.size())), "Concat");
+      KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, static_cast<int>(ys.size())), "Concat");
       const std::vector<int64_t> stored = shape(*out[0]);
       int64_t outer, inner;
       OuterInner(stored, axis, &outer, &inner);
@@ -215,16 +215,16 @@ class CopyExecution final : public GpuExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(units_, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "copy", "copy_u8"));
-    ASSIGN_OR_RETURN(std::vector<Piece> pieces,
+    KILN_ASSIGN_OR_RETURN(units_, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "copy", "copy_u8"));
+    KILN_ASSIGN_OR_RETURN(std::vector<Piece> pieces,
                      Pieces(op_, in, out, [this](const Tensor& t) { return gpu()->storageShape(t); }));
-    for (const Piece& p : pieces) RETURN_IF_ERROR(addPiece(p));
+    for (const Piece& p : pieces) KILN_RETURN_IF_ERROR(addPiece(p));
     return Status::Ok();
   }
 
   Status addPiece(Piece p) {
-    RETURN_IF_ERROR(RequireUnits32(*p.src, units_.units));
-    RETURN_IF_ERROR(RequireUnits32(*p.dst, units_.units));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*p.src, units_.units));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*p.dst, units_.units));
     const bool tile = !p.mods.empty(), rows = p.dst_block > 0;
     if (!tile) p.mods = p.dims;
     // Elements to units: an innermost dim of `u` units.
@@ -298,7 +298,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuLayoutCopy(const GraphOp& op, cons
   if ((op.type == fb::OpType::DepthToSpace || op.type == fb::OpType::SpaceToDepth) &&
       !op.params<fb::SpaceDepthParams>())
     return Unsupported("%s without SpaceDepthParams", op.typeName());
-  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "copy", "copy_u8").status());
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "copy", "copy_u8").status());
   return Make(std::make_unique<CopyExecution>(b, op));
 }
 

@@ -43,11 +43,11 @@ class GatherExecution final : public GpuExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather", nullptr));
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather", nullptr));
     const uint32_t words = units.units;
-    RETURN_IF_ERROR(RequireUnits32(x, words));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
-    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Gather");
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, words));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], words));
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Gather");
     int64_t inner = words;
     for (int d = axis + 1; d < x.dimensions(); ++d) inner *= x.length(d);
     struct {
@@ -90,18 +90,18 @@ class PadExecution final : public GpuExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const std::vector<int64_t>& xs = x.shape();
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "pad", nullptr));
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "pad", nullptr));
     const uint32_t words = units.units;
-    RETURN_IF_ERROR(RequireRank(op_, xs.size()));
-    RETURN_IF_ERROR(RequireUnits32(x, words));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
-    ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, xs, TensorValues(in)));
+    KILN_RETURN_IF_ERROR(RequireRank(op_, xs.size()));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, words));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], words));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(op_, xs, TensorValues(in)));
     const fb::PadParams* p = op_.params<fb::PadParams>();
     GpuBinding value{in.size() > 2 ? in[2] : nullptr};
     if (!value.tensor || value.tensor->elementCount() == 0) {
       if (!fill_.handle) {
-        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, gpu()->storageType(x)));
-        ASSIGN_OR_RETURN(fill_, gpu()->createBuffer(bytes.size(), bytes.data()));
+        KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, FillValue(p ? p->value() : 0.f, gpu()->storageType(x)));
+        KILN_ASSIGN_OR_RETURN(fill_, gpu()->createBuffer(bytes.size(), bytes.data()));
       }
       value = {nullptr, &fill_, false};
     }
@@ -150,12 +150,12 @@ class ResizeExecution final : public GpuExecution {
     const std::vector<int64_t>& is = in[0]->shape();
     if (linear && in[0]->dtype() != fb::DataType::F32)
       return Unsupported("GPU Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "resize", nullptr));
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "resize", nullptr));
     const uint32_t words = units.units;
-    RETURN_IF_ERROR(RequireRank(op_, is.size()));
-    RETURN_IF_ERROR(RequireUnits32(*in[0], words));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
-    ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
+    KILN_RETURN_IF_ERROR(RequireRank(op_, is.size()));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*in[0], words));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], words));
+    KILN_ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
     if (spec.out_shape != out[0]->shape())
       return Internal("Resize: resolved %s, inferred %s", ShapeToString(spec.out_shape).c_str(),
                       ShapeToString(out[0]->shape()).c_str());
@@ -198,7 +198,7 @@ class ResizeExecution final : public GpuExecution {
       }
     }
     gpu()->freeBuffer(&taps_);
-    ASSIGN_OR_RETURN(taps_, gpu()->createBuffer(taps.size() * 4, taps.data()));
+    KILN_ASSIGN_OR_RETURN(taps_, gpu()->createBuffer(taps.size() * 4, taps.data()));
     return add1D(units.shader.c_str(), {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
                  {linear ? 1u : 0u, words});
   }
@@ -221,9 +221,9 @@ class MaxUnpoolExecution final : public GpuExecution {
     const size_t rank = x.shape().size();
     if (x.dtype() != fb::DataType::F32 || in[1]->dtype() != fb::DataType::I64)
       return Unsupported("GPU MaxUnpool takes f32 values and i64 indices");
-    RETURN_IF_ERROR(RequireRank(op_, rank));
-    RETURN_IF_ERROR(Require32Bit(x));
-    RETURN_IF_ERROR(Require32Bit(y));
+    KILN_RETURN_IF_ERROR(RequireRank(op_, rank));
+    KILN_RETURN_IF_ERROR(Require32Bit(x));
+    KILN_RETURN_IF_ERROR(Require32Bit(y));
     if (in[1]->elementCount() != x.elementCount())
       return InvalidArgument("MaxUnpool: %lld indices for %lld input values", (long long)in[1]->elementCount(),
                              (long long)x.elementCount());
@@ -260,8 +260,8 @@ class MaxUnpoolExecution final : public GpuExecution {
     }
     if (push.total == 0) return Status::Ok();
     const std::vector<GpuBinding> bindings = {{in[0]}, {in[1]}, {out[0], nullptr, true}};
-    RETURN_IF_ERROR(add1D("unpool", bindings, push, push.total, {0u, 0u}));
-    RETURN_IF_ERROR(add1D("unpool", bindings, push, push.n, {1u, remap ? 1u : 0u}));
+    KILN_RETURN_IF_ERROR(add1D("unpool", bindings, push, push.total, {0u, 0u}));
+    KILN_RETURN_IF_ERROR(add1D("unpool", bindings, push, push.n, {1u, remap ? 1u : 0u}));
     return add1D("unpool", bindings, push, push.total, {2u, 0u});
   }
 
@@ -271,7 +271,7 @@ class MaxUnpoolExecution final : public GpuExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuGather(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather", nullptr).status());
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather", nullptr).status());
   const fb::DataType idx = DeclaredInputDtype(op, graph, 1);
   if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
     return Unsupported("GPU Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
@@ -295,7 +295,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuResize(const GraphOp& op, const Gr
   const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
   if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
     return Unsupported("GPU Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
-  RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->gpuCaps(), "resize", nullptr).status());
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->gpuCaps(), "resize", nullptr).status());
   return Make(std::make_unique<ResizeExecution>(b, op));
 }
 

@@ -48,17 +48,17 @@ class CastExecution final : public GpuExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(uint32_t src, CastKind(gpu()->storageType(*in[0])));
-    ASSIGN_OR_RETURN(uint32_t dst, CastKind(gpu()->storageType(*out[0])));
+    KILN_ASSIGN_OR_RETURN(uint32_t src, CastKind(gpu()->storageType(*in[0])));
+    KILN_ASSIGN_OR_RETURN(uint32_t dst, CastKind(gpu()->storageType(*out[0])));
     if (src == dst) {
       addCopy(in[0], out[0]);
       return Status::Ok();
     }
-    RETURN_IF_ERROR(RequireUnits32(*in[0], 2));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*in[0], 2));
     struct {
       uint32_t n;
     } push{static_cast<uint32_t>(in[0]->elementCount())};
-    ASSIGN_OR_RETURN(const char* shader, CastShader(src, dst, gpu()->gpuCaps()));
+    KILN_ASSIGN_OR_RETURN(const char* shader, CastShader(src, dst, gpu()->gpuCaps()));
     return add1D(shader, {{in[0]}, {out[0], nullptr, true}}, push, push.n, {src, dst});
   }
 };
@@ -110,10 +110,10 @@ class CompareExecution final : public GpuExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor* b = in.size() > 1 ? in[1] : in[0];  // Not reads one input
     if (b->dtype() != in[0]->dtype()) return Unsupported("GPU comparison of different dtypes");
-    ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, gpu()->storageType(*in[0])));
-    for (const Tensor* t : in) RETURN_IF_ERROR(RequireUnits32(*t, 2));
-    RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
-    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
+    KILN_ASSIGN_OR_RETURN(CompareKernel kernel, CompareKernelFor(type_, gpu()->storageType(*in[0])));
+    for (const Tensor* t : in) KILN_RETURN_IF_ERROR(RequireUnits32(*t, 2));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
     ComparePush push{};
     push.n = static_cast<uint32_t>(out[0]->elementCount());
     push.rank = bc.rank;
@@ -137,10 +137,10 @@ class WhereExecution final : public GpuExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     if (in[0]->dtype() != fb::DataType::BOOL || in[1]->dtype() != in[2]->dtype())
       return Unsupported("GPU Where takes a bool condition and values of one dtype");
-    ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[1]), gpu()->gpuCaps(), "where", nullptr));
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[1]), gpu()->gpuCaps(), "where", nullptr));
     const uint32_t words = units.units;
-    RETURN_IF_ERROR(RequireUnits32(*out[0], words));
-    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], words));
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), in[1]->shape(), in[2]->shape()}));
     struct {
       uint32_t n, rank, dims[kMaxRank], sc[kMaxRank], sa[kMaxRank], sb[kMaxRank];
     } push{};
@@ -161,28 +161,28 @@ class WhereExecution final : public GpuExecution {
 StatusOr<std::unique_ptr<Execution>> CreateGpuCast(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::CastParams* p = op.params<fb::CastParams>();
   if (!p) return Unsupported("Cast without CastParams");
-  ASSIGN_OR_RETURN(uint32_t src, CastKind(b->storageType(DeclaredInputDtype(op, graph, 0))));
-  ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(p->to())));
-  if (src != dst) RETURN_IF_ERROR(CastShader(src, dst, b->gpuCaps()).status());
+  KILN_ASSIGN_OR_RETURN(uint32_t src, CastKind(b->storageType(DeclaredInputDtype(op, graph, 0))));
+  KILN_ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(p->to())));
+  if (src != dst) KILN_RETURN_IF_ERROR(CastShader(src, dst, b->gpuCaps()).status());
   return Make(std::make_unique<CastExecution>(b));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuCompare(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
+  KILN_RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
   const fb::DataType t = DeclaredInputDtype(op, graph, 0);
   if (op.inputs.size() > 1 && DeclaredInputDtype(op, graph, 1) != t)
     return Unsupported("GPU %s: inputs of different dtypes", op.typeName());
-  RETURN_IF_ERROR(CompareKernelFor(op.type, b->storageType(t)).status());
+  KILN_RETURN_IF_ERROR(CompareKernelFor(op.type, b->storageType(t)).status());
   return Make(std::make_unique<CompareExecution>(b, op.type));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuWhere(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
+  KILN_RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
   if (DeclaredInputDtype(op, graph, 0) != fb::DataType::BOOL)
     return Unsupported("GPU Where takes a bool condition, not %s", fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   const fb::DataType t = DeclaredInputDtype(op, graph, 1);
   if (DeclaredInputDtype(op, graph, 2) != t) return Unsupported("GPU Where: values of different dtypes");
-  RETURN_IF_ERROR(UnitsFor(b->storageType(t), b->gpuCaps(), "where", nullptr).status());
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(t), b->gpuCaps(), "where", nullptr).status());
   return Make(std::make_unique<WhereExecution>(b));
 }
 

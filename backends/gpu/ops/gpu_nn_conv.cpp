@@ -123,7 +123,7 @@ struct ConvShapes {
 
 StatusOr<ConvShapes> ReadConvShapes(const fb::ConvParams* p, const std::vector<Tensor*>& in,
                                     const std::vector<Tensor*>& out) {
-  for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+  for (const Tensor* t : {in[0], in[1], out[0]}) KILN_RETURN_IF_ERROR(Require32Bit(*t));
   ConvShapes s;
   const IntVec& x = in[0]->shape();
   const IntVec& y = out[0]->shape();
@@ -208,7 +208,7 @@ class ConvExecution final : public GemmExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
+    KILN_ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
     const IntVec pads = ConvPads(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
     if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0]);
@@ -282,9 +282,9 @@ class ConvExecution final : public GemmExecution {
       if (gpu()->halfStorage()) {
         std::vector<uint16_t> h(blocks.size());
         for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(blocks[i]);
-        ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(h.size() * 2, h.data()));
+        KILN_ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(h.size() * 2, h.data()));
       } else {
-        ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(blocks.size() * 4, blocks.data()));
+        KILN_ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(blocks.size() * 4, blocks.data()));
       }
       gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
     }
@@ -331,7 +331,7 @@ class ConvTransposeExecution final : public GpuExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
+    KILN_ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
     const IntVec pads = TransposePadBegin(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
     const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
@@ -351,7 +351,7 @@ class ConvTransposeExecution final : public GpuExecution {
 
 // f32, and a weight rank known now: 3 to 5 (1 to 3 spatial axes).
 Status CheckConv(const GraphOp& op, const Graph& graph) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   const GraphTensor& wt = graph.tensors[static_cast<size_t>(op.inputs[1])];
   if (!wt.has_shape) return Unsupported("%s weights of unknown rank", op.typeName());
   if (wt.dims.size() < 3 || wt.dims.size() > 5)
@@ -362,14 +362,14 @@ Status CheckConv(const GraphOp& op, const Graph& graph) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuConv(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(CheckConv(op, graph));
+  KILN_RETURN_IF_ERROR(CheckConv(op, graph));
   const bool has_bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
   return Make(std::make_unique<ConvExecution>(b, op.params<fb::ConvParams>(), ConstantInput(op, graph, 1),
                                               ConstantInput(op, graph, 2), has_bias));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuConvTranspose(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(CheckConv(op, graph));
+  KILN_RETURN_IF_ERROR(CheckConv(op, graph));
   return Make(std::make_unique<ConvTransposeExecution>(b, op.params<fb::ConvParams>()));
 }
 

@@ -70,7 +70,7 @@ class MatMulExecution final : public GemmExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+    for (const Tensor* t : {in[0], in[1], out[0]}) KILN_RETURN_IF_ERROR(Require32Bit(*t));
     IntVec a = in[0]->shape(), b = in[1]->shape();
     if (a.size() == 1) a.insert(a.begin(), 1);
     if (b.size() == 1) b.push_back(1);
@@ -88,7 +88,7 @@ class MatMulExecution final : public GemmExecution {
       const int64_t db = i < rank - bb.size() ? 1 : bb[i - (rank - bb.size())];
       batch[i] = da == 1 ? db : da;
     }
-    ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(batch, {ba, bb}));
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(batch, {ba, bb}));
     if (bc.rank > 4)
       return Unsupported("MatMul with %u batch dims after collapsing (the GPU kernel takes 4)", bc.rank);
     g.batches = 1;
@@ -114,7 +114,7 @@ class GemmOpExecution final : public GemmExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    for (const Tensor* t : {in[0], in[1], out[0]}) RETURN_IF_ERROR(Require32Bit(*t));
+    for (const Tensor* t : {in[0], in[1], out[0]}) KILN_RETURN_IF_ERROR(Require32Bit(*t));
     const bool ta = p_ && p_->trans_a(), tb = p_ && p_->trans_b();
     GemmArgs g;
     g.alpha = p_ ? p_->alpha() : 1.f;
@@ -143,7 +143,7 @@ class GemmOpExecution final : public GemmExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuMatMul(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   // Up to 4 batch dims always fit the shader; decided here when the rank is known.
   const GraphTensor& y = graph.tensors[static_cast<size_t>(op.outputs[0])];
   if (y.has_shape && y.dims.size() > 6)
@@ -152,7 +152,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuMatMul(const GraphOp& op, const Gr
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuGemm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   return Make(std::make_unique<GemmOpExecution>(b, op.params<fb::GemmParams>()));
 }
 

@@ -12,7 +12,7 @@ class BatchNormExecution final : public GpuExecution {
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
-    RETURN_IF_ERROR(Require32Bit(*out[0]));
+    KILN_RETURN_IF_ERROR(Require32Bit(*out[0]));
     const Tensor& x = *in[0];
     const int64_t planes = x.length(0) * x.length(1);
     struct {
@@ -29,7 +29,7 @@ class BatchNormExecution final : public GpuExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuBatchNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   if (op.inputs.size() < 5) return Unsupported("BatchNormalization with %zu inputs (needs 5)", op.inputs.size());
   const fb::NormParams* p = op.params<fb::NormParams>();
   return Make(std::make_unique<BatchNormExecution>(b, p ? p->epsilon() : 1e-5f));

@@ -98,7 +98,7 @@ class ReduceExecution final : public RowExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    RETURN_IF_ERROR(RequireF32Input(x, op_.typeName()));
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, op_.typeName()));
     std::vector<int64_t> shape = x.shape();
     std::vector<bool> reduce(x.shape().size(), false);
     if (op_.type == fb::OpType::GlobalAveragePool || op_.type == fb::OpType::GlobalMaxPool) {
@@ -108,7 +108,7 @@ class ReduceExecution final : public RowExecution {
         reduce.push_back(false);
       }
     } else {
-      ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
+      KILN_ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
       if (s.noop) {
         addCopy(in[0], out[0]);
         return Status::Ok();
@@ -145,9 +145,9 @@ class ReduceExecution final : public RowExecution {
     const uint64_t bytes = uint64_t{push.outputs} * push.chunks * sizeof(float);
     if (partial_.bytes < bytes) {
       gpu()->freeBuffer(&partial_);
-      ASSIGN_OR_RETURN(partial_, gpu()->createBuffer(bytes));
+      KILN_ASSIGN_OR_RETURN(partial_, gpu()->createBuffer(bytes));
     }
-    RETURN_IF_ERROR(addRows("reduce", {{in[0]}, {nullptr, &partial_, true}}, push, uint64_t{push.outputs} * push.chunks,
+    KILN_RETURN_IF_ERROR(addRows("reduce", {{in[0]}, {nullptr, &partial_, true}}, push, uint64_t{push.outputs} * push.chunks,
                             group, {code_, 1}));
     ReducePush second;
     second.outputs = push.outputs;
@@ -175,8 +175,8 @@ class ArgExecution final : public RowExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    RETURN_IF_ERROR(RequireF32Input(x, "ArgMax/ArgMin"));
-    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "ArgMax/ArgMin");
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, "ArgMax/ArgMin"));
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "ArgMax/ArgMin");
     struct {
       uint32_t outputs, n, inner;
     } push{static_cast<uint32_t>(out[0]->elementCount()), static_cast<uint32_t>(x.length(axis)), 1};
@@ -202,7 +202,7 @@ Status RequireF32Declared(const GraphOp& op, const Graph& graph) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuReduce(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32Declared(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32Declared(op, graph));
   uint32_t code = kSum;
   switch (op.type) {
     case fb::OpType::ReduceSum: code = kSum; break;
@@ -219,7 +219,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuReduce(const GraphOp& op, const Gr
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuArg(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32Declared(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32Declared(op, graph));
   const fb::ArgParams* p = op.params<fb::ArgParams>();
   return Make(std::make_unique<ArgExecution>(b, p ? p->axis() : 0, op.type == fb::OpType::ArgMax,
                                              p && p->select_last_index()));

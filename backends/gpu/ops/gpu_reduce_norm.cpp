@@ -30,8 +30,8 @@ class NormExecution final : public RowExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const char* name = instance_ ? "InstanceNormalization" : "LayerNormalization";
-    RETURN_IF_ERROR(RequireF32Input(x, name));
-    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "%s", name);
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, name));
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "%s", name);
     const std::vector<int64_t> norm(x.shape().begin() + axis, x.shape().end());
     uint64_t len = 1;
     for (int64_t d : norm) len *= static_cast<uint64_t>(d);
@@ -42,17 +42,17 @@ class NormExecution final : public RowExecution {
       if (k < out.size() && out[k]) return GpuBinding{out[k], nullptr, true};
       if (scratch->bytes < rows * sizeof(float)) {
         gpu()->freeBuffer(scratch);
-        ASSIGN_OR_RETURN(*scratch, gpu()->createBuffer(rows * sizeof(float)));
+        KILN_ASSIGN_OR_RETURN(*scratch, gpu()->createBuffer(rows * sizeof(float)));
       }
       return GpuBinding{nullptr, scratch, true};
     };
-    ASSIGN_OR_RETURN(GpuBinding mean, stats(1, &mean_));
-    ASSIGN_OR_RETURN(GpuBinding inv, stats(2, &inv_));
+    KILN_ASSIGN_OR_RETURN(GpuBinding mean, stats(1, &mean_));
+    KILN_ASSIGN_OR_RETURN(GpuBinding inv, stats(2, &inv_));
     struct {
       uint32_t rows, len;
       float eps;
     } stat_push{static_cast<uint32_t>(rows), static_cast<uint32_t>(len), eps_};
-    RETURN_IF_ERROR(addRows("norm_stats", {{in[0]}, mean, inv}, stat_push, rows,
+    KILN_RETURN_IF_ERROR(addRows("norm_stats", {{in[0]}, mean, inv}, stat_push, rows,
                             RowGroupSize(gpu()->gpuCaps(), rows, len, true), {}));
 
     const Tensor* scale = in[1];
@@ -66,7 +66,7 @@ class NormExecution final : public RowExecution {
     if (instance_) {
       push.channels = static_cast<uint32_t>(x.length(1));
     } else {
-      ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(norm, {scale->shape(), (bias ? bias : scale)->shape()}));
+      KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(norm, {scale->shape(), (bias ? bias : scale)->shape()}));
       push.rank = bc.rank;
       for (int d = 0; d < 6; ++d) {
         push.dims[d] = bc.dims[d];
@@ -93,13 +93,13 @@ float Epsilon(const GraphOp& op) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuLayerNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   const fb::NormParams* p = op.params<fb::NormParams>();
   return Make(std::make_unique<NormExecution>(b, false, p ? p->axis() : -1, Epsilon(op)));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuInstanceNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   return Make(std::make_unique<NormExecution>(b, true, 2, Epsilon(op)));
 }
 

@@ -25,8 +25,8 @@ class PoolExecution final : public GpuExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const Tensor& y = *out[0];
-    RETURN_IF_ERROR(RequireF32Input(x, is_max_ ? "MaxPool" : "AveragePool"));
-    RETURN_IF_ERROR(Require32Bit(y));
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, is_max_ ? "MaxPool" : "AveragePool"));
+    KILN_RETURN_IF_ERROR(Require32Bit(y));
     const size_t n = static_cast<size_t>(x.dimensions() - 2);  // 1 to 3: the shape function and onCreate check
     if (n < 1 || n > 3) return Unsupported("pool over %zu spatial axes", n);
     const std::vector<int64_t> xin(x.shape().begin() + 2, x.shape().end());

@@ -17,8 +17,8 @@ class SoftmaxExecution final : public RowExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    RETURN_IF_ERROR(RequireF32Input(x, "Softmax"));
-    ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Softmax");
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, "Softmax"));
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "Softmax");
     struct {
       uint32_t rows, n, inner;
     } push{1, static_cast<uint32_t>(x.length(axis)), 1};
@@ -37,7 +37,7 @@ class SoftmaxExecution final : public RowExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuSoftmax(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  RETURN_IF_ERROR(RequireF32(op, graph));
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   const fb::AxisParams* p = op.params<fb::AxisParams>();
   return Make(std::make_unique<SoftmaxExecution>(b, p ? p->axis() : -1, op.type == fb::OpType::LogSoftmax));
 }

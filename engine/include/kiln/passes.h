@@ -5,7 +5,7 @@
 //
 //   NetBuilder b = ...;
 //   PassReport report;
-//   RETURN_IF_ERROR(OptimizeNet(b.net(), &report));
+//   KILN_RETURN_IF_ERROR(OptimizeNet(b.net(), &report));
 //   // report.applied: {"fold_constants", 12}, {"fold_batchnorm", 20}, ...
 //
 // Every pass keeps the op list in execution order, keeps the names of graph

@@ -92,21 +92,22 @@ class [[nodiscard]] StatusOr {
 #define KILN_CONCAT_INNER(a, b) a##b
 #define KILN_CONCAT(a, b) KILN_CONCAT_INNER(a, b)
 
-// RETURN_IF_ERROR(expr) or RETURN_IF_ERROR(expr, "op %d", i): returns the
-// failed status, with the formatted context prepended when one is given.
-#define RETURN_IF_ERROR(expr, ...)                                      \
+// KILN_RETURN_IF_ERROR(expr) or KILN_RETURN_IF_ERROR(expr, "op %d", i):
+// returns the failed status, with the formatted context prepended when one is
+// given. Prefixed so as not to collide with absl's or TFLite's macros.
+#define KILN_RETURN_IF_ERROR(expr, ...)                                 \
   do {                                                                  \
     ::kiln::Status kiln_status_ = (expr);                               \
     if (!kiln_status_.ok())                                             \
       return ::kiln::internal::AddContext(kiln_status_, ##__VA_ARGS__); \
   } while (0)
 
-// ASSIGN_OR_RETURN(auto x, StatusOrExpr) or with a context format.
-#define ASSIGN_OR_RETURN(lhs, expr, ...)                                              \
-  auto KILN_CONCAT(kiln_so_, __LINE__) = (expr);                                      \
-  if (!KILN_CONCAT(kiln_so_, __LINE__).ok())                                          \
+// KILN_ASSIGN_OR_RETURN(auto x, StatusOrExpr) or with a context format.
+#define KILN_ASSIGN_OR_RETURN(lhs, expr, ...)                                     \
+  auto KILN_CONCAT(kiln_so_, __LINE__) = (expr);                                  \
+  if (!KILN_CONCAT(kiln_so_, __LINE__).ok())                                      \
     return ::kiln::internal::AddContext(KILN_CONCAT(kiln_so_, __LINE__).status(), \
-                                        ##__VA_ARGS__);                               \
+                                        ##__VA_ARGS__);                           \
   lhs = std::move(KILN_CONCAT(kiln_so_, __LINE__)).value()
 
 namespace kiln::internal {

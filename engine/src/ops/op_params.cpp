@@ -42,7 +42,7 @@ StatusOr<std::vector<float>> TensorFloats(const Tensor& t) {
     std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
     return v;
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> ints, TensorInts(t));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ints, TensorInts(t));
   for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
   return v;
 }
@@ -71,7 +71,7 @@ StatusOr<std::vector<int>> DistinctAxes(const std::vector<int64_t>& axes, int ra
   std::vector<int> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank), "%s", op);
+    KILN_ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank), "%s", op);
     if (seen[static_cast<size_t>(n)])
       return InvalidArgument("%s: axis %lld appears twice in axes %s", op, static_cast<long long>(a),
                              ListToString(axes).c_str());
@@ -91,28 +91,28 @@ StatusOr<std::vector<SliceDim>> ResolveSlice(const GraphOp& op, const std::vecto
   const int rank = static_cast<int>(shape.size());
   std::vector<int64_t> starts, ends, axes, steps;
   if (v.has(1)) {
-    ASSIGN_OR_RETURN(starts, v.ints(1), "Slice starts (input 1)");
+    KILN_ASSIGN_OR_RETURN(starts, v.ints(1), "Slice starts (input 1)");
   } else if (p && p->starts()) {
     starts = ToI64(p->starts());
   } else {
     return InvalidArgument("Slice: no starts (neither input 1 nor SliceParams.starts)");
   }
   if (v.has(2)) {
-    ASSIGN_OR_RETURN(ends, v.ints(2), "Slice ends (input 2)");
+    KILN_ASSIGN_OR_RETURN(ends, v.ints(2), "Slice ends (input 2)");
   } else if (p && p->ends()) {
     ends = ToI64(p->ends());
   } else {
     return InvalidArgument("Slice: no ends (neither input 2 nor SliceParams.ends)");
   }
   if (v.has(3)) {
-    ASSIGN_OR_RETURN(axes, v.ints(3), "Slice axes (input 3)");
+    KILN_ASSIGN_OR_RETURN(axes, v.ints(3), "Slice axes (input 3)");
   } else if (!v.has(1) && p && p->axes() && p->axes()->size() > 0) {
     axes = ToI64(p->axes());
   } else {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
   if (v.has(4)) {
-    ASSIGN_OR_RETURN(steps, v.ints(4), "Slice steps (input 4)");
+    KILN_ASSIGN_OR_RETURN(steps, v.ints(4), "Slice steps (input 4)");
   } else if (!v.has(1) && p && p->steps() && p->steps()->size() > 0) {
     steps = ToI64(p->steps());
   } else {
@@ -122,7 +122,7 @@ StatusOr<std::vector<SliceDim>> ResolveSlice(const GraphOp& op, const std::vecto
     return InvalidArgument("Slice: starts %s, ends %s, axes %s and steps %s must have the same length",
                            ListToString(starts).c_str(), ListToString(ends).c_str(), ListToString(axes).c_str(),
                            ListToString(steps).c_str());
-  ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, "Slice"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, "Slice"));
   std::vector<SliceDim> dims(static_cast<size_t>(rank));
   for (int d = 0; d < rank; ++d) dims[static_cast<size_t>(d)] = {0, 1, shape[static_cast<size_t>(d)]};
   for (size_t i = 0; i < ax.size(); ++i) {
@@ -155,7 +155,7 @@ StatusOr<std::vector<int64_t>> ResolvePads(const GraphOp& op, const std::vector<
   const int rank = static_cast<int>(shape.size());
   std::vector<int64_t> pads;
   if (v.has(1)) {
-    ASSIGN_OR_RETURN(pads, v.ints(1), "Pad pads (input 1)");
+    KILN_ASSIGN_OR_RETURN(pads, v.ints(1), "Pad pads (input 1)");
   } else if (p && p->pads()) {
     pads = ToI64(p->pads());
   } else {
@@ -163,8 +163,8 @@ StatusOr<std::vector<int64_t>> ResolvePads(const GraphOp& op, const std::vector<
   }
   std::vector<int> axes;
   if (v.has(3)) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> a, v.ints(3), "Pad axes (input 3)");
-    ASSIGN_OR_RETURN(axes, DistinctAxes(a, rank, "Pad"));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> a, v.ints(3), "Pad axes (input 3)");
+    KILN_ASSIGN_OR_RETURN(axes, DistinctAxes(a, rank, "Pad"));
   } else {
     for (int d = 0; d < rank; ++d) axes.push_back(d);
   }
@@ -198,10 +198,10 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
   std::vector<int64_t> sizes;
   std::vector<float> scales;
   if (v.has(3)) {
-    ASSIGN_OR_RETURN(sizes, v.ints(3), "Resize sizes (input 3)");
+    KILN_ASSIGN_OR_RETURN(sizes, v.ints(3), "Resize sizes (input 3)");
   }
   if (sizes.empty() && v.has(2)) {
-    ASSIGN_OR_RETURN(scales, v.floats(2), "Resize scales (input 2)");
+    KILN_ASSIGN_OR_RETURN(scales, v.floats(2), "Resize scales (input 2)");
   }
   if (sizes.empty() && scales.empty() && p && p->scales())
     for (float f : *p->scales()) scales.push_back(f);
@@ -221,7 +221,7 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
       s.scales.push_back(shape[d] == 0 ? 1.f : static_cast<float>(sizes[d]) / static_cast<float>(shape[d]));
     }
     s.out_shape = sizes;
-    RETURN_IF_ERROR(from_empty(s.out_shape));
+    KILN_RETURN_IF_ERROR(from_empty(s.out_shape));
     return s;
   }
   if (scales.empty())
@@ -233,7 +233,7 @@ StatusOr<ResizeSpec> ResolveResize(const GraphOp& op, const std::vector<int64_t>
     s.out_shape.push_back(DimFromDouble(std::floor(static_cast<double>(shape[d]) * scales[d])));
   }
   s.scales = scales;
-  RETURN_IF_ERROR(from_empty(s.out_shape));
+  KILN_RETURN_IF_ERROR(from_empty(s.out_shape));
   return s;
 }
 
@@ -246,7 +246,7 @@ StatusOr<ReduceSpec> ResolveReduce(const GraphOp& op, const std::vector<int64_t>
   s.keepdims = p ? p->keepdims() : true;
   std::vector<int64_t> axes;
   if (v.has(1)) {
-    ASSIGN_OR_RETURN(axes, v.ints(1), "%s axes (input 1)", op.typeName());
+    KILN_ASSIGN_OR_RETURN(axes, v.ints(1), "%s axes (input 1)", op.typeName());
   } else if (p && p->axes()) {
     axes = ToI64(p->axes());
   }
@@ -257,7 +257,7 @@ StatusOr<ReduceSpec> ResolveReduce(const GraphOp& op, const std::vector<int64_t>
     s.out_shape = shape;
     return s;
   }
-  ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, op.typeName()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> ax, DistinctAxes(axes, rank, op.typeName()));
   for (int a : ax) s.reduce[static_cast<size_t>(a)] = true;
   for (int d = 0; d < rank; ++d) {
     if (!s.reduce[static_cast<size_t>(d)])
@@ -274,11 +274,11 @@ StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector
                                             const ValueSource& v, int* axis) {
   const fb::SplitParams* p = op.params<fb::SplitParams>();
   const int rank = static_cast<int>(shape.size());
-  ASSIGN_OR_RETURN(*axis, NormalizeAxis(p ? p->axis() : 0, rank), "Split");
+  KILN_ASSIGN_OR_RETURN(*axis, NormalizeAxis(p ? p->axis() : 0, rank), "Split");
   const int64_t dim = shape[static_cast<size_t>(*axis)];
   std::vector<int64_t> sizes;
   if (v.has(1)) {
-    ASSIGN_OR_RETURN(sizes, v.ints(1), "Split sizes (input 1)");
+    KILN_ASSIGN_OR_RETURN(sizes, v.ints(1), "Split sizes (input 1)");
   }
   if (sizes.empty() && p && p->split()) sizes = ToI64(p->split());
   if (sizes.empty()) {

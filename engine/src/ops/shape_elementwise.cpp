@@ -19,7 +19,7 @@ static Status BroadcastAll(ShapeContext& c, int first, fb::DataType out_type) {
   std::vector<int64_t> shape = c.inShape(first);
   for (int i = first + 1; i < c.numInputs(); ++i) {
     if (!c.hasInput(i)) continue;
-    ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, c.inShape(i)), "inputs %d and %d", first, i);
+    KILN_ASSIGN_OR_RETURN(shape, BroadcastShapes(shape, c.inShape(i)), "inputs %d and %d", first, i);
   }
   c.setOutput(0, shape, out_type);
   return Status::Ok();
@@ -34,7 +34,7 @@ static Status SameTypes(ShapeContext& c, int first, int last) {
 }
 
 Status InferShapeBroadcast(ShapeContext& c) {
-  RETURN_IF_ERROR(SameTypes(c, 0, c.numInputs() - 1));
+  KILN_RETURN_IF_ERROR(SameTypes(c, 0, c.numInputs() - 1));
   return BroadcastAll(c, 0, c.inType(0));
 }
 
@@ -42,15 +42,15 @@ Status InferShapeBroadcast(ShapeContext& c) {
 Status InferShapeBroadcastFirstType(ShapeContext& c) { return BroadcastAll(c, 0, c.inType(0)); }
 
 Status InferShapeCompare(ShapeContext& c) {
-  RETURN_IF_ERROR(SameTypes(c, 0, 1));
+  KILN_RETURN_IF_ERROR(SameTypes(c, 0, 1));
   return BroadcastAll(c, 0, fb::DataType::BOOL);
 }
 
 Status InferShapeWhere(ShapeContext& c) {
   if (c.inType(0) != fb::DataType::BOOL)
     return InvalidArgument("Where condition must be bool, is %s", DataTypeName(c.inType(0)));
-  RETURN_IF_ERROR(SameTypes(c, 1, 2));
-  RETURN_IF_ERROR(BroadcastAll(c, 0, c.inType(1)));
+  KILN_RETURN_IF_ERROR(SameTypes(c, 1, 2));
+  KILN_RETURN_IF_ERROR(BroadcastAll(c, 0, c.inType(1)));
   return Status::Ok();
 }
 

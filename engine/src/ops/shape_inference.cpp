@@ -47,7 +47,7 @@ StatusOr<std::vector<float>> ShapeContext::inFloats(int i) const {
     std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
     return v;
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> ints, inInts(i));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ints, inInts(i));
   for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
   return v;
 }

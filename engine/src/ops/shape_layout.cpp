@@ -38,7 +38,7 @@ StatusOr<std::vector<int64_t>> Ints(const ShapeContext& c, int k) {
 Status InferShapeReshape(ShapeContext& c) {
   const fb::ReshapeParams* p = c.params<fb::ReshapeParams>();
   const bool allowzero = p && p->allowzero();
-  ASSIGN_OR_RETURN(std::vector<int64_t> target, Ints(c, 1), "Reshape shape (input 1)");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> target, Ints(c, 1), "Reshape shape (input 1)");
   const std::vector<int64_t>& in = c.inShape(0);
   const int64_t total = ShapeElementCount(in);
   std::vector<int64_t> out;
@@ -95,7 +95,7 @@ Status InferShapeFlatten(ShapeContext& c) {
 
 static StatusOr<std::vector<int64_t>> SqueezeAxes(const ShapeContext& c, const char* op) {
   if (c.hasInput(1)) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> a, Ints(c, 1), "%s axes (input 1)", op);
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> a, Ints(c, 1), "%s axes (input 1)", op);
     return a;
   }
   const fb::AxesParams* p = c.params<fb::AxesParams>();
@@ -103,7 +103,7 @@ static StatusOr<std::vector<int64_t>> SqueezeAxes(const ShapeContext& c, const c
 }
 
 Status InferShapeSqueeze(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes, SqueezeAxes(c, "Squeeze"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, SqueezeAxes(c, "Squeeze"));
   const auto& in = c.inShape(0);
   const int rank = c.inRank(0);
   std::vector<bool> drop(static_cast<size_t>(rank), false);
@@ -111,7 +111,7 @@ Status InferShapeSqueeze(ShapeContext& c) {
     for (int d = 0; d < rank; ++d) drop[static_cast<size_t>(d)] = in[static_cast<size_t>(d)] == 1;
   } else {
     for (int64_t a : axes) {
-      ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank), "Squeeze");
+      KILN_ASSIGN_OR_RETURN(int n, NormalizeAxis(a, rank), "Squeeze");
       if (in[static_cast<size_t>(n)] != 1)
         return InvalidArgument("Squeeze: axis %lld of input %s has size %lld, not 1", static_cast<long long>(a),
                                ShapeToString(in).c_str(), static_cast<long long>(in[static_cast<size_t>(n)]));
@@ -126,13 +126,13 @@ Status InferShapeSqueeze(ShapeContext& c) {
 }
 
 Status InferShapeUnsqueeze(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes, SqueezeAxes(c, "Unsqueeze"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, SqueezeAxes(c, "Unsqueeze"));
   if (axes.empty()) return InvalidArgument("Unsqueeze: no axes (neither input 1 nor AxesParams.axes)");
   const auto& in = c.inShape(0);
   const int out_rank = c.inRank(0) + static_cast<int>(axes.size());
   std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
   for (int64_t a : axes) {
-    ASSIGN_OR_RETURN(int n, NormalizeAxis(a, out_rank), "Unsqueeze");
+    KILN_ASSIGN_OR_RETURN(int n, NormalizeAxis(a, out_rank), "Unsqueeze");
     if (inserted[static_cast<size_t>(n)])
       return InvalidArgument("Unsqueeze: axis %lld appears twice in axes %s", static_cast<long long>(a),
                              ShapeToString(axes).c_str());
@@ -172,7 +172,7 @@ Status InferShapeConcat(ShapeContext& c) {
     if (!c.hasInput(i)) return InvalidArgument("Concat: input %d is missing", i);
   const int rank = c.inRank(0);
   if (rank == 0) return InvalidArgument("Concat: input 0 is a scalar");
-  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "Concat");
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "Concat");
   std::vector<int64_t> out = c.inShape(0);
   for (int i = 1; i < c.numInputs(); ++i) {
     if (c.inType(i) != c.inType(0))
@@ -194,7 +194,7 @@ Status InferShapeConcat(ShapeContext& c) {
 Status InferShapeSplit(ShapeContext& c) {
   if (c.inRank(0) == 0) return InvalidArgument("Split: input 0 is a scalar");
   int axis = 0;
-  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ResolveSplit(c.op(), c.inShape(0), c.numOutputs(), ShapeValues(c), &axis));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ResolveSplit(c.op(), c.inShape(0), c.numOutputs(), ShapeValues(c), &axis));
   for (int i = 0; i < c.numOutputs(); ++i) {
     std::vector<int64_t> s = c.inShape(0);
     s[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
@@ -204,7 +204,7 @@ Status InferShapeSplit(ShapeContext& c) {
 }
 
 Status InferShapeSlice(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(c.op(), c.inShape(0), ShapeValues(c)));
+  KILN_ASSIGN_OR_RETURN(std::vector<SliceDim> dims, ResolveSlice(c.op(), c.inShape(0), ShapeValues(c)));
   std::vector<int64_t> out;
   for (const SliceDim& d : dims) out.push_back(d.count);
   c.setOutput(0, std::move(out), c.inType(0));
@@ -217,7 +217,7 @@ Status InferShapeGather(ShapeContext& c) {
   if (c.inType(1) != fb::DataType::I64 && c.inType(1) != fb::DataType::I32)
     return InvalidArgument("Gather: indices must be i32 or i64, are %s", DataTypeName(c.inType(1)));
   if (rank == 0) return InvalidArgument("Gather: data is a scalar");
-  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "Gather");
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "Gather");
   const auto& data = c.inShape(0);
   std::vector<int64_t> out(data.begin(), data.begin() + axis);
   for (int64_t d : c.inShape(1)) out.push_back(d);
@@ -227,7 +227,7 @@ Status InferShapeGather(ShapeContext& c) {
 }
 
 Status InferShapeTile(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> reps, Ints(c, 1), "Tile repeats (input 1)");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> reps, Ints(c, 1), "Tile repeats (input 1)");
   const auto& in = c.inShape(0);
   if (reps.size() != in.size())
     return InvalidArgument("Tile: repeats %s has %zu values for an input of rank %zu", ShapeToString(reps).c_str(),
@@ -242,7 +242,7 @@ Status InferShapeTile(ShapeContext& c) {
 }
 
 Status InferShapePad(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(c.op(), c.inShape(0), ShapeValues(c)));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ResolvePads(c.op(), c.inShape(0), ShapeValues(c)));
   const auto& in = c.inShape(0);
   std::vector<int64_t> out;
   for (size_t d = 0; d < in.size(); ++d) out.push_back(SatAdd(SatAdd(in[d], pads[d]), pads[d + in.size()]));
@@ -254,7 +254,7 @@ Status InferShapePad(ShapeContext& c) {
 }
 
 Status InferShapeResize(ShapeContext& c) {
-  ASSIGN_OR_RETURN(ResizeSpec s, ResolveResize(c.op(), c.inShape(0), ShapeValues(c)));
+  KILN_ASSIGN_OR_RETURN(ResizeSpec s, ResolveResize(c.op(), c.inShape(0), ShapeValues(c)));
   c.setOutput(0, std::move(s.out_shape), c.inType(0));
   return Status::Ok();
 }
@@ -285,10 +285,10 @@ Status InferShapeDepthToSpace(ShapeContext& c) { return SpaceDepth(c, true); }
 Status InferShapeSpaceToDepth(ShapeContext& c) { return SpaceDepth(c, false); }
 
 Status InferShapeExpand(ShapeContext& c) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> shape, Ints(c, 1), "Expand shape (input 1)");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, Ints(c, 1), "Expand shape (input 1)");
   for (int64_t d : shape)
     if (d < 0) return InvalidArgument("Expand: negative dim in shape %s", ShapeToString(shape).c_str());
-  ASSIGN_OR_RETURN(std::vector<int64_t> out, BroadcastShapes(c.inShape(0), shape), "Expand");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> out, BroadcastShapes(c.inShape(0), shape), "Expand");
   c.setOutput(0, std::move(out), c.inType(0));
   return Status::Ok();
 }

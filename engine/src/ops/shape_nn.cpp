@@ -108,7 +108,7 @@ Status InferShapeConv(ShapeContext& c) {
   if (w.size() != x.size())
     return InvalidArgument("%s: weights %s have rank %zu but the input %s has rank %zu", op, Join(w).c_str(),
                            w.size(), Join(x).c_str(), x.size());
-  RETURN_IF_ERROR(SameType(c, 0, 1, "X", "W"));
+  KILN_RETURN_IF_ERROR(SameType(c, 0, 1, "X", "W"));
   const int n = static_cast<int>(x.size()) - 2;
   const int64_t group = p ? p->group() : 1;
   if (group < 1) return InvalidArgument("%s: group is %lld, must be >= 1", op, static_cast<long long>(group));
@@ -133,29 +133,29 @@ Status InferShapeConv(ShapeContext& c) {
                              static_cast<long long>(x[1]), static_cast<long long>(group));
     out_channels = SatMul(w[1], group);
   }
-  if (c.hasInput(2)) RETURN_IF_ERROR(PerChannel(c, 2, "bias", out_channels));
+  if (c.hasInput(2)) KILN_RETURN_IF_ERROR(PerChannel(c, 2, "bias", out_channels));
 
   IntVec kernel(w.begin() + 2, w.end());
   if (p && p->kernel_shape() && p->kernel_shape()->size() > 0) {
-    ASSIGN_OR_RETURN(IntVec ks, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+    KILN_ASSIGN_OR_RETURN(IntVec ks, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
     if (ks != kernel)
       return InvalidArgument("%s: kernel_shape %s does not match the weights' spatial dims %s (weights %s)", op,
                              Join(ks).c_str(), Join(kernel).c_str(), Join(w).c_str());
   }
   for (int i = 0; i < n; ++i)
     if (kernel[i] < 1) return InvalidArgument("%s: weights %s have an empty kernel", op, Join(w).c_str());
-  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p ? p->strides() : nullptr, n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p ? p->dilations() : nullptr, n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p ? p->pads() : nullptr, n, 2, 0, 0));
+  KILN_ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p ? p->strides() : nullptr, n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p ? p->dilations() : nullptr, n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p ? p->pads() : nullptr, n, 2, 0, 0));
   const fb::AutoPad auto_pad = p ? p->auto_pad() : fb::AutoPad::NotSet;
   IntVec in(x.begin() + 2, x.end());
   IntVec out_shape = {x[0], out_channels};
 
   if (!transpose) {
-    ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, auto_pad, false));
+    KILN_ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, auto_pad, false));
     out_shape.insert(out_shape.end(), out.begin(), out.end());
   } else {
-    ASSIGN_OR_RETURN(IntVec out_pad, SpatialList(op, "output_padding", p ? p->output_padding() : nullptr, n, 1, 0, 0));
+    KILN_ASSIGN_OR_RETURN(IntVec out_pad, SpatialList(op, "output_padding", p ? p->output_padding() : nullptr, n, 1, 0, 0));
     for (int i = 0; i < n; ++i)
       if (out_pad[i] >= strides[i] && out_pad[i] >= dilations[i])
         return InvalidArgument("%s: output_padding[%d] = %lld must be smaller than the stride (%lld) or the dilation "
@@ -202,10 +202,10 @@ Status InferShapePool(ShapeContext& c) {
   const int n = static_cast<int>(x.size()) - 2;
   if (!p || !p->kernel_shape() || p->kernel_shape()->size() == 0)
     return InvalidArgument("%s: kernel_shape is required", op);
-  ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p->dilations(), n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
+  KILN_ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec dilations, SpatialList(op, "dilations", p->dilations(), n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
   if (p->auto_pad() == fb::AutoPad::NotSet)
     for (int i = 0; i < n; ++i) {
       int64_t ek = SatAdd(SatMulSigned(kernel[i] - 1, dilations[i]), 1);
@@ -215,7 +215,7 @@ Status InferShapePool(ShapeContext& c) {
                                static_cast<long long>(ek));
     }
   IntVec in(x.begin() + 2, x.end());
-  ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, p->auto_pad(), p->ceil_mode()));
+  KILN_ASSIGN_OR_RETURN(IntVec out, WindowOutput(op, in, kernel, strides, dilations, pads, p->auto_pad(), p->ceil_mode()));
   IntVec shape = {x[0], x[1]};
   shape.insert(shape.end(), out.begin(), out.end());
   c.setOutput(0, shape, c.inType(0));
@@ -242,12 +242,12 @@ Status InferShapeMaxUnpool(ShapeContext& c) {
   const int n = static_cast<int>(x.size()) - 2;
   if (!p || !p->kernel_shape() || p->kernel_shape()->size() == 0)
     return InvalidArgument("%s: kernel_shape is required", op);
-  ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
-  ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
+  KILN_ASSIGN_OR_RETURN(IntVec kernel, SpatialList(op, "kernel_shape", p->kernel_shape(), n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec strides, SpatialList(op, "strides", p->strides(), n, 1, 1, 1));
+  KILN_ASSIGN_OR_RETURN(IntVec pads, SpatialList(op, "pads", p->pads(), n, 2, 0, 0));
   IntVec shape = {x[0], x[1]};
   if (c.hasInput(2)) {
-    ASSIGN_OR_RETURN(IntVec os, c.inInts(2), "%s: output_shape (input 2)", op);
+    KILN_ASSIGN_OR_RETURN(IntVec os, c.inInts(2), "%s: output_shape (input 2)", op);
     if (c.inRank(2) != 1 || (os.size() != x.size() && os.size() != static_cast<size_t>(n)))
       return InvalidArgument("%s: output_shape (input 2) %s must be 1-D with %zu entries (or %d spatial ones)", op,
                              Join(os).c_str(), x.size(), n);
@@ -302,7 +302,7 @@ Status InferShapeChannelNorm(ShapeContext& c) {
   static const char* const kNames[] = {"X", "scale", "B", "mean", "var"};
   for (int k = 1; k < c.numInputs(); ++k) {
     if (!c.hasInput(k)) return InvalidArgument("%s: input %d (%s) is required", op, k, kNames[k]);
-    RETURN_IF_ERROR(PerChannel(c, k, kNames[k], x[1]));
+    KILN_RETURN_IF_ERROR(PerChannel(c, k, kNames[k], x[1]));
   }
   c.setOutputLike(0, 0);
   return Status::Ok();
@@ -328,10 +328,10 @@ Status InferShapeLayerNorm(ShapeContext& c) {
   const IntVec& x = c.inShape(0);
   const int rank = static_cast<int>(x.size());
   if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", op);
-  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", op);
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", op);
   IntVec norm(x.begin() + axis, x.end());
-  RETURN_IF_ERROR(BroadcastsTo(c, 1, "scale", norm));
-  if (c.hasInput(2)) RETURN_IF_ERROR(BroadcastsTo(c, 2, "B", norm));
+  KILN_RETURN_IF_ERROR(BroadcastsTo(c, 1, "scale", norm));
+  if (c.hasInput(2)) KILN_RETURN_IF_ERROR(BroadcastsTo(c, 2, "B", norm));
   c.setOutputLike(0, 0);
   // Mean and InvStdDev: X's shape with the normalized axes set to 1 (float, stash_type 1).
   IntVec stat = x;
@@ -346,7 +346,7 @@ Status InferShapeMatMul(ShapeContext& c) {
   IntVec a = c.inShape(0), b = c.inShape(1);
   if (a.empty() || b.empty())
     return InvalidArgument("MatMul: operands must have rank >= 1, are %s and %s", Join(a).c_str(), Join(b).c_str());
-  RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
+  KILN_RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);  // [K] -> [1, K]
   if (b_vec) b.push_back(1);          // [K] -> [K, 1]
@@ -355,7 +355,7 @@ Status InferShapeMatMul(ShapeContext& c) {
                            Join(c.inShape(1)).c_str(), static_cast<long long>(a.back()),
                            static_cast<long long>(b[b.size() - 2]));
   IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  ASSIGN_OR_RETURN(IntVec out, BroadcastShapes(ba, bb), "MatMul: batch dims");
+  KILN_ASSIGN_OR_RETURN(IntVec out, BroadcastShapes(ba, bb), "MatMul: batch dims");
   if (!a_vec) out.push_back(a[a.size() - 2]);
   if (!b_vec) out.push_back(b.back());
   c.setOutput(0, out, c.inType(0));
@@ -368,7 +368,7 @@ Status InferShapeGemm(ShapeContext& c) {
   const IntVec& b = c.inShape(1);
   if (a.size() != 2 || b.size() != 2)
     return InvalidArgument("Gemm: A and B must be 2-D, are %s and %s", Join(a).c_str(), Join(b).c_str());
-  RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
+  KILN_RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
   const bool ta = p && p->trans_a(), tb = p && p->trans_b();
   int64_t m = ta ? a[1] : a[0], ka = ta ? a[0] : a[1];
   int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
@@ -387,7 +387,7 @@ Status InferShapeGemm(ShapeContext& c) {
     if (!ok)
       return InvalidArgument("Gemm: C %s does not broadcast to [%lld,%lld]", Join(cs).c_str(),
                              static_cast<long long>(m), static_cast<long long>(n));
-    RETURN_IF_ERROR(SameType(c, 0, 2, "A", "C"));
+    KILN_RETURN_IF_ERROR(SameType(c, 0, 2, "A", "C"));
   }
   c.setOutput(0, {m, n}, c.inType(0));
   return Status::Ok();
@@ -399,7 +399,7 @@ Status InferShapeSoftmax(ShapeContext& c) {
   const fb::AxisParams* p = c.params<fb::AxisParams>();
   int rank = c.inRank(0);
   if (rank < 1) return InvalidArgument("%s: input must have rank >= 1, is a scalar", c.op().typeName());
-  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", c.op().typeName());
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "%s", c.op().typeName());
   (void)axis;
   c.setOutputLike(0, 0);
   return Status::Ok();

@@ -6,7 +6,7 @@
 namespace kiln {
 
 Status InferShapeReduce(ShapeContext& c) {
-  ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(c.op(), c.inShape(0), ShapeValues(c)));
+  KILN_ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(c.op(), c.inShape(0), ShapeValues(c)));
   c.setOutput(0, std::move(s.out_shape), c.inType(0));
   return Status::Ok();
 }
@@ -15,7 +15,7 @@ Status InferShapeArg(ShapeContext& c) {
   const fb::ArgParams* p = c.params<fb::ArgParams>();
   const int rank = c.inRank(0);
   if (rank == 0) return InvalidArgument("%s: input is a scalar", c.op().typeName());
-  ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "%s", c.op().typeName());
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, rank), "%s", c.op().typeName());
   std::vector<int64_t> out;
   for (int d = 0; d < rank; ++d) {
     if (d != axis)

@@ -10,7 +10,7 @@ namespace kiln {
 using namespace passes;
 
 StatusOr<int> RemoveDeadCode(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "dead_code"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "dead_code"));
   const size_t nt = net.tensors.size();
   std::vector<uint8_t> live(nt, 0), removed(net.ops.size(), 0);
   for (int t : net.outputs) live[static_cast<size_t>(t)] = 1;

@@ -122,7 +122,7 @@ bool FoldIntoGemm(fb::NetT& net, fb::OpT& gemm, const BnConsts& c) {
 }  // namespace
 
 StatusOr<int> FoldBatchNorm(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "fold_batchnorm"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fold_batchnorm"));
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   int n = 0;

@@ -45,12 +45,12 @@ StatusOr<std::vector<Folded>> Evaluate(const fb::NetT& net, const fb::OpT& op) {
   for (size_t k = 0; k < op.outputs.size(); ++k) names.push_back("out" + std::to_string(k));
   std::vector<int> outs = b.addOp(op.type, op.name, ins, names, op.params);
   for (int o : outs) b.addOutput(o);
-  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
-  ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
   ScheduleConfig config;
   config.type = ForwardType::kHost;
-  ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
-  RETURN_IF_ERROR(session->run());
+  KILN_ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
+  KILN_RETURN_IF_ERROR(session->run());
   std::vector<Folded> result;
   for (const std::string& name : names) {
     Tensor* t = session->getOutput(name);
@@ -60,7 +60,7 @@ StatusOr<std::vector<Folded>> Evaluate(const fb::NetT& net, const fb::OpT& op) {
     f.shape = t->shape();
     f.bytes.resize(t->byteSize());
     auto host = Tensor::wrap(f.shape, f.dtype, f.bytes.data());
-    RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
+    KILN_RETURN_IF_ERROR(t->copyToHostTensor(host.get()));
     result.push_back(std::move(f));
   }
   return result;
@@ -100,7 +100,7 @@ bool Foldable(const fb::NetT& net, const fb::OpT& op) {
 }  // namespace
 
 StatusOr<int> FoldConstants(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "fold_constants"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fold_constants"));
   std::vector<uint8_t> is_output(net.tensors.size(), 0);
   for (int t : net.outputs) is_output[static_cast<size_t>(t)] = 1;
   StaticShapes s = SeedShapes(net);

@@ -117,7 +117,7 @@ int GatedActivation(const fb::NetT& net, const NetIndex& idx, const fb::OpT& op,
 }  // namespace
 
 StatusOr<int> FuseActivation(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "fuse_activation"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fuse_activation"));
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   int n = 0;

@@ -84,7 +84,7 @@ bool MatchGelu(const fb::NetT& net, const NetIndex& idx, int e, std::vector<int>
 }  // namespace
 
 StatusOr<int> FuseGelu(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "fuse_gelu"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fuse_gelu"));
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   int n = 0;

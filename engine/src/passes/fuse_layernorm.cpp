@@ -118,7 +118,7 @@ bool MatchLayerNorm(const fb::NetT& net, const NetIndex& idx, const StaticShapes
 }  // namespace
 
 StatusOr<int> FuseLayerNorm(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "fuse_layernorm"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fuse_layernorm"));
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   StaticShapes s = InferStaticShapes(net);

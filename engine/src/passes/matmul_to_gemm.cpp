@@ -22,7 +22,7 @@ bool BiasFits(const std::vector<int64_t>& b, int64_t M, int64_t N) {
 }  // namespace
 
 StatusOr<int> MatMulToGemm(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "matmul_to_gemm"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "matmul_to_gemm"));
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   StaticShapes s = InferStaticShapes(net);

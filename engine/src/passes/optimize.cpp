@@ -45,10 +45,10 @@ Status OptimizeNet(fb::NetT& net, PassReport* report) {
   };
   for (const Step& step : kPipeline) {
     int n = 0;
-    RETURN_IF_ERROR(Run(step, net, report, &n));
+    KILN_RETURN_IF_ERROR(Run(step, net, report, &n));
     // The Gemms matmul_to_gemm made can take a following activation.
     if (step.pass == &MatMulToGemm && n > 0)
-      RETURN_IF_ERROR(Run({"fuse_activation", &FuseActivation}, net, report, &n));
+      KILN_RETURN_IF_ERROR(Run({"fuse_activation", &FuseActivation}, net, report, &n));
   }
   return Status::Ok();
 }

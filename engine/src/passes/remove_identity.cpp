@@ -11,7 +11,7 @@ namespace kiln {
 using namespace passes;
 
 StatusOr<int> RemoveIdentity(fb::NetT& net) {
-  RETURN_IF_ERROR(CheckIndices(net, "remove_identity"));
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "remove_identity"));
   const std::vector<uint8_t> none;
   NetIndex idx(net, none);
   // alias[t]: the tensor readers of t read instead (t itself when none).
