@@ -354,7 +354,7 @@ TEST(GpuLayout, Compare) {
       float r = std::round(f[static_cast<size_t>(i)]);
       if (t == fb::DataType::F32) std::memcpy(&v[static_cast<size_t>(i) * 4], &r, 4);
       if (t == fb::DataType::I32) { int32_t k = static_cast<int32_t>(r) * 65537; std::memcpy(&v[static_cast<size_t>(i) * 4], &k, 4); }
-      if (t == fb::DataType::I64) { int64_t k = static_cast<int64_t>(r) << 33 | (i & 1); std::memcpy(&v[static_cast<size_t>(i) * 8], &k, 8); }
+      if (t == fb::DataType::I64) { int64_t k = static_cast<int64_t>(r) * (int64_t{1} << 33) | (i & 1); std::memcpy(&v[static_cast<size_t>(i) * 8], &k, 8); }
     }
     return v;
   };
