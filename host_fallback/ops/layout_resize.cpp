@@ -31,6 +31,7 @@ class ResizeExecution final : public Execution {
     if (mode_ == fb::ResizeMode::Linear && in[0]->dtype() != fb::DataType::F32)
       return Unsupported("host Resize: linear mode supports f32, not %s", DataTypeName(in[0]->dtype()));
     const std::vector<int64_t>& is = in[0]->shape();
+    if (out[0]->elementCount() == 0) return Status::Ok();  // nothing to compute: no tap tables either
     KILN_ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
     if (spec.out_shape != out[0]->shape())
       return Internal("Resize: resolved shape %s, inferred %s", ShapeToString(spec.out_shape).c_str(),

@@ -49,6 +49,10 @@ StatusOr<std::vector<Folded>> Evaluate(const fb::NetT& net, const fb::OpT& op) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Interpreter> interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
   ScheduleConfig config;
   config.type = ForwardType::kHost;
+  // A folded op is small: hostile shapes fail fast instead of sizing tables
+  // (an empty tensor of [19464193,87381,0,1431633920]) by what the host holds.
+  config.maxTensorBytes = kMaxFoldedBytes;
+  config.maxSessionBytes = 4 * kMaxFoldedBytes;
   KILN_ASSIGN_OR_RETURN(Session * session, interp->createSession(config));
   KILN_RETURN_IF_ERROR(session->run());
   std::vector<Folded> result;
