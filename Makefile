@@ -8,7 +8,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-ci models-check clean
+.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-build fuzz-ci models-check clean
 
 all: build
 
@@ -53,25 +53,40 @@ test-arm64: deps
 # libFuzzer (clang, ASan + UBSan) on every parser: the model loader, the ONNX
 # and TFLite importers, and convert-then-run on the host, each for
 # FUZZ_SECONDS (default 60), from seed corpora written at build time from the
-# test models. Corpora grow in build-fuzz/corpus/<target>; crashes land in
-# build-fuzz/crashes. `make fuzz-ci` is the same, 30 s a target (CI).
+# test models (build-fuzz/corpus/seeds). Corpora grow in
+# build-fuzz/corpus/<target>; crashes land in build-fuzz/crashes.
+# `make fuzz-ci` (CI) runs each target for a fixed number of inputs with a
+# fixed seed from the seeds alone (about 30 s a target on 2 cores), so that
+# its result is the same on every machine: a finding is reproducible, and a
+# green run here is a green run in CI.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := loader onnx tflite run
-fuzz: deps
+FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+FUZZ_FLAGS := -rss_limit_mb=4096 -timeout=20 -max_len=65536 -print_final_stats=1
+FUZZ_FILTER := grep -E "^(stat::|\#[0-9]+ *DONE|==[0-9]+==|SUMMARY)"
+fuzz-build: deps
 	@$(DEPS) tools/setup/debian-packages-fuzz.txt
 	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF
 	cmake --build build-fuzz -j$(JOBS) --target $(addprefix kiln-fuzz-,$(FUZZ_TARGETS)) kiln-fuzz-corpus
 	mkdir -p build-fuzz/crashes
+
+fuzz: fuzz-build
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	  echo "== kiln-fuzz-$$t: $(FUZZ_SECONDS) s"; \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-fuzz/bin/kiln-fuzz-$$t \
-	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 -max_len=65536 -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t 2>&1 | grep -E "^(stat::|#[0-9]+ *DONE|==[0-9]+==|SUMMARY)" ; \
+	  echo "== kiln-fuzz-$$t: $(FUZZ_SECONDS) s"; mkdir -p build-fuzz/corpus/$$t; \
+	  $(FUZZ_ENV) build-fuzz/bin/kiln-fuzz-$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/corpus/$$t build-fuzz/corpus/seeds/$$t 2>&1 | $(FUZZ_FILTER); \
 	  test $${PIPESTATUS[0]} -eq 0 || { echo "kiln-fuzz-$$t failed: see build-fuzz/crashes"; exit 1; }; \
 	done
 
-fuzz-ci:
-	$(MAKE) fuzz FUZZ_SECONDS=30
+FUZZ_CI_RUNS := loader:1000000 onnx:600000 tflite:250000 run:100000
+fuzz-ci: fuzz-build
+	@set -e; for spec in $(FUZZ_CI_RUNS); do t=$${spec%%:*}; n=$${spec##*:}; \
+	  rm -rf build-fuzz/ci-corpus/$$t; mkdir -p build-fuzz/ci-corpus/$$t; cp build-fuzz/corpus/seeds/$$t/* build-fuzz/ci-corpus/$$t/; \
+	  echo "== kiln-fuzz-$$t: $$n inputs, seed 1"; \
+	  $(FUZZ_ENV) build-fuzz/bin/kiln-fuzz-$$t -seed=1 -runs=$$n $(FUZZ_FLAGS) \
+	    -artifact_prefix=build-fuzz/crashes/$$t- build-fuzz/ci-corpus/$$t 2>&1 | $(FUZZ_FILTER); \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "kiln-fuzz-$$t failed: see build-fuzz/crashes"; exit 1; }; \
+	done
 
 # The real models (torchvision CNNs, a transformer encoder): convert, run on
 # the host, compare with torch. Slow (minutes), so not part of `make test`.
