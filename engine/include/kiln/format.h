@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kiln/types.h"
 #include "kiln_generated.h"
 
 namespace kiln {
@@ -18,10 +19,6 @@ constexpr uint32_t kFormatVersion = 1;
 // weights files), so mmapped weights can be used in place by SIMD kernels.
 constexpr size_t kDataAlignment = 64;
 
-// Size in bytes of one element; 0 for values outside the enum.
-size_t DataTypeSize(fb::DataType dtype);
-
-// "f32", "i64", ...; "?" for values outside the enum.
-const char* DataTypeName(fb::DataType dtype);
+static_assert(kDefaultDataType == fb::DataType::F32, "kiln/types.h's default element type is F32");
 
 }  // namespace kiln

@@ -19,7 +19,7 @@
 
 #include <vector>
 
-#include "kiln/format.h"
+#include "kiln/types.h"
 #include "kiln/session.h"
 #include "kiln/status.h"
 

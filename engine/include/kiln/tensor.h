@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/format.h"
+#include "kiln/types.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -28,7 +28,7 @@ class Backend;
 class Tensor {
  public:
   // A host tensor owning zero-initialized memory. `shape` is in `layout`'s order.
-  static std::unique_ptr<Tensor> create(const std::vector<int64_t>& shape, fb::DataType dtype = fb::DataType::F32,
+  static std::unique_ptr<Tensor> create(const std::vector<int64_t>& shape, fb::DataType dtype = kDefaultDataType,
                                         DimensionType layout = DimensionType::kNCHW);
   // A host tensor over caller memory of at least elementCount * elementSize
   // bytes (not owned; must outlive the tensor).
@@ -82,7 +82,7 @@ class Tensor {
 
  private:
   std::string name_;
-  fb::DataType dtype_ = fb::DataType::F32;
+  fb::DataType dtype_ = kDefaultDataType;
   DimensionType layout_ = DimensionType::kNCHW;
   std::vector<int64_t> shape_;
   void* host_ = nullptr;
