@@ -9,6 +9,7 @@
 #include "kiln/convert.h"
 #include "kiln/interpreter.h"
 #include "kiln/passes.h"
+#include "convert/onnx_model_util.h"
 #include "onnx/onnx.pb.h"
 #include "support/test_models.h"
 #include "tflite/tflite_builder.h"
@@ -16,13 +17,7 @@
 namespace kiln {
 namespace {
 
-onnx::ModelProto NewModel(int opset) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(opset);
-  m.mutable_graph()->set_name("g");
-  return m;
-}
+onnx::ModelProto NewModel(int opset) { return test::NewOnnxModel(opset); }
 
 void AddInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims) {
   auto* tt = g->add_input();
@@ -34,12 +29,7 @@ void AddInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t>
 
 onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& type, std::vector<std::string> in,
                          std::vector<std::string> out, const std::string& name = "") {
-  auto* n = g->add_node();
-  n->set_op_type(type);
-  n->set_name(name);
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
+  return test::AddOnnxNode(g, type, std::move(in), std::move(out), name);
 }
 
 // Imports from memory (weights_dir for external data), runs the passes and

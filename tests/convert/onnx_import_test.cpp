@@ -7,6 +7,7 @@
 
 #include "kiln/convert.h"
 #include "kiln/interpreter.h"
+#include "convert/onnx_model_util.h"
 #include "onnx/onnx.pb.h"
 #include "support/op_test.h"
 #include "support/test_models.h"
@@ -31,12 +32,7 @@ onnx::ValueInfoProto* AddInput(onnx::GraphProto* g, const std::string& name, std
 
 onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& type, std::vector<std::string> in,
                          std::vector<std::string> out, const std::string& name = "") {
-  auto* n = g->add_node();
-  n->set_op_type(type);
-  n->set_name(name);
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
+  return test::AddOnnxNode(g, type, std::move(in), std::move(out), name);
 }
 
 std::string Write(const onnx::ModelProto& m, const std::string& dir) {
@@ -46,13 +42,7 @@ std::string Write(const onnx::ModelProto& m, const std::string& dir) {
   return path;
 }
 
-onnx::ModelProto NewModel(int opset) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(opset);
-  m.mutable_graph()->set_name("g");
-  return m;
-}
+onnx::ModelProto NewModel(int opset) { return test::NewOnnxModel(opset); }
 
 TEST(OnnxImport, ExternalInitializerSymbolicDimsAndDefaults) {
   std::string dir = test::TempDir();
