@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kiln/convert.h"
+#include "kiln/format.h"
 #include "kiln/interpreter.h"
 #include "kiln/passes.h"
 

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kiln/format.h"
 #include "kiln/interpreter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
