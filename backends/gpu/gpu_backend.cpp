@@ -1,7 +1,7 @@
 #include "gpu_backend.h"
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "half.h"

@@ -132,7 +132,7 @@ size_t SessionImpl::tensorLimit(const Backend* b) const {
 
 Status SessionImpl::checkTensorSize(const Tensor& t, size_t limit, const char* role) const {
   for (int64_t d : t.shape())
-    if (d < 0) return Internal("output '%s': the shape function gave dim %lld", t.name().c_str(), (long long)d);
+    if (d < 0) return Internal("%s '%s': negative dim %lld", role, t.name().c_str(), (long long)d);
   size_t bytes = 0;
   if (!CheckedShapeBytes(t.shape(), t.elementSize(), &bytes))
     return InvalidArgument("%s '%s' %s exceeds the tensor limit (%zu bytes): its size overflows", role,
