@@ -1,8 +1,7 @@
 #include "ops/shape_inference.h"
 
-#include <cstring>
-
 #include "checked_math.h"
+#include "ops/op_params.h"
 
 namespace kiln {
 
@@ -12,28 +11,14 @@ ShapeDef FindShapeDef(fb::OpType type) {
   return {def->shape, def->value_inputs};
 }
 
+// The values of input i, read as the kernels read them (TensorInts and
+// TensorFloats, ops/op_params.h), once they are known at resize.
 StatusOr<std::vector<int64_t>> ShapeContext::inInts(int i) const {
   if (!hasInput(i)) return InvalidArgument("input %d is not given", i);
   const Tensor& t = input(i);
   if (!t.hostData()) return InvalidArgument("input %d '%s': its values are not known at resize", i, t.name().c_str());
-  int64_t n = t.elementCount();
-  std::vector<int64_t> v(static_cast<size_t>(n));
-  switch (t.dtype()) {
-    case fb::DataType::I64: std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 8); break;
-    case fb::DataType::I32:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int32_t>()[k];
-      break;
-    case fb::DataType::U8:
-    case fb::DataType::BOOL:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<uint8_t>()[k];
-      break;
-    case fb::DataType::I8:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int8_t>()[k];
-      break;
-    default:
-      return InvalidArgument("input %d '%s' must be an integer tensor, is %s", i, t.name().c_str(),
-                             DataTypeName(t.dtype()));
-  }
+  auto v = TensorInts(t);
+  if (!v.ok()) return v.status().WithContext(StrFormat("input %d", i));
   return v;
 }
 
@@ -41,14 +26,8 @@ StatusOr<std::vector<float>> ShapeContext::inFloats(int i) const {
   if (!hasInput(i)) return InvalidArgument("input %d is not given", i);
   const Tensor& t = input(i);
   if (!t.hostData()) return InvalidArgument("input %d '%s': its values are not known at resize", i, t.name().c_str());
-  int64_t n = t.elementCount();
-  std::vector<float> v(static_cast<size_t>(n));
-  if (t.dtype() == fb::DataType::F32) {
-    std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
-    return v;
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ints, inInts(i));
-  for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
+  auto v = TensorFloats(t);
+  if (!v.ok()) return v.status().WithContext(StrFormat("input %d", i));
   return v;
 }
 
