@@ -80,4 +80,10 @@ inline StatusOr<std::unique_ptr<Execution>> MakeHostKernel(HostBackend* b, const
   return std::unique_ptr<Execution>(new HostFnExecution(b, op, fn));
 }
 
+// Defines CreateHost<Name> for the function-style kernel Run<Name>.
+#define KILN_HOST_FN_FACTORY(Name)                                                                            \
+  StatusOr<std::unique_ptr<Execution>> CreateHost##Name(const GraphOp& op, const Graph&, HostBackend* b) { \
+    return MakeHostKernel(b, op, &Run##Name);                                                               \
+  }
+
 }  // namespace kiln

@@ -3,6 +3,7 @@
 // and resize-computed values are bound, and kept, so run() reads none of them.
 #include <cstring>
 
+#include "elements.h"
 #include "half.h"
 #include "host_backend.h"
 #include "ops/layout_copy.h"
@@ -46,18 +47,7 @@ class SliceExecution final : public Execution {
 };
 
 // The fill value of a constant Pad as `dtype` bytes.
-void FillBytes(float v, fb::DataType dtype, uint8_t* bytes) {
-  switch (dtype) {
-    case fb::DataType::F32: std::memcpy(bytes, &v, 4); break;
-    case fb::DataType::F16: { uint16_t h = FloatToHalf(v); std::memcpy(bytes, &h, 2); break; }
-    case fb::DataType::BF16: { uint16_t h = FloatToBf16(v); std::memcpy(bytes, &h, 2); break; }
-    case fb::DataType::I32: { int32_t i = static_cast<int32_t>(v); std::memcpy(bytes, &i, 4); break; }
-    case fb::DataType::I64: { int64_t i = static_cast<int64_t>(v); std::memcpy(bytes, &i, 8); break; }
-    case fb::DataType::I8: { int8_t i = static_cast<int8_t>(v); std::memcpy(bytes, &i, 1); break; }
-    case fb::DataType::U8: { uint8_t i = static_cast<uint8_t>(v); std::memcpy(bytes, &i, 1); break; }
-    case fb::DataType::BOOL: bytes[0] = v != 0.f; break;
-  }
-}
+void FillBytes(float v, fb::DataType dtype, uint8_t* bytes) { StoreDouble(bytes, dtype, 0, v); }
 
 class PadExecution final : public Execution {
  public:

@@ -1,5 +1,5 @@
-// Host kernels: ReduceMean/Sum/Max/Min/Prod/L2 (f32; i32 and i64 for all but
-// L2, for shape subgraphs) and ArgMax/ArgMin (f32, i32, i64; output i64).
+// Host kernels: ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp
+// (f32 and f64; i32 and i64 for all but L2 and the logs) and ArgMax/ArgMin (f32, i32, i64; output i64).
 // Reduce axes may be a value input: they are resolved at onResize.
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,12 @@ namespace kiln {
 namespace {
 
 bool IsReduceType(fb::DataType t) {
-  return t == fb::DataType::F32 || t == fb::DataType::I32 || t == fb::DataType::I64;
+  return t == fb::DataType::F32 || t == fb::DataType::F64 || t == fb::DataType::I32 || t == fb::DataType::I64;
+}
+
+// The reductions whose result is only meaningful in floating point.
+bool FloatOnly(fb::OpType t) {
+  return t == fb::OpType::ReduceL2 || t == fb::OpType::ReduceLogSum || t == fb::OpType::ReduceLogSumExp;
 }
 
 template <typename T>
@@ -35,7 +40,7 @@ class ReduceExecution final : public Execution {
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
-    if (!IsReduceType(x.dtype()) || (op_.type == fb::OpType::ReduceL2 && x.dtype() != fb::DataType::F32))
+    if (!IsReduceType(x.dtype()) || (FloatOnly(op_.type) && x.dtype() != fb::DataType::F32 && x.dtype() != fb::DataType::F64))
       return Unsupported("host %s does not support %s", op_.typeName(), DataTypeName(x.dtype()));
     KILN_ASSIGN_OR_RETURN(ReduceSpec s, ResolveReduce(op_, x.shape(), TensorValues(in)));
     noop_ = s.noop;
@@ -79,6 +84,7 @@ class ReduceExecution final : public Execution {
     }
     switch (x.dtype()) {
       case fb::DataType::F32: run<float>(x, y); break;
+      case fb::DataType::F64: run<double>(x, y); break;
       case fb::DataType::I32: run<int32_t>(x, y); break;
       case fb::DataType::I64: run<int64_t>(x, y); break;
       default: return Unsupported("host %s does not support %s", op_.typeName(), DataTypeName(x.dtype()));
@@ -124,7 +130,20 @@ class ReduceExecution final : public Execution {
                 for (int64_t i = 0; i < inner; ++i) acc *= static_cast<A>(p[i * istride]);
                 break;
               case fb::OpType::ReduceL2:
+              case fb::OpType::ReduceSumSquare:
                 for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(p[i * istride]) * static_cast<A>(p[i * istride]);
+                break;
+              case fb::OpType::ReduceL1:
+                for (int64_t i = 0; i < inner; ++i) {
+                  A v = static_cast<A>(p[i * istride]);
+                  acc += v < A(0) ? A(0) - v : v;
+                }
+                break;
+              case fb::OpType::ReduceLogSum:
+                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(p[i * istride]);
+                break;
+              case fb::OpType::ReduceLogSumExp:
+                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(std::exp(static_cast<double>(p[i * istride])));
                 break;
               case fb::OpType::ReduceMax:
                 for (int64_t i = 0; i < inner; ++i) {
@@ -160,6 +179,8 @@ class ReduceExecution final : public Execution {
               v = red_count_ == 0 ? T(0) : static_cast<T>(acc / static_cast<A>(red_count_));
             break;
           case fb::OpType::ReduceL2: v = static_cast<T>(std::sqrt(static_cast<double>(acc))); break;
+          case fb::OpType::ReduceLogSum:
+          case fb::OpType::ReduceLogSumExp: v = static_cast<T>(std::log(static_cast<double>(acc))); break;
           default: v = static_cast<T>(acc); break;
         }
         dst[o] = v;

@@ -112,12 +112,12 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithCountsAndNames) {
   AddNode(g, "NonZero", {"x"}, {"a"}, "nz1");
   AddNode(g, "Relu", {"x"}, {"r"}, "relu");
   AddNode(g, "NonZero", {"r"}, {"b"}, "nz2");
-  AddNode(g, "Hardmax", {"x"}, {"c"}, "hm");
+  AddNode(g, "TfIdfVectorizer", {"x"}, {"c"}, "tfidf");
   g->add_output()->set_name("c");
   Status s = ConvertFile(Write(m, dir), dir + "/m.kiln", ConvertOptions{}, nullptr);
   ASSERT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.message().find("NonZero x2: 'nz1' 'nz2'"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("Hardmax x1: 'hm'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("TfIdfVectorizer x1: 'tfidf'"), std::string::npos) << s.message();
 
   // Kept as Custom ops, the session names them when no backend can run them.
   ConvertOptions keep;
@@ -130,9 +130,9 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithCountsAndNames) {
   ASSERT_TRUE(interp.ok()) << interp.status().ToString();
   auto sess = (*interp)->createSession({});
   ASSERT_FALSE(sess.ok());
-  // Only 'hm' feeds the output, so dead-code removal leaves it alone.
-  EXPECT_NE(sess.status().message().find("op 0 'hm' (Hardmax): no backend can run it (host: the host backend has "
-                                         "no Hardmax kernel)"),
+  // Only 'tfidf' feeds the output, so dead-code removal leaves it alone.
+  EXPECT_NE(sess.status().message().find("op 0 'tfidf' (TfIdfVectorizer): no backend can run it (host: the host backend has "
+                                         "no TfIdfVectorizer kernel)"),
             std::string::npos)
       << sess.status().message();
 }

@@ -160,6 +160,60 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.Set(std::move(p));
       break;
     }
+    case fb::OpParams::SeluParams:
+      u.Set(fb::SeluParamsT{});
+      u.AsSeluParams()->alpha = 1.5f;
+      u.AsSeluParams()->gamma = 2.5f;
+      break;
+    case fb::OpParams::ShrinkParams:
+      u.Set(fb::ShrinkParamsT{});
+      u.AsShrinkParams()->bias = 0.25f;
+      u.AsShrinkParams()->lambd = 1.25f;
+      break;
+    case fb::OpParams::IsInfParams:
+      u.Set(fb::IsInfParamsT{});
+      u.AsIsInfParams()->detect_positive = false;
+      u.AsIsInfParams()->detect_negative = false;
+      break;
+    case fb::OpParams::BitShiftParams: u.Set(fb::BitShiftParamsT{}); u.AsBitShiftParams()->left = true; break;
+    case fb::OpParams::ModParams: u.Set(fb::ModParamsT{}); u.AsModParams()->fmod = true; break;
+    case fb::OpParams::EyeLikeParams:
+      u.Set(fb::EyeLikeParamsT{});
+      u.AsEyeLikeParams()->k = -2;
+      u.AsEyeLikeParams()->dtype = fb::DataType::U16;
+      u.AsEyeLikeParams()->has_dtype = true;
+      break;
+    case fb::OpParams::TriluParams: u.Set(fb::TriluParamsT{}); u.AsTriluParams()->upper = false; break;
+    case fb::OpParams::GatherNDParams: u.Set(fb::GatherNDParamsT{}); u.AsGatherNDParams()->batch_dims = 1; break;
+    case fb::OpParams::ScatterParams:
+      u.Set(fb::ScatterParamsT{});
+      u.AsScatterParams()->axis = -1;
+      u.AsScatterParams()->reduction = fb::ScatterReduction::Max;
+      break;
+    case fb::OpParams::CumSumParams:
+      u.Set(fb::CumSumParamsT{});
+      u.AsCumSumParams()->exclusive = true;
+      u.AsCumSumParams()->reverse = true;
+      break;
+    case fb::OpParams::TopKParams:
+      u.Set(fb::TopKParamsT{});
+      u.AsTopKParams()->axis = 0;
+      u.AsTopKParams()->largest = false;
+      u.AsTopKParams()->sorted = false;
+      break;
+    case fb::OpParams::LrnParams:
+      u.Set(fb::LrnParamsT{});
+      u.AsLrnParams()->alpha = 0.5f;
+      u.AsLrnParams()->beta = 0.25f;
+      u.AsLrnParams()->bias = 2;
+      u.AsLrnParams()->size = 5;
+      break;
+    case fb::OpParams::LossParams:
+      u.Set(fb::LossParamsT{});
+      u.AsLossParams()->reduction = fb::LossReduction::Sum;
+      u.AsLossParams()->ignore_index = -100;
+      u.AsLossParams()->has_ignore_index = true;
+      break;
   }
   return u;
 }

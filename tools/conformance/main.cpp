@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "elements.h"
 #include "kiln/convert.h"
 #include "kiln/interpreter.h"
 #include "onnx_util.h"
@@ -66,15 +67,7 @@ std::string ShapeString(const std::vector<int64_t>& s) {
 }
 
 double Value(const std::vector<uint8_t>& bytes, fb::DataType dt, size_t i) {
-  switch (dt) {
-    case fb::DataType::F32: return reinterpret_cast<const float*>(bytes.data())[i];
-    case fb::DataType::I32: return reinterpret_cast<const int32_t*>(bytes.data())[i];
-    case fb::DataType::I64: return static_cast<double>(reinterpret_cast<const int64_t*>(bytes.data())[i]);
-    case fb::DataType::I8: return reinterpret_cast<const int8_t*>(bytes.data())[i];
-    case fb::DataType::U8:
-    case fb::DataType::BOOL: return bytes[i];
-    default: return 0;
-  }
+  return LoadDouble(bytes.data(), dt, static_cast<int64_t>(i));
 }
 
 // Runs one case; returns the outcome and a message.

@@ -53,7 +53,8 @@ class OnnxImporter {
       KILN_RETURN_IF_ERROR(AddInput(in), "graph input '%s'", in.name().c_str());
     }
     report_->ops_in = g.node_size();
-    for (int i = 0; i < g.node_size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(g));
+    for (int i : order) {
       const onnx::NodeProto* n = &g.node(i);
       onnx::NodeProto named;
       if (n->name().empty()) {  // messages and placements need a name: use the first output's
@@ -62,8 +63,8 @@ class OnnxImporter {
         n = &named;
       }
       KILN_RETURN_IF_ERROR(ImportNode(*n), "node %d '%s' (%s)", i, n->name().c_str(), n->op_type().c_str());
-      if (opt_.progress && g.node_size() > 200 && (i + 1) % 200 == 0)
-        opt_.progress(StrFormat("imported %d of %d nodes", i + 1, g.node_size()));
+      if (opt_.progress && g.node_size() > 200 && (++imported_ % 200) == 0)
+        opt_.progress(StrFormat("imported %d of %d nodes", imported_, g.node_size()));
     }
     if (!missing_.empty() && !opt_.allow_unsupported) {
       std::string msg = "unsupported ONNX ops:";
@@ -84,6 +85,53 @@ class OnnxImporter {
   }
 
  private:
+  // The nodes in an order where each comes after the producers of its
+  // inputs: the file's order when it already is one (ONNX requires it, but
+  // exporters do not always keep it), else the file's order as far as the
+  // dependencies allow (Kahn's algorithm, smallest index first). A cycle is
+  // an error naming the nodes on it.
+  static StatusOr<std::vector<int>> TopologicalOrder(const onnx::GraphProto& g) {
+    const int count = g.node_size();
+    std::map<std::string, int> producer;
+    for (int i = 0; i < count; ++i)
+      for (const std::string& o : g.node(i).output())
+        if (!o.empty()) producer.emplace(o, i);
+    std::vector<std::vector<int>> users(static_cast<size_t>(count));
+    std::vector<int> pending(static_cast<size_t>(count), 0);
+    for (int i = 0; i < count; ++i) {
+      std::set<int> deps;
+      for (const std::string& in : g.node(i).input()) {
+        auto it = producer.find(in);
+        if (!in.empty() && it != producer.end() && it->second != i) deps.insert(it->second);
+      }
+      for (int d : deps) users[static_cast<size_t>(d)].push_back(i);
+      pending[static_cast<size_t>(i)] = static_cast<int>(deps.size());
+    }
+    std::set<int> ready;
+    for (int i = 0; i < count; ++i)
+      if (pending[static_cast<size_t>(i)] == 0) ready.insert(i);
+    std::vector<int> order;
+    order.reserve(static_cast<size_t>(count));
+    while (!ready.empty()) {
+      const int i = *ready.begin();
+      ready.erase(ready.begin());
+      order.push_back(i);
+      for (int u : users[static_cast<size_t>(i)])
+        if (--pending[static_cast<size_t>(u)] == 0) ready.insert(u);
+    }
+    if (static_cast<int>(order.size()) == count) return order;
+    std::string names;
+    int listed = 0;
+    for (int i = 0; i < count; ++i)
+      if (pending[static_cast<size_t>(i)] > 0 && listed++ < 8) {
+        const onnx::NodeProto& n = g.node(i);
+        names += StrFormat(" '%s' (%s)", n.name().empty() ? (n.output_size() ? n.output(0).c_str() : "?") : n.name().c_str(),
+                           n.op_type().c_str());
+      }
+    return InvalidArgument("the graph has a cycle: %d nodes depend on each other's outputs:%s%s",
+                           count - static_cast<int>(order.size()), names.c_str(), listed > 8 ? " ..." : "");
+  }
+
   Status AddInput(const onnx::ValueInfoProto& in) {
     if (!in.type().has_tensor_type()) return Unsupported("only tensor inputs are supported");
     const auto& tt = in.type().tensor_type();
@@ -419,6 +467,118 @@ class OnnxImporter {
       fb::ReshapeParamsT p;
       p.allowzero = AttrInt(n, "allowzero", 0) != 0;
       return Emit(fb::OpType::Reshape, n, in, U(p));
+    } else if (t == "Selu") {
+      fb::SeluParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 1.67326319217681884765625f);
+      p.gamma = AttrFloat(n, "gamma", 1.05070102214813232421875f);
+      return Emit(fb::OpType::Selu, n, in, U(p));
+    } else if (t == "Celu" || t == "ThresholdedRelu") {
+      fb::EluParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 1.0f);
+      return Emit(t == "Celu" ? fb::OpType::Celu : fb::OpType::ThresholdedRelu, n, in, U(p));
+    } else if (t == "Shrink") {
+      fb::ShrinkParamsT p;
+      p.bias = AttrFloat(n, "bias", 0.0f);
+      p.lambd = AttrFloat(n, "lambd", 0.5f);
+      return Emit(fb::OpType::Shrink, n, in, U(p));
+    } else if (t == "IsInf") {
+      fb::IsInfParamsT p;
+      p.detect_positive = AttrInt(n, "detect_positive", 1) != 0;
+      p.detect_negative = AttrInt(n, "detect_negative", 1) != 0;
+      return Emit(fb::OpType::IsInf, n, in, U(p));
+    } else if (t == "BitShift") {
+      fb::BitShiftParamsT p;
+      std::string dir = AttrString(n, "direction", "");
+      if (dir != "LEFT" && dir != "RIGHT") return InvalidArgument("BitShift direction must be LEFT or RIGHT, is '%s'", dir.c_str());
+      p.left = dir == "LEFT";
+      return Emit(fb::OpType::BitShift, n, in, U(p));
+    } else if (t == "Mod") {
+      fb::ModParamsT p;
+      p.fmod = AttrInt(n, "fmod", 0) != 0;
+      return Emit(fb::OpType::Mod, n, in, U(p));
+    } else if (t == "EyeLike") {
+      fb::EyeLikeParamsT p;
+      p.k = AttrInt(n, "k", 0);
+      if (FindAttr(n, "dtype")) {
+        auto dt = MapDataType(static_cast<int>(AttrInt(n, "dtype", 1)));
+        if (!dt.ok()) return Keep(n, dt.status().message());
+        p.dtype = *dt;
+        p.has_dtype = true;
+      }
+      return Emit(fb::OpType::EyeLike, n, in, U(p));
+    } else if (t == "Trilu") {
+      fb::TriluParamsT p;
+      p.upper = AttrInt(n, "upper", 1) != 0;
+      return Emit(fb::OpType::Trilu, n, in, U(p));
+    } else if (t == "OneHot" || t == "GatherElements" || t == "Hardmax") {
+      fb::OpType type = t == "OneHot" ? fb::OpType::OneHot : t == "Hardmax" ? fb::OpType::Hardmax : fb::OpType::GatherElements;
+      if (type == fb::OpType::Hardmax && opset_ < 13) {
+        if (in.size() != 1 || in[0] < 0) return InvalidArgument("Hardmax takes one input, the node gives %zu", in.size());
+        return ImportLegacySoftmax(type, n, in[0]);
+      }
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, t == "GatherElements" ? 0 : -1));
+      return Emit(type, n, in, U(p));
+    } else if (t == "GatherND") {
+      fb::GatherNDParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.batch_dims, AttrInt32(n, "batch_dims", 0));
+      return Emit(fb::OpType::GatherND, n, in, U(p));
+    } else if (t == "ScatterElements" || t == "Scatter" || t == "ScatterND") {
+      fb::ScatterParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
+      static const std::map<std::string, fb::ScatterReduction> kRed = {
+          {"none", fb::ScatterReduction::None}, {"add", fb::ScatterReduction::Add}, {"mul", fb::ScatterReduction::Mul},
+          {"max", fb::ScatterReduction::Max}, {"min", fb::ScatterReduction::Min}};
+      auto r = kRed.find(AttrString(n, "reduction", "none"));
+      if (r == kRed.end()) return Keep(n, "reduction " + AttrString(n, "reduction", ""));
+      p.reduction = r->second;
+      return Emit(t == "ScatterND" ? fb::OpType::ScatterND : fb::OpType::ScatterElements, n, in, U(p));
+    } else if (t == "CumSum") {
+      fb::CumSumParamsT p;
+      p.exclusive = AttrInt(n, "exclusive", 0) != 0;
+      p.reverse = AttrInt(n, "reverse", 0) != 0;
+      return Emit(fb::OpType::CumSum, n, in, U(p));
+    } else if (t == "TopK") {
+      fb::TopKParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", -1));
+      p.largest = AttrInt(n, "largest", 1) != 0;
+      p.sorted = AttrInt(n, "sorted", 1) != 0;
+      if (opset_ < 10 && in.size() == 1) {  // TopK-1: k is an attribute
+        int64_t k = AttrInt(n, "k", -1);
+        in.push_back(b_.addConstant(n.name() + "/k", fb::DataType::I64, {1}, &k, sizeof k));
+      }
+      return Emit(fb::OpType::TopK, n, in, U(p));
+    } else if (t == "LRN") {
+      fb::LrnParamsT p;
+      p.alpha = AttrFloat(n, "alpha", 0.0001f);
+      p.beta = AttrFloat(n, "beta", 0.75f);
+      p.bias = AttrFloat(n, "bias", 1.0f);
+      KILN_ASSIGN_OR_RETURN(p.size, AttrInt32(n, "size", 0));
+      return Emit(fb::OpType::LRN, n, in, U(p));
+    } else if (t == "MeanVarianceNormalization") {
+      fb::AxesParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.axes, AttrInts32(n, "axes"));
+      if (!FindAttr(n, "axes")) p.axes = {0, 2, 3};
+      return Emit(fb::OpType::MeanVarianceNormalization, n, in, U(p));
+    } else if (t == "NegativeLogLikelihoodLoss" || t == "SoftmaxCrossEntropyLoss") {
+      fb::LossParamsT p;
+      std::string red = AttrString(n, "reduction", "mean");
+      if (red == "none") p.reduction = fb::LossReduction::None;
+      else if (red == "sum") p.reduction = fb::LossReduction::Sum;
+      else if (red == "mean") p.reduction = fb::LossReduction::Mean;
+      else return InvalidArgument("%s reduction must be none, sum or mean, is '%s'", t.c_str(), red.c_str());
+      p.has_ignore_index = FindAttr(n, "ignore_index") != nullptr;
+      p.ignore_index = AttrInt(n, "ignore_index", 0);
+      return Emit(t == "SoftmaxCrossEntropyLoss" ? fb::OpType::SoftmaxCrossEntropyLoss : fb::OpType::NegativeLogLikelihoodLoss,
+                  n, in, U(p));
+    } else if (t == "ConstantOfShape") {
+      if (auto* a = FindAttr(n, "value")) {
+        KILN_ASSIGN_OR_RETURN(TensorData d, ReadTensor(a->t(), base_dir_), "ConstantOfShape value");
+        if (d.bytes.size() != DataTypeSize(d.dtype))
+          return InvalidArgument("ConstantOfShape value must have one element, has %zu bytes", d.bytes.size());
+        if (in.size() != 1) return InvalidArgument("ConstantOfShape takes one input, the node gives %zu", in.size());
+        in.push_back(b_.addConstant(n.name() + "/value", d.dtype, {1}, d.bytes.data(), d.bytes.size()));
+      }
+      return Emit(fb::OpType::ConstantOfShape, n, in);
     } else if (t == "Dropout") {
       if (n.output_size() > 1 && !n.output(1).empty()) return Keep(n, "Dropout mask output");
       if (n.input_size() > 2 && !n.input(2).empty()) return Keep(n, "Dropout training_mode input");
@@ -459,6 +619,7 @@ class OnnxImporter {
   ConvertReport* report_;
   std::string base_dir_;
   int64_t opset_ = 1;
+  int imported_ = 0;
   std::map<std::string, int> tensors_;
   std::map<std::string, int> ranks_;  // graph inputs' ranks
   std::map<std::string, std::vector<std::string>> missing_;

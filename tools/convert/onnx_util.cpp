@@ -71,6 +71,11 @@ StatusOr<fb::DataType> MapDataType(int t) {
     case onnx::TensorProto::INT8: return fb::DataType::I8;
     case onnx::TensorProto::UINT8: return fb::DataType::U8;
     case onnx::TensorProto::BOOL: return fb::DataType::BOOL;
+    case onnx::TensorProto::DOUBLE: return fb::DataType::F64;
+    case onnx::TensorProto::UINT16: return fb::DataType::U16;
+    case onnx::TensorProto::UINT32: return fb::DataType::U32;
+    case onnx::TensorProto::UINT64: return fb::DataType::U64;
+    case onnx::TensorProto::INT16: return fb::DataType::I16;
     default: break;
   }
   return Unsupported("ONNX data type %s is not supported",
@@ -148,8 +153,12 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
     d.bytes.assign(t.raw_data().begin(), t.raw_data().end());
     return d;
   }
+  // The typed field each dtype's values live in (onnx.proto).
+  const bool in_u64 = d.dtype == fb::DataType::U32 || d.dtype == fb::DataType::U64;
   const int have = d.dtype == fb::DataType::F32   ? t.float_data_size()
                    : d.dtype == fb::DataType::I64 ? t.int64_data_size()
+                   : d.dtype == fb::DataType::F64 ? t.double_data_size()
+                   : in_u64                       ? t.uint64_data_size()
                                                   : t.int32_data_size();
   if (have != n)
     return InvalidArgument("tensor '%s': %d values for %lld elements %s", t.name().c_str(), have, (long long)n,
@@ -163,7 +172,19 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
     case fb::DataType::I64:
       std::memcpy(d.bytes.data(), t.int64_data().data(), bytes);
       break;
-    default:  // int32_data holds i32, i8, u8, bool, f16 and bf16 bit patterns
+    case fb::DataType::F64:
+      std::memcpy(d.bytes.data(), t.double_data().data(), bytes);
+      break;
+    case fb::DataType::U64:
+      std::memcpy(d.bytes.data(), t.uint64_data().data(), bytes);
+      break;
+    case fb::DataType::U32:
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t v = static_cast<uint32_t>(t.uint64_data(static_cast<int>(i)));
+        std::memcpy(d.bytes.data() + i * es, &v, es);
+      }
+      break;
+    default:  // int32_data holds i32, i16, u16, i8, u8, bool, f16 and bf16 bit patterns
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = t.int32_data(static_cast<int>(i));
         std::memcpy(d.bytes.data() + i * es, &v, es);  // little-endian: low bytes first

@@ -3,53 +3,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "elements.h"
 #include "kiln/format.h"
 
 namespace kiln::inspect {
 namespace {
 
-float HalfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    // Subnormal (or zero): mant * 2^-24.
-    f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  uint32_t bits = exp == 0x1f ? (sign | 0x7f800000u | (mant << 13))
-                              : (sign | ((exp + 112) << 23) | (mant << 13));
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float Bf16ToFloat(uint16_t h) {
-  uint32_t bits = uint32_t{h} << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 bool IsFloatType(fb::DataType t) {
-  return t == fb::DataType::F32 || t == fb::DataType::F16 || t == fb::DataType::BF16;
+  return IsFloating(t);
 }
 
 // Element i of data `p` as a double (exact for every Kiln dtype but i64
 // beyond 2^53, which only matters for the min/max of float types: unused).
-double Element(fb::DataType t, const uint8_t* p) {
-  switch (t) {
-    case fb::DataType::F32: return flatbuffers::ReadScalar<float>(p);
-    case fb::DataType::F16: return HalfToFloat(flatbuffers::ReadScalar<uint16_t>(p));
-    case fb::DataType::BF16: return Bf16ToFloat(flatbuffers::ReadScalar<uint16_t>(p));
-    case fb::DataType::I32: return flatbuffers::ReadScalar<int32_t>(p);
-    case fb::DataType::I64: return static_cast<double>(flatbuffers::ReadScalar<int64_t>(p));
-    case fb::DataType::I8: return static_cast<int8_t>(*p);
-    case fb::DataType::U8: return *p;
-    case fb::DataType::BOOL: return *p != 0;
-  }
-  return 0;
-}
+double Element(fb::DataType t, const uint8_t* p) { return LoadDouble(p, t, 0); }
 
 std::string ElementText(fb::DataType t, const uint8_t* p) {
   ScalarValue v;

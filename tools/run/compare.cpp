@@ -4,25 +4,12 @@
 #include <cstring>
 #include <map>
 
-#include "half.h"
+#include "elements.h"
 
 namespace kiln {
 namespace {
 
-double ElementAt(const Tensor& t, int64_t i) {
-  const uint8_t* p = t.host<uint8_t>() + static_cast<size_t>(i) * t.elementSize();
-  switch (t.dtype()) {
-    case fb::DataType::F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case fb::DataType::F16: { uint16_t v; std::memcpy(&v, p, 2); return HalfToFloat(v); }
-    case fb::DataType::BF16: { uint16_t v; std::memcpy(&v, p, 2); return Bf16ToFloat(v); }
-    case fb::DataType::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case fb::DataType::I64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case fb::DataType::I8: return static_cast<int8_t>(*p);
-    case fb::DataType::U8: return *p;
-    case fb::DataType::BOOL: return *p ? 1 : 0;
-    default: return 0;
-  }
-}
+double ElementAt(const Tensor& t, int64_t i) { return LoadDouble(t.hostData(), t.dtype(), i); }
 
 RecordedTensor Record(const Tensor& t) {
   RecordedTensor r;

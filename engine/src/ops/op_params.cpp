@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "checked_math.h"
+#include "elements.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
@@ -15,21 +16,9 @@ StatusOr<std::vector<int64_t>> TensorInts(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   if (n == 0) return v;
   if (!t.hostData()) return InvalidArgument("'%s': its values are not on the host", t.name().c_str());
-  switch (t.dtype()) {
-    case fb::DataType::I64: std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 8); break;
-    case fb::DataType::I32:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int32_t>()[k];
-      break;
-    case fb::DataType::I8:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<int8_t>()[k];
-      break;
-    case fb::DataType::U8:
-    case fb::DataType::BOOL:
-      for (int64_t k = 0; k < n; ++k) v[k] = t.host<uint8_t>()[k];
-      break;
-    default:
-      return InvalidArgument("'%s' must be an integer tensor, is %s", t.name().c_str(), DataTypeName(t.dtype()));
-  }
+  if (IsFloating(t.dtype()))
+    return InvalidArgument("'%s' must be an integer tensor, is %s", t.name().c_str(), DataTypeName(t.dtype()));
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = LoadInt64(t.hostData(), t.dtype(), k);
   return v;
 }
 
@@ -37,13 +26,8 @@ StatusOr<std::vector<float>> TensorFloats(const Tensor& t) {
   int64_t n = t.elementCount();
   std::vector<float> v(static_cast<size_t>(n));
   if (n == 0) return v;
-  if (t.dtype() == fb::DataType::F32) {
-    if (!t.hostData()) return InvalidArgument("'%s': its values are not on the host", t.name().c_str());
-    std::memcpy(v.data(), t.hostData(), static_cast<size_t>(n) * 4);
-    return v;
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ints, TensorInts(t));
-  for (int64_t k = 0; k < n; ++k) v[k] = static_cast<float>(ints[k]);
+  if (!t.hostData()) return InvalidArgument("'%s': its values are not on the host", t.name().c_str());
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = static_cast<float>(LoadDouble(t.hostData(), t.dtype(), k));
   return v;
 }
 
