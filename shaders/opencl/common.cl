@@ -105,6 +105,9 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
 // twin is shaders/vulkan/unary_fn.glsl. alpha and beta: LeakyRelu's slope
 // and Elu's alpha (alpha); Clip's bounds; HardSigmoid's alpha and beta. Code
 // 0 (and any code without a case): the identity.
+// log(1 + e^v) without overflow for large v.
+float Softplus(float v) { return v > 0.0f ? v + log(1.0f + exp(-v)) : log(1.0f + exp(v)); }
+
 float UnaryFn(uint code, float v, float alpha, float beta) {
   switch (code) {
     case KILN_OP_Relu: return fmax(v, 0.0f);
@@ -129,6 +132,27 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Abs: return fabs(v);
     case KILN_OP_Reciprocal: return 1.0f / v;
     case KILN_OP_Softsign: return v / (1.0f + fabs(v));
+    case KILN_OP_Sin: return sin(v);
+    case KILN_OP_Cos: return cos(v);
+    case KILN_OP_Tan: return tan(v);
+    case KILN_OP_Asin: return asin(v);
+    case KILN_OP_Acos: return acos(v);
+    case KILN_OP_Atan: return atan(v);
+    case KILN_OP_Sinh: return sinh(v);
+    case KILN_OP_Cosh: return cosh(v);
+    case KILN_OP_Asinh: return asinh(v);
+    case KILN_OP_Acosh: return acosh(v);
+    case KILN_OP_Atanh: return atanh(v);
+    case KILN_OP_Ceil: return ceil(v);
+    case KILN_OP_Floor: return floor(v);
+    case KILN_OP_Round: return rint(v);
+    case KILN_OP_Sign: return sign(v);
+    case KILN_OP_Softplus: return Softplus(v);
+    case KILN_OP_Mish: return v * tanh(clamp(Softplus(v), -15.0f, 15.0f));
+    case KILN_OP_Selu: return beta * (v > 0.0f ? v : alpha * (exp(v) - 1.0f));
+    case KILN_OP_Celu: return v > 0.0f ? v : alpha * (exp(v / alpha) - 1.0f);
+    case KILN_OP_ThresholdedRelu: return v > alpha ? v : 0.0f;
+    case KILN_OP_Shrink: return v < -beta ? v + alpha : (v > beta ? v - alpha : 0.0f);
     default: return v;
   }
 }

@@ -5,9 +5,13 @@
 // Included after common.glsl. OpenCL C's twin is in shaders/opencl/common.cl.
 #include "kiln_op_codes.h"
 
-// alpha and beta: LeakyRelu's slope and Elu's alpha (alpha); Clip's bounds
-// (alpha, beta); HardSigmoid's alpha and beta. Code 0 (and any code without
-// a case): the identity.
+// log(1 + e^v) without overflow for large v.
+float Softplus(float v) { return v > 0.0 ? v + log(1.0 + exp(-v)) : log(1.0 + exp(v)); }
+
+// alpha and beta: LeakyRelu's slope, Elu's, Celu's and ThresholdedRelu's
+// alpha (alpha); Clip's bounds (alpha, beta); HardSigmoid's and Selu's alpha
+// and beta (Selu's gamma); Shrink's bias and lambd. Code 0 (and any code
+// without a case): the identity.
 float UnaryFn(uint code, float v, float alpha, float beta) {
   switch (code) {
     case KILN_OP_Relu: return max(v, 0.0);
@@ -32,6 +36,27 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Abs: return abs(v);
     case KILN_OP_Reciprocal: return 1.0 / v;
     case KILN_OP_Softsign: return v / (1.0 + abs(v));
+    case KILN_OP_Sin: return sin(v);
+    case KILN_OP_Cos: return cos(v);
+    case KILN_OP_Tan: return tan(v);
+    case KILN_OP_Asin: return asin(v);
+    case KILN_OP_Acos: return acos(v);
+    case KILN_OP_Atan: return atan(v);
+    case KILN_OP_Sinh: return sinh(v);
+    case KILN_OP_Cosh: return cosh(v);
+    case KILN_OP_Asinh: return asinh(v);
+    case KILN_OP_Acosh: return acosh(v);
+    case KILN_OP_Atanh: return atanh(v);
+    case KILN_OP_Ceil: return ceil(v);
+    case KILN_OP_Floor: return floor(v);
+    case KILN_OP_Round: return roundEven(v);
+    case KILN_OP_Sign: return sign(v);
+    case KILN_OP_Softplus: return Softplus(v);
+    case KILN_OP_Mish: return v * tanh(clamp(Softplus(v), -15.0, 15.0));
+    case KILN_OP_Selu: return beta * (v > 0.0 ? v : alpha * (exp(v) - 1.0));
+    case KILN_OP_Celu: return v > 0.0 ? v : alpha * (exp(v / alpha) - 1.0);
+    case KILN_OP_ThresholdedRelu: return v > alpha ? v : 0.0;
+    case KILN_OP_Shrink: return v < -beta ? v + alpha : (v > beta ? v - alpha : 0.0);
     default: return v;
   }
 }

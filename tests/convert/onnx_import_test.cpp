@@ -109,14 +109,14 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithCountsAndNames) {
   onnx::ModelProto m = NewModel(13);
   auto* g = m.mutable_graph();
   AddInput(g, "x", {"3"});
-  AddNode(g, "NonZero", {"x"}, {"a"}, "nz1");
+  AddNode(g, "StringNormalizer", {"x"}, {"a"}, "nz1");
   AddNode(g, "Relu", {"x"}, {"r"}, "relu");
-  AddNode(g, "NonZero", {"r"}, {"b"}, "nz2");
+  AddNode(g, "StringNormalizer", {"r"}, {"b"}, "nz2");
   AddNode(g, "TfIdfVectorizer", {"x"}, {"c"}, "tfidf");
   g->add_output()->set_name("c");
   Status s = ConvertFile(Write(m, dir), dir + "/m.kiln", ConvertOptions{}, nullptr);
   ASSERT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("NonZero x2: 'nz1' 'nz2'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("StringNormalizer x2: 'nz1' 'nz2'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("TfIdfVectorizer x1: 'tfidf'"), std::string::npos) << s.message();
 
   // Kept as Custom ops, the session names them when no backend can run them.
@@ -125,7 +125,7 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithCountsAndNames) {
   ConvertReport report;
   Status kept = ConvertFile(Write(m, dir), dir + "/m.kiln", keep, &report);
   ASSERT_TRUE(kept.ok()) << kept.ToString();
-  EXPECT_EQ(report.unsupported.at("NonZero"), 2);
+  EXPECT_EQ(report.unsupported.at("StringNormalizer"), 2);
   auto interp = Interpreter::createFromFile(dir + "/m.kiln");
   ASSERT_TRUE(interp.ok()) << interp.status().ToString();
   auto sess = (*interp)->createSession({});
@@ -135,6 +135,49 @@ TEST(OnnxImport, UnsupportedOpsAreListedWithCountsAndNames) {
                                          "no TfIdfVectorizer kernel)"),
             std::string::npos)
       << sess.status().message();
+}
+
+TEST(OnnxImport, NodesOutOfOrderAreSortedAndCyclesNamed) {
+  // y = relu(x) * 2 + 1 written with the consumers first.
+  std::string dir = test::TempDir();
+  onnx::ModelProto m = NewModel(13);
+  auto* g = m.mutable_graph();
+  AddInput(g, "x", {"4"});
+  AddNode(g, "Add", {"r2", "one"}, {"y"}, "add");
+  AddNode(g, "Mul", {"r", "two"}, {"r2"}, "mul");
+  AddNode(g, "Relu", {"x"}, {"r"}, "relu");
+  for (auto [name, v] : {std::pair<const char*, float>{"one", 1.f}, {"two", 2.f}}) {
+    auto* c = g->add_initializer();
+    c->set_name(name);
+    c->set_data_type(onnx::TensorProto::FLOAT);
+    c->add_float_data(v);
+  }
+  g->add_output()->set_name("y");
+  ASSERT_TRUE(ConvertFile(Write(m, dir), dir + "/m.kiln", ConvertOptions{}, nullptr).ok());
+  auto interp = Interpreter::createFromFile(dir + "/m.kiln");
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  Session* sess = *(*interp)->createSession({});
+  std::vector<float> xv = {-1, 0.5f, 2, -3};
+  auto hx = Tensor::wrap({4}, fb::DataType::F32, xv.data());
+  ASSERT_TRUE(sess->getInput("x")->copyFromHostTensor(*hx).ok());
+  ASSERT_TRUE(sess->run().ok());
+  test::ExpectNear(std::vector<float>(sess->getOutput()->host<float>(), sess->getOutput()->host<float>() + 4),
+                   {1, 2, 5, 1}, 0);
+
+  // a -> b -> a: an error naming both nodes, not a dangling input.
+  onnx::ModelProto cyc = NewModel(13);
+  auto* cg = cyc.mutable_graph();
+  AddInput(cg, "x", {"4"});
+  AddNode(cg, "Add", {"x", "b"}, {"a"}, "node_a");
+  AddNode(cg, "Relu", {"a"}, {"b"}, "node_b");
+  AddNode(cg, "Relu", {"x"}, {"y"}, "fine");
+  cg->add_output()->set_name("y");
+  Status st = ConvertFile(Write(cyc, dir), dir + "/c.kiln", ConvertOptions{}, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cycle"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("'node_a' (Add)"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("'node_b' (Relu)"), std::string::npos) << st.ToString();
+  EXPECT_EQ(st.message().find("'fine'"), std::string::npos) << st.ToString();
 }
 
 TEST(OnnxImport, LegacySoftmaxFlattensFromAxis) {

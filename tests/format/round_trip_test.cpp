@@ -214,6 +214,24 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.AsLossParams()->ignore_index = -100;
       u.AsLossParams()->has_ignore_index = true;
       break;
+    case fb::OpParams::CompressParams:
+      u.Set(fb::CompressParamsT{});
+      u.AsCompressParams()->axis = 1;
+      u.AsCompressParams()->has_axis = true;
+      break;
+    case fb::OpParams::UniqueParams:
+      u.Set(fb::UniqueParamsT{});
+      u.AsUniqueParams()->axis = -1;
+      u.AsUniqueParams()->has_axis = true;
+      u.AsUniqueParams()->sorted = false;
+      break;
+    case fb::OpParams::NmsParams: u.Set(fb::NmsParamsT{}); u.AsNmsParams()->center_point_box = true; break;
+    case fb::OpParams::ReverseSequenceParams:
+      u.Set(fb::ReverseSequenceParamsT{});
+      u.AsReverseSequenceParams()->batch_axis = 0;
+      u.AsReverseSequenceParams()->time_axis = 1;
+      break;
+    case fb::OpParams::EinsumParams: u.Set(fb::EinsumParamsT{}); u.AsEinsumParams()->equation = "ij,jk->ik"; break;
   }
   return u;
 }

@@ -52,6 +52,24 @@ TEST(GpuElementwise, UnaryWithParams) {
     ExpectSameAsHost(OpTest(fb::OpType::Clip).input("x", {3, 17}, x).missing().input("hi", {}, {0.75f}), kGpu, 0,
                      "Clip run-time max only");
   }
+  {
+    fb::SeluParamsT p;
+    p.alpha = 1.5f;
+    p.gamma = 0.8f;
+    ExpectSameAsHost(OpTest(fb::OpType::Selu).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "Selu");
+  }
+  {
+    fb::EluParamsT p;
+    p.alpha = 1.5f;
+    ExpectSameAsHost(OpTest(fb::OpType::Celu).input("x", {3, 17}, x).params(p), kGpu, 1e-5f, "Celu");
+    ExpectSameAsHost(OpTest(fb::OpType::ThresholdedRelu).input("x", {3, 17}, x).params(p), kGpu, 0, "ThresholdedRelu");
+  }
+  {
+    fb::ShrinkParamsT p;
+    p.bias = 0.25f;
+    p.lambd = 1.5f;
+    ExpectSameAsHost(OpTest(fb::OpType::Shrink).input("x", {3, 17}, x).params(p), kGpu, 1e-6f, "Shrink");
+  }
   for (auto approx : {fb::GeluApproximation::None, fb::GeluApproximation::Tanh}) {
     fb::GeluParamsT p;
     p.approximate = approx;

@@ -7,10 +7,12 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "kiln/convert.h"
 #include "alloc_guard.h"
+#include "elements.h"
 #include "onnx_util.h"
 #include "ops/op_defs.h"
 
@@ -579,17 +581,66 @@ class OnnxImporter {
         in.push_back(b_.addConstant(n.name() + "/value", d.dtype, {1}, d.bytes.data(), d.bytes.size()));
       }
       return Emit(fb::OpType::ConstantOfShape, n, in);
+    } else if (t == "Compress" || t == "Unique") {
+      const bool has_axis = FindAttr(n, "axis") != nullptr;
+      KILN_ASSIGN_OR_RETURN(int32_t axis, AttrInt32(n, "axis", 0));
+      if (t == "Compress") {
+        fb::CompressParamsT p;
+        p.axis = axis;
+        p.has_axis = has_axis;
+        return Emit(fb::OpType::Compress, n, in, U(p));
+      }
+      fb::UniqueParamsT p;
+      p.axis = axis;
+      p.has_axis = has_axis;
+      p.sorted = AttrInt(n, "sorted", 1) != 0;
+      return Emit(fb::OpType::Unique, n, in, U(p));
+    } else if (t == "NonMaxSuppression") {
+      fb::NmsParamsT p;
+      p.center_point_box = AttrInt(n, "center_point_box", 0) != 0;
+      return Emit(fb::OpType::NonMaxSuppression, n, in, U(p));
+    } else if (t == "ReverseSequence") {
+      fb::ReverseSequenceParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.batch_axis, AttrInt32(n, "batch_axis", 1));
+      KILN_ASSIGN_OR_RETURN(p.time_axis, AttrInt32(n, "time_axis", 0));
+      return Emit(fb::OpType::ReverseSequence, n, in, U(p));
+    } else if (t == "Einsum") {
+      fb::EinsumParamsT p;
+      p.equation = AttrString(n, "equation", "");
+      if (p.equation.empty()) return InvalidArgument("Einsum without an equation");
+      return Emit(fb::OpType::Einsum, n, in, U(p));
     } else if (t == "Dropout") {
-      if (n.output_size() > 1 && !n.output(1).empty()) return Keep(n, "Dropout mask output");
-      if (n.input_size() > 2 && !n.input(2).empty()) return Keep(n, "Dropout training_mode input");
+      // Inference: the identity, and a mask of all true. In training mode
+      // Dropout is random, unless its ratio is a constant 0.
       if (in.empty() || in[0] < 0) return InvalidArgument("Dropout needs its input 0");
-      return Emit(fb::OpType::Identity, n, {in[0]}, {}, 1);
+      if (in.size() > 2 && in[2] >= 0) {
+        std::optional<double> training = ConstantScalar(in[2]);
+        std::optional<double> ratio = in[1] >= 0 ? ConstantScalar(in[1]) : std::optional<double>(0.5);
+        if (!training) return Keep(n, "training_mode computed at run time");
+        if (*training != 0 && (!ratio || *ratio != 0)) return Keep(n, "training mode (random)");
+      }
+      KILN_RETURN_IF_ERROR(Emit(fb::OpType::Identity, n, {in[0]}, {}, 1));
+      if (n.output_size() > 1 && !n.output(1).empty()) {
+        int shape = b_.addOp(fb::OpType::Shape, n.name() + "/shape", {in[0]}, {n.name() + "/x_shape"})[0];
+        uint8_t yes = 1;
+        int value = b_.addConstant(n.name() + "/true", fb::DataType::BOOL, {1}, &yes, 1);
+        tensors_[n.output(1)] = b_.addOp(fb::OpType::ConstantOfShape, n.name() + "/mask", {shape, value}, {n.output(1)})[0];
+      }
+      return Status::Ok();
     } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
       return Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...
     } else {
       return Keep(n, "");
     }
     return Status::Ok();
+  }
+
+  // The value of a one-element constant tensor, if tensor t is one.
+  std::optional<double> ConstantScalar(int t) {
+    const auto& tensor = *b_.net().tensors[static_cast<size_t>(t)];
+    const size_t es = DataTypeSize(tensor.dtype);
+    if (es == 0 || tensor.data.size() != es) return std::nullopt;
+    return LoadDouble(tensor.data.data(), tensor.dtype, 0);
   }
 
   static fb::OpType OpByName(const std::string& name) {

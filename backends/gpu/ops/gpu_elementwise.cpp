@@ -193,6 +193,24 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Gra
       alpha = p ? p->alpha() : 1.0f;
       break;
     }
+    case fb::OpType::Celu:
+    case fb::OpType::ThresholdedRelu: {
+      auto* p = op.params<fb::EluParams>();
+      alpha = p ? p->alpha() : 1.0f;
+      break;
+    }
+    case fb::OpType::Selu: {
+      auto* p = op.params<fb::SeluParams>();
+      alpha = p ? p->alpha() : 1.67326319f;
+      beta = p ? p->gamma() : 1.05070102f;
+      break;
+    }
+    case fb::OpType::Shrink: {
+      auto* p = op.params<fb::ShrinkParams>();
+      alpha = p ? p->bias() : 0.0f;
+      beta = p ? p->lambd() : 0.5f;
+      break;
+    }
     case fb::OpType::Gelu: {
       auto* p = op.params<fb::GeluParams>();
       if (p && p->approximate() == fb::GeluApproximation::Tanh) code = kUnaryGeluTanh;
