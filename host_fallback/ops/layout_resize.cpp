@@ -1,8 +1,10 @@
 // Host kernel: Resize. Nearest (every nearest mode; any dtype, elements are
-// copied) and N-d linear (f32) with the half_pixel, pytorch_half_pixel,
-// align_corners, asymmetric and tf_half_pixel_for_nn coordinate transforms.
-// Cubic and tf_crop_and_resize are not supported. Per-axis index and weight
-// tables are built at onResize, when the scales / sizes values are bound.
+// copied), N-d linear and cubic (f32; cubic with its coefficient and
+// exclude_outside) with the half_pixel, pytorch_half_pixel, align_corners,
+// asymmetric and tf_half_pixel_for_nn coordinate transforms.
+// tf_crop_and_resize is not supported. Per-axis index and weight tables (up
+// to 4 taps an output index) are built at onResize, when the scales / sizes
+// values are bound.
 #include <cmath>
 #include <cstring>
 
@@ -14,10 +16,21 @@ namespace kiln {
 
 namespace {
 
+// The input elements an output index reads along one axis: element offsets
+// (index * stride) and weights; 1 tap for nearest, 2 for linear, 4 for cubic.
 struct Tap {
-  int64_t off0, off1;  // element offsets (index * stride) of the two neighbours
-  float w0, w1;
+  int64_t off[4];
+  float w[4];
+  int n;
 };
+
+// Keys' cubic convolution weight at distance s (ONNX's, coefficient a).
+float CubicWeight(float s, float a) {
+  s = std::fabs(s);
+  if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
+  if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
+  return 0.f;
+}
 
 class ResizeExecution final : public Execution {
  public:
@@ -28,8 +41,8 @@ class ResizeExecution final : public Execution {
     mode_ = p ? p->mode() : fb::ResizeMode::Nearest;
     auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
     auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
-    if (mode_ == fb::ResizeMode::Linear && in[0]->dtype() != fb::DataType::F32)
-      return Unsupported("host Resize: linear mode supports f32, not %s", DataTypeName(in[0]->dtype()));
+    if (mode_ != fb::ResizeMode::Nearest && in[0]->dtype() != fb::DataType::F32)
+      return Unsupported("host Resize: linear and cubic modes support f32, not %s", DataTypeName(in[0]->dtype()));
     const std::vector<int64_t>& is = in[0]->shape();
     if (out[0]->elementCount() == 0) return Status::Ok();  // nothing to compute: no tap tables either
     KILN_ASSIGN_OR_RETURN(ResizeSpec spec, ResolveResize(op_, is, TensorValues(in)));
@@ -47,17 +60,40 @@ class ResizeExecution final : public Execution {
       const bool same = len == n && spec.scales[d] == 1.f;
       for (int64_t o = 0; o < len; ++o) {
         float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
-        Tap t;
+        Tap t{};
         if (mode_ == fb::ResizeMode::Nearest) {
           int64_t i = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(nm, x), n - 1));
-          t = {i * strides[d], i * strides[d], 1.f, 0.f};
+          t.n = 1;
+          t.off[0] = i * strides[d];
+          t.w[0] = 1.f;
           active_[d] = active_[d] || i != o;
-        } else {
+        } else if (mode_ == fb::ResizeMode::Linear) {
           x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
           int64_t i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
           float w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
-          t = {i0 * strides[d], i1 * strides[d], 1.f - w1, w1};
+          t.n = w1 == 0.f ? 1 : 2;
+          t.off[0] = i0 * strides[d];
+          t.off[1] = i1 * strides[d];
+          t.w[0] = 1.f - w1;
+          t.w[1] = w1;
           active_[d] = active_[d] || i0 != o || w1 != 0.f;
+        } else {  // cubic: taps floor(x) - 1 .. floor(x) + 2, clamped to the edge
+          const float a = p ? p->cubic_coeff_a() : -0.75f;
+          const bool exclude = p && p->exclude_outside();
+          const float fl = std::floor(x);
+          float sum = 0.f;
+          t.n = 4;
+          for (int k = 0; k < 4; ++k) {
+            const int64_t i = static_cast<int64_t>(fl) - 1 + k;
+            float w = CubicWeight(x - static_cast<float>(i), a);
+            if (exclude && (i < 0 || i >= n)) w = 0.f;
+            t.off[k] = std::max<int64_t>(0, std::min<int64_t>(i, n - 1)) * strides[d];
+            t.w[k] = w;
+            sum += w;
+          }
+          if (exclude && sum != 0.f)
+            for (float& w : t.w) w /= sum;
+          active_[d] = active_[d] || !same;
         }
         taps_[d].push_back(t);
       }
@@ -77,13 +113,14 @@ class ResizeExecution final : public Execution {
       return Status::Ok();
     }
     const int64_t inner = os.back();
-    const bool linear = mode_ == fb::ResizeMode::Linear;
+    const bool weighted = mode_ != fb::ResizeMode::Nearest;
     const size_t es = x.elementSize();
     const uint8_t* src = static_cast<const uint8_t*>(x.hostData());
     uint8_t* dst = static_cast<uint8_t*>(y.hostData());
     static_cast<HostBackend*>(backend())->pool().parallelFor(total / inner, [&](int64_t b, int64_t e) {
       std::vector<int64_t> idx(rank, 0);
       std::vector<const Tap*> act;
+      std::vector<int> pick;
       int64_t rem = b;
       for (size_t d = rank - 1; d-- > 0;) {
         idx[d] = rem % os[d];
@@ -94,36 +131,44 @@ class ResizeExecution final : public Execution {
         act.clear();
         for (size_t d = 0; d + 1 < rank; ++d) {
           const Tap& t = taps_[d][static_cast<size_t>(idx[d])];
-          if (linear && active_[d])
+          if (weighted && active_[d])
             act.push_back(&t);
           else
-            base += t.off0;
+            base += t.off[0];
         }
         const std::vector<Tap>& last = taps_[rank - 1];
-        if (!linear) {
+        if (!weighted) {
           for (int64_t k = 0; k < inner; ++k)
             std::memcpy(dst + static_cast<size_t>(r * inner + k) * es,
-                        src + static_cast<size_t>(base + last[static_cast<size_t>(k)].off0) * es, es);
+                        src + static_cast<size_t>(base + last[static_cast<size_t>(k)].off[0]) * es, es);
         } else {
           const float* xs = reinterpret_cast<const float*>(src);
           float* ys = reinterpret_cast<float*>(dst) + r * inner;
           const size_t na = act.size();
-          const size_t corners = size_t{1} << na;
-          for (int64_t k = 0; k < inner; ++k) {
-            const Tap& lt = last[static_cast<size_t>(k)];
-            float acc = 0.f;
-            for (size_t c = 0; c < corners; ++c) {
-              int64_t off = base;
-              float w = 1.f;
-              for (size_t j = 0; j < na; ++j) {
-                bool hi = (c >> j) & 1;
-                off += hi ? act[j]->off1 : act[j]->off0;
-                w *= hi ? act[j]->w1 : act[j]->w0;
-              }
-              if (w == 0.f) continue;
-              acc += w * (lt.w0 * xs[off + lt.off0] + (lt.w1 != 0.f ? lt.w1 * xs[off + lt.off1] : 0.f));
+          for (int64_t k = 0; k < inner; ++k) ys[k] = 0.f;
+          // Every combination of the outer axes' taps (pick: one tap each),
+          // then the last axis' taps inline.
+          pick.assign(na, 0);
+          while (true) {
+            int64_t off = base;
+            float w = 1.f;
+            for (size_t j = 0; j < na; ++j) {
+              off += act[j]->off[pick[j]];
+              w *= act[j]->w[pick[j]];
             }
-            ys[k] = acc;
+            if (w != 0.f)
+              for (int64_t k = 0; k < inner; ++k) {
+                const Tap& lt = last[static_cast<size_t>(k)];
+                float acc = 0.f;
+                for (int m = 0; m < lt.n; ++m) acc += lt.w[m] * xs[off + lt.off[m]];
+                ys[k] += w * acc;
+              }
+            size_t j = 0;
+            for (; j < na; ++j) {
+              if (++pick[j] < act[j]->n) break;
+              pick[j] = 0;
+            }
+            if (j == na) break;
           }
         }
         for (size_t d = rank - 1; d-- > 0;) {
@@ -146,14 +191,12 @@ class ResizeExecution final : public Execution {
 
 StatusOr<std::unique_ptr<Execution>> CreateHostResize(const GraphOp& op, const Graph& g, HostBackend* b) {
   const fb::ResizeParams* p = op.params<fb::ResizeParams>();
-  if (p && p->mode() == fb::ResizeMode::Cubic)
-    return Unsupported("host Resize: cubic mode is not supported (nearest and linear are)");
   if (p && p->coordinate_transform() == fb::CoordinateTransform::TfCropAndResize)
     return Unsupported("host Resize: the tf_crop_and_resize coordinate transform is not supported");
   // An intermediate's dtype is known only after shape inference: onResize checks it.
   const GraphTensor* x = op.inputs.empty() || op.inputs[0] < 0 ? nullptr : &g.tensors[static_cast<size_t>(op.inputs[0])];
-  if (p && p->mode() == fb::ResizeMode::Linear && x && x->producer < 0 && x->dtype != fb::DataType::F32)
-    return Unsupported("host Resize: linear mode supports f32, not %s", DataTypeName(x->dtype));
+  if (p && p->mode() != fb::ResizeMode::Nearest && x && x->producer < 0 && x->dtype != fb::DataType::F32)
+    return Unsupported("host Resize: linear and cubic modes support f32, not %s", DataTypeName(x->dtype));
   return std::unique_ptr<Execution>(new ResizeExecution(b, op));
 }
 

@@ -160,18 +160,58 @@ TEST(LayoutResize, TrilinearOn5d) {
   ExpectNear(out->at(0).f32(), want, 1e-5f, "trilinear");
 }
 
-TEST(LayoutResize, CubicIsUnsupported) {
-  fb::ResizeParamsT p;
-  p.mode = fb::ResizeMode::Cubic;
-  auto out = OpTest(fb::OpType::Resize)
-                 .input("x", {1, 1, 2, 2}, RandomFloats(4, 1))
-                 .missing()
-                 .constant("scales", {4}, {1, 1, 2, 2})
-                 .params(p)
-                 .run();
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(out.status().message().find("cubic"), std::string::npos) << out.status().message();
+// Cubic against a separable reference: Keys' weights on 4 taps per axis,
+// clamped at the edges, or dropped and renormalized with exclude_outside.
+TEST(LayoutResize, CubicBothCoefficientsAndExcludeOutside) {
+  auto weight = [](float s, float a) {
+    s = std::fabs(s);
+    if (s <= 1) return ((a + 2) * s - (a + 3)) * s * s + 1;
+    if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+    return 0.f;
+  };
+  const int64_t h = 3, w = 4, oh = 5, ow = 7;
+  std::vector<float> x = RandomFloats(static_cast<size_t>(h * w), 4);
+  for (bool exclude : {false, true})
+    for (float a : {-0.75f, -0.5f}) {
+      fb::ResizeParamsT p;
+      p.mode = fb::ResizeMode::Cubic;
+      p.cubic_coeff_a = a;
+      p.exclude_outside = exclude;
+      auto out = OpTest(fb::OpType::Resize)
+                     .input("x", {1, 1, h, w}, x)
+                     .missing()
+                     .missing()
+                     .constantI64("sizes", {4}, {1, 1, oh, ow})
+                     .params(p)
+                     .run();
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      // Per axis: the 4 (index, weight) taps of output index o.
+      auto taps = [&](int64_t o, int64_t n, int64_t len) {
+        const float xf = (static_cast<float>(o) + 0.5f) * static_cast<float>(n) / static_cast<float>(len) - 0.5f;
+        const float fl = std::floor(xf);
+        std::vector<std::pair<int64_t, float>> t;
+        float sum = 0;
+        for (int k = -1; k <= 2; ++k) {
+          const int64_t i = static_cast<int64_t>(fl) + k;
+          float wt = weight(xf - static_cast<float>(i), a);
+          if (exclude && (i < 0 || i >= n)) wt = 0;
+          t.push_back({std::max<int64_t>(0, std::min(i, n - 1)), wt});
+          sum += wt;
+        }
+        if (exclude)
+          for (auto& e : t) e.second /= sum;
+        return t;
+      };
+      std::vector<float> want;
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t c = 0; c < ow; ++c) {
+          double acc = 0;
+          for (auto [ri, rw] : taps(r, h, oh))
+            for (auto [ci, cw] : taps(c, w, ow)) acc += rw * cw * x[static_cast<size_t>(ri * w + ci)];
+          want.push_back(static_cast<float>(acc));
+        }
+      ExpectNear(out->at(0).f32(), want, 1e-5f, exclude ? "cubic exclude_outside" : "cubic");
+    }
 }
 
 // ---- DepthToSpace, SpaceToDepth ----
