@@ -232,6 +232,48 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.AsReverseSequenceParams()->time_axis = 1;
       break;
     case fb::OpParams::EinsumParams: u.Set(fb::EinsumParamsT{}); u.AsEinsumParams()->equation = "ij,jk->ik"; break;
+    case fb::OpParams::GridSampleParams:
+      u.Set(fb::GridSampleParamsT{});
+      u.AsGridSampleParams()->mode = fb::ResizeMode::Cubic;
+      u.AsGridSampleParams()->padding = fb::GridPadding::Reflection;
+      u.AsGridSampleParams()->align_corners = true;
+      break;
+    case fb::OpParams::RoiAlignParams: {
+      fb::RoiAlignParamsT p;
+      p.max_mode = true;
+      p.output_height = 3;
+      p.output_width = 5;
+      p.sampling_ratio = 2;
+      p.spatial_scale = 0.25f;
+      p.half_pixel = false;
+      u.Set(std::move(p));
+      break;
+    }
+    case fb::OpParams::DftParams:
+      u.Set(fb::DftParamsT{});
+      u.AsDftParams()->axis = -2;
+      u.AsDftParams()->inverse = true;
+      u.AsDftParams()->onesided = true;
+      break;
+    case fb::OpParams::WindowParams:
+      u.Set(fb::WindowParamsT{});
+      u.AsWindowParams()->periodic = false;
+      u.AsWindowParams()->dtype = fb::DataType::F64;
+      break;
+    case fb::OpParams::RnnParams: {
+      fb::RnnParamsT p;
+      p.direction = fb::RnnDirection::Bidirectional;
+      p.hidden_size = 7;
+      p.activations = {fb::OpType::HardSigmoid, fb::OpType::Tanh};
+      p.activation_alpha = {0.3f, 0};
+      p.activation_beta = {0.6f, 0};
+      p.clip = 3;
+      p.input_forget = true;
+      p.batch_first = true;
+      p.linear_before_reset = true;
+      u.Set(std::move(p));
+      break;
+    }
   }
   return u;
 }

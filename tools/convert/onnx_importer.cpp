@@ -609,6 +609,86 @@ class OnnxImporter {
       p.equation = AttrString(n, "equation", "");
       if (p.equation.empty()) return InvalidArgument("Einsum without an equation");
       return Emit(fb::OpType::Einsum, n, in, U(p));
+    } else if (t == "GridSample") {
+      fb::GridSampleParamsT p;
+      std::string mode = AttrString(n, "mode", opset_ >= 20 ? "linear" : "bilinear");
+      if (mode == "bilinear" || mode == "linear") p.mode = fb::ResizeMode::Linear;
+      else if (mode == "nearest") p.mode = fb::ResizeMode::Nearest;
+      else if (mode == "bicubic" || mode == "cubic") p.mode = fb::ResizeMode::Cubic;
+      else return InvalidArgument("GridSample mode '%s'", mode.c_str());
+      std::string pad = AttrString(n, "padding_mode", "zeros");
+      if (pad == "zeros") p.padding = fb::GridPadding::Zeros;
+      else if (pad == "border") p.padding = fb::GridPadding::Border;
+      else if (pad == "reflection") p.padding = fb::GridPadding::Reflection;
+      else return InvalidArgument("GridSample padding_mode '%s'", pad.c_str());
+      p.align_corners = AttrInt(n, "align_corners", 0) != 0;
+      return Emit(fb::OpType::GridSample, n, in, U(p));
+    } else if (t == "RoiAlign") {
+      fb::RoiAlignParamsT p;
+      std::string mode = AttrString(n, "mode", "avg");
+      if (mode != "avg" && mode != "max") return InvalidArgument("RoiAlign mode '%s'", mode.c_str());
+      p.max_mode = mode == "max";
+      KILN_ASSIGN_OR_RETURN(p.output_height, AttrInt32(n, "output_height", 1));
+      KILN_ASSIGN_OR_RETURN(p.output_width, AttrInt32(n, "output_width", 1));
+      KILN_ASSIGN_OR_RETURN(p.sampling_ratio, AttrInt32(n, "sampling_ratio", 0));
+      p.spatial_scale = AttrFloat(n, "spatial_scale", 1.0f);
+      p.half_pixel = AttrString(n, "coordinate_transformation_mode", opset_ >= 16 ? "half_pixel" : "output_half_pixel") ==
+                     "half_pixel";
+      return Emit(fb::OpType::RoiAlign, n, in, U(p));
+    } else if (t == "DFT" || t == "STFT") {
+      fb::DftParamsT p;
+      KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", opset_ >= 20 ? -2 : 1));
+      p.inverse = AttrInt(n, "inverse", 0) != 0;
+      p.onesided = AttrInt(n, "onesided", t == "STFT" ? 1 : 0) != 0;
+      if (t == "DFT" && in.size() > 2) {  // DFT-20: the axis is input 2
+        std::optional<double> axis = in[2] >= 0 ? ConstantScalar(in[2]) : std::optional<double>(-2);
+        if (!axis) return Keep(n, "axis computed at run time");
+        p.axis = static_cast<int32_t>(*axis);
+        in.resize(2);
+        while (!in.empty() && in.back() < 0) in.pop_back();
+      }
+      return Emit(t == "DFT" ? fb::OpType::DFT : fb::OpType::STFT, n, in, U(p));
+    } else if (t == "HannWindow" || t == "HammingWindow" || t == "BlackmanWindow") {
+      fb::WindowParamsT p;
+      p.periodic = AttrInt(n, "periodic", 1) != 0;
+      auto dt = MapDataType(static_cast<int>(AttrInt(n, "output_datatype", 1)));
+      if (!dt.ok()) return Keep(n, dt.status().message());
+      p.dtype = *dt;
+      return Emit(OpByName(t), n, in, U(p));
+    } else if (t == "RNN" || t == "GRU" || t == "LSTM") {
+      fb::RnnParamsT p;
+      std::string dir = AttrString(n, "direction", "forward");
+      if (dir == "forward") p.direction = fb::RnnDirection::Forward;
+      else if (dir == "reverse") p.direction = fb::RnnDirection::Reverse;
+      else if (dir == "bidirectional") p.direction = fb::RnnDirection::Bidirectional;
+      else return InvalidArgument("%s direction '%s'", t.c_str(), dir.c_str());
+      KILN_ASSIGN_OR_RETURN(p.hidden_size, AttrInt32(n, "hidden_size", 0));
+      // One alpha and beta per activation, ONNX's lists consumed in order by
+      // the activations that take them, defaults for the rest.
+      std::vector<float> alphas = AttrFloats(n, "activation_alpha"), betas = AttrFloats(n, "activation_beta");
+      size_t ai = 0, bi = 0;
+      if (const auto* acts = FindAttr(n, "activations")) {
+        for (const std::string& name : acts->strings()) {
+          fb::OpType type = OpByName(name);
+          float alpha = 0, beta = 0;
+          if (name == "LeakyRelu") alpha = 0.01f;
+          else if (name == "HardSigmoid") alpha = 0.2f, beta = 0.5f;
+          else if (name == "Elu" || name == "ThresholdedRelu") alpha = 1.0f;
+          else if (name != "Sigmoid" && name != "Tanh" && name != "Relu" && name != "Softsign" && name != "Softplus")
+            return Keep(n, "activation " + name);
+          if (name == "LeakyRelu" || name == "HardSigmoid" || name == "Elu" || name == "ThresholdedRelu")
+            if (ai < alphas.size()) alpha = alphas[ai++];
+          if (name == "HardSigmoid" && bi < betas.size()) beta = betas[bi++];
+          p.activations.push_back(type);
+          p.activation_alpha.push_back(alpha);
+          p.activation_beta.push_back(beta);
+        }
+      }
+      if (FindAttr(n, "clip")) p.clip = AttrFloat(n, "clip", INFINITY);
+      p.input_forget = AttrInt(n, "input_forget", 0) != 0;
+      p.batch_first = AttrInt(n, "layout", 0) != 0;
+      p.linear_before_reset = AttrInt(n, "linear_before_reset", 0) != 0;
+      return Emit(OpByName(t), n, in, U(p));
     } else if (t == "Dropout") {
       // Inference: the identity, and a mask of all true. In training mode
       // Dropout is random, unless its ratio is a constant 0.

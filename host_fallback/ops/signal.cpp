@@ -1,0 +1,293 @@
+// Host kernels: sampling (GridSample, RoiAlign) and signal processing (DFT,
+// STFT, Hann/Hamming/Blackman windows). f32 (DFT and STFT f32 and f64),
+// computed in double where sums are long.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "elements.h"
+#include "host_backend.h"
+#include "ops/op_params.h"
+#include "ops/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// ---- GridSample ----
+
+// A coordinate reflected into [lo, hi] (ONNX's reflection padding).
+float Reflect(float x, float lo, float hi) {
+  const float span = hi - lo;
+  if (span <= 0) return lo;
+  if (x < lo) {
+    const float d = lo - x;
+    const int flips = static_cast<int>(d / span);
+    const float r = d - static_cast<float>(flips) * span;
+    return flips % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const float d = x - hi;
+    const int flips = static_cast<int>(d / span);
+    const float r = d - static_cast<float>(flips) * span;
+    return flips % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+struct GridSampler {
+  const float* plane;
+  int64_t h, w;
+  fb::GridPadding padding;
+  bool align;
+
+  // The coordinate after border or reflection padding (zeros: unchanged).
+  float pad(float x, int64_t n) const {
+    if (padding == fb::GridPadding::Border) return std::min(std::max(x, 0.f), static_cast<float>(n - 1));
+    if (padding == fb::GridPadding::Reflection) {
+      x = align ? Reflect(x, 0.f, static_cast<float>(n - 1)) : Reflect(x, -0.5f, static_cast<float>(n) - 0.5f);
+      return std::min(std::max(x, 0.f), static_cast<float>(n - 1));
+    }
+    return x;
+  }
+  // Pixel (y, x): 0 outside with zeros padding; clamped (border) or
+  // reflected otherwise.
+  float at(int64_t y, int64_t x) const {
+    if (y < 0 || y >= h || x < 0 || x >= w) {
+      if (padding == fb::GridPadding::Zeros) return 0.f;
+      y = static_cast<int64_t>(pad(static_cast<float>(y), h));
+      x = static_cast<int64_t>(pad(static_cast<float>(x), w));
+    }
+    return plane[y * w + x];
+  }
+};
+
+float CubicW(float s) {  // a = -0.75
+  const float a = -0.75f;
+  s = std::fabs(s);
+  if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
+  if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
+  return 0.f;
+}
+
+Status RunGridSample(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& grid = *in[1];
+  if (x.dtype() != fb::DataType::F32) return Unsupported("host GridSample supports f32, not %s", DataTypeName(x.dtype()));
+  auto* p = op.params<fb::GridSampleParams>();
+  const fb::ResizeMode mode = p ? p->mode() : fb::ResizeMode::Linear;
+  const bool align = p && p->align_corners();
+  const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const int64_t oh = grid.shape()[1], ow = grid.shape()[2];
+  float* y = out[0]->host<float>();
+  auto unnorm = [align](float g, int64_t size) {
+    return align ? (g + 1.f) / 2.f * static_cast<float>(size - 1) : ((g + 1.f) * static_cast<float>(size) - 1.f) / 2.f;
+  };
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      GridSampler s{x.host<float>() + (b * c + ch) * h * w, h, w, p ? p->padding() : fb::GridPadding::Zeros, align};
+      for (int64_t i = 0; i < oh * ow; ++i) {
+        const float* g = grid.host<float>() + (b * oh * ow + i) * 2;
+        float fx = s.pad(unnorm(g[0], w), w), fy = s.pad(unnorm(g[1], h), h);
+        float v;
+        if (mode == fb::ResizeMode::Nearest) {
+          v = s.at(static_cast<int64_t>(std::nearbyint(fy)), static_cast<int64_t>(std::nearbyint(fx)));
+        } else if (mode == fb::ResizeMode::Linear) {
+          const float x0 = std::floor(fx), y0 = std::floor(fy), lx = fx - x0, ly = fy - y0;
+          const int64_t ix = static_cast<int64_t>(x0), iy = static_cast<int64_t>(y0);
+          v = (1 - ly) * ((1 - lx) * s.at(iy, ix) + lx * s.at(iy, ix + 1)) +
+              ly * ((1 - lx) * s.at(iy + 1, ix) + lx * s.at(iy + 1, ix + 1));
+        } else {
+          const float x0 = std::floor(fx), y0 = std::floor(fy);
+          v = 0;
+          for (int r = -1; r <= 2; ++r) {
+            float row = 0;
+            for (int q = -1; q <= 2; ++q)
+              row += CubicW(fx - (x0 + static_cast<float>(q))) *
+                     s.at(static_cast<int64_t>(y0) + r, static_cast<int64_t>(x0) + q);
+            v += CubicW(fy - (y0 + static_cast<float>(r))) * row;
+          }
+        }
+        y[(b * c + ch) * oh * ow + i] = v;
+      }
+    }
+  return Status::Ok();
+}
+
+// ---- RoiAlign ----
+
+Status RunRoiAlign(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& rois = *in[1];
+  if (x.dtype() != fb::DataType::F32 || rois.dtype() != fb::DataType::F32)
+    return Unsupported("host RoiAlign supports f32, not %s", DataTypeName(x.dtype()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> bidx, TensorInts(*in[2]), "RoiAlign batch_indices");
+  auto* p = op.params<fb::RoiAlignParams>();
+  const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const int64_t oh = out[0]->shape()[2], ow = out[0]->shape()[3];
+  const float scale = p ? p->spatial_scale() : 1.f;
+  const bool half = !p || p->half_pixel(), max_mode = p && p->max_mode();
+  const int ratio = p ? p->sampling_ratio() : 0;
+  const float offset = half ? 0.5f : 0.f;
+  float* y = out[0]->host<float>();
+  for (int64_t r = 0; r < rois.shape()[0]; ++r) {
+    const int64_t b = bidx[static_cast<size_t>(r)];
+    if (b < 0 || b >= n)
+      return InvalidArgument("RoiAlign: batch index %lld is out of range for a batch of %lld", static_cast<long long>(b),
+                             static_cast<long long>(n));
+    const float* box = rois.host<float>() + r * 4;
+    const float x1 = box[0] * scale - offset, y1 = box[1] * scale - offset;
+    float rw = box[2] * scale - offset - x1, rh = box[3] * scale - offset - y1;
+    if (!half) {
+      rw = std::max(rw, 1.f);
+      rh = std::max(rh, 1.f);
+    }
+    const float bw = rw / static_cast<float>(ow), bh = rh / static_cast<float>(oh);
+    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<float>(oh)));
+    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<float>(ow)));
+    const float count = static_cast<float>(std::max<int64_t>(gh * gw, 1));
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* plane = x.host<float>() + (b * c + ch) * h * w;
+      for (int64_t ph = 0; ph < oh; ++ph)
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          float acc = 0.f;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              float yy = y1 + static_cast<float>(ph) * bh + (static_cast<float>(iy) + 0.5f) * bh / static_cast<float>(gh);
+              float xx = x1 + static_cast<float>(pw) * bw + (static_cast<float>(ix) + 0.5f) * bw / static_cast<float>(gw);
+              float v = 0.f;
+              if (!(yy < -1.f || yy > static_cast<float>(h) || xx < -1.f || xx > static_cast<float>(w))) {
+                yy = std::max(yy, 0.f);
+                xx = std::max(xx, 0.f);
+                int64_t y0 = static_cast<int64_t>(yy), x0 = static_cast<int64_t>(xx), y1i, x1i;
+                if (y0 >= h - 1) y0 = y1i = h - 1, yy = static_cast<float>(y0);
+                else y1i = y0 + 1;
+                if (x0 >= w - 1) x0 = x1i = w - 1, xx = static_cast<float>(x0);
+                else x1i = x0 + 1;
+                const float ly = yy - static_cast<float>(y0), lx = xx - static_cast<float>(x0), hy = 1 - ly, hx = 1 - lx;
+                const float t[4] = {hy * hx * plane[y0 * w + x0], hy * lx * plane[y0 * w + x1i],
+                                    ly * hx * plane[y1i * w + x0], ly * lx * plane[y1i * w + x1i]};
+                // max mode takes the largest weighted corner (as onnxruntime does).
+                v = max_mode ? std::max(std::max(t[0], t[1]), std::max(t[2], t[3])) : t[0] + t[1] + t[2] + t[3];
+              }
+              if (max_mode) acc = first ? v : std::max(acc, v);
+              else acc += v;
+              first = false;
+            }
+          y[((r * c + ch) * oh + ph) * ow + pw] = max_mode ? acc : acc / count;
+        }
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- DFT, STFT ----
+
+// One DFT of `n` points of a (possibly complex) sequence read through `at`,
+// writing `bins` outputs (re, im) through `put`; zero-padded or truncated
+// to n.
+template <typename At, typename Put>
+void Dft1(int64_t len, int64_t n, int64_t bins, bool inverse, At at, Put put) {
+  const double sign = inverse ? 1.0 : -1.0;
+  for (int64_t k = 0; k < bins; ++k) {
+    double re = 0, im = 0;
+    for (int64_t t = 0; t < std::min(len, n); ++t) {
+      const double ang = sign * 2 * kPi * static_cast<double>((k * t) % n) / static_cast<double>(n);
+      double xr, xi;
+      at(t, &xr, &xi);
+      re += xr * std::cos(ang) - xi * std::sin(ang);
+      im += xr * std::sin(ang) + xi * std::cos(ang);
+    }
+    if (inverse) re /= static_cast<double>(n), im /= static_cast<double>(n);
+    put(k, re, im);
+  }
+}
+
+Status RunDft(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
+  if (!IsFloating(x.dtype()) || !IsArithmetic(x.dtype())) return Unsupported("host DFT supports f32 and f64");
+  auto* p = op.params<fb::DftParams>();
+  const int rank = x.dimensions() - 1;  // the last dim is re/im
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 1, rank + 1), "DFT");
+  const int64_t len = x.shape()[static_cast<size_t>(axis)], bins = y.shape()[static_cast<size_t>(axis)];
+  const int64_t n = in.size() > 1 && in[1] ? LoadInt64(in[1]->hostData(), in[1]->dtype(), 0) : len;
+  const int64_t comp_in = x.shape().back();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
+  for (int d = axis + 1; d < rank; ++d) inner *= x.shape()[static_cast<size_t>(d)];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      Dft1(len, n, bins, p && p->inverse(),
+           [&](int64_t t, double* re, double* im) {
+             const int64_t at = ((o * len + t) * inner + i) * comp_in;
+             *re = LoadDouble(x.hostData(), x.dtype(), at);
+             *im = comp_in == 2 ? LoadDouble(x.hostData(), x.dtype(), at + 1) : 0;
+           },
+           [&](int64_t k, double re, double im) {
+             const int64_t at = ((o * bins + k) * inner + i) * 2;
+             StoreDouble(y.hostData(), y.dtype(), at, re);
+             StoreDouble(y.hostData(), y.dtype(), at + 1, im);
+           });
+  return Status::Ok();
+}
+
+Status RunStft(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
+  if (!IsFloating(x.dtype()) || !IsArithmetic(x.dtype())) return Unsupported("host STFT supports f32 and f64");
+  const int64_t step = LoadInt64(in[1]->hostData(), in[1]->dtype(), 0);
+  const Tensor* window = in.size() > 2 ? in[2] : nullptr;
+  const int64_t frames = y.shape()[1], bins = y.shape()[2];
+  const int64_t len = in.size() > 3 && in[3] ? LoadInt64(in[3]->hostData(), in[3]->dtype(), 0) : window ? window->shape()[0] : 0;
+  if (window && window->elementCount() != len)
+    return InvalidArgument("STFT: the window has %lld values for frames of %lld", static_cast<long long>(window->elementCount()),
+                           static_cast<long long>(len));
+  const int64_t total = x.shape()[1], comp = x.shape()[2];
+  for (int64_t b = 0; b < x.shape()[0]; ++b)
+    for (int64_t f = 0; f < frames; ++f)
+      Dft1(len, len, bins, false,
+           [&](int64_t t, double* re, double* im) {
+             const int64_t at = (b * total + f * step + t) * comp;
+             const double wv = window ? LoadDouble(window->hostData(), window->dtype(), t) : 1.0;
+             *re = wv * LoadDouble(x.hostData(), x.dtype(), at);
+             *im = comp == 2 ? wv * LoadDouble(x.hostData(), x.dtype(), at + 1) : 0;
+           },
+           [&](int64_t k, double re, double im) {
+             const int64_t at = ((b * frames + f) * bins + k) * 2;
+             StoreDouble(y.hostData(), y.dtype(), at, re);
+             StoreDouble(y.hostData(), y.dtype(), at + 1, im);
+           });
+  return Status::Ok();
+}
+
+// Hann, Hamming and Blackman windows: periodic over N = size, symmetric over
+// N = size - 1.
+Status RunWindow(const GraphOp& op, const std::vector<Tensor*>&, const std::vector<Tensor*>& out, HostBackend&) {
+  Tensor& y = *out[0];
+  auto* p = op.params<fb::WindowParams>();
+  const int64_t size = y.elementCount();
+  const double n = static_cast<double>(!p || p->periodic() ? size : size - 1);
+  for (int64_t i = 0; i < size; ++i) {
+    const double a = 2 * kPi * static_cast<double>(i) / n;
+    double v;
+    if (op.type == fb::OpType::HannWindow) v = 0.5 - 0.5 * std::cos(a);
+    else if (op.type == fb::OpType::HammingWindow) v = 25.0 / 46.0 - (1 - 25.0 / 46.0) * std::cos(a);
+    else v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    StoreDouble(y.hostData(), y.dtype(), i, n > 0 ? v : 1.0);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+KILN_HOST_FN_FACTORY(GridSample)
+KILN_HOST_FN_FACTORY(RoiAlign)
+KILN_HOST_FN_FACTORY(Dft)
+KILN_HOST_FN_FACTORY(Stft)
+KILN_HOST_FN_FACTORY(Window)
+
+}  // namespace kiln
