@@ -4,6 +4,7 @@
 // All tolerate out == input 0 (the session runs them in place).
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "broadcast.h"
@@ -349,9 +350,39 @@ Status RunPow(ThreadPool& p, const Tensor& a, const Tensor& b, Tensor& y) {
   return Status::Ok();
 }
 
+Status RunBinary(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be);
+
+// f16 and bf16: widened to f32, computed, the result narrowed back (a
+// comparison writes its bools directly).
+Status BinaryViaF32(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+  std::vector<std::vector<float>> wide(in.size());
+  std::vector<std::unique_ptr<Tensor>> wrapped;
+  std::vector<Tensor*> args;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k]->dtype() != in[0]->dtype())
+      return InvalidArgument("%s: input %zu is %s, input 0 %s", op.typeName(), k, DataTypeName(in[k]->dtype()),
+                             DataTypeName(in[0]->dtype()));
+    wide[k].resize(static_cast<size_t>(in[k]->elementCount()));
+    for (int64_t i = 0; i < in[k]->elementCount(); ++i)
+      wide[k][static_cast<size_t>(i)] = static_cast<float>(LoadDouble(in[k]->hostData(), in[k]->dtype(), i));
+    wrapped.push_back(Tensor::wrap(in[k]->shape(), fb::DataType::F32, wide[k].data()));
+    args.push_back(wrapped.back().get());
+  }
+  Tensor& y = *out[0];
+  if (y.dtype() == fb::DataType::BOOL) return RunBinary(op, args, out, be);
+  std::vector<float> result(static_cast<size_t>(y.elementCount()));
+  auto ry = Tensor::wrap(y.shape(), fb::DataType::F32, result.data());
+  std::vector<Tensor*> outs = {ry.get()};
+  KILN_RETURN_IF_ERROR(RunBinary(op, args, outs, be));
+  for (int64_t i = 0; i < y.elementCount(); ++i) StoreDouble(y.hostData(), y.dtype(), i, result[static_cast<size_t>(i)]);
+  return Status::Ok();
+}
+
 Status RunBinary(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
   ThreadPool& p = be.pool();
   Tensor& y = *out[0];
+  const fb::DataType t0 = in[0]->dtype();
+  if ((t0 == fb::DataType::F16 || t0 == fb::DataType::BF16) && op.type != fb::OpType::Pow) return BinaryViaF32(op, in, out, be);
   if (op.type == fb::OpType::Pow) return RunPow(p, *in[0], *in[1], y);
   if (op.type == fb::OpType::PRelu) {
     KILN_RETURN_IF_ERROR(NeedF32(*in[0], op));

@@ -282,8 +282,53 @@ Status RunWindow(const GraphOp& op, const std::vector<Tensor*>&, const std::vect
   return Status::Ok();
 }
 
+// MelWeightMatrix: triangular filters with peaks of 1 between num_mel_bins + 2
+// points spaced evenly on the mel scale (mel = 2595 log10(1 + f / 700)),
+// each point rounded down to a DFT bin as (dft_length + 1) f / sample_rate.
+Status RunMelWeightMatrix(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                          HostBackend&) {
+  Tensor& y = *out[0];
+  const int64_t bins = y.shape()[1], spec = y.shape()[0];
+  const int64_t dft = LoadInt64(in[1]->hostData(), in[1]->dtype(), 0);
+  const double rate = LoadDouble(in[2]->hostData(), in[2]->dtype(), 0);
+  const double lo = LoadDouble(in[3]->hostData(), in[3]->dtype(), 0), hi = LoadDouble(in[4]->hostData(), in[4]->dtype(), 0);
+  if (!(rate > 0) || !(lo >= 0) || !(hi > lo))
+    return InvalidArgument("MelWeightMatrix: sample_rate %g and edges [%g, %g] Hz", rate, lo, hi);
+  const double mlo = 2595 * std::log10(1 + lo / 700), mhi = 2595 * std::log10(1 + hi / 700);
+  const double step = (mhi - mlo) / static_cast<double>(bins + 2);
+  std::vector<int64_t> point(static_cast<size_t>(bins + 2));
+  for (int64_t k = 0; k < bins + 2; ++k) {
+    const double hz = 700 * (std::pow(10.0, (static_cast<double>(k) * step + mlo) / 2595) - 1);
+    point[static_cast<size_t>(k)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / rate));
+  }
+  std::vector<double> w(static_cast<size_t>(spec * bins), 0.0);
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j < 0 || j >= spec)
+      return InvalidArgument("MelWeightMatrix: the filter of band %lld reaches DFT bin %lld, past the %lld bins",
+                             static_cast<long long>(i), static_cast<long long>(j), static_cast<long long>(spec));
+    w[static_cast<size_t>(j * bins + i)] = v;
+    return Status::Ok();
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    const int64_t left = point[static_cast<size_t>(i)], center = point[static_cast<size_t>(i + 1)],
+                  right = point[static_cast<size_t>(i + 2)];
+    if (center == left) {
+      KILN_RETURN_IF_ERROR(set(center, i, 1.0));
+    } else {
+      for (int64_t j = left; j <= center; ++j)
+        KILN_RETURN_IF_ERROR(set(j, i, static_cast<double>(j - left) / static_cast<double>(center - left)));
+    }
+    for (int64_t j = center; j < right; ++j)
+      KILN_RETURN_IF_ERROR(set(j, i, static_cast<double>(right - j) / static_cast<double>(right - center)));
+  }
+  for (int64_t k = 0; k < spec * bins; ++k) StoreDouble(y.hostData(), y.dtype(), k, w[static_cast<size_t>(k)]);
+  (void)op;
+  return Status::Ok();
+}
+
 }  // namespace
 
+KILN_HOST_FN_FACTORY(MelWeightMatrix)
 KILN_HOST_FN_FACTORY(GridSample)
 KILN_HOST_FN_FACTORY(RoiAlign)
 KILN_HOST_FN_FACTORY(Dft)

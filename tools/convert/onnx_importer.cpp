@@ -648,7 +648,7 @@ class OnnxImporter {
         while (!in.empty() && in.back() < 0) in.pop_back();
       }
       return Emit(t == "DFT" ? fb::OpType::DFT : fb::OpType::STFT, n, in, U(p));
-    } else if (t == "HannWindow" || t == "HammingWindow" || t == "BlackmanWindow") {
+    } else if (t == "HannWindow" || t == "HammingWindow" || t == "BlackmanWindow" || t == "MelWeightMatrix") {
       fb::WindowParamsT p;
       p.periodic = AttrInt(n, "periodic", 1) != 0;
       auto dt = MapDataType(static_cast<int>(AttrInt(n, "output_datatype", 1)));

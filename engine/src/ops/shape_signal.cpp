@@ -90,6 +90,19 @@ Status InferShapeWindow(ShapeContext& c) {
   return Status::Ok();
 }
 
+// MelWeightMatrix(num_mel_bins, dft_length, ...) -> [dft_length / 2 + 1,
+// num_mel_bins].
+Status InferShapeMelWeightMatrix(ShapeContext& c) {
+  KILN_ASSIGN_OR_RETURN(int64_t bins, ScalarValue(c, 0, 0));
+  KILN_ASSIGN_OR_RETURN(int64_t dft, ScalarValue(c, 1, 0));
+  if (bins < 1 || dft < 1)
+    return InvalidArgument("MelWeightMatrix: num_mel_bins %lld and dft_length %lld must be positive",
+                           static_cast<long long>(bins), static_cast<long long>(dft));
+  auto* p = c.params<fb::WindowParams>();
+  c.setOutput(0, {dft / 2 + 1, bins}, p ? p->dtype() : fb::DataType::F32);
+  return Status::Ok();
+}
+
 // RNN, GRU, LSTM: X [seq, batch, input] (or batch first) -> Y [seq, dirs,
 // batch, hidden] (batch first: [batch, seq, dirs, hidden]), Y_h (and Y_c)
 // [dirs, batch, hidden] (batch first: [batch, dirs, hidden]).
