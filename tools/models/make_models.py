@@ -3,8 +3,12 @@
 
 Random weights with a fixed seed (no downloads): resnet18, resnet50,
 mobilenet_v2, mobilenet_v3_small, squeezenet1_1, shufflenet_v2_x1_0,
-efficientnet_b0 (1x3x224x224) and a 4-layer transformer encoder (seq 128,
-d_model 256, 4 heads). Uses Debian's python3-torch and python3-torchvision.
+efficientnet_b0 (1x3x224x224), a 4-layer transformer encoder (seq 128,
+d_model 256, 4 heads) and vit_small, torchvision's VisionTransformer (the
+architecture and export of vit_b_16: patch Conv, class token through
+ConstantOfShape/Expand, encoder, head) at 4 layers, hidden 192, 3 heads,
+1x3x224x224 in 16x16 patches; vit_b_16 itself is written when named
+(330 MB). Uses Debian's python3-torch and python3-torchvision.
 
 usage: make_models.py OUT_DIR [NAME ...]
 writes OUT_DIR/NAME.onnx, OUT_DIR/NAME.input.npy, OUT_DIR/NAME.output.npy
@@ -18,7 +22,7 @@ import torchvision
 
 CNNS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
         "shufflenet_v2_x1_0", "efficientnet_b0"]
-ALL = CNNS + ["transformer_encoder"]
+ALL = CNNS + ["transformer_encoder", "vit_small"]
 
 
 class Encoder(torch.nn.Module):
@@ -42,6 +46,19 @@ def build(name):
     torch.manual_seed(0)
     if name == "transformer_encoder":
         return Encoder().eval(), torch.randn(1, 128, 256)
+    if name == "vit_small":
+        model = torchvision.models.VisionTransformer(image_size=224, patch_size=16, num_layers=4, num_heads=3,
+                                                     hidden_dim=192, mlp_dim=768).eval()
+    elif name == "vit_b_16":
+        model = torchvision.models.vit_b_16(weights=None).eval()
+    if name.startswith("vit"):
+        # torchvision zero-initializes the head and the class token: random
+        # ones, so that the output says something.
+        with torch.no_grad():
+            for p in model.parameters():
+                if not p.any():
+                    p.normal_(0, 0.02)
+        return model, torch.randn(1, 3, 224, 224)
     model = getattr(torchvision.models, name)(weights=None).eval()
     # Random init leaves BatchNorm at identity statistics; give it real ones
     # so folding and normalization are exercised.
