@@ -313,8 +313,7 @@ bool IsLogic(fb::OpType t) { return t == fb::OpType::And || t == fb::OpType::Or 
 
 Status ArithAnyType(const GraphOp& op, ThreadPool& p, const Tensor& a, const Tensor& b, Tensor& y) {
   const fb::DataType t = a.dtype();
-  if (IsLogic(op.type) && t != fb::DataType::BOOL)
-    return InvalidArgument("%s needs bool inputs, has %s", op.typeName(), DataTypeName(t));
+  // And, Or, Xor take any type (nonzero is true; ONNX declares them on bool).
   if (t == fb::DataType::BOOL && !IsLogic(op.type) && op.type != fb::OpType::Equal)
     return Unsupported("host %s does not take bool inputs", op.typeName());
   return VisitDataType(t, [&](auto tag) -> Status {

@@ -1,6 +1,7 @@
 // c = a (op) b as bool bytes, with numpy broadcasting as in binary.cl
 // (shaders/vulkan/compare.comp). TYPE: 0 f32, 1 i32, 2 i64. OP: 0 Equal,
-// 1 Less, 2 Greater, 3 And (both nonzero; a NaN is nonzero, as in C++).
+// 1 Less, 2 Greater, 3 And (both nonzero; a NaN is nonzero, as in C++),
+// 4 GreaterOrEqual, 5 LessOrEqual.
 // Floats are compared as IEEE values (NaN compares false; -0 == +0).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
@@ -45,6 +46,8 @@ __kernel void compare(__global const uint* a, __global const uint* b, __global u
     case 0: r = Order(x, y) == 0; break;
     case 1: r = Order(x, y) == -1; break;
     case 2: r = Order(x, y) == 1; break;
+    case 4: r = Order(x, y) == 0 || Order(x, y) == 1; break;
+    case 5: r = Order(x, y) == 0 || Order(x, y) == -1; break;
     default: r = NonZero(x) && NonZero(y); break;
   }
   c[i] = r ? 1 : 0;

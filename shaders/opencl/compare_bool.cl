@@ -1,6 +1,7 @@
 // Logic on bytes (bool or u8), with numpy broadcasting as in binary.cl
 // (shaders/vulkan/compare_bool.comp): OP 0: And (both nonzero), 1: Equal
-// (same byte), 2: Not (of a; b is not read). The result is a bool byte.
+// (same byte), 2: Not (of a; b is not read), 3: Or, 4: Xor. The result is
+// a bool byte.
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
@@ -22,7 +23,12 @@ __kernel void compare_bool(__global const uchar* a, __global const uchar* b, __g
     r = x == 0;
   } else {
     const uchar y = b[BroadcastOffset(i, p.rank, p.dims, p.sb)];
-    r = OP == 0 ? (x != 0 && y != 0) : x == y;
+    switch (OP) {
+      case 0: r = x != 0 && y != 0; break;
+      case 3: r = x != 0 || y != 0; break;
+      case 4: r = (x != 0) != (y != 0); break;
+      default: r = x == y; break;
+    }
   }
   c[i] = r ? 1 : 0;
 }

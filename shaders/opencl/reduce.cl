@@ -1,4 +1,5 @@
-// ReduceSum / Mean / Max / Min / Prod / L2 (and GlobalAverage/MaxPool) over
+// ReduceSum / Mean / Max / Min / Prod / L1 / L2 / SumSquare / LogSum /
+// LogSumExp (and GlobalAverage/MaxPool) over
 // any set of axes (shaders/vulkan/reduce.comp). Result o reads the row
 // x[kept(o) + reduced(r)], r < count, where kept() and reduced() decompose an
 // index over the merged kept and reduced dims (innermost last) and sum index
@@ -27,6 +28,10 @@
 #define kMin 3
 #define kProd 4
 #define kL2 5
+#define kL1 6
+#define kSumSquare 7
+#define kLogSum 8
+#define kLogSumExp 9
 
 typedef struct {
   uint outputs, count;  // results, elements per row
@@ -49,16 +54,27 @@ float Combine(float a, float b) {
   return OP == kProd ? a * b : a + b;
 }
 
-// L2 squares the elements, not the partials of STAGE 2.
+// The element's contribution; STAGE 2 combines partials, already mapped.
 float Map(float v) {
-  if (OP == kL2) return STAGE == 2 ? v : v * v;
-  return v;
+  if (STAGE == 2) return v;
+  switch (OP) {
+    case kL2:
+    case kSumSquare: return v * v;
+    case kL1: return fabs(v);
+    case kLogSumExp: return exp(v);
+    default: return v;
+  }
 }
 
 float Finish(float acc, float divisor) {
   if (STAGE == 1) return acc;
   if (OP == kMean) return divisor == 0.0f ? NAN : acc / divisor;
-  return OP == kL2 ? sqrt(acc) : acc;
+  switch (OP) {
+    case kLogSum:
+    case kLogSumExp: return log(acc);
+    case kL2: return sqrt(acc);
+    default: return acc;
+  }
 }
 
 __kernel void reduce(__global const STORE_T* x, __global STORE_T* y, ReducePush p) {

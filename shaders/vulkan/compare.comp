@@ -5,7 +5,8 @@
 
 // c = a (op) b as bool bytes, with numpy broadcasting (as binary.comp).
 // TYPE: 0 f32, 1 i32, 2 i64 (two words, low first). OP: 0 Equal, 1 Less,
-// 2 Greater, 3 And (both nonzero; a NaN is nonzero, as in C++). Floats are
+// 2 Greater, 3 And (both nonzero; a NaN is nonzero, as in C++),
+// 4 GreaterOrEqual, 5 LessOrEqual. Floats are
 // compared as IEEE values (NaN compares false; -0 == +0).
 layout(constant_id = 3) const uint TYPE = 0;
 layout(constant_id = 4) const uint OP = 0;
@@ -45,6 +46,8 @@ void main() {
     case 0: r = Order(x, y) == 0; break;
     case 1: r = Order(x, y) == -1; break;
     case 2: r = Order(x, y) == 1; break;
+    case 4: r = Order(x, y) == 0 || Order(x, y) == 1; break;
+    case 5: r = Order(x, y) == 0 || Order(x, y) == -1; break;
     default: r = NonZero(x) && NonZero(y); break;
   }
   c[i] = uint8_t(r ? 1u : 0u);

@@ -5,7 +5,7 @@
 
 // Logic on bytes (bool or u8), with numpy broadcasting (as binary.comp):
 // OP 0: And (both nonzero), 1: Equal (same byte), 2: Not (of a; b is not
-// read). The result is a bool byte.
+// read), 3: Or, 4: Xor. The result is a bool byte.
 layout(constant_id = 3) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer A { uint8_t a[]; };
@@ -28,7 +28,12 @@ void main() {
     r = x == 0u;
   } else {
     uint y = uint(b[BroadcastOffset(i, p.rank, dims, sb)]);
-    r = OP == 0u ? (x != 0u && y != 0u) : x == y;
+    switch (OP) {
+      case 0: r = x != 0u && y != 0u; break;
+      case 3: r = x != 0u || y != 0u; break;
+      case 4: r = (x != 0u) != (y != 0u); break;
+      default: r = x == y; break;
+    }
   }
   c[i] = uint8_t(r ? 1u : 0u);
 }

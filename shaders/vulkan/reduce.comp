@@ -3,7 +3,8 @@
 #include "common.glsl"
 #include "reduce_rows.glsl"
 
-// ReduceSum / Mean / Max / Min / Prod / L2 (and GlobalAverage/MaxPool) over
+// ReduceSum / Mean / Max / Min / Prod / L1 / L2 / SumSquare / LogSum /
+// LogSumExp (and GlobalAverage/MaxPool) over
 // any set of axes. Result o reads the row x[kept(o) + reduced(r)], r < count,
 // where kept() and reduced() decompose an index over the merged kept and
 // reduced dims (innermost last) and sum index * stride (BroadcastOffset).
@@ -15,7 +16,8 @@
 // not mapped again) and finishes. Max/Min propagate NaN, as the host does.
 layout(constant_id = 4) const uint OP = 0;  // GpuReduceOp in backends/gpu/ops/gpu_reduce.cpp
 layout(constant_id = 5) const uint STAGE = 0;
-const uint kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4, kL2 = 5;
+const uint kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4, kL2 = 5, kL1 = 6, kSumSquare = 7, kLogSum = 8,
+           kLogSumExp = 9;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
@@ -42,11 +44,18 @@ float Combine(float a, float b) {
   return OP == kProd ? a * b : a + b;
 }
 
-float Map(float v) { return OP == kL2 && STAGE != 2 ? v * v : v; }
+// The element's contribution; STAGE 2 combines partials, already mapped.
+float Map(float v) {
+  if (STAGE == 2) return v;
+  if (OP == kL2 || OP == kSumSquare) return v * v;
+  if (OP == kL1) return abs(v);
+  return OP == kLogSumExp ? exp(v) : v;
+}
 
 float Finish(float acc) {
   if (STAGE == 1) return acc;
   if (OP == kMean) return p.divisor == 0.0 ? KILN_NAN : acc / p.divisor;
+  if (OP == kLogSum || OP == kLogSumExp) return log(acc);
   return OP == kL2 ? sqrt(acc) : acc;
 }
 

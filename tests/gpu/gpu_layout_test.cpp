@@ -1,6 +1,7 @@
 // Layout ops on a GPU backend against the host: Transpose, Concat, Split, Slice,
 // Gather, Tile, Expand, Pad, Resize, DepthToSpace, SpaceToDepth, MaxUnpool,
-// Cast, Where, Equal, Less, Greater, Not, And. Odd shapes, every parameter
+// Cast, Where, Equal, Less, Greater, GreaterOrEqual, LessOrEqual, Not, And,
+// Or, Xor. Odd shapes, every parameter
 // variant the host supports, and the dtypes each kernel moves (4-byte,
 // 8-byte as two words, 1- and 2-byte through the byte kernels). Data
 // movement is compared exactly (non-f32 outputs bytewise).
@@ -358,7 +359,8 @@ TEST(GpuLayout, Compare) {
     }
     return v;
   };
-  for (fb::OpType op : {fb::OpType::Equal, fb::OpType::Less, fb::OpType::Greater, fb::OpType::And})
+  for (fb::OpType op : {fb::OpType::Equal, fb::OpType::Less, fb::OpType::Greater, fb::OpType::And,
+                        fb::OpType::GreaterOrEqual, fb::OpType::LessOrEqual})
     for (fb::DataType t : {fb::DataType::F32, fb::DataType::I32, fb::DataType::I64})
       for (const Case& c : cases) {
         std::vector<uint8_t> a = small(t, Numel(c.a), 1), b = small(t, Numel(c.b), 2);
@@ -366,7 +368,7 @@ TEST(GpuLayout, Compare) {
         test.input("a", c.a, t, a.data(), a.size()).input("b", c.b, t, b.data(), b.size());
         ExpectSameAsHost(test, kGpu, 0, Name(fb::EnumNameOpType(op), t, c.a) + " with " + Dims(c.b));
       }
-  for (fb::OpType op : {fb::OpType::And, fb::OpType::Equal})
+  for (fb::OpType op : {fb::OpType::And, fb::OpType::Equal, fb::OpType::Or, fb::OpType::Xor})
     for (const Case& c : cases) {
       OpTest test(op);
       In(In(test, "a", c.a, fb::DataType::BOOL, 1), "b", c.b, fb::DataType::BOOL, 4);

@@ -19,7 +19,9 @@ const ForwardType kGpu = TestGpu();
 constexpr float kTol = 1e-4f;
 
 const fb::OpType kReduceOps[] = {fb::OpType::ReduceSum, fb::OpType::ReduceMean, fb::OpType::ReduceMax,
-                                 fb::OpType::ReduceMin, fb::OpType::ReduceProd, fb::OpType::ReduceL2};
+                                 fb::OpType::ReduceMin, fb::OpType::ReduceProd, fb::OpType::ReduceL2,
+                                 fb::OpType::ReduceL1,  fb::OpType::ReduceSumSquare, fb::OpType::ReduceLogSum,
+                                 fb::OpType::ReduceLogSumExp};
 
 fb::ReduceParamsT ReduceParams(std::vector<int32_t> axes, bool keepdims) {
   fb::ReduceParamsT p;
@@ -81,8 +83,9 @@ TEST(GpuReduce, LongAndStridedRows) {
                         {"strided, few results", {5, 300, 7}, {1}},
                         {"strided, many results", {3, 40, 100}, {1}},
                         {"split over two axes", {2, 5000, 3, 2}, {1, 3}}};
+  // L1 and LogSumExp map the elements in the first of two split dispatches.
   for (fb::OpType t : {fb::OpType::ReduceSum, fb::OpType::ReduceMean, fb::OpType::ReduceMax, fb::OpType::ReduceMin,
-                       fb::OpType::ReduceL2})
+                       fb::OpType::ReduceL2, fb::OpType::ReduceL1, fb::OpType::ReduceLogSumExp})
     for (const Case& c : cases) {
       OpTest op(t);
       op.input("x", c.shape, Random(Numel(c.shape), -1, 1, 3)).params(ReduceParams(c.axes, false));

@@ -4,8 +4,9 @@
 //     conversions, bit-exact with the host): cast.comp when both sides are
 //     whole words, cast_u8.comp (byte addressed) when a side is f16 or bool;
 //     a cast to the same dtype is a buffer copy;
-//   * Equal, Less, Greater, And on f32 / i32 / i64 (compare.comp), Equal and
-//     And on bool / u8 and Not on bool (compare_bool.comp), broadcasting;
+//   * Equal, Less, Greater, GreaterOrEqual, LessOrEqual, And on f32 / i32 /
+//     i64 (compare.comp), Equal and And on bool / u8 and Not, Or, Xor on
+//     bool (compare_bool.comp), broadcasting;
 //   * Where (where.comp): bool condition, 4- or 8-byte values, broadcasting.
 // Bool tensors are one byte an element: every kernel that reads or writes
 // them needs the device's 8-bit storage (storageBuffer8BitAccess), so that
@@ -76,9 +77,10 @@ struct CompareKernel {
 
 StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
   const bool logic = op == fb::OpType::And || op == fb::OpType::Equal;
-  if (op == fb::OpType::Not) {
-    if (t != fb::DataType::BOOL) return Unsupported("GPU Not takes bool, not %s", fb::EnumNameDataType(t));
-    return CompareKernel{"compare_bool", {2u}};
+  if (op == fb::OpType::Not || op == fb::OpType::Or || op == fb::OpType::Xor) {
+    if (t != fb::DataType::BOOL)
+      return Unsupported("GPU %s takes bool, not %s", fb::EnumNameOpType(op), fb::EnumNameDataType(t));
+    return CompareKernel{"compare_bool", {op == fb::OpType::Not ? 2u : op == fb::OpType::Or ? 3u : 4u}};
   }
   if (logic && (t == fb::DataType::BOOL || t == fb::DataType::U8))
     return CompareKernel{"compare_bool", {op == fb::OpType::And ? 0u : 1u}};
@@ -96,6 +98,8 @@ StatusOr<CompareKernel> CompareKernelFor(fb::OpType op, fb::DataType t) {
     case fb::OpType::Less: code = 1; break;
     case fb::OpType::Greater: code = 2; break;
     case fb::OpType::And: code = 3; break;
+    case fb::OpType::GreaterOrEqual: code = 4; break;
+    case fb::OpType::LessOrEqual: code = 5; break;
     default: return Unsupported("no GPU comparison for %s", fb::EnumNameOpType(op));
   }
   return CompareKernel{"compare", {type, code}};

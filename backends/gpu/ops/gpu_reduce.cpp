@@ -1,4 +1,5 @@
-// Reductions on GPU (f32): ReduceSum / Mean / Max / Min / Prod / L2 over
+// Reductions on GPU (f32): ReduceSum / Mean / Max / Min / Prod / L1 / L2 /
+// SumSquare / LogSum / LogSumExp over
 // any axes (attribute or value input, keepdims, noop_with_empty_axes: the
 // host's ResolveReduce), GlobalAveragePool / GlobalMaxPool (a reduction over
 // the spatial axes), ArgMax / ArgMin (int64 result); and the row launch
@@ -36,7 +37,7 @@ Status RequireF32Input(const Tensor& x, const char* op) {
 namespace {
 
 // Operation codes of shaders/vulkan/reduce.comp.
-enum GpuReduceOp : uint32_t { kSum = 0, kMean, kMax, kMin, kProd, kL2 };
+enum GpuReduceOp : uint32_t { kSum = 0, kMean, kMax, kMin, kProd, kL2, kL1, kSumSquare, kLogSum, kLogSumExp };
 
 constexpr uint32_t kChunk = 4096;      // elements a work group reduces when a row is split
 constexpr uint32_t kMaxChunks = 1024;  // partials per result
@@ -213,6 +214,10 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuReduce(const GraphOp& op, const Gr
     case fb::OpType::ReduceMin: code = kMin; break;
     case fb::OpType::ReduceProd: code = kProd; break;
     case fb::OpType::ReduceL2: code = kL2; break;
+    case fb::OpType::ReduceL1: code = kL1; break;
+    case fb::OpType::ReduceSumSquare: code = kSumSquare; break;
+    case fb::OpType::ReduceLogSum: code = kLogSum; break;
+    case fb::OpType::ReduceLogSumExp: code = kLogSumExp; break;
     default: return Unsupported("no GPU reduction for %s", op.typeName());
   }
   return Make(std::make_unique<ReduceExecution>(b, op, code));
