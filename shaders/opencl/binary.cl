@@ -24,6 +24,11 @@ float Apply(float x, float y) {
     }
     case 5: return fmax(x, y);
     case 6: return fmin(x, y);
+    case 8:    // Mod, fmod: the dividend's sign
+    case 9: {  // Mod: the divisor's sign
+      const float r = fmod(x, y);
+      return OP == 9 && r != 0.0f && ((r < 0.0f) != (y < 0.0f)) ? r + y : r;
+    }
     default: return x >= 0.0f ? x : x * y;  // PRelu
   }
 }

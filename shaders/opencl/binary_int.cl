@@ -28,6 +28,12 @@ long ApplyInt(long x, long y) {
       if (y == -1) return as_long(0ul - as_ulong(x));  // MIN / -1 wraps to MIN
       return x / y;
     }
+    case 8:    // Mod, fmod: the dividend's sign (x % 0 = 0)
+    case 9: {  // Mod: the divisor's sign
+      if (y == 0 || y == -1) return 0;
+      const long r = x % y;
+      return OP == 9 && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
     case 5: return max(x, y);
     default: return min(x, y);  // 6: Min
   }

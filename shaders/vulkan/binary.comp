@@ -30,6 +30,11 @@ float Apply(float x, float y) {
     }
     case 5: return max(x, y);
     case 6: return min(x, y);
+    case 8:    // Mod, fmod: the dividend's sign
+    case 9: {  // Mod: the divisor's sign
+      float r = x - y * trunc(x / y);
+      return OP == 9u && r != 0.0 && ((r < 0.0) != (y < 0.0)) ? r + y : r;
+    }
     default: return x >= 0.0 ? x : x * y;  // PRelu
   }
 }

@@ -9,7 +9,8 @@
 // word), and the arithmetic is the host kernel's
 // (host_fallback/ops/elementwise.cpp) on every device: two's complement
 // wraparound for Add, Sub, Mul, Div truncating toward zero with x / 0 = 0.
-// OP codes as in binary.comp; Pow (4) and PRelu (7) are float only.
+// OP codes as in binary.comp (8, 9: Mod, as the host's: x % 0 = 0); Pow (4)
+// and PRelu (7) are float only.
 layout(constant_id = 3) const uint OP = 0;
 layout(constant_id = 4) const uint TYPE = 1;
 
@@ -33,6 +34,15 @@ uvec2 ApplyInt(uvec2 x, uvec2 y) {
       const bool neg = Negative64(x) != Negative64(y);
       uvec2 q = UDiv64(Negative64(x) ? Neg64(x) : x, Negative64(y) ? Neg64(y) : y);
       return neg ? Neg64(q) : q;
+    }
+    case 8:    // Mod, fmod: the dividend's sign (x % 0 = 0)
+    case 9: {  // Mod: the divisor's sign
+      if ((y.x | y.y) == 0u) return uvec2(0u);
+      const bool neg = Negative64(x) != Negative64(y);
+      uvec2 q = UDiv64(Negative64(x) ? Neg64(x) : x, Negative64(y) ? Neg64(y) : y);
+      uvec2 r = Sub64(x, Mul64(neg ? Neg64(q) : q, y));
+      if (OP == 9u && (r.x | r.y) != 0u && Negative64(r) != Negative64(y)) r = Add64(r, y);
+      return r;
     }
     case 5: return LessSigned64(x, y) ? y : x;
     default: return LessSigned64(y, x) ? y : x;  // 6: Min

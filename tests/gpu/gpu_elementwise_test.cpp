@@ -170,3 +170,37 @@ TEST(GpuElementwise, ReshapeLikes) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// Mod (both sign rules, integer x % 0 = 0, i64 beyond 32 bits) and the
+// variadic Sum, against the host.
+TEST(GpuElementwise, ModAndSum) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const ForwardType gpu = TestGpu();
+  fb::ModParamsT fmod;
+  fmod.fmod = true;
+  ExpectSameAsHost(OpTest(fb::OpType::Mod).input("a", {2, 17}, Random(34, -9, 9, 1)).input("b", {17}, Random(17, 0.5f, 3, 2)).params(fmod),
+                   gpu, 1e-4f, "Mod f32 fmod");
+  const std::vector<int64_t> a = {7, -7, 7, -7, 5, int64_t{1} << 40, -(int64_t{3} << 35), 9};
+  const std::vector<int64_t> b = {3, 3, -3, -3, 0, 7, 5, -1};
+  for (bool f : {false, true}) {
+    fb::ModParamsT p;
+    p.fmod = f;
+    ExpectSameAsHost(OpTest(fb::OpType::Mod).inputI64("a", {8}, a).inputI64("b", {8}, b).params(p), gpu, 0,
+                     f ? "Mod i64 fmod" : "Mod i64");
+    std::vector<int32_t> a32(a.begin(), a.begin() + 5), b32(b.begin(), b.begin() + 5);
+    a32.push_back(-2147483647 - 1);
+    b32.push_back(-1);
+    OpTest t(fb::OpType::Mod);
+    t.input("a", {6}, fb::DataType::I32, a32.data(), 24).input("b", {6}, fb::DataType::I32, b32.data(), 24).params(p);
+    ExpectSameAsHost(t, gpu, 0, f ? "Mod i32 fmod" : "Mod i32");
+  }
+  ExpectSameAsHost(OpTest(fb::OpType::Sum).input("a", {3, 5}, Random(15, -1, 1, 3)).input("b", {3, 5}, Random(15, -1, 1, 4))
+                       .input("c", {5}, Random(5, -1, 1, 5)),
+                   gpu, 1e-5f, "Sum of 3");
+}
+
+}  // namespace
+}  // namespace kiln::test

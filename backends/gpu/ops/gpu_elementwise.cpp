@@ -109,7 +109,7 @@ class BinaryExecution final : public BinaryBase {
   // Packed when both inputs have the output's rank and channels (other dims
   // equal or broadcast) and f(0, 0) = 0 keeps the zero lanes zero.
   PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
-    if (in.size() != 2 || !in[0] || !in[1] || code_ == 3 || code_ == 4) return {};  // Div, Pow: f(0, 0) != 0
+    if (in.size() != 2 || !in[0] || !in[1] || code_ == 3 || code_ == 4 || code_ >= 8) return {};  // Div, Pow, Mod: f(0, 0) != 0
     const Tensor& y = *out[0];
     for (const Tensor* t : in) {
       if (t->dtype() != fb::DataType::F32 || t->dimensions() != y.dimensions() || y.dimensions() < 3) return {};
@@ -234,6 +234,10 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
   // declared dtypes are checked here: an intermediate's (and the output's)
   // may be a placeholder, and shape inference gives every input and the
   // output one real dtype, which addBinary takes at resize.
+  if (op.type == fb::OpType::Mod && DeclaredInputDtype(op, graph, 0) == fb::DataType::F32) {
+    auto* p = op.params<fb::ModParams>();
+    if (!p || !p->fmod()) return Unsupported("Mod of f32 without fmod (the host names the error)");
+  }
   if (op.type == fb::OpType::Pow || op.type == fb::OpType::PRelu) {
     KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   } else {
@@ -254,6 +258,12 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
     case fb::OpType::Max: code = 5; break;
     case fb::OpType::Min: code = 6; break;
     case fb::OpType::PRelu: code = 7; break;
+    case fb::OpType::Sum: code = 0; break;  // variadic: a chain of Adds
+    case fb::OpType::Mod: {
+      auto* p = op.params<fb::ModParams>();
+      code = p && p->fmod() ? 8 : 9;
+      break;
+    }
     default: return Unsupported("no GPU binary function for %s", op.typeName());
   }
   return Make(std::make_unique<BinaryExecution>(b, code));
