@@ -400,3 +400,43 @@ TEST(GpuLayout, Where) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuLayout, GatherElementsAndTrilu) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const ForwardType gpu = TestGpu();
+  const std::vector<int64_t> shape = {3, 4, 5};
+  const std::vector<float> x = Random(60, -1, 1, 8);
+  std::vector<int64_t> xi(60);
+  for (size_t i = 0; i < xi.size(); ++i) xi[i] = (static_cast<int64_t>(i) - 30) * (int64_t{1} << 33);
+  for (int axis = 0; axis < 3; ++axis) {
+    // Indices [3, 2, 5] (fewer along axis 1), negative ones among them.
+    std::vector<int64_t> idx;
+    for (int i = 0; i < 30; ++i) idx.push_back(i % 7 % shape[static_cast<size_t>(axis)] - (i % 3 == 0 ? shape[static_cast<size_t>(axis)] : 0));
+    fb::AxisParamsT p;
+    p.axis = axis;
+    ExpectSameAsHost(OpTest(fb::OpType::GatherElements).input("x", shape, x).inputI64("i", {3, 2, 5}, idx).params(p), gpu, 0,
+                     "GatherElements f32 axis " + std::to_string(axis));
+    std::vector<int32_t> idx32(idx.begin(), idx.end());
+    OpTest t(fb::OpType::GatherElements);
+    t.input("x", shape, fb::DataType::I64, xi.data(), xi.size() * 8)
+        .input("i", {3, 2, 5}, fb::DataType::I32, idx32.data(), idx32.size() * 4)
+        .params(p);
+    ExpectSameAsHost(t, gpu, 0, "GatherElements i64 axis " + std::to_string(axis));
+  }
+  for (bool upper : {true, false})
+    for (int64_t k : {-1, 0, 2}) {
+      fb::TriluParamsT p;
+      p.upper = upper;
+      const std::string what = std::string("Trilu ") + (upper ? "upper" : "lower") + " k " + std::to_string(k);
+      ExpectSameAsHost(OpTest(fb::OpType::Trilu).input("x", shape, x).constantI64("k", {}, {k}).params(p), gpu, 0, what);
+      OpTest t(fb::OpType::Trilu);
+      t.input("x", shape, fb::DataType::I64, xi.data(), xi.size() * 8).constantI64("k", {}, {k}).params(p);
+      ExpectSameAsHost(t, gpu, 0, what + " i64");
+    }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,6 +1,8 @@
 // Layout ops that compute where each element comes from, on GPU, in
 // 32-bit words (any dtype of 4 or 8 bytes; f32 where they do arithmetic):
-//   * Gather (gather.comp): indices i32, or i64 read as two words;
+//   * Gather (gather.comp) and GatherElements (gather_elements.comp):
+//     indices i32, or i64 read as two words;
+//   * Trilu (trilu.comp): k is a value input, read at resize;
 //   * Pad (pad.comp): constant, reflect and edge modes, negative pads; the
 //     fill value is input 2 when given (bound as is), else PadParams.value
 //     in a small buffer of the tensor's dtype;
@@ -63,6 +65,78 @@ class GatherExecution final : public GpuExecution {
   }
 
   int axis_;
+};
+
+// -------------------------------------------------------- GatherElements
+
+class GatherElementsExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  GatherElementsExecution(GpuBackend* b, int axis) : GpuExecution(b), axis_(axis) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather_elements", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], units.units));
+    if (x.dimensions() > static_cast<int>(kMaxRank))
+      return Unsupported("GPU GatherElements takes up to %zu dims, not %d", kMaxRank, x.dimensions());
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "GatherElements");
+    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
+      return Unsupported("GPU GatherElements takes i32 or i64 indices, not %s", DataTypeName(idx.dtype()));
+    struct {
+      uint32_t n, units, rank, axis, dim, dims[kMaxRank], xstrides[kMaxRank];
+    } push{};
+    push.units = units.units;
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * units.units);
+    push.rank = static_cast<uint32_t>(x.dimensions());
+    push.axis = static_cast<uint32_t>(axis);
+    push.dim = static_cast<uint32_t>(x.length(axis));
+    const std::vector<int64_t> st = ContiguousStrides(x.shape());
+    for (int d = 0; d < x.dimensions(); ++d) {
+      push.dims[d] = static_cast<uint32_t>(idx.length(d));
+      push.xstrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
+    }
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n,
+                 {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+  }
+
+  int axis_;
+};
+
+// ----------------------------------------------------------------- Trilu
+
+class TriluExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  TriluExecution(GpuBackend* b, bool upper) : GpuExecution(b), upper_(upper) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    if (x.dimensions() < 2) return InvalidArgument("Trilu: input must have rank 2 or more");
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "trilu", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
+    int64_t k = 0;
+    if (in.size() > 1 && in[1]) {  // a value input: on the host at resize
+      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kv, TensorInts(*in[1]), "Trilu k");
+      if (kv.size() != 1) return InvalidArgument("Trilu: k must have one element, has %zu", kv.size());
+      k = std::max<int64_t>(INT32_MIN, std::min<int64_t>(INT32_MAX, kv[0]));
+    }
+    struct {
+      uint32_t n, units, rows, cols;
+      int32_t k;
+    } push{static_cast<uint32_t>(x.elementCount() * units.units), units.units,
+           static_cast<uint32_t>(x.length(x.dimensions() - 2)), static_cast<uint32_t>(x.length(x.dimensions() - 1)),
+           static_cast<int32_t>(k)};
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[0]}, {out[0], nullptr, true}}, push, push.n, {upper_ ? 1u : 0u});
+  }
+
+  bool upper_;
 };
 
 // ------------------------------------------------------------------- Pad
@@ -277,6 +351,19 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGather(const GraphOp& op, const Gr
     return Unsupported("GPU Gather takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
   const fb::AxisParams* p = op.params<fb::AxisParams>();
   return Make(std::make_unique<GatherExecution>(b, p ? p->axis() : 0));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuGatherElements(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(
+      UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_elements", nullptr).status());
+  const fb::AxisParams* p = op.params<fb::AxisParams>();
+  return Make(std::make_unique<GatherElementsExecution>(b, p ? p->axis() : 0));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuTrilu(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "trilu", nullptr).status());
+  const fb::TriluParams* p = op.params<fb::TriluParams>();
+  return Make(std::make_unique<TriluExecution>(b, !p || p->upper()));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuPad(const GraphOp& op, const Graph& graph, GpuBackend* b) {
