@@ -354,6 +354,10 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGather(const GraphOp& op, const Gr
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuGatherElements(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  for (size_t k = 0; k < 2; ++k) {
+    const GraphTensor& t = graph.tensors[static_cast<size_t>(op.inputs[k])];
+    if (t.has_shape) KILN_RETURN_IF_ERROR(RequireRank(op, t.dims.size()));
+  }
   KILN_RETURN_IF_ERROR(
       UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_elements", nullptr).status());
   const fb::AxisParams* p = op.params<fb::AxisParams>();
