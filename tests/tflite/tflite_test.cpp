@@ -650,7 +650,8 @@ std::vector<float> SparseValues(size_t rows, size_t cols, uint32_t seed, size_t 
 // sparse FC layers): row CSR, column-major CSR, both dims CSR (an all-zero row
 // left out), and 1x4 blocks (TFLite's block-sparse FC format), with int32,
 // uint16 and uint8 index vectors. DENSIFY folds away: one Gemm, its weights
-// the dense matrix.
+// the dense matrix; the same without DENSIFY (FULLY_CONNECTED reading the
+// sparse constant itself, as TFLite's sparse FC kernels do).
 TEST(TfliteImport, DensifyFullyConnected) {
   const int O = 8, K = 12;
   const std::vector<float> w = SparseValues(O, K, 301, 1, 5), wb = SparseValues(O, K, 302, 4);
@@ -682,19 +683,23 @@ TEST(TfliteImport, DensifyFullyConnected) {
       }
     Encoded e = Sparsify(c.w, {O, K}, c.order, c.block_map, c.block, c.formats, c.index_type);
     ASSERT_LT(e.values.size(), static_cast<size_t>(O * K)) << "the encoding leaves zeros out";
-    TfliteBuilder t;
-    int xi = t.tensor("x", {2, K}), y = t.tensor("y", {2, O}), wd = t.tensor("w_dense", {O, K});
-    int ws = t.sparseTensor("w_sparse", {O, K}, tfl::kFloat32, TfliteBuilder::Bytes(e.values), e.spec);
-    t.op(tfl::DENSIFY, {ws}, {wd});
-    t.op(tfl::FULLY_CONNECTED, {xi, wd, t.constF32("b", {O}, bias)}, {y}, tfl::kFullyConnectedOptions, {});
-    t.io({xi}, {y});
-    ConvertReport rep;
-    auto out = RunModel(t.finish(), {{"x", {{2, K}, x}}}, {}, &rep);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    EXPECT_EQ(rep.ops_in, 2);
-    EXPECT_EQ(rep.ops_out, 1) << "DENSIFY is folded";
-    EXPECT_TRUE(rep.unsupported.empty());
-    ExpectNear(out->at("y").f32(), want, 1e-5f, "fc");
+    for (bool densify : {true, false}) {  // TFLite's FULLY_CONNECTED also reads sparse weights directly
+      SCOPED_TRACE(densify ? "DENSIFY" : "sparse weights read by FULLY_CONNECTED");
+      TfliteBuilder t;
+      int xi = t.tensor("x", {2, K}), y = t.tensor("y", {2, O}), wd = t.tensor("w_dense", {O, K});
+      int ws = t.sparseTensor("w_sparse", {O, K}, tfl::kFloat32, TfliteBuilder::Bytes(e.values), e.spec);
+      if (densify) t.op(tfl::DENSIFY, {ws}, {wd});
+      t.op(tfl::FULLY_CONNECTED, {xi, densify ? wd : ws, t.constF32("b", {O}, bias)}, {y},
+           tfl::kFullyConnectedOptions, {});
+      t.io({xi}, {y});
+      ConvertReport rep;
+      auto out = RunModel(t.finish(), {{"x", {{2, K}, x}}}, {}, &rep);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(rep.ops_in, densify ? 2 : 1);
+      EXPECT_EQ(rep.ops_out, 1) << "DENSIFY is folded";
+      EXPECT_TRUE(rep.unsupported.empty());
+      ExpectNear(out->at("y").f32(), want, 1e-5f, "fc");
+    }
   }
 }
 
