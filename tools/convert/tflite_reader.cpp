@@ -304,7 +304,8 @@ class ModelParser {
       const Table* d = dims->Get(static_cast<flatbuffers::uoffset_t>(i));
       DimensionMetadata m;
       KILN_RETURN_IF_ERROR(Start(d), "dim_metadata %zu", i);
-      KILN_ASSIGN_OR_RETURN(m.format, Scalar<int8_t>(d, dim_metadata_f::kFormat, kDimDense), "dim_metadata %zu format", i);
+      KILN_ASSIGN_OR_RETURN(m.format, Scalar<int8_t>(d, dim_metadata_f::kFormat, kDimDense),
+                            "dim_metadata %zu format", i);
       KILN_ASSIGN_OR_RETURN(m.dense_size, Scalar<int32_t>(d, dim_metadata_f::kDenseSize, 0),
                             "dim_metadata %zu dense_size", i);
       KILN_RETURN_IF_ERROR(ParseIndexVector(d, dim_metadata_f::kSegmentsType, "array_segments", &m.segments),
@@ -637,12 +638,14 @@ StatusOr<TensorData> Densify(int8_t type, const std::vector<int64_t>& shape, con
                        Densifier::kMaxLevels);
   if (k > n) return InvalidArgument("block_map has %zu entries for rank %zu", k, n);
   if (sp.traversal_order.size() != levels || sp.dim_metadata.size() != levels)
-    return InvalidArgument("traversal_order has %zu entries and dim_metadata %zu, rank %zu with %zu block dims needs %zu",
-                           sp.traversal_order.size(), sp.dim_metadata.size(), n, k, levels);
-  if (!IsPermutation(sp.traversal_order.data(), n, 0) || !IsPermutation(sp.traversal_order.data() + n, k, static_cast<int32_t>(n)))
+    return InvalidArgument(
+        "traversal_order has %zu entries and dim_metadata %zu, rank %zu with %zu block dims needs %zu",
+        sp.traversal_order.size(), sp.dim_metadata.size(), n, k, levels);
+  const std::vector<int64_t> order(sp.traversal_order.begin(), sp.traversal_order.end());
+  if (!IsPermutation(sp.traversal_order.data(), n, 0) ||
+      !IsPermutation(sp.traversal_order.data() + n, k, static_cast<int32_t>(n)))
     return InvalidArgument("traversal_order %s is not a permutation of the %zu dims followed by one of the %zu block dims",
-                           ShapeToString(std::vector<int64_t>(sp.traversal_order.begin(), sp.traversal_order.end())).c_str(),
-                           n, k);
+                           ShapeToString(order).c_str(), n, k);
   std::vector<bool> blocked(n, false);
   for (int32_t d : sp.block_map) {
     if (d < 0 || static_cast<size_t>(d) >= n || blocked[static_cast<size_t>(d)])
@@ -682,7 +685,8 @@ StatusOr<TensorData> Densify(int8_t type, const std::vector<int64_t>& shape, con
   }
   // The dense tensor, bounded by the stored values.
   if (values.size % elem != 0)
-    return InvalidArgument("%zu bytes of values are not a whole number of %s elements", values.size, TensorTypeName(type));
+    return InvalidArgument("%zu bytes of values are not a whole number of %s elements", values.size,
+                           TensorTypeName(type));
   const int64_t stored = static_cast<int64_t>(values.size / elem);
   TensorData d;
   d.type = type;
@@ -701,7 +705,8 @@ StatusOr<TensorData> Densify(int8_t type, const std::vector<int64_t>& shape, con
   Densifier w(sp, level_size, stride, block_size, values, elem, d.bytes.data());
   KILN_RETURN_IF_ERROR(w.Walk(0, 0));
   if (w.consumed() != static_cast<size_t>(stored))
-    return InvalidArgument("the levels address %zu values, %lld are stored", w.consumed(), static_cast<long long>(stored));
+    return InvalidArgument("the levels address %zu values, %lld are stored", w.consumed(),
+                           static_cast<long long>(stored));
   return d;
 }
 

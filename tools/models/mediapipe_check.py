@@ -173,10 +173,11 @@ def main():
             refs.append((o["name"], o["shape"], struct.unpack("<%df" % (len(b) // 4), b)))
         for backend in backends:
             outdir = os.path.join(work, name + "." + backend)
-            r = run([os.path.join(bindir, "kiln-run"), kiln, "--input", "%s=%s" % (in_name, npy), "--output-dir", outdir,
-                     "--backend", backend, "--threads", str(os.cpu_count() or 1)])
+            r = run([os.path.join(bindir, "kiln-run"), kiln, "--input", "%s=%s" % (in_name, npy),
+                     "--output-dir", outdir, "--backend", backend, "--threads", str(os.cpu_count() or 1)])
             if r.returncode != 0:
-                print("%-40s %-9s %-8s run failed: %s" % (name, "yes", backend, " ".join(r.stdout.strip().splitlines()[-2:])))
+                why = " ".join(r.stdout.strip().splitlines()[-2:])
+                print("%-40s %-9s %-8s run failed: %s" % (name, "yes", backend, why))
                 fail = 1
                 continue
             placement = re.search(r"^placement: (.*)$", r.stdout, re.M)
