@@ -8,7 +8,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-build fuzz-ci models-check clean
+.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-build fuzz-ci models-check mediapipe-check clean
 
 all: build
 
@@ -93,6 +93,15 @@ fuzz-ci: fuzz-build
 models-check: build
 	@$(DEPS) tools/setup/debian-packages-models.txt
 	tools/models/check_models.sh $(BUILD) $(or $(BACKEND),host)
+
+# Ten MediaPipe TFLite models from npm (face detection incl. the sparse one,
+# hands, pose, selfie segmentation, objectron): convert, run on each backend,
+# compare with TFLite itself (LiteRT.js in Node). Needs the network the first
+# time, so not part of `make test`. BACKENDS=host,vulkan,opencl by default;
+# MEDIAPIPE_ALL=1 adds the packages' four other models.
+mediapipe-check: build
+	@command -v npm > /dev/null || $(DEPS) tools/setup/debian-packages-mediapipe.txt
+	tools/models/mediapipe_check.py $(if $(MEDIAPIPE_ALL),--all) $(BUILD) $(BUILD)/mediapipe $(or $(BACKENDS),host,vulkan,opencl)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-arm64

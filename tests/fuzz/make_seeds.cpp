@@ -74,6 +74,24 @@ std::vector<std::vector<uint8_t>> TfliteSeeds() {
     t.io({x}, {s});
     seeds.push_back(t.finish());
   }
+  {  // sparse weights (row CSR, uint8 indices) behind a DENSIFY, into a fully-connected
+    TfliteBuilder t;
+    kiln::test::SparseSpec sp;
+    sp.traversal_order = {0, 1};
+    kiln::test::SparseLevel rows, cols;
+    rows.dense_size = 4;
+    cols.format = tfl::kDimSparseCsr;
+    cols.segments = {0, 2, 3, 3, 5};
+    cols.indices = {1, 4, 0, 2, 5};
+    cols.segments_type = cols.indices_type = tfl::kIndexUint8;
+    sp.levels = {rows, cols};
+    int x = t.tensor("x", {1, 6}), wd = t.tensor("w", {4, 6}), y = t.tensor("y", {1, 4});
+    int ws = t.sparseTensor("w_sparse", {4, 6}, tfl::kFloat32, TfliteBuilder::Bytes(Values(5, 7)), sp);
+    t.op(tfl::DENSIFY, {ws}, {wd});
+    t.op(tfl::FULLY_CONNECTED, {x, wd, -1}, {y}, tfl::kFullyConnectedOptions, {});
+    t.io({x}, {y});
+    seeds.push_back(t.finish());
+  }
   {  // layout ops
     TfliteBuilder t;
     int x = t.tensor("x", {1, 4, 6, 2});

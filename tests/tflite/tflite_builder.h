@@ -34,6 +34,19 @@ inline OptField I(int id, int v) { return {id, 'i', static_cast<double>(v), {}};
 inline OptField F(int id, float v) { return {id, 'f', v, {}}; }
 inline OptField V(int id, std::vector<int32_t> v) { return {id, 'v', 0, std::move(v)}; }
 
+// A sparse constant's SparsityParameters as written: each level's index
+// vectors with their stored type (tflite::SparseIndexType).
+struct SparseLevel {
+  int8_t format = tflite::kDimDense;
+  int32_t dense_size = 0;
+  std::vector<int64_t> segments, indices;  // SPARSE_CSR
+  uint8_t segments_type = tflite::kIndexInt32, indices_type = tflite::kIndexInt32;
+};
+struct SparseSpec {
+  std::vector<int32_t> traversal_order, block_map;
+  std::vector<SparseLevel> levels;
+};
+
 class TfliteBuilder {
  public:
   TfliteBuilder() { buffers_.emplace_back(); }  // buffer 0: the empty sentinel
@@ -45,8 +58,16 @@ class TfliteBuilder {
       buffer = static_cast<int>(buffers_.size());
       buffers_.push_back(std::move(data));
     }
-    tensors_.push_back({name, std::move(shape), type, buffer, std::move(quant)});
+    tensors_.push_back({name, std::move(shape), type, buffer, std::move(quant), false, {}});
     return static_cast<int>(tensors_.size()) - 1;
+  }
+  // A sparse constant: `values` holds the stored elements in traversal order.
+  int sparseTensor(const std::string& name, std::vector<int32_t> shape, int8_t type, std::vector<uint8_t> values,
+                   SparseSpec sparsity) {
+    int i = tensor(name, std::move(shape), type, std::move(values));
+    tensors_[static_cast<size_t>(i)].sparse = true;
+    tensors_[static_cast<size_t>(i)].sparsity = std::move(sparsity);
+    return i;
   }
   template <typename T>
   static std::vector<uint8_t> Bytes(const std::vector<T>& v) {
@@ -107,12 +128,15 @@ class TfliteBuilder {
         b.AddElement<int32_t>(VT(quant_f::kQuantizedDimension), x.quant.dimension, 0);
         quant = flatbuffers::Offset<void>(b.EndTable(q));
       }
+      flatbuffers::Offset<void> sparsity;
+      if (x.sparse) sparsity = WriteSparsity(b, x.sparsity);
       auto t = b.StartTable();
       b.AddOffset(VT(tensor_f::kShape), shape);
       b.AddElement<int8_t>(VT(tensor_f::kType), x.type, 0);
       b.AddElement<uint32_t>(VT(tensor_f::kBuffer), static_cast<uint32_t>(x.buffer), 0);
       b.AddOffset(VT(tensor_f::kName), name);
       if (!quant.IsNull()) b.AddOffset(VT(tensor_f::kQuantization), quant);
+      if (!sparsity.IsNull()) b.AddOffset(VT(tensor_f::kSparsity), sparsity);
       tensors.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
     }
     std::vector<flatbuffers::Offset<void>> ops;
@@ -184,12 +208,63 @@ class TfliteBuilder {
   }
 
  private:
+  // A SparseIndexVector table (Int32Vector / Uint16Vector / Uint8Vector) of `v` narrowed to `type`.
+  static flatbuffers::Offset<void> WriteIndexVector(flatbuffers::FlatBufferBuilder& b, uint8_t type,
+                                                    const std::vector<int64_t>& v) {
+    using tflite::VT;
+    flatbuffers::Offset<void> values;
+    if (type == tflite::kIndexUint16) {
+      values = b.CreateVector(std::vector<uint16_t>(v.begin(), v.end())).Union();
+    } else if (type == tflite::kIndexUint8) {
+      values = b.CreateVector(std::vector<uint8_t>(v.begin(), v.end())).Union();
+    } else {
+      values = b.CreateVector(std::vector<int32_t>(v.begin(), v.end())).Union();
+    }
+    auto t = b.StartTable();
+    b.AddOffset(VT(tflite::field::index_vector_f::kValues), values);
+    return flatbuffers::Offset<void>(b.EndTable(t));
+  }
+  static flatbuffers::Offset<void> WriteSparsity(flatbuffers::FlatBufferBuilder& b, const SparseSpec& sp) {
+    using namespace tflite::field;
+    using tflite::VT;
+    std::vector<flatbuffers::Offset<void>> levels;
+    for (const SparseLevel& l : sp.levels) {
+      flatbuffers::Offset<void> seg, idx;
+      const bool csr = l.format == tflite::kDimSparseCsr;
+      if (csr) {
+        seg = WriteIndexVector(b, l.segments_type, l.segments);
+        idx = WriteIndexVector(b, l.indices_type, l.indices);
+      }
+      auto t = b.StartTable();
+      b.AddElement<int8_t>(VT(dim_metadata_f::kFormat), l.format, 0);
+      b.AddElement<int32_t>(VT(dim_metadata_f::kDenseSize), l.dense_size, 0);
+      if (csr) {
+        b.AddElement<uint8_t>(VT(dim_metadata_f::kSegmentsType), l.segments_type, 0);
+        b.AddOffset(VT(dim_metadata_f::kSegments), seg);
+        b.AddElement<uint8_t>(VT(dim_metadata_f::kIndicesType), l.indices_type, 0);
+        b.AddOffset(VT(dim_metadata_f::kIndices), idx);
+      }
+      levels.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
+    }
+    auto order = b.CreateVector(sp.traversal_order);
+    auto block_map = sp.block_map.empty() ? flatbuffers::Offset<flatbuffers::Vector<int32_t>>()
+                                          : b.CreateVector(sp.block_map);
+    auto dims = b.CreateVector(levels);
+    auto t = b.StartTable();
+    b.AddOffset(VT(sparsity_f::kTraversalOrder), order);
+    if (!block_map.IsNull()) b.AddOffset(VT(sparsity_f::kBlockMap), block_map);
+    b.AddOffset(VT(sparsity_f::kDimMetadata), dims);
+    return flatbuffers::Offset<void>(b.EndTable(t));
+  }
+
   struct T {
     std::string name;
     std::vector<int32_t> shape;
     int8_t type;
     int buffer;
     tflite::Quantization quant;
+    bool sparse = false;
+    SparseSpec sparsity;
   };
   struct O {
     int opcode;

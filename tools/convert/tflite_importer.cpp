@@ -1,6 +1,7 @@
 // TFLite -> Kiln: walks subgraph 0 in order, maps each builtin (and the MediaPipe
-// custom ops) to Kiln ops, constants to constants, and folds DEQUANTIZE of
-// constant (fp16, int8) weights into f32 constants.
+// custom ops) to Kiln ops, constants to constants, folds DEQUANTIZE of
+// constant (fp16, int8) weights into f32 constants, and DENSIFY of sparse
+// constants (SparsityParameters) into dense ones.
 //
 // Layout. TFLite is NHWC, Kiln NCHW. Every 4-D TFLite tensor is held in Kiln in
 // NCHW order (dims 0,3,1,2); other ranks as they are. So 4-D graph inputs and
@@ -608,6 +609,22 @@ class TfliteImporter {
     folded_[op.outputs[0]] = std::move(d);
     return Status::Ok();
   }
+  // DENSIFY of a sparse constant: the importer densifies the constant
+  // (tfl::Densify, through ReadData) and DENSIFY becomes the identity on it,
+  // folded away like DEQUANTIZE, so that its readers see a plain constant.
+  Status Densify(const tfl::Operator& op) {
+    const int x_in = In(op, 0), out = op.outputs[0];
+    if (!IsConst(x_in)) return Keep(op, "DENSIFY", "of a non-constant tensor");
+    KILN_ASSIGN_OR_RETURN(ConstData d, Const(x_in));
+    if (T(out).has_shape && Ints(T(out).shape.begin(), T(out).shape.end()) != d.shape)
+      return InvalidArgument("output shape %s differs from its input's %s", ShapeToString(Shape(out)).c_str(),
+                             ShapeToString(d.shape).c_str());
+    if (T(out).type != d.type)
+      return InvalidArgument("output type %s differs from its input's %s", tfl::TensorTypeName(T(out).type),
+                             tfl::TensorTypeName(d.type));
+    folded_[out] = std::move(d);
+    return Status::Ok();
+  }
   // An op Kiln cannot run: recorded, and kept as a Custom op when allowed.
   Status Keep(const tfl::Operator& op, const std::string& type, const std::string& why) {
     missing_[type + (why.empty() ? "" : " (" + why + ")")].push_back(name_);
@@ -724,6 +741,7 @@ class TfliteImporter {
       case tfl::ARG_MIN: return ArgMax(OpType::ArgMin, op);
       case tfl::BATCH_MATMUL: return BatchMatMul(op);
       case tfl::DEQUANTIZE: return Dequantize(op);
+      case tfl::DENSIFY: return Densify(op);
       case tfl::CUSTOM:
         if (code.custom_code == "MaxUnpooling2D") return MaxUnpool(op, code, type);
         return Keep(op, type.empty() ? "CUSTOM" : type, "custom op");
@@ -738,7 +756,7 @@ class TfliteImporter {
   ConvertReport* report_;
   std::vector<int> kiln_;            // TFLite tensor -> Kiln tensor (NCHW for 4-D); -1 until produced
   std::map<int, int> nhwc_;          // TFLite tensor -> Kiln tensor in NHWC (4-D only)
-  std::map<int, ConstData> folded_;  // DEQUANTIZE outputs folded to f32
+  std::map<int, ConstData> folded_;  // DEQUANTIZE outputs folded to f32, DENSIFY outputs (dense)
   struct ArgmaxPool {
     tfl::Window window;
     int input;  // the pooled TFLite tensor

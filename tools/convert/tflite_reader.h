@@ -16,6 +16,12 @@
 //   SubGraph:     tensors 0, inputs 1, outputs 2, operators 3, name 4
 //   Tensor:       shape 0 ([int]), type 1 (byte), buffer 2 (uint), name 3,
 //                 quantization 4, is_variable 5, sparsity 6, shape_signature 7
+//   SparsityParameters: traversal_order 0 ([int]), block_map 1 ([int]),
+//                 dim_metadata 2 ([DimensionMetadata])
+//   DimensionMetadata: format 0 (byte: DENSE 0, SPARSE_CSR 1), dense_size 1 (int),
+//                 array_segments_type 2, array_segments 3, array_indices_type 4,
+//                 array_indices 5 (union SparseIndexVector: Int32Vector 1,
+//                 Uint16Vector 2, Uint8Vector 3; each a table with values 0)
 //   QuantizationParameters: min 0, max 1, scale 2 ([float]), zero_point 3 ([long]),
 //                 details_type 4, details 5, quantized_dimension 6 (int)
 //   Buffer:       data 0 ([ubyte]), offset 1 (ulong), size 2 (ulong)
@@ -52,6 +58,11 @@ namespace tensor_f {
 constexpr int kShape = 0, kType = 1, kBuffer = 2, kName = 3, kQuantization = 4, kSparsity = 6, kShapeSignature = 7;
 }
 namespace quant_f { constexpr int kScale = 2, kZeroPoint = 3, kQuantizedDimension = 6; }
+namespace sparsity_f { constexpr int kTraversalOrder = 0, kBlockMap = 1, kDimMetadata = 2; }
+namespace dim_metadata_f {
+constexpr int kFormat = 0, kDenseSize = 1, kSegmentsType = 2, kSegments = 3, kIndicesType = 4, kIndices = 5;
+}
+namespace index_vector_f { constexpr int kValues = 0; }
 namespace buffer_f { constexpr int kData = 0, kOffset = 1, kSize = 2; }
 namespace operator_f {
 constexpr int kOpcodeIndex = 0, kInputs = 1, kOutputs = 2, kOptionsType = 3, kOptions = 4, kCustomOptions = 5;
@@ -167,6 +178,28 @@ struct Quantization {
   int32_t dimension = 0;
 };
 
+// DimensionType and the SparseIndexVector union's types.
+enum DimensionType : int8_t { kDimDense = 0, kDimSparseCsr = 1 };
+enum SparseIndexType : uint8_t { kIndexNone = 0, kIndexInt32 = 1, kIndexUint16 = 2, kIndexUint8 = 3 };
+
+// One level of a sparse tensor, in traversal order: DENSE (dense_size
+// coordinates, implicit) or SPARSE_CSR (for each position of the level
+// above, the segment [segments[p], segments[p + 1]) of `indices`). Index
+// vectors are widened to int64 whatever their stored type.
+struct DimensionMetadata {
+  int8_t format = kDimDense;
+  int32_t dense_size = 0;
+  std::vector<int64_t> segments, indices;
+};
+// SparsityParameters (TACO-like): an n-D tensor stored as n + k levels, k of
+// them the dims of a block; traversal_order names each level's dim (0..n-1
+// the tensor's, n..n+k-1 the block's), block_map the tensor dim each block
+// dim divides.
+struct Sparsity {
+  std::vector<int32_t> traversal_order, block_map;
+  std::vector<DimensionMetadata> dim_metadata;
+};
+
 struct Tensor {
   std::string name;
   int8_t type = kFloat32;
@@ -176,6 +209,7 @@ struct Tensor {
   uint32_t buffer = 0;          // 0: no data (buffer 0 is the empty sentinel)
   Quantization quant;
   bool sparse = false;          // has SparsityParameters (DENSIFY input)
+  Sparsity sparsity;            // when sparse
 };
 
 struct Operator {
@@ -264,8 +298,21 @@ inline bool IsQuantized(const Tensor& t) {
 }
 // Whether tensor `t` has data (a non-empty buffer).
 bool HasData(const Model& m, const Tensor& t);
-// The data of `t`, its size checked against the shape and type.
+// The data of `t`, its size checked against the shape and type. A sparse
+// tensor is densified (Densify).
 StatusOr<TensorData> ReadData(const Model& m, const Tensor& t);
+// The dense values of a sparse constant: `values` (the buffer, its stored
+// non-zero elements in traversal order) scattered into a zero tensor of
+// `shape` by `sp`. Every number read from the file is checked: the traversal
+// order and block map must be permutations of their dims, each DENSE level's
+// size must be its dim's (a block dim's size divides its tensor dim), each
+// CSR level's segments must be non-decreasing, start at 0 and stay inside its
+// indices, each index must be below its level's size, and the values must be
+// exactly the ones the levels address. The dense tensor may be at most
+// kMaxDensifyRatio times its stored values (or kMinDensifyElements elements),
+// so that a few bytes cannot ask for gigabytes.
+constexpr int64_t kMaxDensifyRatio = 64, kMinDensifyElements = int64_t{1} << 20;
+StatusOr<TensorData> Densify(int8_t type, const std::vector<int64_t>& shape, const Sparsity& sp, ByteSpan values);
 // In place to FLOAT32: FLOAT16 widened; INT8/UINT8 dequantized with `q`
 // (per tensor, or per channel along q.dimension).
 Status ToFloat32(TensorData* d, const Quantization& q);
