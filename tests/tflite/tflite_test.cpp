@@ -833,7 +833,9 @@ TEST(HostileTflite, SparseConstants) {
       std::vector<uint8_t> bad = bytes;
       bad[k] ^= mask;
       auto r = ImportTfliteBuffer(bad.data(), bad.size(), ConvertOptions{}, nullptr);
-      if (!r.ok()) EXPECT_FALSE(r.status().message().empty());
+      if (!r.ok()) {
+        EXPECT_FALSE(r.status().message().empty());
+      }
     }
 }
 
