@@ -52,9 +52,7 @@ Status RunCompress(const GraphOp& op, const std::vector<Tensor*>& in, const std:
   int axis = 0;
   if (p && p->has_axis()) {
     KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(p->axis(), x.dimensions()), "Compress");
-    for (int d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
-    n = x.shape()[static_cast<size_t>(axis)];
-    for (size_t d = static_cast<size_t>(axis) + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];
+    AroundAxis(x.shape(), axis, &outer, &n, &inner);
   }
   const std::vector<int64_t> sel = CompressSelection(*in[1], n);
   const int64_t k = static_cast<int64_t>(sel.size());
@@ -73,11 +71,8 @@ Status RunUnique(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   const int64_t n = static_cast<int64_t>(u.first.size());
   Tensor& y = *out[0];
   KILN_RETURN_IF_ERROR(CheckPlanned(op, n, y.shape()[static_cast<size_t>(std::max(u.axis, 0))]));
-  int64_t outer = 1, inner = 1;
-  if (u.axis >= 0) {
-    for (int d = 0; d < u.axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
-    for (size_t d = static_cast<size_t>(u.axis) + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];
-  }
+  int64_t outer = 1, items = u.items, inner = 1;
+  if (u.axis >= 0) AroundAxis(x.shape(), u.axis, &outer, &items, &inner);
   const size_t bytes = static_cast<size_t>(inner) * x.elementSize();
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n; ++j)

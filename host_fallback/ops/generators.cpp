@@ -87,10 +87,8 @@ Status RunOneHot(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   auto* p = op.params<fb::AxisParams>();
   const int rank = y.dimensions();
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, rank), "OneHot");
-  const int64_t depth = y.shape()[static_cast<size_t>(axis)];
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= y.shape()[static_cast<size_t>(d)];
-  for (int d = axis + 1; d < rank; ++d) inner *= y.shape()[static_cast<size_t>(d)];
+  int64_t outer, depth, inner;
+  AroundAxis(y.shape(), axis, &outer, &depth, &inner);
   const size_t es = y.elementSize();
   const uint8_t* off = in[2]->host<uint8_t>();
   const uint8_t* on = off + es;

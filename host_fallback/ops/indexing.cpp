@@ -35,6 +35,22 @@ void Unflatten(int64_t i, const std::vector<int64_t>& shape, std::vector<int64_t
   }
 }
 
+// GatherElements' and ScatterElements' walk: the element offset in x of
+// index element i, at i's coordinates with the axis' one from the index.
+StatusOr<int64_t> ElementOffset(const GraphOp& op, const Tensor& x, const Tensor& idx, int64_t i, int axis,
+                                const std::vector<int64_t>& xs, std::vector<int64_t>& c) {
+  Unflatten(i, idx.shape(), c);
+  KILN_ASSIGN_OR_RETURN(c[static_cast<size_t>(axis)], IndexAt(op, idx, i, x.shape()[static_cast<size_t>(axis)]));
+  int64_t off = 0;
+  for (size_t d = 0; d < c.size(); ++d) {
+    if (c[d] >= x.shape()[d])
+      return InvalidArgument("%s: indices %s exceed data %s on dim %zu", op.typeName(), ShapeToString(idx.shape()).c_str(),
+                             ShapeToString(x.shape()).c_str(), d);
+    off += c[d] * xs[d];
+  }
+  return off;
+}
+
 Status RunGatherElements(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                          HostBackend&) {
   const Tensor& x = *in[0];
@@ -46,15 +62,7 @@ Status RunGatherElements(const GraphOp& op, const std::vector<Tensor*>& in, cons
   const size_t es = x.elementSize();
   std::vector<int64_t> c;
   for (int64_t i = 0; i < y.elementCount(); ++i) {
-    Unflatten(i, idx.shape(), c);
-    KILN_ASSIGN_OR_RETURN(c[static_cast<size_t>(axis)], IndexAt(op, idx, i, x.shape()[static_cast<size_t>(axis)]));
-    int64_t off = 0;
-    for (size_t d = 0; d < c.size(); ++d) {
-      if (c[d] >= x.shape()[d])
-        return InvalidArgument("GatherElements: indices %s exceed data %s on dim %zu",
-                               ShapeToString(idx.shape()).c_str(), ShapeToString(x.shape()).c_str(), d);
-      off += c[d] * xs[d];
-    }
+    KILN_ASSIGN_OR_RETURN(int64_t off, ElementOffset(op, x, idx, i, axis, xs, c));
     std::memcpy(y.host<uint8_t>() + static_cast<size_t>(i) * es, x.host<uint8_t>() + static_cast<size_t>(off) * es, es);
   }
   return Status::Ok();
@@ -164,28 +172,11 @@ Status RunScatter(const GraphOp& op, const std::vector<Tensor*>& in, const std::
   const std::vector<int64_t> xs = ContiguousStrides(x.shape());
   std::vector<int64_t> c;
   for (int64_t i = 0; i < idx.elementCount(); ++i) {
-    Unflatten(i, idx.shape(), c);
-    KILN_ASSIGN_OR_RETURN(c[static_cast<size_t>(axis)], IndexAt(op, idx, i, x.shape()[static_cast<size_t>(axis)]));
-    int64_t off = 0;
-    for (size_t d = 0; d < c.size(); ++d) {
-      if (c[d] >= x.shape()[d])
-        return InvalidArgument("ScatterElements: indices %s exceed data %s on dim %zu",
-                               ShapeToString(idx.shape()).c_str(), ShapeToString(x.shape()).c_str(), d);
-      off += c[d] * xs[d];
-    }
+    KILN_ASSIGN_OR_RETURN(int64_t off, ElementOffset(op, x, idx, i, axis, xs, c));
     KILN_RETURN_IF_ERROR(CombineElements(x.dtype(), red, dst + static_cast<size_t>(off) * es,
                                          src + static_cast<size_t>(i) * es, 1));
   }
   return Status::Ok();
-}
-
-// Outer x axis x inner decomposition of a shape around `axis`.
-void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner) {
-  *outer = 1;
-  *inner = 1;
-  for (int d = 0; d < axis; ++d) *outer *= shape[static_cast<size_t>(d)];
-  *n = shape[static_cast<size_t>(axis)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) *inner *= shape[d];
 }
 
 // TopK: the k largest (or smallest) along the axis, ties to the lower index

@@ -25,14 +25,6 @@ Status WithFloat(const Tensor& t, F&& f) {
   return t.dtype() == fb::DataType::F64 ? f(double{}) : f(float{});
 }
 
-void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner) {
-  *outer = 1;
-  *inner = 1;
-  for (int d = 0; d < axis; ++d) *outer *= shape[static_cast<size_t>(d)];
-  *n = shape[static_cast<size_t>(axis)];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) *inner *= shape[d];
-}
-
 // Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
 Status RunHardmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
   const Tensor& x = *in[0];

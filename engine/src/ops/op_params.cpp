@@ -320,6 +320,14 @@ int64_t ResizeNearest(fb::NearestMode m, float x) {
 
 // ---- strides ----
 
+void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner) {
+  *outer = 1;
+  *inner = 1;
+  for (int d = 0; d < axis; ++d) *outer *= shape[static_cast<size_t>(d)];
+  *n = shape[static_cast<size_t>(axis)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) *inner *= shape[d];
+}
+
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];

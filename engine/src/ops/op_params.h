@@ -93,6 +93,9 @@ int64_t ResizeNearest(fb::NearestMode m, float x);
 // Row-major strides of `shape`, in elements.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
+// `shape` as [outer, n, inner] around `axis` (n its length).
+void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner);
+
 namespace nn {
 
 // Padding of a sliding window (Conv, pools) whose output sizes `out` are
