@@ -69,6 +69,12 @@ std::string SessionImpl::where(int op) const {
   return StrFormat("op %d '%s' (%s)", op, o.name.c_str(), o.typeName());
 }
 
+// Ops whose outputs depend on their input's shape (and dtype), never on its
+// values.
+static bool ReadsOnlyShape(fb::OpType t) {
+  return t == fb::OpType::Shape || t == fb::OpType::Size || t == fb::OpType::EyeLike;
+}
+
 // An op is computed at resize when its outputs feed a "value input" (the
 // shape of Reshape, the starts of Slice, ...), directly or through other such
 // ops. Shape reads only its input's shape, so the walk stops there. Ops that
@@ -97,13 +103,13 @@ Status SessionImpl::markResizeOps() {
     const GraphOp& p = g.ops[static_cast<size_t>(gt.producer)];
     resize_op_[static_cast<size_t>(gt.producer)] = true;
     for (int o : p.outputs) resize_value_[static_cast<size_t>(o)] = true;
-    if (p.type == fb::OpType::Shape) continue;
+    if (ReadsOnlyShape(p.type)) continue;
     for (int in : p.inputs) work.push_back(in);
   }
-  // Shape reads only its input's shape, fixed at resize: always computed
-  // then, also when its output is a graph output.
+  // Shape, Size and EyeLike read only their input's shape, fixed at resize:
+  // always computed then, also when their output is a graph output.
   for (size_t i = 0; i < g.ops.size(); ++i) {
-    if (g.ops[i].type != fb::OpType::Shape) continue;
+    if (!ReadsOnlyShape(g.ops[i].type)) continue;
     resize_op_[i] = true;
     for (int o : g.ops[i].outputs) resize_value_[static_cast<size_t>(o)] = true;
   }

@@ -132,6 +132,7 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Abs: return fabs(v);
     case KILN_OP_Reciprocal: return 1.0f / v;
     case KILN_OP_Softsign: return v / (1.0f + fabs(v));
+    case KILN_OP_Mean: return v * alpha;  // the scale after Mean's sum
     case KILN_OP_Sin: return sin(v);
     case KILN_OP_Cos: return cos(v);
     case KILN_OP_Tan: return tan(v);

@@ -10,7 +10,7 @@ float Softplus(float v) { return v > 0.0 ? v + log(1.0 + exp(-v)) : log(1.0 + ex
 
 // alpha and beta: LeakyRelu's slope, Elu's, Celu's and ThresholdedRelu's
 // alpha (alpha); Clip's bounds (alpha, beta); HardSigmoid's and Selu's alpha
-// and beta (Selu's gamma); Shrink's bias and lambd. Code 0 (and any code
+// and beta (Selu's gamma); Shrink's bias and lambd; Mean's 1 / n (alpha). Code 0 (and any code
 // without a case): the identity.
 float UnaryFn(uint code, float v, float alpha, float beta) {
   switch (code) {
@@ -36,6 +36,7 @@ float UnaryFn(uint code, float v, float alpha, float beta) {
     case KILN_OP_Abs: return abs(v);
     case KILN_OP_Reciprocal: return 1.0 / v;
     case KILN_OP_Softsign: return v / (1.0 + abs(v));
+    case KILN_OP_Mean: return v * alpha;  // the scale after Mean's sum
     case KILN_OP_Sin: return sin(v);
     case KILN_OP_Cos: return cos(v);
     case KILN_OP_Tan: return tan(v);

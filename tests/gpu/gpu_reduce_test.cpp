@@ -242,3 +242,41 @@ TEST(GpuReduceNorm, InstanceNormalization) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The line ops (lines.comp): Hardmax and CumSum along every axis, LRN across
+// channels; and Mean, the Adds' sum scaled.
+TEST(GpuLines, HardmaxCumSumLrnMean) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const ForwardType gpu = TestGpu();
+  const std::vector<int64_t> shape = {2, 5, 3, 4};
+  const auto x = Random(120, -2, 2, 9);
+  for (int axis : {0, 1, -1}) {
+    fb::AxisParamsT a;
+    a.axis = axis;
+    ExpectSameAsHost(OpTest(fb::OpType::Hardmax).input("x", shape, x).params(a), gpu, 0, "Hardmax axis " + std::to_string(axis));
+    for (int flags = 0; flags < 4; ++flags) {
+      fb::CumSumParamsT c;
+      c.exclusive = flags & 1;
+      c.reverse = flags & 2;
+      ExpectSameAsHost(OpTest(fb::OpType::CumSum).input("x", shape, x).constantI64("axis", {}, {axis}).params(c), gpu, 1e-5f,
+                       "CumSum axis " + std::to_string(axis) + " flags " + std::to_string(flags));
+    }
+  }
+  for (int size : {1, 3, 4}) {
+    fb::LrnParamsT l;
+    l.size = size;
+    l.alpha = 0.3f;
+    l.beta = 0.75f;
+    l.bias = 1.5f;
+    ExpectSameAsHost(OpTest(fb::OpType::LRN).input("x", shape, x).params(l), gpu, 1e-4f, "LRN size " + std::to_string(size));
+  }
+  ExpectSameAsHost(OpTest(fb::OpType::Mean).input("a", {3, 5}, Random(15, -1, 1, 1)).input("b", {5}, Random(5, -1, 1, 2))
+                       .input("c", {3, 5}, Random(15, -1, 1, 3)),
+                   gpu, 1e-5f, "Mean of 3");
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kiln/convert.h"
+#include "kiln/passes.h"
 #include "alloc_guard.h"
 #include "elements.h"
 #include "onnx_util.h"
@@ -83,6 +84,9 @@ class OnnxImporter {
       b_.addOutput(it->second);
     }
     report_->ops_out = static_cast<int>(b_.net().ops.size());
+    // ONNX nodes do not say their outputs' types: infer them, so that the
+    // file declares real ones (the GPU backends choose kernels by them).
+    KILN_RETURN_IF_ERROR(InferDtypes(b_.net()).status(), "inferring dtypes");
     return std::move(b_);
   }
 

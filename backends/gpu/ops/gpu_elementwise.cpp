@@ -102,14 +102,15 @@ class BinaryBase : public GpuExecution {
 
 class BinaryExecution final : public BinaryBase {
  public:
-  BinaryExecution(GpuBackend* b, uint32_t code) : BinaryBase(b), code_(code) {}
+  // mean: Mean, the Adds' sum then scaled by 1 / n (unary.comp).
+  BinaryExecution(GpuBackend* b, uint32_t code, bool mean = false) : BinaryBase(b), code_(code), mean_(mean) {}
   // The kernel follows the bound dtypes: an integer intermediate that the
   // model declares with a placeholder dtype still runs here.
   bool resolvesDtypesAtResize() const override { return true; }
   // Packed when both inputs have the output's rank and channels (other dims
   // equal or broadcast) and f(0, 0) = 0 keeps the zero lanes zero.
   PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
-    if (in.size() != 2 || !in[0] || !in[1] || code_ == 3 || code_ == 4 || code_ >= 8) return {};  // Div, Pow, Mod: f(0, 0) != 0
+    if (in.size() != 2 || !in[0] || !in[1] || code_ == 3 || code_ == 4 || code_ >= 8 || mean_) return {};  // Div, Pow, Mod: f(0, 0) != 0
     const Tensor& y = *out[0];
     for (const Tensor* t : in) {
       if (t->dtype() != fb::DataType::F32 || t->dimensions() != y.dimensions() || y.dimensions() < 3) return {};
@@ -125,11 +126,17 @@ class BinaryExecution final : public BinaryBase {
       addCopy(in[0], out[0]);
       return Status::Ok();
     }
-    // Variadic Max/Min: out = in0 op in1, then out = out op in_k.
+    // Variadic Max/Min/Sum/Mean: out = in0 op in1, then out = out op in_k.
     for (size_t k = 1; k < in.size(); ++k) KILN_RETURN_IF_ERROR(addBinary(code_, k == 1 ? in[0] : out[0], in[k], out[0]));
+    if (mean_) {
+      if (out[0]->dtype() != fb::DataType::F32) return Unsupported("GPU Mean takes f32");
+      UnaryPush push{static_cast<uint32_t>(out[0]->elementCount()), 1.0f / static_cast<float>(in.size()), 0.0f};
+      return add1D("unary", {{out[0]}, {out[0], nullptr, true}}, push, push.n, {UnaryCode(fb::OpType::Mean)});
+    }
     return Status::Ok();
   }
   uint32_t code_;
+  bool mean_;
 };
 
 // Clip whose bounds are tensors computed at run time: y = max(x, lo), then
@@ -259,6 +266,9 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
     case fb::OpType::Min: code = 6; break;
     case fb::OpType::PRelu: code = 7; break;
     case fb::OpType::Sum: code = 0; break;  // variadic: a chain of Adds
+    case fb::OpType::Mean:
+      KILN_RETURN_IF_ERROR(RequireF32(op, graph));
+      return Make(std::make_unique<BinaryExecution>(b, 0, true));
     case fb::OpType::Mod: {
       auto* p = op.params<fb::ModParams>();
       code = p && p->fmod() ? 8 : 9;

@@ -162,11 +162,13 @@ class WhereExecution final : public GpuExecution {
 
 }  // namespace
 
+// Cast, and CastLike (the target type is input 1's; input 1 is not read).
 StatusOr<std::unique_ptr<Execution>> CreateGpuCast(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::CastParams* p = op.params<fb::CastParams>();
-  if (!p) return Unsupported("Cast without CastParams");
+  if (!p && op.type == fb::OpType::Cast) return Unsupported("Cast without CastParams");
+  const fb::DataType to = op.type == fb::OpType::CastLike ? DeclaredInputDtype(op, graph, 1) : p->to();
   KILN_ASSIGN_OR_RETURN(uint32_t src, CastKind(b->storageType(DeclaredInputDtype(op, graph, 0))));
-  KILN_ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(p->to())));
+  KILN_ASSIGN_OR_RETURN(uint32_t dst, CastKind(b->storageType(to)));
   if (src != dst) KILN_RETURN_IF_ERROR(CastShader(src, dst, b->gpuCaps()).status());
   return Make(std::make_unique<CastExecution>(b));
 }

@@ -47,6 +47,14 @@ Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
 // output, the input's producer writes it directly instead.
 StatusOr<int> RemoveIdentity(fb::NetT& net);
 
+// "infer_dtypes": each op output's dtype from its inputs' (the op's OutType
+// in engine/src/ops/op_defs.inc), for importers whose source format does not
+// give intermediates' types (the ONNX importer runs it). Graph inputs and
+// constants keep theirs; an output whose type cannot be told (an unknown
+// input type, a Custom op) keeps what the file declares. Returns how many
+// tensors changed.
+StatusOr<int> InferDtypes(fb::NetT& net);
+
 // "fold_constants": an op whose inputs are all constants is run once on the
 // host (a one-op model through Interpreter and Session) and its outputs
 // become constants. A Shape op whose input has a fully static shape folds to

@@ -7,7 +7,7 @@ namespace kiln {
 
 // The shape and cost functions the rows name (defined in shape_*.cpp and
 // op_cost.cpp); a row naming one that does not exist fails to link.
-#define KILN_OP(Name, Params, Required, MinIn, MaxIn, MinOut, MaxOut, Shape, ValueInputs, InPlace, CostOf) \
+#define KILN_OP(Name, Params, Required, MinIn, MaxIn, MinOut, MaxOut, Shape, ValueInputs, InPlace, CostOf, Out) \
   Status InferShape##Shape(ShapeContext&);                                                                  \
   double Cost##CostOf(const GraphOp&, const std::vector<Tensor*>&, const std::vector<Tensor*>&);
 #include "ops/op_defs.inc"
@@ -19,9 +19,9 @@ constexpr ShapeFn kNoShape = nullptr;
 #define InferShapeNone kNoShape
 
 constexpr OpDef kOpDefs[] = {
-#define KILN_OP(Name, Params, Required, MinIn, MaxIn, MinOut, MaxOut, Shape, ValueInputs, InPlace, CostOf)  \
+#define KILN_OP(Name, Params, Required, MinIn, MaxIn, MinOut, MaxOut, Shape, ValueInputs, InPlace, CostOf, Out) \
   {fb::OpType::Name, #Name,         fb::OpParams::Params, Required, MinIn, MaxIn, MinOut, MaxOut, InferShape##Shape, \
-   ValueInputs,      InPlace, &Cost##CostOf},
+   ValueInputs,      InPlace, &Cost##CostOf, OutType::k##Out},
 #include "ops/op_defs.inc"
 #undef KILN_OP
 };

@@ -23,6 +23,9 @@ using ShapeFn = Status (*)(ShapeContext&);
 // Its flops for profiles (ops/op_cost.h); bytes are counted by the caller.
 using CostFn = double (*)(const GraphOp& op, const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs);
 
+// How an op's output dtypes follow from its inputs' (its row's OutType).
+enum class OutType : uint8_t { kLike0, kLike1, kLike2, kBool, kI64, kIdx, kParam, kNone };
+
 struct OpDef {
   fb::OpType type;
   const char* name;
@@ -34,6 +37,7 @@ struct OpDef {
   uint32_t value_inputs;  // bit k: input k's values decide the shapes (computed at resize)
   bool in_place;          // the output may share input 0's memory
   CostFn cost;
+  OutType out_type;
 };
 
 // The definition of `type`, or nullptr for Invalid / unknown values.
