@@ -121,6 +121,15 @@ inline void StoreDouble(void* data, fb::DataType t, int64_t i, double v) {
   });
 }
 
+// -1, 0 or 1 as a <, =, > b in a total order: NaN above everything (and
+// equal to NaN), so that sorts and groupings over hostile data stay strict
+// weak orders.
+inline int TotalCompare(double a, double b) {
+  const bool na = a != a, nb = b != b;
+  if (na || nb) return na == nb ? 0 : (na ? 1 : -1);
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
 // a + b and a * b that wrap around for integers (two's complement, as
 // ONNX's integer arithmetic; signed overflow is undefined in C++).
 // (Computed on unsigned int at least: u16 * u16 promoted to int overflows.)

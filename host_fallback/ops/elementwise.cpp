@@ -264,7 +264,8 @@ struct Wrapping<T, true> {
 template <typename T>
 T Shift(T u, T v, bool left) {
   if (v >= T(sizeof(T) * 8)) return T(0);
-  return left ? static_cast<T>(u << v) : static_cast<T>(u >> v);
+  using W = WrapType<T>;  // u16 << 15 promoted to int would overflow
+  return left ? static_cast<T>(static_cast<W>(u) << v) : static_cast<T>(u >> v);
 }
 
 template <typename T>

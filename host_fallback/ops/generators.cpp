@@ -66,6 +66,7 @@ Status RunEyeLike(const GraphOp& op, const std::vector<Tensor*>&, const std::vec
   const int64_t k = p ? p->k() : 0;
   const int64_t rows = y.shape()[0], cols = y.shape()[1];
   std::memset(y.hostData(), 0, y.byteSize());
+  if (k >= cols || k <= -rows) return Status::Ok();  // the diagonal misses the matrix (and r + k cannot overflow)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t c = r + k;
     if (c >= 0 && c < cols) StoreDouble(y.hostData(), y.dtype(), r * cols + c, 1.0);
@@ -96,8 +97,9 @@ Status RunOneHot(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t d = 0; d < depth; ++d)
       for (int64_t i = 0; i < inner; ++i) {
-        double v = LoadDouble(idx.hostData(), idx.dtype(), o * inner + i);
-        int64_t k = static_cast<int64_t>(v);
+        const double v = LoadDouble(idx.hostData(), idx.dtype(), o * inner + i);
+        // Outside [-depth, depth) (NaN included) is a row of `off`.
+        int64_t k = v >= -static_cast<double>(depth) && v < static_cast<double>(depth) ? static_cast<int64_t>(v) : depth;
         if (k < 0) k += depth;
         std::memcpy(dst + static_cast<size_t>((o * depth + d) * inner + i) * es, k == d ? on : off, es);
       }

@@ -197,9 +197,9 @@ Status RunTopK(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
     for (int64_t i = 0; i < inner; ++i) {
       for (int64_t j = 0; j < n; ++j) vals[static_cast<size_t>(j)] = LoadDouble(x.hostData(), x.dtype(), (o * n + j) * inner + i);
       std::iota(order.begin(), order.end(), 0);
-      auto better = [&](int64_t a, int64_t b) {
-        double va = vals[static_cast<size_t>(a)], vb = vals[static_cast<size_t>(b)];
-        if (va != vb) return largest ? va > vb : va < vb;
+      auto better = [&](int64_t a, int64_t b) {  // NaN is the largest (TotalCompare)
+        const int c = TotalCompare(vals[static_cast<size_t>(a)], vals[static_cast<size_t>(b)]);
+        if (c != 0) return largest ? c > 0 : c < 0;
         return a < b;
       };
       std::partial_sort(order.begin(), order.begin() + k, order.end(), better);

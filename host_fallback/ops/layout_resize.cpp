@@ -80,6 +80,9 @@ class ResizeExecution final : public Execution {
         } else {  // cubic: taps floor(x) - 1 .. floor(x) + 2, clamped to the edge
           const float a = p ? p->cubic_coeff_a() : -0.75f;
           const bool exclude = p && p->exclude_outside();
+          // Past 2 pixels out, every tap is the edge (or excluded): the same
+          // result with x clamped there, and no huge value cast to an index.
+          x = std::min(std::max(x, -3.f), static_cast<float>(n) + 2.f);
           const float fl = std::floor(x);
           float sum = 0.f;
           t.n = 4;

@@ -90,7 +90,14 @@ Status RunGridSample(const GraphOp& op, const std::vector<Tensor*>& in, const st
       GridSampler s{x.host<float>() + (b * c + ch) * h * w, h, w, p ? p->padding() : fb::GridPadding::Zeros, align};
       for (int64_t i = 0; i < oh * ow; ++i) {
         const float* g = grid.host<float>() + (b * oh * ow + i) * 2;
-        float fx = s.pad(unnorm(g[0], w), w), fy = s.pad(unnorm(g[1], h), h);
+        // Coordinates far outside read only padding: clamped a few pixels
+        // out (the same taps), so that no huge or NaN value becomes an index.
+        auto coord = [&](float v, int64_t size) {
+          v = s.pad(unnorm(v, size), size);
+          const float lim = static_cast<float>(size) + 4.f;
+          return v != v ? -lim : std::min(std::max(v, -lim), lim);
+        };
+        float fx = coord(g[0], w), fy = coord(g[1], h);
         float v;
         if (mode == fb::ResizeMode::Nearest) {
           v = s.at(static_cast<int64_t>(std::nearbyint(fy)), static_cast<int64_t>(std::nearbyint(fx)));
@@ -145,8 +152,15 @@ Status RunRoiAlign(const GraphOp& op, const std::vector<Tensor*>& in, const std:
       rh = std::max(rh, 1.f);
     }
     const float bw = rw / static_cast<float>(ow), bh = rh / static_cast<float>(oh);
-    const int64_t gh = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<float>(oh)));
-    const int64_t gw = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<float>(ow)));
+    // The sampling grid of a bin, from the ROI's size: bounded (a hostile or
+    // NaN ROI is refused, not cast to an integer).
+    const double dgh = ratio > 0 ? ratio : std::ceil(static_cast<double>(rh) / static_cast<double>(oh));
+    const double dgw = ratio > 0 ? ratio : std::ceil(static_cast<double>(rw) / static_cast<double>(ow));
+    if (!(dgh >= 0) || !(dgw >= 0) || !std::isfinite(x1) || !std::isfinite(y1))
+      return InvalidArgument("RoiAlign: ROI %lld [%g, %g, %g, %g] is not a finite box", static_cast<long long>(r), box[0],
+                             box[1], box[2], box[3]);
+    KILN_RETURN_IF_ERROR(CheckHostWork("RoiAlign", dgh * dgw * static_cast<double>(c * oh * ow)));
+    const int64_t gh = static_cast<int64_t>(dgh), gw = static_cast<int64_t>(dgw);
     const float count = static_cast<float>(std::max<int64_t>(gh * gw, 1));
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* plane = x.host<float>() + (b * c + ch) * h * w;
@@ -242,7 +256,7 @@ Status RunStft(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   const int64_t step = LoadInt64(in[1]->hostData(), in[1]->dtype(), 0);
   const Tensor* window = in.size() > 2 ? in[2] : nullptr;
   const int64_t frames = y.shape()[1], bins = y.shape()[2];
-  const int64_t len = in.size() > 3 && in[3] ? LoadInt64(in[3]->hostData(), in[3]->dtype(), 0) : window ? window->shape()[0] : 0;
+  const int64_t len = in.size() > 3 && in[3] ? LoadInt64(in[3]->hostData(), in[3]->dtype(), 0) : window ? window->elementCount() : 0;
   if (window && window->elementCount() != len)
     return InvalidArgument("STFT: the window has %lld values for frames of %lld", static_cast<long long>(window->elementCount()),
                            static_cast<long long>(len));
@@ -299,7 +313,11 @@ Status RunMelWeightMatrix(const GraphOp& op, const std::vector<Tensor*>& in, con
   std::vector<int64_t> point(static_cast<size_t>(bins + 2));
   for (int64_t k = 0; k < bins + 2; ++k) {
     const double hz = 700 * (std::pow(10.0, (static_cast<double>(k) * step + mlo) / 2595) - 1);
-    point[static_cast<size_t>(k)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * hz / rate));
+    const double bin = std::floor(static_cast<double>(dft + 1) * hz / rate);
+    if (!(bin >= 0) || bin > static_cast<double>(spec))
+      return InvalidArgument("MelWeightMatrix: the edge at %g Hz falls on DFT bin %g, outside the %lld bins", hz, bin,
+                             static_cast<long long>(spec));
+    point[static_cast<size_t>(k)] = static_cast<int64_t>(bin);
   }
   std::vector<double> w(static_cast<size_t>(spec * bins), 0.0);
   auto set = [&](int64_t j, int64_t i, double v) {

@@ -193,3 +193,71 @@ TEST(Sampling, RoiAlignRefusesABadBatchIndex) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Hostile values and sizes in the v2 ops: a clear error or a defined
+// result, never a cast of NaN or a huge value to an index, never hours of
+// work within the memory limits.
+TEST(HostileV2, ValuesAndWorkBounds) {
+  {  // Einsum: a non-letter output subscript; work past the bound
+    fb::EinsumParamsT p;
+    p.equation = "ij->i\xff";
+    auto bad = OpTest(fb::OpType::Einsum).input("a", {2, 2}, {1, 2, 3, 4}).params(p).run();
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("bad output subscript"), std::string::npos) << bad.status().ToString();
+    p.equation = "i,j,k->";
+    std::vector<float> big(4096, 1.f);
+    auto work = OpTest(fb::OpType::Einsum).input("a", {4096}, big).input("b", {4096}, big).input("c", {4096}, big).params(p).run();
+    ASSERT_FALSE(work.ok());
+    EXPECT_NE(work.status().message().find("multiply-adds"), std::string::npos) << work.status().ToString();
+  }
+  {  // EyeLike with k far past the matrix: all zeros
+    fb::EyeLikeParamsT p;
+    p.k = INT64_MAX;
+    auto out = OpTest(fb::OpType::EyeLike).input("x", {2, 3}, std::vector<float>(6)).params(p).run();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectNear(out->at(0).f32(), std::vector<float>(6, 0.f), 0, "EyeLike k = INT64_MAX");
+  }
+  {  // OneHot of NaN and huge float indices: rows of `off`
+    auto out = OpTest(fb::OpType::OneHot)
+                   .input("i", {3}, {std::nanf(""), 1e30f, 1.f})
+                   .constantI64("depth", {}, {2})
+                   .constant("values", {2}, {0.f, 1.f})
+                   .run();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectNear(out->at(0).f32(), {0, 0, 0, 0, 0, 1}, 0, "OneHot of NaN");
+  }
+  {  // GridSample at NaN and huge coordinates: the zero padding
+    fb::GridSampleParamsT p;
+    for (auto mode : {fb::ResizeMode::Nearest, fb::ResizeMode::Linear, fb::ResizeMode::Cubic}) {
+      p.mode = mode;
+      auto out = OpTest(fb::OpType::GridSample)
+                     .input("x", {1, 1, 2, 2}, {1, 2, 3, 4})
+                     .input("g", {1, 1, 2, 2}, {std::nanf(""), 0.f, 1e30f, -1e30f})
+                     .params(p)
+                     .run();
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      ExpectNear(out->at(0).f32(), {0, 0}, 0, "GridSample far away");
+    }
+  }
+  {  // NonMaxSuppression with a NaN box limit and NaN scores: nothing selected
+    auto out = OpTest(fb::OpType::NonMaxSuppression)
+                   .input("boxes", {1, 2, 4}, {0, 0, 1, 1, 0, 0, 1, 1})
+                   .input("scores", {1, 1, 2}, {std::nanf(""), 0.5f})
+                   .constant("max", {1}, {std::nanf("")})
+                   .run();
+    ASSERT_FALSE(out.ok());  // max_output_boxes_per_class must be an integer tensor
+    auto nan_score = OpTest(fb::OpType::NonMaxSuppression)
+                         .input("boxes", {1, 2, 4}, {0, 0, 1, 1, 0, 0, 1, 1})
+                         .input("scores", {1, 1, 2}, {std::nanf(""), 0.5f})
+                         .constantI64("max", {1}, {5})
+                         .run();
+    ASSERT_TRUE(nan_score.ok()) << nan_score.status().ToString();
+    EXPECT_EQ(nan_score->at(0).i64(), (std::vector<int64_t>{0, 0, 1}));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -320,6 +320,12 @@ int64_t ResizeNearest(fb::NearestMode m, float x) {
 
 // ---- strides ----
 
+Status CheckHostWork(const char* op, double work) {
+  if (!(work <= kMaxHostOpWork))
+    return InvalidArgument("%s: %.3g multiply-adds, over the host's bound of %.3g for one op", op, work, kMaxHostOpWork);
+  return Status::Ok();
+}
+
 void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner) {
   *outer = 1;
   *inner = 1;

@@ -93,6 +93,13 @@ int64_t ResizeNearest(fb::NearestMode m, float x);
 // Row-major strides of `shape`, in elements.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
+// The most multiply-adds one host op may take where its work grows faster
+// than its tensors (Einsum's summed letters, Det, DFT, STFT, RoiAlign's
+// sampling grid): beyond it the op is refused with its work named, so that
+// a hostile model cannot pin a CPU for hours within the memory limits.
+constexpr double kMaxHostOpWork = 4294967296.0;  // 2^32
+Status CheckHostWork(const char* op, double work);
+
 // `shape` as [outer, n, inner] around `axis` (n its length).
 void AroundAxis(const std::vector<int64_t>& shape, int axis, int64_t* outer, int64_t* n, int64_t* inner);
 

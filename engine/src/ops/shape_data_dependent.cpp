@@ -50,14 +50,22 @@ StatusOr<UniqueResult> ComputeUnique(const GraphOp& op, const Tensor& x) {
   for (int64_t k = 0; k < u.items; ++k) items.push_back(item(k));
   std::vector<int64_t> order(static_cast<size_t>(u.items));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return items[static_cast<size_t>(a)] < items[static_cast<size_t>(b)]; });
+  // Items compared element by element in TotalCompare's order (NaN last,
+  // NaNs equal), so that hostile values keep the sort well defined.
+  auto cmp = [&](int64_t a, int64_t b) {
+    const std::vector<double>& u = items[static_cast<size_t>(a)];
+    const std::vector<double>& v = items[static_cast<size_t>(b)];
+    for (size_t k = 0; k < u.size(); ++k)
+      if (int c = TotalCompare(u[k], v[k])) return c;
+    return 0;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
   // Groups of equal items in sorted order; each group's first occurrence is
   // its smallest index (the sort is stable).
   std::vector<int64_t> group(static_cast<size_t>(u.items));
   std::vector<int64_t> first_sorted, counts_sorted;
   for (size_t i = 0; i < order.size(); ++i) {
-    if (i == 0 || items[static_cast<size_t>(order[i])] != items[static_cast<size_t>(order[i - 1])]) {
+    if (i == 0 || cmp(order[i], order[i - 1]) != 0) {
       first_sorted.push_back(order[i]);
       counts_sorted.push_back(0);
     }
@@ -112,6 +120,9 @@ StatusOr<std::vector<std::array<int64_t, 3>>> ComputeNms(const GraphOp& op, cons
       scores.shape()[0] != boxes.shape()[0] || scores.shape()[2] != boxes.shape()[1])
     return InvalidArgument("NonMaxSuppression: boxes %s must be [B, N, 4] and scores %s [B, C, N]",
                            ShapeToString(boxes.shape()).c_str(), ShapeToString(scores.shape()).c_str());
+  if (in.size() > 2 && in[2] && IsFloating(in[2]->dtype()))
+    return InvalidArgument("NonMaxSuppression: max_output_boxes_per_class must be an integer, is %s",
+                           DataTypeName(in[2]->dtype()));
   auto scalar = [&](size_t k, double dflt) {
     return k < in.size() && in[k] && in[k]->elementCount() > 0 ? LoadDouble(in[k]->hostData(), in[k]->dtype(), 0) : dflt;
   };
@@ -122,7 +133,8 @@ StatusOr<std::vector<std::array<int64_t, 3>>> ComputeNms(const GraphOp& op, cons
   auto* p = op.params<fb::NmsParams>();
   const bool center = p && p->center_point_box();
   const int64_t nb = boxes.shape()[0], nbox = boxes.shape()[1], nc = scores.shape()[1];
-  const int64_t limit = max_per_class <= 0 ? 0 : static_cast<int64_t>(std::min<double>(max_per_class, static_cast<double>(nbox)));
+  const int64_t limit =
+      !(max_per_class > 0) ? 0 : static_cast<int64_t>(std::min<double>(max_per_class, static_cast<double>(nbox)));
   std::vector<std::array<int64_t, 3>> out;
   std::vector<int64_t> cand, kept;
   for (int64_t b = 0; b < nb; ++b)
@@ -130,8 +142,8 @@ StatusOr<std::vector<std::array<int64_t, 3>>> ComputeNms(const GraphOp& op, cons
       const float* s = scores.host<float>() + (b * nc + c) * nbox;
       const float* bx = boxes.host<float>() + b * nbox * 4;
       cand.clear();
-      for (int64_t i = 0; i < nbox; ++i)
-        if (!has_score_threshold || s[i] > score_threshold) cand.push_back(i);
+      for (int64_t i = 0; i < nbox; ++i)  // a NaN score is never selected
+        if (s[i] == s[i] && (!has_score_threshold || s[i] > score_threshold)) cand.push_back(i);
       std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
       kept.clear();
       for (int64_t i : cand) {
@@ -219,9 +231,19 @@ StatusOr<EinsumSpec> ParseEinsum(const GraphOp& op, const std::vector<const std:
         return InvalidArgument("Einsum '%s': subscript '%c' is %lld in one operand and %lld in another", eq.c_str(), ch,
                                static_cast<long long>(sz), static_cast<long long>(n));
     }
-  for (char ch : spec.output)
+  double work = 1;
+  std::vector<bool> seen(128, false);
+  for (char ch : spec.output) {
+    if (!(ch >= 'a' && ch <= 'z') && !(ch >= 'A' && ch <= 'Z'))
+      return InvalidArgument("Einsum '%s': bad output subscript '%c'", eq.c_str(), ch);
+    if (seen[static_cast<size_t>(ch)]) return InvalidArgument("Einsum '%s': output subscript '%c' twice", eq.c_str(), ch);
+    seen[static_cast<size_t>(ch)] = true;
     if (spec.size[static_cast<size_t>(ch)] < 0)
       return InvalidArgument("Einsum '%s': output subscript '%c' is in no operand", eq.c_str(), ch);
+  }
+  for (size_t ch = 0; ch < spec.size.size(); ++ch)
+    if (spec.size[ch] >= 0) work *= static_cast<double>(spec.size[ch]) * static_cast<double>(shapes.size());
+  KILN_RETURN_IF_ERROR(CheckHostWork("Einsum", work));
   return spec;
 }
 
@@ -284,6 +306,8 @@ Status InferShapeDet(ShapeContext& c) {
   const auto& s = c.inShape(0);
   if (s.size() < 2 || s[s.size() - 1] != s[s.size() - 2])
     return InvalidArgument("Det: input must be [..., M, M], is %s", ShapeToString(s).c_str());
+  const double m = static_cast<double>(s.back());
+  KILN_RETURN_IF_ERROR(CheckHostWork("Det", static_cast<double>(c.input(0).elementCount()) * m));
   c.setOutput(0, std::vector<int64_t>(s.begin(), s.end() - 2), c.inType(0));
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // Shape functions: sampling (GridSample, RoiAlign), signal processing (DFT,
 // STFT, the window generators) and the recurrent ops (RNN, GRU, LSTM).
+#include <algorithm>
 #include <cmath>
 
 #include "checked_math.h"
@@ -58,8 +59,11 @@ Status InferShapeDft(ShapeContext& c) {
   if (axis == static_cast<int>(s.size()) - 1) return InvalidArgument("DFT: axis %d is the re/im dim", p ? p->axis() : 1);
   KILN_ASSIGN_OR_RETURN(int64_t n, ScalarValue(c, 1, s[static_cast<size_t>(axis)]));
   if (n < 1) return InvalidArgument("DFT: dft_length %lld", static_cast<long long>(n));
+  const int64_t len = s[static_cast<size_t>(axis)];
   s[static_cast<size_t>(axis)] = p && p->onesided() ? n / 2 + 1 : n;
   s.back() = 2;
+  // Each output bin sums min(len, n) terms.
+  KILN_RETURN_IF_ERROR(CheckHostWork("DFT", static_cast<double>(ShapeElementCount(s)) * static_cast<double>(std::min(len, n))));
   c.setOutput(0, std::move(s), c.inType(0));
   return Status::Ok();
 }
@@ -71,13 +75,15 @@ Status InferShapeStft(ShapeContext& c) {
   if (s.size() != 3 || (s[2] != 1 && s[2] != 2))
     return InvalidArgument("STFT: signal %s must be [batch, length, 1 or 2]", ShapeToString(s).c_str());
   KILN_ASSIGN_OR_RETURN(int64_t step, ScalarValue(c, 1, 0));
-  int64_t len = c.hasInput(2) ? c.inShape(2).empty() ? 0 : c.inShape(2)[0] : 0;
+  int64_t len = c.hasInput(2) ? c.input(2).elementCount() : 0;
   KILN_ASSIGN_OR_RETURN(len, ScalarValue(c, 3, len));
   if (step < 1 || len < 1 || len > s[1])
     return InvalidArgument("STFT: frame_step %lld and frame_length %lld do not fit a signal of %lld",
                            static_cast<long long>(step), static_cast<long long>(len), static_cast<long long>(s[1]));
   auto* p = c.params<fb::DftParams>();
   const int64_t frames = (s[1] - len) / step + 1;
+  KILN_RETURN_IF_ERROR(CheckHostWork("STFT", static_cast<double>(s[0]) * static_cast<double>(frames) *
+                                                 static_cast<double>(len) * static_cast<double>(len)));
   c.setOutput(0, {s[0], frames, p && p->onesided() ? len / 2 + 1 : len, 2}, c.inType(0));
   return Status::Ok();
 }
