@@ -8,10 +8,12 @@
 // child, so a crash is a failed case, not a dead runner.
 //
 // With --expected, every case listed there must pass (exit 1 otherwise). An
-// expected file may also name the ops that stay on the host by design, one
-// line each, "host-only OpType: reason" (a GPU backend's list): a case whose
-// only host ops are those counts as passed with host-only ops ("host-only"
-// in the counts), and may be listed.
+// expected file may also name what stays on the host by design (a GPU
+// backend's list), one line each: "host-only OpType: reason" for an op type,
+// "host-only-dtype DTYPE: reason" for the ops that read or write a tensor of
+// that dtype (fb::DataType's name, F64). A case whose only host ops are
+// those counts as passed with host-only ops ("host-only" in the counts), and
+// may be listed.
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,14 +48,6 @@ const char* kSuites[] = {"node", "pytorch-converted", "pytorch-operator", "simpl
 // expected file's "host-only" lines).
 enum class Outcome { kPassed = 0, kFailed = 1, kUnsupported = 2, kFallback = 3, kHostOnly = 4 };
 
-// The op types a fallback message ("on the host: Type (reason); ...") names.
-std::set<std::string> FallbackOps(const std::string& msg) {
-  std::set<std::string> ops;
-  static const std::regex kOp("(?:on the host: |; )(\\w+) \\(");
-  for (auto it = std::sregex_iterator(msg.begin(), msg.end(), kOp); it != std::sregex_iterator(); ++it)
-    ops.insert((*it)[1].str());
-  return ops;
-}
 
 std::vector<std::string> ListDir(const std::string& dir, const std::string& prefix = "") {
   std::vector<std::string> out;
@@ -86,7 +80,29 @@ double Value(const std::vector<uint8_t>& bytes, fb::DataType dt, size_t i) {
 }
 
 // Runs one case; returns the outcome and a message.
-std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType backend) {
+// The host-only lists of a GPU backend's expected file: op types, and dtypes
+// ("host-only-dtype F64: reason") whose ops stay on the host by design.
+struct HostOnly {
+  std::map<std::string, std::string> ops, dtypes;
+};
+
+// True when op `name` reads or writes a tensor of a host-only dtype.
+bool TouchesHostOnlyDtype(const fb::Net& net, const std::string& name, const HostOnly& host_only) {
+  if (host_only.dtypes.empty() || !net.ops()) return false;
+  for (const fb::Op* op : *net.ops()) {
+    if (!op->name() || op->name()->str() != name) continue;
+    for (const auto* list : {op->inputs(), op->outputs()}) {
+      if (!list) continue;
+      for (int32_t t : *list)
+        if (t >= 0 && static_cast<uint32_t>(t) < net.tensors()->size() &&
+            host_only.dtypes.count(fb::EnumNameDataType(net.tensors()->Get(static_cast<uint32_t>(t))->dtype())))
+          return true;
+    }
+  }
+  return false;
+}
+
+std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType backend, const HostOnly& host_only) {
   ConvertReport report;
   auto built = ImportOnnx(dir + "/model.onnx", ConvertOptions{}, &report);
   if (!built.ok()) {
@@ -112,8 +128,12 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
   }
   Session* s = *session;
   std::string fallback;
+  bool all_host_only = true;
   for (const OpPlacement& p : s->placement().ops)
-    if (!p.reason.empty()) fallback += (fallback.empty() ? "on the host: " : "; ") + p.type + " (" + p.reason + ")";
+    if (!p.reason.empty()) {
+      fallback += (fallback.empty() ? "on the host: " : "; ") + p.type + " (" + p.reason + ")";
+      if (!host_only.ops.count(p.type) && !TouchesHostOnlyDtype(net, p.name, host_only)) all_host_only = false;
+    }
   std::vector<std::string> sets = ListDir(dir, "test_data_set_");
   if (sets.empty()) return {Outcome::kFailed, "no test_data_set_*"};
   for (const std::string& set : sets) {
@@ -173,7 +193,7 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
       }
     }
   }
-  if (!fallback.empty()) return {Outcome::kFallback, fallback};
+  if (!fallback.empty()) return {all_host_only ? Outcome::kHostOnly : Outcome::kFallback, fallback};
   return {Outcome::kPassed, ""};
 }
 
@@ -219,7 +239,7 @@ int main(int argc, char** argv) {
 
   // The expected file: cases that must pass, and the host-only ops.
   std::vector<std::string> expected;
-  std::map<std::string, std::string> host_only;  // op type -> reason
+  HostOnly host_only;
   if (!expected_file.empty()) {
     std::ifstream f(expected_file);
     if (!f) {
@@ -229,14 +249,15 @@ int main(int argc, char** argv) {
     std::string line;
     while (std::getline(f, line)) {
       if (line.empty() || line[0] == '#') continue;
-      if (line.rfind("host-only ", 0) == 0) {
-        const size_t colon = line.find(':');
+      const bool by_dtype = line.rfind("host-only-dtype ", 0) == 0;
+      if (by_dtype || line.rfind("host-only ", 0) == 0) {
+        const size_t colon = line.find(':'), name = by_dtype ? 16 : 10;
         if (colon == std::string::npos) {
-          std::fprintf(stderr, "kiln-conformance: %s: '%s' needs 'host-only OpType: reason'\n", expected_file.c_str(),
-                       line.c_str());
+          std::fprintf(stderr, "kiln-conformance: %s: '%s' needs 'host-only OpType: reason' or 'host-only-dtype DTYPE: reason'\n",
+                       expected_file.c_str(), line.c_str());
           return 1;
         }
-        host_only[line.substr(10, colon - 10)] = line.substr(colon + 1);
+        (by_dtype ? host_only.dtypes : host_only.ops)[line.substr(name, colon - name)] = line.substr(colon + 1);
         continue;
       }
       expected.push_back(line);
@@ -257,7 +278,7 @@ int main(int argc, char** argv) {
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        auto [outcome, msg] = RunCase(data + "/" + id, backend);
+        auto [outcome, msg] = RunCase(data + "/" + id, backend, host_only);
         std::string line = std::to_string(static_cast<int>(outcome)) + msg;
         if (write(fds[1], line.data(), line.size()) < 0) _exit(3);
         _exit(0);
@@ -286,11 +307,6 @@ int main(int argc, char** argv) {
   std::map<std::string, std::array<int, 5>> per_suite;
   std::set<std::string> passing;
   for (Result& r : results) {
-    if (r.outcome == Outcome::kFallback && !host_only.empty()) {
-      bool all = true;
-      for (const std::string& op : FallbackOps(r.message)) all = all && host_only.count(op);
-      if (all) r.outcome = Outcome::kHostOnly;
-    }
     per_suite[r.suite][static_cast<int>(r.outcome)]++;
     if (r.outcome == Outcome::kPassed || r.outcome == Outcome::kHostOnly) passing.insert(r.suite + "/" + r.name);
   }
