@@ -440,3 +440,54 @@ TEST(GpuLayout, GatherElementsAndTrilu) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuLayout, ScatterAndGatherND) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const ForwardType gpu = TestGpu();
+  const std::vector<int64_t> shape = {4, 3, 5};
+  const auto x = Random(60, -1, 1, 12);
+  std::vector<int64_t> xi(60);
+  for (size_t i = 0; i < xi.size(); ++i) xi[i] = (static_cast<int64_t>(i) - 7) * (int64_t{1} << 34);
+  {  // ScatterElements along each axis: a permutation of positions (no repeats)
+    for (int axis = 0; axis < 3; ++axis) {
+      fb::ScatterParamsT p;
+      p.axis = axis;
+      std::vector<int64_t> ushape = shape;
+      ushape[static_cast<size_t>(axis)] = 2;
+      const int64_t n = ushape[0] * ushape[1] * ushape[2];
+      std::vector<int64_t> idx(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i % 2 == 0 ? -1 : 0;  // last and first along the axis
+      ExpectSameAsHost(OpTest(fb::OpType::ScatterElements).input("x", shape, x).inputI64("i", ushape, idx)
+                           .input("u", ushape, Random(static_cast<size_t>(n), 2, 3, 13)).params(p),
+                       gpu, 0, "ScatterElements axis " + std::to_string(axis));
+    }
+  }
+  {  // ScatterND: rows (depth 1) and elements (depth 3), i64 data
+    fb::ScatterParamsT p;
+    ExpectSameAsHost(OpTest(fb::OpType::ScatterND).input("x", shape, x).inputI64("i", {2, 1}, {3, -4})
+                         .input("u", {2, 3, 5}, Random(30, 2, 3, 14)).params(p),
+                     gpu, 0, "ScatterND rows");
+    std::vector<int64_t> u = {11, 22};
+    OpTest t(fb::OpType::ScatterND);
+    t.input("x", shape, fb::DataType::I64, xi.data(), xi.size() * 8).inputI64("i", {2, 3}, {0, 1, 2, 3, 2, -1})
+        .input("u", {2}, fb::DataType::I64, u.data(), 16).params(p);
+    ExpectSameAsHost(t, gpu, 0, "ScatterND elements i64");
+  }
+  {  // GatherND: plain, batch_dims 1, i64 data
+    ExpectSameAsHost(OpTest(fb::OpType::GatherND).input("x", shape, x).inputI64("i", {2, 2, 2}, {0, 1, 3, 2, -1, 0, 2, -3}), gpu, 0,
+                     "GatherND depth 2");
+    fb::GatherNDParamsT p;
+    p.batch_dims = 1;
+    ExpectSameAsHost(OpTest(fb::OpType::GatherND).input("x", shape, x).inputI64("i", {4, 2, 1}, {0, 2, 1, 1, 2, 0, -1, 1}).params(p),
+                     gpu, 0, "GatherND batch_dims 1");
+    OpTest t(fb::OpType::GatherND);
+    t.input("x", shape, fb::DataType::I64, xi.data(), xi.size() * 8).inputI64("i", {3, 3}, {0, 0, 0, 3, 2, 4, -1, -1, -1});
+    ExpectSameAsHost(t, gpu, 0, "GatherND i64");
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

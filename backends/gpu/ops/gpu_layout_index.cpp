@@ -107,6 +107,108 @@ class GatherElementsExecution final : public GpuExecution {
   int axis_;
 };
 
+// --------------------------------------------- ScatterElements, ScatterND
+
+// Without a reduction: y = data (a copy unless in place), then each update
+// written where its index points (scatter.comp).
+class ScatterExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  ScatterExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    const Tensor& upd = *in[2];
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "scatter", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
+    KILN_RETURN_IF_ERROR(RequireUnits32(upd, units.units));
+    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
+      return Unsupported("GPU %s takes i32 or i64 indices, not %s", op_.typeName(), DataTypeName(idx.dtype()));
+    if (x.dimensions() > static_cast<int>(kMaxRank) || upd.dimensions() > static_cast<int>(kMaxRank))
+      return Unsupported("GPU %s takes up to %zu dims", op_.typeName(), kMaxRank);
+    struct {
+      uint32_t n, units, rank, axis, depth, slice, axis_dim, dims[kMaxRank], ystrides[kMaxRank];
+    } push{};
+    push.units = units.units;
+    push.n = static_cast<uint32_t>(upd.elementCount() * units.units);
+    const std::vector<int64_t> st = ContiguousStrides(x.shape());
+    const bool elements = op_.type == fb::OpType::ScatterElements;
+    if (elements) {
+      const fb::ScatterParams* p = op_.params<fb::ScatterParams>();
+      KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, x.dimensions()), "ScatterElements");
+      push.rank = static_cast<uint32_t>(upd.dimensions());
+      push.axis = static_cast<uint32_t>(axis);
+      push.axis_dim = static_cast<uint32_t>(x.length(axis));
+      for (int d = 0; d < upd.dimensions(); ++d) {
+        push.dims[d] = static_cast<uint32_t>(upd.length(d));
+        push.ystrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
+      }
+    } else {
+      const int64_t depth = idx.shape().back();
+      push.depth = static_cast<uint32_t>(depth);
+      int64_t slice = 1;
+      for (size_t d = static_cast<size_t>(depth); d < x.shape().size(); ++d) slice *= x.shape()[d];
+      push.slice = static_cast<uint32_t>(std::max<int64_t>(slice, 1));
+      for (int64_t d = 0; d < depth; ++d) {
+        push.dims[d] = static_cast<uint32_t>(x.length(static_cast<int>(d)));
+        push.ystrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
+      }
+    }
+    addCopy(in[0], out[0]);
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n,
+                 {elements ? 0u : 1u, static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+  }
+
+  const GraphOp& op_;
+};
+
+// -------------------------------------------------------------- GatherND
+
+class GatherNDExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  GatherNDExecution(GpuBackend* b, int batch_dims) : GpuExecution(b), batch_dims_(batch_dims) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather_nd", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], units.units));
+    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
+      return Unsupported("GPU GatherND takes i32 or i64 indices, not %s", DataTypeName(idx.dtype()));
+    const int64_t b = batch_dims_, depth = idx.shape().back();
+    if (depth > static_cast<int64_t>(kMaxRank)) return Unsupported("GPU GatherND: index tuples of %lld", (long long)depth);
+    const std::vector<int64_t> st = ContiguousStrides(x.shape());
+    struct {
+      uint32_t n, units, tuples, depth, slice, batch_data, dims[kMaxRank], strides[kMaxRank];
+    } push{};
+    int64_t tuples = 1, slice = 1, batch_data = 1;
+    for (size_t d = static_cast<size_t>(b); d + 1 < idx.shape().size(); ++d) tuples *= idx.shape()[d];
+    for (size_t d = static_cast<size_t>(b + depth); d < x.shape().size(); ++d) slice *= x.shape()[d];
+    for (size_t d = static_cast<size_t>(b); d < x.shape().size(); ++d) batch_data *= x.shape()[d];
+    push.units = units.units;
+    push.n = static_cast<uint32_t>(out[0]->elementCount() * units.units);
+    push.tuples = static_cast<uint32_t>(std::max<int64_t>(tuples, 1));
+    push.depth = static_cast<uint32_t>(depth);
+    push.slice = static_cast<uint32_t>(std::max<int64_t>(slice, 1));
+    push.batch_data = static_cast<uint32_t>(batch_data);
+    for (int64_t k = 0; k < depth; ++k) {
+      push.dims[k] = static_cast<uint32_t>(x.shape()[static_cast<size_t>(b + k)]);
+      push.strides[k] = static_cast<uint32_t>(st[static_cast<size_t>(b + k)]);
+    }
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n,
+                 {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+  }
+
+  int batch_dims_;
+};
+
 // ----------------------------------------------------------------- Trilu
 
 class TriluExecution final : public GpuExecution {
@@ -362,6 +464,21 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGatherElements(const GraphOp& op, 
       UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_elements", nullptr).status());
   const fb::AxisParams* p = op.params<fb::AxisParams>();
   return Make(std::make_unique<GatherElementsExecution>(b, p ? p->axis() : 0));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuScatter(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  const fb::ScatterParams* p = op.params<fb::ScatterParams>();
+  if (p && p->reduction() != fb::ScatterReduction::None)
+    return Unsupported("GPU %s writes without a reduction (%s accumulates on the host)", op.typeName(),
+                       fb::EnumNameScatterReduction(p->reduction()));
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "scatter", nullptr).status());
+  return Make(std::make_unique<ScatterExecution>(b, op));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuGatherND(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_nd", nullptr).status());
+  const fb::GatherNDParams* p = op.params<fb::GatherNDParams>();
+  return Make(std::make_unique<GatherNDExecution>(b, p ? p->batch_dims() : 0));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuTrilu(const GraphOp& op, const Graph& graph, GpuBackend* b) {
