@@ -280,3 +280,26 @@ TEST(GpuLines, HardmaxCumSumLrnMean) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuLines, TopK) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const ForwardType gpu = TestGpu();
+  auto x = Random(2 * 7 * 3, -1, 1, 21);
+  x[4] = x[5];  // a tie
+  x[10] = std::nanf("");
+  for (int axis : {1, -1, 0})
+    for (bool largest : {true, false}) {
+      fb::TopKParamsT p;
+      p.axis = axis;
+      p.largest = largest;
+      const int64_t k = axis == 1 ? 4 : axis == 0 ? 1 : 3;
+      ExpectSameAsHost(OpTest(fb::OpType::TopK).input("x", {2, 7, 3}, x).constantI64("k", {1}, {k}).params(p).outputs(2), gpu, 0,
+                       std::string("TopK axis ") + std::to_string(axis) + (largest ? " largest" : " smallest"));
+    }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,6 +1,7 @@
 // Ops computed a line at a time along one axis, on GPU (f32; one invocation
 // a line, shaders/vulkan/lines.comp): Hardmax, CumSum (the axis a value
-// input, read at resize) and LRN (across channels). Lines are short in the
+// input, read at resize) and LRN (across channels); TopK (topk.comp, k a
+// value input). Lines are short in the
 // models that use these (classes, sequence steps, channels), so one
 // invocation walks each, with the host kernels' arithmetic.
 #include "ops/op_params.h"
@@ -61,7 +62,41 @@ class LinesExecution final : public GpuExecution {
   LineMode mode_;
 };
 
+// TopK: values and i64 indices, one invocation a line (topk.comp).
+class TopKExecution final : public GpuExecution {
+ public:
+  TopKExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, "TopK"));
+    const fb::TopKParams* p = op_.params<fb::TopKParams>();
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : -1, x.dimensions()), "TopK");
+    int64_t outer, n, inner;
+    AroundAxis(x.shape(), axis, &outer, &n, &inner);
+    const int64_t k = out[0]->length(axis);
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, 1));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out[1], 2));
+    struct {
+      uint32_t lines, n, inner, k;
+    } push{static_cast<uint32_t>(outer * inner), static_cast<uint32_t>(n), static_cast<uint32_t>(inner),
+           static_cast<uint32_t>(k)};
+    if (push.lines == 0 || push.k == 0) return Status::Ok();
+    return add1D("topk", {{in[0]}, {out[0], nullptr, true}, {out[1], nullptr, true}}, push, push.lines,
+                 {p && !p->largest() ? 0u : 1u});
+  }
+
+  const GraphOp& op_;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuTopK(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
+  if (x != fb::DataType::F32) return Unsupported("TopK on %s; the GPU kernel takes f32", fb::EnumNameDataType(x));
+  return Make(std::make_unique<TopKExecution>(b, op));
+}
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuLines(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
