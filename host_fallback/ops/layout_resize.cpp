@@ -24,14 +24,6 @@ struct Tap {
   int n;
 };
 
-// Keys' cubic convolution weight at distance s (ONNX's, coefficient a).
-float CubicWeight(float s, float a) {
-  s = std::fabs(s);
-  if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
-  if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
-  return 0.f;
-}
-
 class ResizeExecution final : public Execution {
  public:
   ResizeExecution(HostBackend* b, const GraphOp& op) : Execution(b), op_(op) {}
@@ -40,7 +32,6 @@ class ResizeExecution final : public Execution {
     const fb::ResizeParams* p = op_.params<fb::ResizeParams>();
     mode_ = p ? p->mode() : fb::ResizeMode::Nearest;
     auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
-    auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
     if (mode_ != fb::ResizeMode::Nearest && in[0]->dtype() != fb::DataType::F32)
       return Unsupported("host Resize: linear and cubic modes support f32, not %s", DataTypeName(in[0]->dtype()));
     const std::vector<int64_t>& is = in[0]->shape();
@@ -60,44 +51,14 @@ class ResizeExecution final : public Execution {
       const bool same = len == n && spec.scales[d] == 1.f;
       for (int64_t o = 0; o < len; ++o) {
         float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        const ResizeTap r = ResizeAxisTap(p, x, o, n);
         Tap t{};
-        if (mode_ == fb::ResizeMode::Nearest) {
-          int64_t i = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(nm, x), n - 1));
-          t.n = 1;
-          t.off[0] = i * strides[d];
-          t.w[0] = 1.f;
-          active_[d] = active_[d] || i != o;
-        } else if (mode_ == fb::ResizeMode::Linear) {
-          x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
-          int64_t i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
-          float w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
-          t.n = w1 == 0.f ? 1 : 2;
-          t.off[0] = i0 * strides[d];
-          t.off[1] = i1 * strides[d];
-          t.w[0] = 1.f - w1;
-          t.w[1] = w1;
-          active_[d] = active_[d] || i0 != o || w1 != 0.f;
-        } else {  // cubic: taps floor(x) - 1 .. floor(x) + 2, clamped to the edge
-          const float a = p ? p->cubic_coeff_a() : -0.75f;
-          const bool exclude = p && p->exclude_outside();
-          // Past 2 pixels out, every tap is the edge (or excluded): the same
-          // result with x clamped there, and no huge value cast to an index.
-          x = std::min(std::max(x, -3.f), static_cast<float>(n) + 2.f);
-          const float fl = std::floor(x);
-          float sum = 0.f;
-          t.n = 4;
-          for (int k = 0; k < 4; ++k) {
-            const int64_t i = static_cast<int64_t>(fl) - 1 + k;
-            float w = CubicWeight(x - static_cast<float>(i), a);
-            if (exclude && (i < 0 || i >= n)) w = 0.f;
-            t.off[k] = std::max<int64_t>(0, std::min<int64_t>(i, n - 1)) * strides[d];
-            t.w[k] = w;
-            sum += w;
-          }
-          if (exclude && sum != 0.f)
-            for (float& w : t.w) w /= sum;
-          active_[d] = active_[d] || !same;
+        t.n = r.count;
+        for (int k = 0; k < 4; ++k) {
+          t.off[k] = r.index[k] * strides[d];
+          t.w[k] = r.weight[k];
         }
+        active_[d] = active_[d] || r.moves;
         taps_[d].push_back(t);
       }
     }

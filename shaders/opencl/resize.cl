@@ -1,20 +1,19 @@
-// Resize from per-axis tables built on the host at resize with the host
-// kernel's arithmetic (shaders/vulkan/resize.comp,
-// backends/gpu/ops/gpu_layout_index.cpp): for output coordinate c of dim d,
-// taps[tab[d] + c] = (off0, off1, w0, w1), the element offsets (index *
-// input stride) of the two neighbours and their weights (float bits).
-// Nearest (any 2-, 4- or 8-byte dtype, WORDS units an element) reads
-// x[sum_d off0]. Linear (f32, or fp16-stored f32 in 16-bit units) sums, over
-// the 2^nact corners of the `nact` interpolated dims (listed in `act`, 4
-// bits each; the other dims add off0), the product of the corners' weights
-// times x.
+// Resize from per-axis tables built on the host at resize with the host's
+// arithmetic (shaders/vulkan/resize.comp, ResizeAxisTap): for output
+// coordinate c of dim d, entry tab[d] + c is two uint4s, the element offsets
+// (index * input stride) of up to 4 taps, then their weights (float bits).
+// TAPS 1, nearest (any 2-, 4- or 8-byte dtype, WORDS units an element),
+// reads x[sum_d off0]. TAPS 2 (linear) and 4 (cubic), f32 or fp16-stored
+// f32 in 16-bit units, sum over the TAPS^nact combinations of taps of the
+// `nact` interpolated dims (listed in `act`, 4 bits each; the other dims
+// add off0) the product of the taps' weights times x.
 #ifndef KILN_SPEC_3
-#define KILN_SPEC_3 0
+#define KILN_SPEC_3 1
 #endif
 #ifndef KILN_SPEC_4
 #define KILN_SPEC_4 1
 #endif
-#define LINEAR (KILN_SPEC_3 != 0)
+#define TAPS KILN_SPEC_3
 #define WORDS KILN_SPEC_4
 
 // A unit holding a float: f32 bits, or in 16-bit units f16 bits.
@@ -43,23 +42,26 @@ __kernel void resize(__global const UNIT_T* x, __global const uint4* taps, __glo
       uint q = e / p.dims[d];
       c[d] = e - q * p.dims[d];
       e = q;
-      if ((p.act_mask & (1u << (uint)d)) == 0u) base += taps[p.tab[d] + c[d]].x;
+      if ((p.act_mask & (1u << (uint)d)) == 0u) base += taps[2u * (p.tab[d] + c[d])].x;
     }
   }
-  if (!LINEAR) {
+  if (TAPS == 1) {
     y[i] = x[base * WORDS + w];
     return;
   }
+  uint combos = 1u;
+  for (uint j = 0u; j < p.nact; ++j) combos *= TAPS;
   float acc = 0.0f;
-  for (uint corner = 0u; corner < (1u << p.nact); ++corner) {
-    uint off = base;
+  for (uint combo = 0u; combo < combos; ++combo) {
+    uint off = base, rest = combo;
     float weight = 1.0f;
     for (uint j = 0u; j < p.nact; ++j) {
-      uint d = (p.act >> (4u * j)) & 15u;
-      uint4 t = taps[p.tab[d] + c[d]];
-      bool hi = ((corner >> j) & 1u) != 0u;
-      off += hi ? t.y : t.x;
-      weight *= as_float(hi ? t.w : t.z);
+      const uint d = (p.act >> (4u * j)) & 15u, k = rest % TAPS;
+      rest /= TAPS;
+      const uint entry = 2u * (p.tab[d] + c[d]);
+      const uint4 o = taps[entry], wt = taps[entry + 1u];
+      off += k == 0 ? o.x : k == 1 ? o.y : k == 2 ? o.z : o.w;
+      weight *= as_float(k == 0 ? wt.x : k == 1 ? wt.y : k == 2 ? wt.z : wt.w);
     }
     if (weight != 0.0f) acc += weight * LOAD_UNIT_FLOAT(x, off);
   }

@@ -2,15 +2,16 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 
-// Resize from per-axis tables built on the host at resize with the host
-// kernel's arithmetic (backends/gpu/ops/gpu_layout_index.cpp): for output
-// coordinate c of dim d, taps[tab[d] + c] = (off0, off1, w0, w1), the
-// element offsets (index * input stride) of the two neighbours and their
-// weights (float bits). Nearest (any 4- or 8-byte dtype, WORDS words an
-// element) reads x[sum_d off0]. Linear (f32) sums, over the 2^nact corners
-// of the `nact` interpolated dims (listed in `act`, 4 bits each; the other
-// dims add off0), the product of the corners' weights times x.
-layout(constant_id = 3) const bool LINEAR = false;
+// Resize from per-axis tables built on the host at resize with the host's
+// arithmetic (ResizeAxisTap; backends/gpu/ops/gpu_layout_index.cpp): for
+// output coordinate c of dim d, entry tab[d] + c is two uvec4s, the element
+// offsets (index * input stride) of up to 4 taps, then their weights (float
+// bits). TAPS 1, nearest (any 4- or 8-byte dtype, WORDS words an element),
+// reads x[sum_d off0]. TAPS 2 (linear) and 4 (cubic), f32, sum over the
+// TAPS^nact combinations of taps of the `nact` interpolated dims (listed in
+// `act`, 4 bits each; the other dims add off0) the product of the taps'
+// weights times x.
+layout(constant_id = 3) const uint TAPS = 1;
 layout(constant_id = 4) const uint WORDS = 1;
 
 layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
@@ -33,23 +34,25 @@ void main() {
       uint q = e / p.dims[d];
       c[d] = e - q * p.dims[d];
       e = q;
-      if ((p.act_mask & (1u << uint(d))) == 0u) base += taps[p.tab[d] + c[d]].x;
+      if ((p.act_mask & (1u << uint(d))) == 0u) base += taps[2u * (p.tab[d] + c[d])].x;
     }
   }
-  if (!LINEAR) {
+  if (TAPS == 1u) {
     y[i] = x[base * WORDS + w];
     return;
   }
+  uint combos = 1u;
+  for (uint j = 0u; j < p.nact; ++j) combos *= TAPS;
   float acc = 0.0;
-  for (uint corner = 0u; corner < (1u << p.nact); ++corner) {
-    uint off = base;
+  for (uint combo = 0u; combo < combos; ++combo) {
+    uint off = base, rest = combo;
     float weight = 1.0;
     for (uint j = 0u; j < p.nact; ++j) {
-      uint d = (p.act >> (4u * j)) & 15u;
-      uvec4 t = taps[p.tab[d] + c[d]];
-      bool hi = ((corner >> j) & 1u) != 0u;
-      off += hi ? t.y : t.x;
-      weight *= uintBitsToFloat(hi ? t.w : t.z);
+      const uint d = (p.act >> (4u * j)) & 15u, k = rest % TAPS;
+      rest /= TAPS;
+      const uint entry = 2u * (p.tab[d] + c[d]);
+      off += taps[entry][k];
+      weight *= uintBitsToFloat(taps[entry + 1u][k]);
     }
     if (weight != 0.0) acc += weight * UnitToFloat(x[off]);
   }

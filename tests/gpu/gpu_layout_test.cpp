@@ -268,6 +268,12 @@ TEST(GpuLayout, Resize) {
       p.coordinate_transform = tr;
       p.mode = fb::ResizeMode::Linear;
       run(c, fb::DataType::F32, p, std::string("linear ") + fb::EnumNameCoordinateTransform(tr));
+      p.mode = fb::ResizeMode::Cubic;  // both coefficients, both edge rules
+      p.cubic_coeff_a = tr == CT::HalfPixel ? -0.5f : -0.75f;
+      p.exclude_outside = tr == CT::HalfPixel || tr == CT::AlignCorners;
+      run(c, fb::DataType::F32, p, std::string("cubic ") + fb::EnumNameCoordinateTransform(tr));
+      p.cubic_coeff_a = -0.75f;
+      p.exclude_outside = false;
       p.mode = fb::ResizeMode::Nearest;
       for (auto nm : {fb::NearestMode::RoundPreferFloor, fb::NearestMode::RoundPreferCeil, fb::NearestMode::Floor,
                       fb::NearestMode::Ceil}) {
@@ -486,6 +492,25 @@ TEST(GpuLayout, ScatterAndGatherND) {
     OpTest t(fb::OpType::GatherND);
     t.input("x", shape, fb::DataType::I64, xi.data(), xi.size() * 8).inputI64("i", {3, 3}, {0, 0, 0, 3, 2, 4, -1, -1, -1});
     ExpectSameAsHost(t, gpu, 0, "GatherND i64");
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuLayout, IsNaNIsInf) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1, inf, -inf, std::nanf(""), 0, -2, inf};
+  ExpectSameAsHost(OpTest(fb::OpType::IsNaN).input("x", {7}, x), TestGpu(), 0, "IsNaN");
+  for (int detect = 0; detect < 4; ++detect) {
+    fb::IsInfParamsT p;
+    p.detect_positive = detect & 1;
+    p.detect_negative = detect & 2;
+    ExpectSameAsHost(OpTest(fb::OpType::IsInf).input("x", {7}, x).params(p), TestGpu(), 0, "IsInf " + std::to_string(detect));
   }
 }
 

@@ -6,12 +6,12 @@
 //   * Pad (pad.comp): constant, reflect and edge modes, negative pads; the
 //     fill value is input 2 when given (bound as is), else PadParams.value
 //     in a small buffer of the tensor's dtype;
-//   * Resize (resize.comp): nearest (every nearest mode) and N-d linear,
-//     with the coordinate transforms the host supports. The per-axis
-//     neighbour / weight tables are built here at resize with the host
-//     kernel's arithmetic (host_fallback/ops/layout_resize.cpp) and
-//     uploaded, so the shader only looks them up. Cubic and
-//     tf_crop_and_resize are Unsupported, as on the host;
+//   * Resize (resize.comp): nearest (every nearest mode), N-d linear and
+//     cubic, with the coordinate transforms the host supports. The per-axis
+//     tap / weight tables (up to 4 taps) are built here at resize with the
+//     host's arithmetic (ResizeAxisTap, ops/op_params.h) and uploaded, so
+//     the shader only looks them up. tf_crop_and_resize is Unsupported, as
+//     on the host;
 //   * MaxUnpool (unpool.comp): f32 values, i64 indices, in three dispatches
 //     (zero, claim with atomicMax, resolve) so repeated indices give the
 //     host's answer.
@@ -320,12 +320,12 @@ class ResizeExecution final : public GpuExecution {
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const fb::ResizeParams* p = op_.params<fb::ResizeParams>();
-    const bool linear = p && p->mode() == fb::ResizeMode::Linear;
+    const fb::ResizeMode mode = p ? p->mode() : fb::ResizeMode::Nearest;
+    const uint32_t ntaps = mode == fb::ResizeMode::Nearest ? 1 : mode == fb::ResizeMode::Linear ? 2 : 4;
     const auto tr = p ? p->coordinate_transform() : fb::CoordinateTransform::HalfPixel;
-    const auto nm = p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor;
     const std::vector<int64_t>& is = in[0]->shape();
-    if (linear && in[0]->dtype() != fb::DataType::F32)
-      return Unsupported("GPU Resize: linear mode takes f32, not %s", DataTypeName(in[0]->dtype()));
+    if (ntaps > 1 && in[0]->dtype() != fb::DataType::F32)
+      return Unsupported("GPU Resize: linear and cubic modes take f32, not %s", DataTypeName(in[0]->dtype()));
     KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[0]), gpu()->gpuCaps(), "resize", nullptr));
     const uint32_t words = units.units;
     KILN_RETURN_IF_ERROR(RequireRank(op_, is.size()));
@@ -342,7 +342,8 @@ class ResizeExecution final : public GpuExecution {
     push.n = static_cast<uint32_t>(out[0]->elementCount() * words);
     push.rank = static_cast<uint32_t>(is.size());
     if (push.n == 0) return Status::Ok();
-    // Per dim, per output coordinate: (off0, off1, w0, w1), as the host builds them.
+    // Per dim, per output coordinate: 4 element offsets then 4 weights (float
+    // bits), the host's taps (ResizeAxisTap).
     const std::vector<int64_t> strides = ContiguousStrides(is);
     std::vector<uint32_t> taps;
     for (size_t d = 0; d < is.size(); ++d) {
@@ -350,23 +351,13 @@ class ResizeExecution final : public GpuExecution {
       const bool same = len == n && spec.scales[d] == 1.f;
       bool active = false;
       push.dims[d] = static_cast<uint32_t>(len);
-      push.tab[d] = static_cast<uint32_t>(taps.size() / 4);
+      push.tab[d] = static_cast<uint32_t>(taps.size() / 8);
       for (int64_t o = 0; o < len; ++o) {
-        float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
-        int64_t i0, i1;
-        float w0 = 1.f, w1 = 0.f;
-        if (!linear) {
-          i0 = i1 = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(nm, x), n - 1));
-        } else {
-          x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
-          i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1);
-          i1 = std::min<int64_t>(i0 + 1, n - 1);
-          w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
-          w0 = 1.f - w1;
-          active = active || i0 != o || w1 != 0.f;
-        }
-        taps.insert(taps.end(), {static_cast<uint32_t>(i0 * strides[d]), static_cast<uint32_t>(i1 * strides[d]),
-                                 FloatBits(w0), FloatBits(w1)});
+        const float x = same ? static_cast<float>(o) : ResizeToInput(tr, static_cast<float>(o), spec.scales[d], n, len);
+        const ResizeTap t = ResizeAxisTap(p, x, o, n);
+        for (int k = 0; k < 4; ++k) taps.push_back(static_cast<uint32_t>(t.index[k] * strides[d]));
+        for (int k = 0; k < 4; ++k) taps.push_back(FloatBits(k < t.count ? t.weight[k] : 0.f));
+        active = active || (ntaps > 1 && t.moves);
       }
       if (active) {
         push.act |= static_cast<uint32_t>(d) << (4 * push.nact++);
@@ -376,7 +367,7 @@ class ResizeExecution final : public GpuExecution {
     gpu()->freeBuffer(&taps_);
     KILN_ASSIGN_OR_RETURN(taps_, gpu()->createBuffer(taps.size() * 4, taps.data()));
     return add1D(units.shader.c_str(), {{in[0]}, {nullptr, &taps_, false}, {out[0], nullptr, true}}, push, push.n,
-                 {linear ? 1u : 0u, words});
+                 {ntaps, words});
   }
 
   const GraphOp& op_;
@@ -496,13 +487,11 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuPad(const GraphOp& op, const Graph
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuResize(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::ResizeParams* p = op.params<fb::ResizeParams>();
-  if (p && p->mode() == fb::ResizeMode::Cubic)
-    return Unsupported("Resize: cubic mode is not supported (nearest and linear are)");
   if (p && p->coordinate_transform() == fb::CoordinateTransform::TfCropAndResize)
     return Unsupported("Resize: the tf_crop_and_resize coordinate transform is not supported");
   const fb::DataType dtype = DeclaredInputDtype(op, graph, 0);
-  if (p && p->mode() == fb::ResizeMode::Linear && dtype != fb::DataType::F32)
-    return Unsupported("GPU Resize: linear mode takes f32, not %s", fb::EnumNameDataType(dtype));
+  if (p && p->mode() != fb::ResizeMode::Nearest && dtype != fb::DataType::F32)
+    return Unsupported("GPU Resize: linear and cubic modes take f32, not %s", fb::EnumNameDataType(dtype));
   KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(dtype), b->gpuCaps(), "resize", nullptr).status());
   return Make(std::make_unique<ResizeExecution>(b, op));
 }

@@ -160,7 +160,35 @@ class WhereExecution final : public GpuExecution {
   }
 };
 
+// IsNaN and IsInf: a float tensor to bool bytes (is_special.comp).
+class IsSpecialExecution final : public GpuExecution {
+ public:
+  IsSpecialExecution(GpuBackend* b, uint32_t mode, uint32_t detect) : GpuExecution(b), mode_(mode), detect_(detect) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    if (in[0]->dtype() != fb::DataType::F32) return Unsupported("GPU IsNaN/IsInf take f32");
+    KILN_RETURN_IF_ERROR(RequireUnits32(*in[0], 1));
+    struct {
+      uint32_t n;
+    } push{static_cast<uint32_t>(in[0]->elementCount())};
+    if (push.n == 0) return Status::Ok();
+    return add1D("is_special", {{in[0]}, {out[0], nullptr, true}}, push, push.n, {mode_, detect_});
+  }
+
+  uint32_t mode_, detect_;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuIsSpecial(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(Require8BitStorage(b->gpuCaps(), op));
+  if (DeclaredInputDtype(op, graph, 0) != fb::DataType::F32)
+    return Unsupported("GPU %s takes f32, not %s", op.typeName(), fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
+  const fb::IsInfParams* p = op.params<fb::IsInfParams>();
+  const uint32_t detect = (!p || p->detect_positive() ? 1u : 0u) | (!p || p->detect_negative() ? 2u : 0u);
+  return Make(std::make_unique<IsSpecialExecution>(b, op.type == fb::OpType::IsNaN ? 0u : 1u, detect));
+}
 
 // Cast, and CastLike (the target type is input 1's; input 1 is not read).
 StatusOr<std::unique_ptr<Execution>> CreateGpuCast(const GraphOp& op, const Graph& graph, GpuBackend* b) {

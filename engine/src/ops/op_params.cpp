@@ -307,6 +307,57 @@ float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_
   return 0.f;
 }
 
+namespace {
+
+// Keys' cubic convolution weight at distance s (ONNX's, coefficient a).
+float CubicWeight(float s, float a) {
+  s = std::fabs(s);
+  if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
+  if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
+  return 0.f;
+}
+
+}  // namespace
+
+ResizeTap ResizeAxisTap(const fb::ResizeParams* p, float x, int64_t o, int64_t n) {
+  ResizeTap t;
+  const fb::ResizeMode mode = p ? p->mode() : fb::ResizeMode::Nearest;
+  if (mode == fb::ResizeMode::Nearest) {
+    t.index[0] = std::max<int64_t>(0, std::min<int64_t>(ResizeNearest(p ? p->nearest_mode() : fb::NearestMode::RoundPreferFloor, x), n - 1));
+  } else if (mode == fb::ResizeMode::Linear) {
+    x = std::max(0.f, std::min(x, static_cast<float>(n - 1)));
+    const int64_t i0 = std::min<int64_t>(static_cast<int64_t>(x), n - 1), i1 = std::min<int64_t>(i0 + 1, n - 1);
+    const float w1 = i1 == i0 ? 0.f : x - static_cast<float>(i0);
+    t.count = w1 == 0.f ? 1 : 2;
+    t.index[0] = i0;
+    t.index[1] = i1;
+    t.weight[0] = 1.f - w1;
+    t.weight[1] = w1;
+  } else {  // cubic: taps floor(x) - 1 .. floor(x) + 2, clamped to the edge
+    const float a = p->cubic_coeff_a();
+    const bool exclude = p->exclude_outside();
+    // Past 2 pixels out, every tap is the edge (or excluded): the same
+    // result with x clamped there, and no huge value cast to an index.
+    x = std::min(std::max(x, -3.f), static_cast<float>(n) + 2.f);
+    const float fl = std::floor(x);
+    float sum = 0.f;
+    t.count = 4;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = static_cast<int64_t>(fl) - 1 + k;
+      float w = CubicWeight(x - static_cast<float>(i), a);
+      if (exclude && (i < 0 || i >= n)) w = 0.f;
+      t.index[k] = std::max<int64_t>(0, std::min<int64_t>(i, n - 1));
+      t.weight[k] = w;
+      sum += w;
+    }
+    if (exclude && sum != 0.f)
+      for (float& w : t.weight) w /= sum;
+  }
+  for (int k = 0; k < t.count; ++k)
+    if (t.weight[k] != 0.f && (t.index[k] != o || t.weight[k] != 1.f)) t.moves = true;
+  return t;
+}
+
 int64_t ResizeNearest(fb::NearestMode m, float x) {
   float f = std::floor(x);
   switch (m) {

@@ -90,6 +90,19 @@ StatusOr<std::vector<int64_t>> ResolveSplit(const GraphOp& op, const std::vector
 float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_len, int64_t out_len);
 int64_t ResizeNearest(fb::NearestMode m, float x);
 
+// The input elements output coordinate o reads along one axis of in_len,
+// x = ResizeToInput(o) (or o on an axis that is not resized): 1 tap for
+// nearest, 2 for linear, 4 for cubic (Keys' weights with cubic_coeff_a,
+// clamped at the edges, or renormalized with exclude_outside). `moves`:
+// the tap is not just element o.
+struct ResizeTap {
+  int count = 1;
+  int64_t index[4] = {0, 0, 0, 0};
+  float weight[4] = {1, 0, 0, 0};
+  bool moves = false;
+};
+ResizeTap ResizeAxisTap(const fb::ResizeParams* p, float x, int64_t o, int64_t in_len);
+
 // Row-major strides of `shape`, in elements.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
