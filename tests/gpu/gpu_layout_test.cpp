@@ -516,3 +516,23 @@ TEST(GpuLayout, IsNaNIsInf) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST(GpuLayout, OneHot) {
+  KILN_REQUIRE_BACKEND(TestGpu());
+  for (int axis : {-1, 0, 1}) {
+    fb::AxisParamsT p;
+    p.axis = axis;
+    ExpectSameAsHost(OpTest(fb::OpType::OneHot)
+                         .inputI64("i", {2, 3}, {0, -1, 4, 2, -5, 1})
+                         .constantI64("depth", {}, {4})
+                         .constant("values", {2}, {-0.5f, 2.f})
+                         .params(p),
+                     TestGpu(), 0, "OneHot axis " + std::to_string(axis));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

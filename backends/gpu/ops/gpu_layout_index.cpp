@@ -209,6 +209,36 @@ class GatherNDExecution final : public GpuExecution {
   int batch_dims_;
 };
 
+// ---------------------------------------------------------------- OneHot
+
+class OneHotExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  OneHotExecution(GpuBackend* b, int axis) : GpuExecution(b), axis_(axis) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& idx = *in[0];
+    Tensor& y = *out[0];
+    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
+      return Unsupported("GPU OneHot takes i32 or i64 indices, not %s", DataTypeName(idx.dtype()));
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[2]), gpu()->gpuCaps(), "one_hot", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(y, units.units));
+    KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, y.dimensions()), "OneHot");
+    int64_t outer, depth, inner;
+    AroundAxis(y.shape(), axis, &outer, &depth, &inner);
+    struct {
+      uint32_t n, units, depth, inner;
+    } push{static_cast<uint32_t>(y.elementCount() * units.units), units.units, static_cast<uint32_t>(depth),
+           static_cast<uint32_t>(inner)};
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[0]}, {in[2]}, {out[0], nullptr, true}}, push, push.n,
+                 {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+  }
+
+  int axis_;
+};
+
 // ----------------------------------------------------------------- Trilu
 
 class TriluExecution final : public GpuExecution {
@@ -470,6 +500,15 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGatherND(const GraphOp& op, const 
   KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_nd", nullptr).status());
   const fb::GatherNDParams* p = op.params<fb::GatherNDParams>();
   return Make(std::make_unique<GatherNDExecution>(b, p ? p->batch_dims() : 0));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuOneHot(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  const fb::DataType idx = DeclaredInputDtype(op, graph, 0);
+  if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
+    return Unsupported("GPU OneHot takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
+  KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 2)), b->gpuCaps(), "one_hot", nullptr).status());
+  const fb::AxisParams* p = op.params<fb::AxisParams>();
+  return Make(std::make_unique<OneHotExecution>(b, p ? p->axis() : -1));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuTrilu(const GraphOp& op, const Graph& graph, GpuBackend* b) {
