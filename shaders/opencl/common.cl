@@ -65,6 +65,21 @@ uint BroadcastOffset(uint i, uint rank, const uint* dims, const uint* strides) {
   return off;
 }
 
+// Index k of an index tensor (i32, or i64 when idx64) normalized into
+// [0, dim) (negative indices count from the end), or -1 when out of range:
+// the indexing kernels (scatter.cl, gather_nd.cl) skip or zero those.
+int IndexIn(__global const uint* ind, uint k, uint dim, bool idx64) {
+  int v;
+  if (idx64) {
+    const long l = ((__global const long*)ind)[k];
+    v = l == (long)(int)l ? (int)l : (int)dim;
+  } else {
+    v = (int)ind[k];
+  }
+  if (v < 0) v += (int)dim;
+  return v >= 0 && v < (int)dim ? v : -1;
+}
+
 // The strided copy of copy.cl / copy_u8.cl (see shaders/vulkan/copy_strided.glsl):
 // item i reads src_base + sum_d c_d * strides[d] (c_d mod mods[d] with
 // TILE) and writes i, or with DST_ROWS dst_base + (i / dst_block) * dst_row

@@ -12,18 +12,6 @@ typedef struct {
   uint strides[KILN_MAX_RANK];
 } GatherNdPush;
 
-int TupleIndex(__global const uint* ind, uint k, uint dim) {
-  int v;
-  if (IDX64) {
-    const long l = ((__global const long*)ind)[k];
-    v = l == (long)(int)l ? (int)l : (int)dim;
-  } else {
-    v = (int)ind[k];
-  }
-  if (v < 0) v += (int)dim;
-  return v >= 0 && v < (int)dim ? v : -1;
-}
-
 __kernel void gather_nd(__global const UNIT_T* x, __global const uint* ind, __global UNIT_T* y, GatherNdPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
@@ -33,7 +21,7 @@ __kernel void gather_nd(__global const UNIT_T* x, __global const uint* ind, __gl
   uint off = b * p.batch_data + s;
   bool ok = true;
   for (uint k = 0; k < p.depth; ++k) {
-    const int v = TupleIndex(ind, bt * p.depth + k, p.dims[k]);
+    const int v = IndexIn(ind, bt * p.depth + k, p.dims[k], IDX64);
     if (v < 0) ok = false;
     else off += (uint)v * p.strides[k];
   }

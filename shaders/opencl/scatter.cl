@@ -17,18 +17,6 @@ typedef struct {
   uint ystrides[KILN_MAX_RANK];
 } ScatterPush;
 
-int ScatterIndex(__global const uint* ind, uint k, uint dim) {
-  int v;
-  if (IDX64) {
-    const long l = ((__global const long*)ind)[k];
-    v = l == (long)(int)l ? (int)l : (int)dim;
-  } else {
-    v = (int)ind[k];
-  }
-  if (v < 0) v += (int)dim;
-  return v >= 0 && v < (int)dim ? v : -1;
-}
-
 __kernel void scatter(__global const uint* ind, __global const UNIT_T* upd, __global UNIT_T* y, ScatterPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
@@ -40,7 +28,7 @@ __kernel void scatter(__global const uint* ind, __global const UNIT_T* upd, __gl
       const uint c = rem % p.dims[d];
       rem /= p.dims[d];
       if (d == p.axis) {
-        const int v = ScatterIndex(ind, e, p.axis_dim);
+        const int v = IndexIn(ind, e, p.axis_dim, IDX64);
         if (v < 0) return;
         off += (uint)v * p.ystrides[d];
       } else {
@@ -50,7 +38,7 @@ __kernel void scatter(__global const uint* ind, __global const UNIT_T* upd, __gl
   } else {
     const uint t = e / p.slice, s = e - t * p.slice;
     for (uint k = 0; k < p.depth; ++k) {
-      const int v = ScatterIndex(ind, t * p.depth + k, p.dims[k]);
+      const int v = IndexIn(ind, t * p.depth + k, p.dims[k], IDX64);
       if (v < 0) return;
       off += (uint)v * p.ystrides[k];
     }
