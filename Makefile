@@ -99,9 +99,11 @@ models-check: build
 # compare with TFLite itself (LiteRT.js in Node). Needs the network the first
 # time, so not part of `make test`. BACKENDS=host,vulkan,opencl by default;
 # MEDIAPIPE_ALL=1 adds the packages' four other models.
+# The backends mediapipe-check runs on (a comma inside $(or ...) would split it).
+BACKENDS ?= host,vulkan,opencl
 mediapipe-check: build
 	@command -v npm > /dev/null || $(DEPS) tools/setup/debian-packages-mediapipe.txt
-	tools/models/mediapipe_check.py $(if $(MEDIAPIPE_ALL),--all) $(BUILD) $(BUILD)/mediapipe $(or $(BACKENDS),host,vulkan,opencl)
+	tools/models/mediapipe_check.py $(if $(MEDIAPIPE_ALL),--all) $(BUILD) $(BUILD)/mediapipe $(BACKENDS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz build-arm64
