@@ -1,5 +1,5 @@
-// ONNX -> Kiln: walks the graph in order, maps each node to a Kiln op with its
-// attributes (ONNX defaults applied; opsets 7 to 18), initializers and
+// ONNX -> Kiln: walks the nodes in topological order (sorted at import), maps each to a Kiln op with its
+// attributes (ONNX defaults applied; opsets 1 to 18), initializers and
 // Constant nodes to constants, graph inputs with their (possibly symbolic)
 // shapes.
 #include <cmath>
