@@ -67,7 +67,8 @@ uint BroadcastOffset(uint i, uint rank, const uint* dims, const uint* strides) {
 
 // Index k of an index tensor (i32, or i64 when idx64) normalized into
 // [0, dim) (negative indices count from the end), or -1 when out of range:
-// the indexing kernels (scatter.cl, gather_nd.cl) skip or zero those.
+// the indexing kernels (gather, gather_elements, gather_nd, scatter,
+// one_hot) skip, zero or turn off those.
 int IndexIn(__global const uint* ind, uint k, uint dim, bool idx64) {
   int v;
   if (idx64) {

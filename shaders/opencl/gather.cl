@@ -13,21 +13,13 @@ typedef struct {
   uint n, inner, count, dim;
 } GatherPush;
 
-// Index k; an i64 outside int's range maps to dim, which is out of range.
-int Index(__global const uint* ind, uint k, uint dim) {
-  if (!IDX64) return (int)ind[k];
-  const long v = ((__global const long*)ind)[k];
-  return v == (long)(int)v ? (int)v : (int)dim;
-}
-
 __kernel void gather(__global const UNIT_T* x, __global const uint* ind, __global UNIT_T* y, GatherPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   uint t = i / p.inner, r = i - t * p.inner;
   uint o = t / p.count, k = t - o * p.count;
-  int v = Index(ind, k, p.dim);
-  if (v < 0) v += (int)p.dim;
+  const int v = IndexIn(ind, k, p.dim, IDX64);
   UNIT_T unit = 0;
-  if (v >= 0 && v < (int)p.dim) unit = x[(o * p.dim + (uint)v) * p.inner + r];
+  if (v >= 0) unit = x[(o * p.dim + (uint)v) * p.inner + r];
   y[i] = unit;
 }

@@ -14,21 +14,14 @@ typedef struct {
   uint xstrides[KILN_MAX_RANK];
 } GatherElementsPush;
 
-int ElementIndex(__global const uint* ind, uint k, uint dim) {
-  if (!IDX64) return (int)ind[k];
-  const long v = ((__global const long*)ind)[k];
-  return v == (long)(int)v ? (int)v : (int)dim;
-}
-
 __kernel void gather_elements(__global const UNIT_T* x, __global const uint* ind, __global UNIT_T* y,
                               GatherElementsPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint e = i / p.units, w = i - e * p.units;
-  int v = ElementIndex(ind, e, p.dim);
-  if (v < 0) v += (int)p.dim;
+  const int v = IndexIn(ind, e, p.dim, IDX64);
   UNIT_T unit = 0;
-  if (v >= 0 && v < (int)p.dim) {
+  if (v >= 0) {
     uint rem = e, off = 0;
     for (uint d = p.rank; d-- > 0;) {
       const uint c = rem % p.dims[d];

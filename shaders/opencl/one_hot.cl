@@ -17,13 +17,6 @@ __kernel void one_hot(__global const uint* ind, __global const UNIT_T* vals, __g
   const uint t = e / p.inner, r = e - t * p.inner;
   const uint o = t / p.depth, d = t - o * p.depth;
   const uint k = o * p.inner + r;
-  int v;
-  if (IDX64) {
-    const long l = ((__global const long*)ind)[k];
-    v = l == (long)(int)l ? (int)l : (int)p.depth;
-  } else {
-    v = (int)ind[k];
-  }
-  if (v < 0) v += (int)p.depth;
+  const int v = IndexIn(ind, k, p.depth, IDX64);  // -1 (out of range) matches no d: off
   y[i] = vals[(v == (int)d ? p.units : 0u) + w];
 }

@@ -59,6 +59,20 @@ uint BroadcastOffset(uint i, uint rank, uint dims[KILN_MAX_RANK], uint strides[K
   return off;
 }
 
+// An index of an index tensor normalized into [0, dim) (negative indices
+// count from the end), or -1 when out of range: `lo` is the i32, or an i64's
+// low word with `hi` its high word (wide); an i64 outside int's range is out
+// of range. KILN_INDEX(k, dim) reads index k of the shader's `ind` buffer
+// (one word an index, or two with its IDX64 specialization constant).
+int NormalizeIndex(uint lo, uint hi, bool wide, uint dim) {
+  int v = int(lo);
+  if (wide && hi != (v < 0 ? 0xffffffffu : 0u)) return -1;
+  if (v < 0) v += int(dim);
+  return v >= 0 && v < int(dim) ? v : -1;
+}
+#define KILN_INDEX(k, dim) \
+  NormalizeIndex(IDX64 ? ind[2u * (k)] : ind[k], IDX64 ? ind[2u * (k) + 1u] : 0u, IDX64, dim)
+
 // erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26).
 float Erf(float x) {
   float s = sign(x), a = abs(x);

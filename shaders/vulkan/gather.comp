@@ -16,20 +16,13 @@ layout(std430, binding = 1) readonly buffer I { uint ind[]; };
 layout(std430, binding = 2) writeonly buffer Y { UNIT_T y[]; };
 layout(push_constant) uniform P { uint n, inner, count, dim; } p;
 
-int Index(uint k) {
-  if (!IDX64) return int(ind[k]);
-  uint lo = ind[2 * k], hi = ind[2 * k + 1];
-  return hi == (int(lo) < 0 ? 0xffffffffu : 0u) ? int(lo) : int(p.dim);
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   uint t = i / p.inner, r = i - t * p.inner;
   uint o = t / p.count, k = t - o * p.count;
-  int v = Index(k);
-  if (v < 0) v += int(p.dim);
+  const int v = KILN_INDEX(k, p.dim);
   uint word = 0u;
-  if (v >= 0 && v < int(p.dim)) word = uint(x[(o * p.dim + uint(v)) * p.inner + r]);
+  if (v >= 0) word = uint(x[(o * p.dim + uint(v)) * p.inner + r]);
   y[i] = UNIT_T(word);
 }

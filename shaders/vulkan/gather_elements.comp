@@ -19,20 +19,13 @@ layout(push_constant) uniform P {
   uint xstrides[KILN_MAX_RANK];  // x's strides in elements
 } p;
 
-int Index(uint k) {
-  if (!IDX64) return int(ind[k]);
-  uint lo = ind[2 * k], hi = ind[2 * k + 1];
-  return hi == (int(lo) < 0 ? 0xffffffffu : 0u) ? int(lo) : int(p.dim);
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint e = i / p.units, w = i - e * p.units;
-  int v = Index(e);
-  if (v < 0) v += int(p.dim);
+  const int v = KILN_INDEX(e, p.dim);
   uint word = 0u;
-  if (v >= 0 && v < int(p.dim)) {
+  if (v >= 0) {
     uint rem = e, off = 0u;
     for (uint d = p.rank; d-- > 0u;) {
       const uint c = rem % p.dims[d];

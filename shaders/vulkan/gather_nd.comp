@@ -18,18 +18,6 @@ layout(push_constant) uniform P {
   uint strides[KILN_MAX_RANK];  // their strides in elements
 } p;
 
-int Index(uint k, uint dim) {
-  int v;
-  if (IDX64) {
-    uint lo = ind[2 * k], hi = ind[2 * k + 1];
-    v = hi == (int(lo) < 0 ? 0xffffffffu : 0u) ? int(lo) : int(dim);
-  } else {
-    v = int(ind[k]);
-  }
-  if (v < 0) v += int(dim);
-  return v >= 0 && v < int(dim) ? v : -1;
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
@@ -40,7 +28,7 @@ void main() {
   uint word = 0u;
   bool ok = true;
   for (uint k = 0u; k < p.depth; ++k) {
-    const int v = Index(bt * p.depth + k, p.dims[k]);
+    const int v = KILN_INDEX(bt * p.depth + k, p.dims[k]);
     if (v < 0) ok = false;
     else off += uint(v) * p.strides[k];
   }

@@ -20,13 +20,6 @@ void main() {
   const uint t = e / p.inner, r = e - t * p.inner;
   const uint o = t / p.depth, d = t - o * p.depth;
   const uint k = o * p.inner + r;
-  int v;
-  if (IDX64) {
-    uint lo = ind[2 * k], hi = ind[2 * k + 1];
-    v = hi == (int(lo) < 0 ? 0xffffffffu : 0u) ? int(lo) : int(p.depth);
-  } else {
-    v = int(ind[k]);
-  }
-  if (v < 0) v += int(p.depth);
+  const int v = KILN_INDEX(k, p.depth);  // -1 (out of range) matches no d: off
   y[i] = vals[(v == int(d) ? p.units : 0u) + w];
 }

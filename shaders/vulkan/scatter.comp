@@ -25,20 +25,6 @@ layout(push_constant) uniform P {
   uint ystrides[KILN_MAX_RANK]; // y's strides in elements
 } p;
 
-// Index k; an i64 outside int's range maps to `dim`, which is out of range.
-int Index(uint k, uint dim) {
-  if (!IDX64) return int(ind[k]);
-  uint lo = ind[2 * k], hi = ind[2 * k + 1];
-  return hi == (int(lo) < 0 ? 0xffffffffu : 0u) ? int(lo) : int(dim);
-}
-
-// Index k normalized into [0, dim), or -1 when out of range.
-int Normalized(uint k, uint dim) {
-  int v = Index(k, dim);
-  if (v < 0) v += int(dim);
-  return v >= 0 && v < int(dim) ? v : -1;
-}
-
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
@@ -50,7 +36,7 @@ void main() {
       const uint c = rem % p.dims[d];
       rem /= p.dims[d];
       if (d == p.axis) {
-        const int v = Normalized(e, p.axis_dim);
+        const int v = KILN_INDEX(e, p.axis_dim);
         if (v < 0) return;
         off += uint(v) * p.ystrides[d];
       } else {
@@ -60,7 +46,7 @@ void main() {
   } else {
     const uint t = e / p.slice, s = e - t * p.slice;
     for (uint k = 0u; k < p.depth; ++k) {
-      const int v = Normalized(t * p.depth + k, p.dims[k]);
+      const int v = KILN_INDEX(t * p.depth + k, p.dims[k]);
       if (v < 0) return;
       off += uint(v) * p.ystrides[k];
     }
