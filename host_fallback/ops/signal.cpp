@@ -230,9 +230,8 @@ Status RunDft(const GraphOp& op, const std::vector<Tensor*>& in, const std::vect
   const int64_t len = x.shape()[static_cast<size_t>(axis)], bins = y.shape()[static_cast<size_t>(axis)];
   const int64_t n = in.size() > 1 && in[1] ? LoadInt64(in[1]->hostData(), in[1]->dtype(), 0) : len;
   const int64_t comp_in = x.shape().back();
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
-  for (int d = axis + 1; d < rank; ++d) inner *= x.shape()[static_cast<size_t>(d)];
+  int64_t outer, axis_len, inner;  // over the dims before the re/im one
+  AroundAxis(std::vector<int64_t>(x.shape().begin(), x.shape().end() - 1), axis, &outer, &axis_len, &inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
       Dft1(len, n, bins, p && p->inverse(),

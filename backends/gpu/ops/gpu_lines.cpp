@@ -93,14 +93,12 @@ class TopKExecution final : public GpuExecution {
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuTopK(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
-  if (x != fb::DataType::F32) return Unsupported("TopK on %s; the GPU kernel takes f32", fb::EnumNameDataType(x));
+  KILN_RETURN_IF_ERROR(RequireF32Declared(op, graph));
   return Make(std::make_unique<TopKExecution>(b, op));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuLines(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
-  if (x != fb::DataType::F32) return Unsupported("%s on %s; the GPU kernel takes f32", op.typeName(), fb::EnumNameDataType(x));
+  KILN_RETURN_IF_ERROR(RequireF32Declared(op, graph));
   const LineMode mode = op.type == fb::OpType::Hardmax ? kHardmax : op.type == fb::OpType::CumSum ? kCumSum : kLrn;
   return Make(std::make_unique<LinesExecution>(b, op, mode));
 }

@@ -191,16 +191,14 @@ class ArgExecution final : public RowExecution {
   bool is_max_, last_;
 };
 
-// Unsupported unless input 0 is declared f32 (input 1 of a reduction is
-// its axes, read on the host; ArgMax/ArgMin output i64).
+}  // namespace
+
 Status RequireF32Declared(const GraphOp& op, const Graph& graph) {
   const fb::DataType x = graph.tensors[static_cast<size_t>(op.inputs[0])].dtype;
   if (x != fb::DataType::F32)
     return Unsupported("%s on %s; the GPU kernel takes f32", op.typeName(), fb::EnumNameDataType(x));
   return Status::Ok();
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuReduce(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   KILN_RETURN_IF_ERROR(RequireF32Declared(op, graph));

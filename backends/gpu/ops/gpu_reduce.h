@@ -25,6 +25,10 @@ uint32_t RowGroupSize(const GpuCaps& caps, uint64_t rows, uint64_t len, bool con
 // as the model declares it; for an intermediate the shape function decides.
 Status RequireF32Input(const Tensor& x, const char* op);
 
+// Unsupported unless input 0 is declared f32 (the other inputs may be
+// integers read on the host: a reduction's axes, CumSum's axis, TopK's k).
+Status RequireF32Declared(const GraphOp& op, const Graph& graph);
+
 class RowExecution : public GpuExecution {
  protected:
   using GpuExecution::GpuExecution;
