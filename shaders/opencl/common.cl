@@ -122,6 +122,32 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
 // and Elu's alpha (alpha); Clip's bounds; HardSigmoid's alpha and beta. Code
 // 0 (and any code without a case): the identity.
 // log(1 + e^v) without overflow for large v.
+// The float functions of the binary ops (binary.cl, binary_bytes.cl;
+// shaders/vulkan/binary_fn.glsl): 0 Add, 1 Sub, 2 Mul, 3 Div, 4 Pow, 5 Max,
+// 6 Min, 7 PRelu, 8 Mod with fmod (the dividend's sign), 9 Mod (the
+// divisor's sign).
+float BinaryFloat(uint op, float x, float y) {
+  switch (op) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: {  // Pow: negative bases with integral exponents keep their sign
+      if (x >= 0.0f) return pow(x, y);
+      float r = pow(-x, y);
+      return fmod(y, 2.0f) == 1.0f ? -r : (y == floor(y) ? r : NAN);
+    }
+    case 5: return fmax(x, y);
+    case 6: return fmin(x, y);
+    case 8:
+    case 9: {
+      const float r = fmod(x, y);
+      return op == 9 && r != 0.0f && ((r < 0.0f) != (y < 0.0f)) ? r + y : r;
+    }
+    default: return x >= 0.0f ? x : x * y;  // 7: PRelu
+  }
+}
+
 float Softplus(float v) { return v > 0.0f ? v + log(1.0f + exp(-v)) : log(1.0f + exp(v)); }
 
 float UnaryFn(uint code, float v, float alpha, float beta) {

@@ -3,6 +3,7 @@
 // float tensors (fp16 storage too), binary_int.comp for i32 / i64 Add, Sub,
 // Mul, Div, Max and Min (the host kernel's integer semantics).
 #include <cmath>
+#include <cstring>
 
 #include "gpu_layout.h"
 #include "kiln_op_codes.h"
@@ -61,42 +62,63 @@ class ReshapeExecution final : public GpuExecution {
   }
 };
 
+// The push constants of the binary shaders (binary*.comp, pow_mixed.comp).
+struct BinaryPush {
+  uint32_t n, rank, dims[6], sa[6], sb[6];
+};
+
+BinaryPush MakePush(const Broadcast& bc, uint32_t n) {
+  BinaryPush push{};
+  push.n = n;
+  push.rank = bc.rank;
+  for (int d = 0; d < 6; ++d) {
+    push.dims[d] = bc.dims[d];
+    push.sa[d] = bc.strides[0][d];
+    push.sb[d] = bc.strides[1][d];
+  }
+  return push;
+}
+
 // Broadcasting binary dispatches (binary.comp), shared by the binary ops and
 // Clip with bounds computed at run time.
 class BinaryBase : public GpuExecution {
  protected:
   using GpuExecution::GpuExecution;
   // out = a (code) b, broadcast; out may be a. The element type is the
-  // bound tensors': binary.comp for f32, binary_int.comp (TYPE 1 i32, 2
-  // i64) for integers, codes 0-3, 5, 6.
+  // bound tensors': binary.comp for f32, binary_int.comp (TYPE 1 i32, 2 i64)
+  // for 32- and 64-bit integers, binary_bytes.comp (TYPE 0 u8, 1 i8, 2 f16)
+  // for byte-addressed ones; codes as in binary_fn.glsl, plus 10 / 11
+  // BitShift (u8).
   Status addBinary(uint32_t code, const Tensor* a, const Tensor* b, const Tensor* out) {
     if (b->dtype() != a->dtype() || out->dtype() != a->dtype())
       return Unsupported("GPU binary op on %s, %s into %s: one dtype expected", fb::EnumNameDataType(a->dtype()),
                          fb::EnumNameDataType(b->dtype()), fb::EnumNameDataType(out->dtype()));
-    uint32_t type = 0;
+    const char* shader = "binary_int";
+    uint32_t type = 0, words = 1;
     switch (a->dtype()) {
-      case fb::DataType::F32: type = 0; break;
+      case fb::DataType::F32: shader = "binary"; break;
       case fb::DataType::I32: type = 1; break;
-      case fb::DataType::I64: type = 2; break;
-      default: return Unsupported("GPU binary ops take f32, i32 and i64, not %s", fb::EnumNameDataType(a->dtype()));
+      case fb::DataType::I64: type = 2, words = 2; break;
+      case fb::DataType::U8: shader = "binary_bytes", type = 0; break;
+      case fb::DataType::I8: shader = "binary_bytes", type = 1; break;
+      case fb::DataType::F16: shader = "binary_bytes", type = 2; break;
+      default:
+        return Unsupported("GPU binary ops take f32, f16, i64, i32, i8 and u8, not %s", fb::EnumNameDataType(a->dtype()));
     }
-    if (type != 0 && (code == 4 || code == 7)) return Unsupported("GPU Pow and PRelu take f32 only");
-    KILN_RETURN_IF_ERROR(RequireUnits32(*out, type == 2 ? 2 : 1));
+    const bool floating = a->dtype() == fb::DataType::F32 || a->dtype() == fb::DataType::F16;
+    if (!floating && (code == 4 || code == 7)) return Unsupported("GPU Pow and PRelu here take floats (integer Pow: pow_mixed)");
+    if ((code == 10 || code == 11) && a->dtype() != fb::DataType::U8)
+      return Unsupported("GPU BitShift takes u8, not %s", fb::EnumNameDataType(a->dtype()));
+    if (std::strcmp(shader, "binary_bytes") == 0 && !gpu()->gpuCaps().storage_8bit)
+      return Unsupported("GPU %s arithmetic needs 8-bit storage (storageBuffer8BitAccess), which the device lacks",
+                         fb::EnumNameDataType(a->dtype()));
+    KILN_RETURN_IF_ERROR(RequireUnits32(*out, words));
     // Storage shapes: packed tensors (BinaryExecution::packRule) broadcast
     // as [N, C/4, S..., 4].
     KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*out),
                                                  {gpu()->storageShape(*a), gpu()->storageShape(*b)}));
-    struct {
-      uint32_t n, rank, dims[6], sa[6], sb[6];
-    } push{};
-    push.n = static_cast<uint32_t>(gpu()->storageElements(*out));
-    push.rank = bc.rank;
-    for (int d = 0; d < 6; ++d) {
-      push.dims[d] = bc.dims[d];
-      push.sa[d] = bc.strides[0][d];
-      push.sb[d] = bc.strides[1][d];
-    }
-    return add1D(type == 0 ? "binary" : "binary_int", {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
+    BinaryPush push = MakePush(bc, static_cast<uint32_t>(gpu()->storageElements(*out)));
+    return add1D(shader, {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
   }
 };
 
@@ -144,6 +166,7 @@ class BinaryExecution final : public BinaryBase {
 // the attribute (opset < 11), applied by unary.comp.
 class ClipBoundsExecution final : public BinaryBase {
  public:
+  bool resolvesDtypesAtResize() const override { return true; }
   ClipBoundsExecution(GpuBackend* b, float lo, float hi) : BinaryBase(b), lo_(lo), hi_(hi) {}
 
  private:
@@ -158,6 +181,11 @@ class ClipBoundsExecution final : public BinaryBase {
     }
     const bool lo_missing = in.size() < 2 || !in[1], hi_missing = in.size() < 3 || !in[2];
     const float lo = lo_missing ? lo_ : -INFINITY, hi = hi_missing ? hi_ : INFINITY;
+    if (out[0]->dtype() != fb::DataType::F32) {  // integers and f16: bound tensors only
+      if (std::isfinite(lo) || std::isfinite(hi)) return Unsupported("GPU Clip bounds as attributes on f32 only");
+      if (src == in[0]) addCopy(in[0], out[0]);
+      return Status::Ok();
+    }
     if (src == in[0] || std::isfinite(lo) || std::isfinite(hi)) {
       UnaryPush push{static_cast<uint32_t>(out[0]->elementCount()), lo, hi};
       KILN_RETURN_IF_ERROR(add1D("unary", {{src}, {out[0], nullptr, true}}, push, push.n, {UnaryCode(fb::OpType::Clip)}));
@@ -167,9 +195,73 @@ class ClipBoundsExecution final : public BinaryBase {
   float lo_, hi_;
 };
 
+// Pow: binary.comp / binary_bytes.comp when base and exponent share a
+// float type, pow_mixed.comp otherwise (f32, i32, i64 in any pairing; the
+// output has the base's type).
+class PowExecution final : public BinaryBase {
+ public:
+  using BinaryBase::BinaryBase;
+  bool resolvesDtypesAtResize() const override { return true; }
+
+ private:
+  static int MixedType(fb::DataType t) {
+    switch (t) {
+      case fb::DataType::F32: return 0;
+      case fb::DataType::I32: return 1;
+      case fb::DataType::I64: return 2;
+      default: return -1;
+    }
+  }
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor &a = *in[0], &b = *in[1], &y = *out[0];
+    const bool same_float = a.dtype() == b.dtype() && (a.dtype() == fb::DataType::F32 || a.dtype() == fb::DataType::F16);
+    if (same_float) return addBinary(4, &a, &b, &y);
+    const int ta = MixedType(a.dtype()), tb = MixedType(b.dtype());
+    if (ta < 0 || tb < 0 || y.dtype() != a.dtype())
+      return Unsupported("GPU Pow of %s ^ %s into %s", fb::EnumNameDataType(a.dtype()), fb::EnumNameDataType(b.dtype()),
+                         fb::EnumNameDataType(y.dtype()));
+    for (const Tensor* t : {&a, &b, &y}) KILN_RETURN_IF_ERROR(RequireUnits32(*t, t->dtype() == fb::DataType::I64 ? 2 : 1));
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(y.shape(), {a.shape(), b.shape()}));
+    BinaryPush push = MakePush(bc, static_cast<uint32_t>(y.elementCount()));
+    return add1D("pow_mixed", {{&a}, {&b}, {&y, nullptr, true}}, push, push.n,
+                 {static_cast<uint32_t>(ta), static_cast<uint32_t>(tb)});
+  }
+};
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuPow(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  const fb::DataType ta = DeclaredInputDtype(op, graph, 0), tb = DeclaredInputDtype(op, graph, 1);
+  const auto mixed = [](fb::DataType t) {
+    return t == fb::DataType::F32 || t == fb::DataType::I32 || t == fb::DataType::I64;
+  };
+  if (!(ta == tb && ta == fb::DataType::F16) && !(mixed(ta) && mixed(tb)))
+    return Unsupported("GPU Pow takes f32, i32 and i64 (or f16 ^ f16), not %s ^ %s", fb::EnumNameDataType(ta),
+                       fb::EnumNameDataType(tb));
+  return Make(std::make_unique<PowExecution>(b));
+}
+
+// The dtypes addBinary computes on, checked on the declared inputs (an
+// intermediate's may be a placeholder, resolved at resize).
+Status RequireBinaryDtypes(const GraphOp& op, const Graph& graph) {
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    if (op.inputs[k] < 0) continue;
+    switch (DeclaredInputDtype(op, graph, k)) {
+      case fb::DataType::F32: case fb::DataType::F16: case fb::DataType::I64: case fb::DataType::I32:
+      case fb::DataType::I8: case fb::DataType::U8: break;
+      default:
+        return Unsupported("GPU %s takes f32, f16, i64, i32, i8 and u8, not %s", op.typeName(),
+                           fb::EnumNameDataType(DeclaredInputDtype(op, graph, k)));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuUnary(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  if (op.type == fb::OpType::Clip && DeclaredInputDtype(op, graph, 0) != fb::DataType::F32) {
+    KILN_RETURN_IF_ERROR(RequireBinaryDtypes(op, graph));  // max and min of bound tensors (opset 11 on)
+    return Make(std::make_unique<ClipBoundsExecution>(b, -INFINITY, INFINITY));
+  }
   KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   float alpha = 0, beta = 0;
   uint32_t code = UnaryCode(op.type);  // UnaryFn's case for this op type; the ones with params set them
@@ -245,15 +337,11 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
     auto* p = op.params<fb::ModParams>();
     if (!p || !p->fmod()) return Unsupported("Mod of f32 without fmod (the host names the error)");
   }
-  if (op.type == fb::OpType::Pow || op.type == fb::OpType::PRelu) {
+  if (op.type == fb::OpType::Pow) return CreateGpuPow(op, graph, b);
+  if (op.type == fb::OpType::PRelu) {
     KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   } else {
-    for (size_t k = 0; k < op.inputs.size(); ++k) {
-      if (op.inputs[k] < 0) continue;
-      const fb::DataType t = DeclaredInputDtype(op, graph, k);
-      if (t != fb::DataType::F32 && t != fb::DataType::I32 && t != fb::DataType::I64)
-        return Unsupported("GPU %s takes f32, i32 and i64, not %s", op.typeName(), fb::EnumNameDataType(t));
-    }
+    KILN_RETURN_IF_ERROR(RequireBinaryDtypes(op, graph));
   }
   uint32_t code = 0;
   switch (op.type) {
@@ -272,6 +360,11 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuBinary(const GraphOp& op, const Gr
     case fb::OpType::Mod: {
       auto* p = op.params<fb::ModParams>();
       code = p && p->fmod() ? 8 : 9;
+      break;
+    }
+    case fb::OpType::BitShift: {
+      auto* p = op.params<fb::BitShiftParams>();
+      code = p && p->left() ? 10 : 11;
       break;
     }
     default: return Unsupported("no GPU binary function for %s", op.typeName());

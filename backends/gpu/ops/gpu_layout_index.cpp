@@ -220,8 +220,10 @@ class OneHotExecution final : public GpuExecution {
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& idx = *in[0];
     Tensor& y = *out[0];
-    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
-      return Unsupported("GPU OneHot takes i32 or i64 indices, not %s", DataTypeName(idx.dtype()));
+    if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32 && idx.dtype() != fb::DataType::F32)
+      return Unsupported("GPU OneHot takes i32, i64 or f32 indices, not %s", DataTypeName(idx.dtype()));
+    if (idx.dtype() == fb::DataType::F32 && gpu()->halfStorage())
+      return Unsupported("GPU OneHot reads f32 indices, which fp16 storage halves");
     KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(*in[2]), gpu()->gpuCaps(), "one_hot", nullptr));
     KILN_RETURN_IF_ERROR(RequireUnits32(y, units.units));
     KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, y.dimensions()), "OneHot");
@@ -233,7 +235,8 @@ class OneHotExecution final : public GpuExecution {
            static_cast<uint32_t>(inner)};
     if (push.n == 0) return Status::Ok();
     return add1D(units.shader.c_str(), {{in[0]}, {in[2]}, {out[0], nullptr, true}}, push, push.n,
-                 {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+                 {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64),
+                  static_cast<uint32_t>(idx.dtype() == fb::DataType::F32)});
   }
 
   int axis_;
@@ -504,8 +507,8 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGatherND(const GraphOp& op, const 
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuOneHot(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::DataType idx = DeclaredInputDtype(op, graph, 0);
-  if (idx != fb::DataType::I64 && idx != fb::DataType::I32)
-    return Unsupported("GPU OneHot takes i32 or i64 indices, not %s", fb::EnumNameDataType(idx));
+  if (idx != fb::DataType::I64 && idx != fb::DataType::I32 && idx != fb::DataType::F32)
+    return Unsupported("GPU OneHot takes i32, i64 or f32 indices, not %s", fb::EnumNameDataType(idx));
   KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 2)), b->gpuCaps(), "one_hot", nullptr).status());
   const fb::AxisParams* p = op.params<fb::AxisParams>();
   return Make(std::make_unique<OneHotExecution>(b, p ? p->axis() : -1));
