@@ -40,6 +40,7 @@ class GpuBackend;
 struct GpuCaps {
   bool storage_16bit = false;  // 16-bit loads/stores in kernels (fp16 storage, 16-bit moves)
   bool storage_8bit = false;   // 8-bit loads/stores (bool, u8 tensors)
+  bool float64 = false;        // f64 arithmetic in kernels (shaderFloat64, cl_khr_fp64): DFT's sums
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_size[3] = {};
   uint32_t max_workgroup_count[3] = {};

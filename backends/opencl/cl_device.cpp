@@ -97,6 +97,7 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   }
   const std::string ext = DeviceString(cl, d, CL_DEVICE_EXTENSIONS);
   c.fp16_math = ext.find("cl_khr_fp16") != std::string::npos;
+  c.float64 = ext.find("cl_khr_fp64") != std::string::npos;
   // vload_half / vstore_half and char pointers are core OpenCL 1.2: every
   // device can store 16- and 8-bit elements.
   c.storage_16bit = true;

@@ -229,6 +229,7 @@ Status VulkanDevice::init(int index) {
   caps_.storage_16bit = s16.storageBuffer16BitAccess;
   caps_.float16 = has_f16i8 && f16.shaderFloat16;
   caps_.storage_8bit = has_8bit && s8.storageBuffer8BitAccess;
+  caps_.float64 = features.features.shaderFloat64;
 
   caps_.cpu_kernels = caps_.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   if (const char* k = std::getenv("KILN_VULKAN_KERNELS")) {
@@ -286,6 +287,9 @@ Status VulkanDevice::init(int index) {
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = chain;
+  VkPhysicalDeviceFeatures core{};
+  core.shaderFloat64 = caps_.float64;
+  dci.pEnabledFeatures = &core;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(dev_exts.size());

@@ -60,6 +60,12 @@ foreach(src ${KILN_VK_SHADERS})
       list(APPEND uses_unit ${inc_unit})
     endif()
   endforeach()
+  # KILN_F64 (summing in double): a <stem>_f64 variant for devices with
+  # shaderFloat64, which the op layer asks for by name.
+  file(STRINGS ${src} uses_f64 REGEX "KILN_F64")
+  if(uses_f64)
+    kiln_spirv(${stem}_f64 ${src} "-DKILN_F64")
+  endif()
   if(uses_store AND uses_unit)
     message(FATAL_ERROR "${src}: a shader uses STORE_T or UNIT_T, not both")
   elseif(uses_store)

@@ -35,6 +35,45 @@ Status RequireRank(const GraphOp& op, size_t rank) {
   return Status::Ok();
 }
 
+// The element-wise indexing of GatherElements and ScatterElements on the
+// kernels' at most kMaxRank dims: `dims` (the indices' or updates') walked
+// over the strides of the indexed tensor, with the axis's index replaced.
+// Dims of length 1 are dropped and neighbours merged where their offsets
+// stay linear, so a rank-7 loss of shape [N, C, d1..d5] indexes in 3.
+struct IndexedDims {
+  uint32_t rank = 0, axis = 0;
+  uint32_t dims[kMaxRank] = {}, strides[kMaxRank] = {};
+};
+
+StatusOr<IndexedDims> CollapseIndexed(const GraphOp& op, const std::vector<int64_t>& dims,
+                                      const std::vector<int64_t>& strides, int axis) {
+  struct Dim {
+    int64_t len, stride;
+    bool axis;
+  };
+  std::vector<Dim> kept;  // innermost first
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    const bool is_axis = d == axis;
+    const int64_t len = dims[static_cast<size_t>(d)], st = strides[static_cast<size_t>(d)];
+    if (len == 1 && !is_axis) continue;
+    if (!is_axis && !kept.empty() && !kept.back().axis && st == kept.back().len * kept.back().stride) {
+      kept.back().len *= len;  // offsets stay linear: merge into the inner neighbour
+      continue;
+    }
+    kept.push_back({len, st, is_axis});
+  }
+  if (kept.size() > kMaxRank) return Unsupported("GPU %s indexes up to %zu dims, not %zu", op.typeName(), kMaxRank, kept.size());
+  IndexedDims r;
+  r.rank = static_cast<uint32_t>(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const size_t d = kept.size() - 1 - k;
+    r.dims[d] = static_cast<uint32_t>(kept[k].len);
+    r.strides[d] = static_cast<uint32_t>(kept[k].stride);
+    if (kept[k].axis) r.axis = static_cast<uint32_t>(d);
+  }
+  return r;
+}
+
 // ---------------------------------------------------------------- Gather
 
 class GatherExecution final : public GpuExecution {
@@ -72,7 +111,7 @@ class GatherExecution final : public GpuExecution {
 class GatherElementsExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
-  GatherElementsExecution(GpuBackend* b, int axis) : GpuExecution(b), axis_(axis) {}
+  GatherElementsExecution(GpuBackend* b, const GraphOp& op, int axis) : GpuExecution(b), op_(op), axis_(axis) {}
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -81,9 +120,8 @@ class GatherElementsExecution final : public GpuExecution {
     KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "gather_elements", nullptr));
     KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
     KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], units.units));
-    if (x.dimensions() > static_cast<int>(kMaxRank))
-      return Unsupported("GPU GatherElements takes up to %zu dims, not %d", kMaxRank, x.dimensions());
     KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.dimensions()), "GatherElements");
+    if (idx.dimensions() != x.dimensions()) return InvalidArgument("GatherElements: indices and data ranks differ");
     if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
       return Unsupported("GPU GatherElements takes i32 or i64 indices, not %s", DataTypeName(idx.dtype()));
     struct {
@@ -91,26 +129,27 @@ class GatherElementsExecution final : public GpuExecution {
     } push{};
     push.units = units.units;
     push.n = static_cast<uint32_t>(out[0]->elementCount() * units.units);
-    push.rank = static_cast<uint32_t>(x.dimensions());
-    push.axis = static_cast<uint32_t>(axis);
     push.dim = static_cast<uint32_t>(x.length(axis));
-    const std::vector<int64_t> st = ContiguousStrides(x.shape());
-    for (int d = 0; d < x.dimensions(); ++d) {
-      push.dims[d] = static_cast<uint32_t>(idx.length(d));
-      push.xstrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
-    }
+    KILN_ASSIGN_OR_RETURN(IndexedDims walk, CollapseIndexed(op_, idx.shape(), ContiguousStrides(x.shape()), axis));
+    push.rank = walk.rank;
+    push.axis = walk.axis;
+    std::copy(walk.dims, walk.dims + kMaxRank, push.dims);
+    std::copy(walk.strides, walk.strides + kMaxRank, push.xstrides);
     if (push.n == 0) return Status::Ok();
     return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n,
                  {static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
   }
 
+  const GraphOp& op_;
   int axis_;
 };
 
 // --------------------------------------------- ScatterElements, ScatterND
 
-// Without a reduction: y = data (a copy unless in place), then each update
-// written where its index points (scatter.comp).
+// y = data (a copy unless in place), then the updates written where their
+// indices point (scatter.comp): without a reduction one invocation a unit of
+// the updates; with one (f32 storage) one invocation a lane of updates that
+// only it can reach, applied in order.
 class ScatterExecution final : public GpuExecution {
  public:
   bool resolvesDtypesAtResize() const override { return true; }
@@ -121,36 +160,43 @@ class ScatterExecution final : public GpuExecution {
     const Tensor& x = *in[0];
     const Tensor& idx = *in[1];
     const Tensor& upd = *in[2];
+    const fb::ScatterParams* p = op_.params<fb::ScatterParams>();
+    const uint32_t reduce = static_cast<uint32_t>(p ? p->reduction() : fb::ScatterReduction::None);
     KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "scatter", nullptr));
+    if (reduce != 0 && gpu()->storageType(x) != fb::DataType::F32)
+      return Unsupported("GPU %s with a reduction takes f32 (stored as f32), not %s", op_.typeName(),
+                         DataTypeName(gpu()->storageType(x)));
     KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
     KILN_RETURN_IF_ERROR(RequireUnits32(upd, units.units));
     if (idx.dtype() != fb::DataType::I64 && idx.dtype() != fb::DataType::I32)
       return Unsupported("GPU %s takes i32 or i64 indices, not %s", op_.typeName(), DataTypeName(idx.dtype()));
-    if (x.dimensions() > static_cast<int>(kMaxRank) || upd.dimensions() > static_cast<int>(kMaxRank))
-      return Unsupported("GPU %s takes up to %zu dims", op_.typeName(), kMaxRank);
     struct {
-      uint32_t n, units, rank, axis, depth, slice, axis_dim, dims[kMaxRank], ystrides[kMaxRank];
+      uint32_t n, units, rank, axis, depth, slice, axis_dim, count, dims[kMaxRank], ystrides[kMaxRank];
     } push{};
     push.units = units.units;
     push.n = static_cast<uint32_t>(upd.elementCount() * units.units);
     const std::vector<int64_t> st = ContiguousStrides(x.shape());
     const bool elements = op_.type == fb::OpType::ScatterElements;
     if (elements) {
-      const fb::ScatterParams* p = op_.params<fb::ScatterParams>();
       KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 0, x.dimensions()), "ScatterElements");
-      push.rank = static_cast<uint32_t>(upd.dimensions());
-      push.axis = static_cast<uint32_t>(axis);
+      if (upd.dimensions() != x.dimensions()) return InvalidArgument("ScatterElements: updates and data ranks differ");
       push.axis_dim = static_cast<uint32_t>(x.length(axis));
-      for (int d = 0; d < upd.dimensions(); ++d) {
-        push.dims[d] = static_cast<uint32_t>(upd.length(d));
-        push.ystrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
-      }
+      KILN_ASSIGN_OR_RETURN(IndexedDims walk, CollapseIndexed(op_, upd.shape(), st, axis));
+      push.rank = walk.rank;
+      push.axis = walk.axis;
+      std::copy(walk.dims, walk.dims + kMaxRank, push.dims);
+      std::copy(walk.strides, walk.strides + kMaxRank, push.ystrides);
+      push.count = walk.dims[walk.axis];  // a lane's updates, along the axis
+      push.slice = 1;                     // the lane's inner extent
+      for (uint32_t d = walk.axis + 1; d < walk.rank; ++d) push.slice *= walk.dims[d];
     } else {
       const int64_t depth = idx.shape().back();
+      if (depth > static_cast<int64_t>(kMaxRank)) return Unsupported("GPU ScatterND indexes up to %zu dims", kMaxRank);
       push.depth = static_cast<uint32_t>(depth);
       int64_t slice = 1;
       for (size_t d = static_cast<size_t>(depth); d < x.shape().size(); ++d) slice *= x.shape()[d];
       push.slice = static_cast<uint32_t>(std::max<int64_t>(slice, 1));
+      push.count = static_cast<uint32_t>(upd.elementCount() / push.slice);  // the update slices
       for (int64_t d = 0; d < depth; ++d) {
         push.dims[d] = static_cast<uint32_t>(x.length(static_cast<int>(d)));
         push.ystrides[d] = static_cast<uint32_t>(st[static_cast<size_t>(d)]);
@@ -158,8 +204,9 @@ class ScatterExecution final : public GpuExecution {
     }
     addCopy(in[0], out[0]);
     if (push.n == 0) return Status::Ok();
+    if (reduce != 0) push.n = push.count == 0 ? 0 : push.n / push.count;  // the lanes
     return add1D(units.shader.c_str(), {{in[1]}, {in[2]}, {out[0], nullptr, true}}, push, push.n,
-                 {elements ? 0u : 1u, static_cast<uint32_t>(idx.dtype() == fb::DataType::I64)});
+                 {elements ? 0u : 1u, static_cast<uint32_t>(idx.dtype() == fb::DataType::I64), reduce});
   }
 
   const GraphOp& op_;
@@ -207,6 +254,42 @@ class GatherNDExecution final : public GpuExecution {
   }
 
   int batch_dims_;
+};
+
+// ------------------------------------------------------- ReverseSequence
+
+class ReverseSequenceExecution final : public GpuExecution {
+ public:
+  bool resolvesDtypesAtResize() const override { return true; }
+  ReverseSequenceExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const Tensor& lens = *in[1];
+    KILN_ASSIGN_OR_RETURN(MoveUnits units, UnitsFor(gpu()->storageType(x), gpu()->gpuCaps(), "reverse_sequence", nullptr));
+    KILN_RETURN_IF_ERROR(RequireUnits32(x, units.units));
+    if (lens.dtype() != fb::DataType::I64 && lens.dtype() != fb::DataType::I32)
+      return Unsupported("GPU ReverseSequence takes i32 or i64 lengths, not %s", DataTypeName(lens.dtype()));
+    const fb::ReverseSequenceParams* p = op_.params<fb::ReverseSequenceParams>();
+    KILN_ASSIGN_OR_RETURN(int bax, NormalizeAxis(p ? p->batch_axis() : 1, x.dimensions()), "ReverseSequence batch_axis");
+    KILN_ASSIGN_OR_RETURN(int tax, NormalizeAxis(p ? p->time_axis() : 0, x.dimensions()), "ReverseSequence time_axis");
+    if (bax == tax) return InvalidArgument("ReverseSequence: batch_axis and time_axis are both %d", bax);
+    if (lens.elementCount() != x.length(bax))
+      return InvalidArgument("ReverseSequence: %lld lengths for a batch of %lld", (long long)lens.elementCount(),
+                             (long long)x.length(bax));
+    const std::vector<int64_t> st = ContiguousStrides(x.shape());
+    struct {
+      uint32_t n, units, bstride, nb, tstride, nt;
+    } push{static_cast<uint32_t>(x.elementCount() * units.units), units.units,
+           static_cast<uint32_t>(st[static_cast<size_t>(bax)]), static_cast<uint32_t>(x.length(bax)),
+           static_cast<uint32_t>(st[static_cast<size_t>(tax)]), static_cast<uint32_t>(x.length(tax))};
+    if (push.n == 0) return Status::Ok();
+    return add1D(units.shader.c_str(), {{in[0]}, {in[1]}, {out[0], nullptr, true}}, push, push.n,
+                 {static_cast<uint32_t>(lens.dtype() == fb::DataType::I64)});
+  }
+
+  const GraphOp& op_;
 };
 
 // ---------------------------------------------------------------- OneHot
@@ -480,21 +563,18 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGather(const GraphOp& op, const Gr
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuGatherElements(const GraphOp& op, const Graph& graph, GpuBackend* b) {
-  for (size_t k = 0; k < 2; ++k) {
-    const GraphTensor& t = graph.tensors[static_cast<size_t>(op.inputs[k])];
-    if (t.has_shape) KILN_RETURN_IF_ERROR(RequireRank(op, t.dims.size()));
-  }
   KILN_RETURN_IF_ERROR(
       UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_elements", nullptr).status());
   const fb::AxisParams* p = op.params<fb::AxisParams>();
-  return Make(std::make_unique<GatherElementsExecution>(b, p ? p->axis() : 0));
+  return Make(std::make_unique<GatherElementsExecution>(b, op, p ? p->axis() : 0));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuScatter(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   const fb::ScatterParams* p = op.params<fb::ScatterParams>();
-  if (p && p->reduction() != fb::ScatterReduction::None)
-    return Unsupported("GPU %s writes without a reduction (%s accumulates on the host)", op.typeName(),
-                       fb::EnumNameScatterReduction(p->reduction()));
+  if (p && p->reduction() != fb::ScatterReduction::None && DeclaredInputDtype(op, graph, 0) != fb::DataType::F32)
+    return Unsupported("GPU %s reduces f32 only (%s on %s accumulates on the host)", op.typeName(),
+                       fb::EnumNameScatterReduction(p->reduction()),
+                       fb::EnumNameDataType(DeclaredInputDtype(op, graph, 0)));
   KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "scatter", nullptr).status());
   return Make(std::make_unique<ScatterExecution>(b, op));
 }
@@ -503,6 +583,12 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuGatherND(const GraphOp& op, const 
   KILN_RETURN_IF_ERROR(UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "gather_nd", nullptr).status());
   const fb::GatherNDParams* p = op.params<fb::GatherNDParams>();
   return Make(std::make_unique<GatherNDExecution>(b, p ? p->batch_dims() : 0));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuReverseSequence(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(
+      UnitsFor(b->storageType(DeclaredInputDtype(op, graph, 0)), b->gpuCaps(), "reverse_sequence", nullptr).status());
+  return Make(std::make_unique<ReverseSequenceExecution>(b, op));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuOneHot(const GraphOp& op, const Graph& graph, GpuBackend* b) {

@@ -1,5 +1,6 @@
 // LayerNormalization (with the optional Mean and InvStdDev outputs) and
-// InstanceNormalization on GPU (f32), in two dispatches:
+// InstanceNormalization on GPU (f32), in two dispatches (and
+// MeanVarianceNormalization, one, at the end):
 //   1. norm_stats.comp: per-row mean and 1 / sqrt(variance + eps), X viewed
 //      as [rows, len] (LayerNorm: len = the product of the axes from `axis`
 //      on; InstanceNorm: the N x C planes). Written into the Mean and
@@ -85,6 +86,51 @@ class NormExecution final : public RowExecution {
   GpuBuffer mean_, inv_;  // statistics the op does not output
 };
 
+// MeanVarianceNormalization over any set of axes (mvn.comp): one
+// invocation a group, walking its elements through x's dims merged where
+// neighbours are both reduced or both kept. Groups are few (the channels,
+// for the default axes [0, 2, 3]) and the op is rare in inference graphs.
+class MvnExecution final : public GpuExecution {
+ public:
+  MvnExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    KILN_RETURN_IF_ERROR(RequireF32Input(x, "MeanVarianceNormalization"));
+    const fb::AxesParams* p = op_.params<fb::AxesParams>();
+    const std::vector<int64_t> axes = p && p->axes() ? ToI64(p->axes()) : std::vector<int64_t>{0, 2, 3};
+    std::vector<bool> reduced(static_cast<size_t>(x.dimensions()), false);
+    for (int64_t a : axes) {
+      KILN_ASSIGN_OR_RETURN(int ax, NormalizeAxis(a, x.dimensions()), "MeanVarianceNormalization");
+      reduced[static_cast<size_t>(ax)] = true;
+    }
+    std::vector<std::pair<int64_t, bool>> dims;  // merged runs of one kind
+    int64_t count = 1;
+    for (int d = 0; d < x.dimensions(); ++d) {
+      const bool r = reduced[static_cast<size_t>(d)];
+      if (r) count *= x.length(d);
+      if (!dims.empty() && dims.back().second == r) dims.back().first *= x.length(d);
+      else dims.push_back({x.length(d), r});
+    }
+    if (dims.size() > 6) return Unsupported("GPU MeanVarianceNormalization: %zu alternating runs of axes", dims.size());
+    struct {
+      uint32_t groups, count, rank, reduced, dims[6];
+    } push{};
+    push.count = static_cast<uint32_t>(count);
+    push.groups = count ? static_cast<uint32_t>(x.elementCount() / count) : 0;
+    push.rank = static_cast<uint32_t>(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) {
+      push.dims[d] = static_cast<uint32_t>(dims[d].first);
+      if (dims[d].second) push.reduced |= 1u << d;
+    }
+    if (push.groups == 0 || push.count == 0) return Status::Ok();
+    return add1D("mvn", {{in[0]}, {out[0], nullptr, true}}, push, push.groups);
+  }
+
+  const GraphOp& op_;
+};
+
 float Epsilon(const GraphOp& op) {
   const fb::NormParams* p = op.params<fb::NormParams>();
   return p ? p->epsilon() : 1e-5f;
@@ -101,6 +147,11 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuLayerNorm(const GraphOp& op, const
 StatusOr<std::unique_ptr<Execution>> CreateGpuInstanceNorm(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   KILN_RETURN_IF_ERROR(RequireF32(op, graph));
   return Make(std::make_unique<NormExecution>(b, true, 2, Epsilon(op)));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuMvn(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(RequireF32(op, graph));
+  return Make(std::make_unique<MvnExecution>(b, op));
 }
 
 }  // namespace kiln
