@@ -65,6 +65,11 @@ StatusOr<int> InferDtypes(fb::NetT& net);
 constexpr size_t kMaxFoldedBytes = 16u << 20;
 StatusOr<int> FoldConstants(fb::NetT& net);
 
+// "lower_einsum": an f32 Einsum without diagonals becomes ReduceSum,
+// Transpose, Reshape, Unsqueeze / Squeeze and one batched MatMul per pair of
+// operands, which every backend runs (dynamic dims stay dynamic).
+StatusOr<int> LowerEinsum(fb::NetT& net);
+
 // "fold_batchnorm": BatchNormalization after a Conv (constant f32 weights,
 // no fused activation) or after a Gemm with a constant B is folded into the
 // weights and bias of the producer.

@@ -39,7 +39,8 @@ Status OptimizeNet(fb::NetT& net, PassReport* report) {
   if (!report) report = &local;
   static const Step kPipeline[] = {
       {"remove_identity", &RemoveIdentity}, {"fold_constants", &FoldConstants},
-      {"fold_batchnorm", &FoldBatchNorm},   {"fuse_gelu", &FuseGelu},
+      {"lower_einsum", &LowerEinsum},       {"fold_batchnorm", &FoldBatchNorm},
+      {"fuse_gelu", &FuseGelu},
       {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
       {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
   };
