@@ -45,7 +45,8 @@ OpTest MakeRnn(const RnnCase& c, const fb::RnnParamsT& p) {
   op.input("h0", state, Random(Numel(state), -1, 1, 25));
   if (c.type == fb::OpType::LSTM) {
     op.input("c0", state, Random(Numel(state), -1, 1, 26));
-    if (c.peepholes) op.constant("p", {dirs, 3 * c.hidden}, Random(static_cast<size_t>(dirs * 3 * c.hidden), -1, 1, 27));
+    const std::vector<int64_t> peep = {dirs, 3 * c.hidden};
+    if (c.peepholes) op.constant("p", peep, Random(Numel(peep), -1, 1, 27));
   }
   op.params(p).outputs(c.type == fb::OpType::LSTM ? 3 : 2);
   return op;
