@@ -64,13 +64,8 @@ struct GridSampler {
   }
 };
 
-float CubicW(float s) {  // a = -0.75
-  const float a = -0.75f;
-  s = std::fabs(s);
-  if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
-  if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
-  return 0.f;
-}
+// Bicubic's coefficient (PyTorch's and ONNX's).
+constexpr float kGridCubicA = -0.75f;
 
 Status RunGridSample(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
   const Tensor& x = *in[0];
@@ -112,9 +107,9 @@ Status RunGridSample(const GraphOp& op, const std::vector<Tensor*>& in, const st
           for (int r = -1; r <= 2; ++r) {
             float row = 0;
             for (int q = -1; q <= 2; ++q)
-              row += CubicW(fx - (x0 + static_cast<float>(q))) *
+              row += CubicWeight(fx - (x0 + static_cast<float>(q)), kGridCubicA) *
                      s.at(static_cast<int64_t>(y0) + r, static_cast<int64_t>(x0) + q);
-            v += CubicW(fy - (y0 + static_cast<float>(r))) * row;
+            v += CubicWeight(fy - (y0 + static_cast<float>(r)), kGridCubicA) * row;
           }
         }
         y[(b * c + ch) * oh * ow + i] = v;

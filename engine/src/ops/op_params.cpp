@@ -307,17 +307,12 @@ float ResizeToInput(fb::CoordinateTransform t, float x, float scale, int64_t in_
   return 0.f;
 }
 
-namespace {
-
-// Keys' cubic convolution weight at distance s (ONNX's, coefficient a).
 float CubicWeight(float s, float a) {
   s = std::fabs(s);
   if (s <= 1.f) return ((a + 2.f) * s - (a + 3.f)) * s * s + 1.f;
   if (s < 2.f) return ((a * s - 5.f * a) * s + 8.f * a) * s - 4.f * a;
   return 0.f;
 }
-
-}  // namespace
 
 ResizeTap ResizeAxisTap(const fb::ResizeParams* p, float x, int64_t o, int64_t n) {
   ResizeTap t;

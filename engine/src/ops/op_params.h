@@ -103,6 +103,11 @@ struct ResizeTap {
 };
 ResizeTap ResizeAxisTap(const fb::ResizeParams* p, float x, int64_t o, int64_t in_len);
 
+// Keys' cubic convolution weight at distance s with coefficient a (ONNX's):
+// Resize's cubic taps (cubic_coeff_a) and GridSample's bicubic (a = -0.75,
+// also in shaders/vulkan/grid_sample.comp and shaders/opencl/grid_sample.cl).
+float CubicWeight(float s, float a);
+
 // Row-major strides of `shape`, in elements.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
