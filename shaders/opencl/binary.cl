@@ -5,14 +5,7 @@
 #endif
 #define OP KILN_SPEC_3
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} BinaryPush;
-
-__kernel void binary(__global const STORE_T* a, __global const STORE_T* b, __global STORE_T* c, BinaryPush p) {
+__kernel void binary(__global const STORE_T* a, __global const STORE_T* b, __global STORE_T* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const float x = LOAD(a, BroadcastOffset(i, p.rank, p.dims, p.sa));

@@ -14,13 +14,6 @@
 #define OP KILN_SPEC_3
 #define TYPE KILN_SPEC_4
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} BinaryPush;
-
 int ApplyInt(int x, int y) {
   switch (OP) {
     case 0: return x + y;
@@ -42,7 +35,7 @@ int ApplyInt(int x, int y) {
 
 int LoadByte(uchar v) { return TYPE == 1 ? (int)as_char(v) : (int)v; }
 
-__kernel void binary_bytes(__global const uchar* a, __global const uchar* b, __global uchar* c, BinaryPush p) {
+__kernel void binary_bytes(__global const uchar* a, __global const uchar* b, __global uchar* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint ia = BroadcastOffset(i, p.rank, p.dims, p.sa), ib = BroadcastOffset(i, p.rank, p.dims, p.sb);

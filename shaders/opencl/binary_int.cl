@@ -11,13 +11,6 @@
 #define OP KILN_SPEC_3
 #define TYPE KILN_SPEC_4
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} BinaryPush;
-
 long ApplyInt(long x, long y) {
   switch (OP) {
     case 0: return as_long(as_ulong(x) + as_ulong(y));
@@ -39,7 +32,7 @@ long ApplyInt(long x, long y) {
   }
 }
 
-__kernel void binary_int(__global const uint* a, __global const uint* b, __global uint* c, BinaryPush p) {
+__kernel void binary_int(__global const uint* a, __global const uint* b, __global uint* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint ia = BroadcastOffset(i, p.rank, p.dims, p.sa), ib = BroadcastOffset(i, p.rank, p.dims, p.sb);

@@ -122,6 +122,16 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
 // and Elu's alpha (alpha); Clip's bounds; HardSigmoid's alpha and beta. Code
 // 0 (and any code without a case): the identity.
 // log(1 + e^v) without overflow for large v.
+// The push constants of the broadcasting two-input kernels (binary,
+// binary_int, binary_bytes, pow_mixed, compare, compare_bool): c's n
+// elements over `rank` dims, a's and b's strides (0 where broadcast).
+typedef struct {
+  uint n, rank;
+  uint dims[KILN_MAX_RANK];
+  uint sa[KILN_MAX_RANK];
+  uint sb[KILN_MAX_RANK];
+} BroadcastPush;
+
 // The float functions of the binary ops (binary.cl, binary_bytes.cl;
 // shaders/vulkan/binary_fn.glsl): 0 Add, 1 Sub, 2 Mul, 3 Div, 4 Pow, 5 Max,
 // 6 Min, 7 PRelu, 8 Mod with fmod (the dividend's sign), 9 Mod (the

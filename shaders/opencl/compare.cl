@@ -12,13 +12,6 @@
 #define TYPE KILN_SPEC_3
 #define OP KILN_SPEC_4
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} ComparePush;
-
 // Element k of a buffer of TYPE, as bits (i32 sign-extended).
 long Element(__global const uint* t, uint k) {
   if (TYPE == 2) return ((__global const long*)t)[k];
@@ -36,7 +29,7 @@ int Order(long x, long y) {
 
 bool NonZero(long x) { return TYPE == 0 ? ((uint)x & 0x7fffffffu) != 0u : x != 0; }
 
-__kernel void compare(__global const uint* a, __global const uint* b, __global uchar* c, ComparePush p) {
+__kernel void compare(__global const uint* a, __global const uint* b, __global uchar* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const long x = Element(a, BroadcastOffset(i, p.rank, p.dims, p.sa));

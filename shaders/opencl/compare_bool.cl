@@ -7,14 +7,7 @@
 #endif
 #define OP KILN_SPEC_3
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} ComparePush;
-
-__kernel void compare_bool(__global const uchar* a, __global const uchar* b, __global uchar* c, ComparePush p) {
+__kernel void compare_bool(__global const uchar* a, __global const uchar* b, __global uchar* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uchar x = a[BroadcastOffset(i, p.rank, p.dims, p.sa)];

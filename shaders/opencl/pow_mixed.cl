@@ -13,13 +13,6 @@
 #define TA KILN_SPEC_3
 #define TB KILN_SPEC_4
 
-typedef struct {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} BinaryPush;
-
 long LoadInt(__global const uint* v, uint type, uint k) {
   return type == 2 ? ((__global const long*)v)[k] : (long)(int)v[k];
 }
@@ -34,7 +27,7 @@ long IntPow(long x, long e) {
   return as_long(r);
 }
 
-__kernel void pow_mixed(__global const uint* a, __global const uint* b, __global uint* c, BinaryPush p) {
+__kernel void pow_mixed(__global const uint* a, __global const uint* b, __global uint* c, BroadcastPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint ia = BroadcastOffset(i, p.rank, p.dims, p.sa), ib = BroadcastOffset(i, p.rank, p.dims, p.sb);

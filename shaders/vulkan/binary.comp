@@ -13,12 +13,7 @@ layout(constant_id = 3) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
 layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;

@@ -19,12 +19,7 @@ layout(constant_id = 4) const uint TYPE = 0;
 layout(std430, binding = 0) readonly buffer A { uint8_t a[]; };
 layout(std430, binding = 1) readonly buffer B { uint8_t b[]; };
 layout(std430, binding = 2) writeonly buffer C { uint8_t c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 // Truncating division and remainder of magnitudes (GLSL's % on negative
 // operands is not C's).

@@ -17,12 +17,7 @@ layout(constant_id = 4) const uint TYPE = 1;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer C { uint c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 uvec2 ApplyInt(uvec2 x, uvec2 y) {
   switch (OP) {

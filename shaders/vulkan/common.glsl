@@ -59,6 +59,17 @@ uint BroadcastOffset(uint i, uint rank, uint dims[KILN_MAX_RANK], uint strides[K
   return off;
 }
 
+// The push constants of the broadcasting two-input shaders (binary,
+// binary_int, binary_bytes, pow_mixed, compare, compare_bool): c's n
+// elements over `rank` dims, a's and b's strides (0 where broadcast).
+#define KILN_BROADCAST_PUSH                \
+  layout(push_constant) uniform P {        \
+    uint n, rank;                          \
+    uint dims[KILN_MAX_RANK];              \
+    uint sa[KILN_MAX_RANK];                \
+    uint sb[KILN_MAX_RANK];                \
+  } p
+
 // An index of an index tensor normalized into [0, dim) (negative indices
 // count from the end), or -1 when out of range: `lo` is the i32, or an i64's
 // low word with `hi` its high word (wide); an i64 outside int's range is out

@@ -14,12 +14,7 @@ layout(constant_id = 4) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer C { uint8_t c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 // -1, 0 or 1 as x <, =, > y; 2 when unordered (a NaN).
 int Order(uvec2 x, uvec2 y) {

@@ -11,12 +11,7 @@ layout(constant_id = 3) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer A { uint8_t a[]; };
 layout(std430, binding = 1) readonly buffer B { uint8_t b[]; };
 layout(std430, binding = 2) writeonly buffer C { uint8_t c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;

@@ -17,12 +17,7 @@ layout(constant_id = 4) const uint TB = 0;
 layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) writeonly buffer C { uint c[]; };
-layout(push_constant) uniform P {
-  uint n, rank;
-  uint dims[KILN_MAX_RANK];
-  uint sa[KILN_MAX_RANK];
-  uint sb[KILN_MAX_RANK];
-} p;
+KILN_BROADCAST_PUSH;
 
 // An element's words (i32 sign-extended) and its value as a float.
 uvec2 Widen(uint type, uvec2 w) { return type == 1u ? uvec2(w.x, int(w.x) < 0 ? 0xffffffffu : 0u) : w; }

@@ -90,4 +90,16 @@ Status Require32Bit(const Tensor& t) {
   return Status::Ok();
 }
 
+BroadcastPush MakeBroadcastPush(const Broadcast& bc, uint32_t n) {
+  BroadcastPush push{};
+  push.n = n;
+  push.rank = bc.rank;
+  for (int d = 0; d < 6; ++d) {
+    push.dims[d] = bc.dims[d];
+    push.sa[d] = bc.strides[0][d];
+    push.sb[d] = bc.strides[1][d];
+  }
+  return push;
+}
+
 }  // namespace kiln

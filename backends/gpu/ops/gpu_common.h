@@ -38,6 +38,15 @@ struct Broadcast {
 };
 StatusOr<Broadcast> MakeBroadcast(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins);
 
+// The push constants of the broadcasting two-input kernels (binary*,
+// pow_mixed, compare*; KILN_BROADCAST_PUSH in common.glsl, BroadcastPush in
+// common.cl): n output elements, and `bc`'s dims and its first two inputs'
+// strides.
+struct BroadcastPush {
+  uint32_t n, rank, dims[6], sa[6], sb[6];
+};
+BroadcastPush MakeBroadcastPush(const Broadcast& bc, uint32_t n);
+
 // Shapes and counts beyond 32 bits are not for these kernels.
 Status Require32Bit(const Tensor& t);
 

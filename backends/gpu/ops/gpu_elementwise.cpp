@@ -62,23 +62,6 @@ class ReshapeExecution final : public GpuExecution {
   }
 };
 
-// The push constants of the binary shaders (binary*.comp, pow_mixed.comp).
-struct BinaryPush {
-  uint32_t n, rank, dims[6], sa[6], sb[6];
-};
-
-BinaryPush MakePush(const Broadcast& bc, uint32_t n) {
-  BinaryPush push{};
-  push.n = n;
-  push.rank = bc.rank;
-  for (int d = 0; d < 6; ++d) {
-    push.dims[d] = bc.dims[d];
-    push.sa[d] = bc.strides[0][d];
-    push.sb[d] = bc.strides[1][d];
-  }
-  return push;
-}
-
 // Broadcasting binary dispatches (binary.comp), shared by the binary ops and
 // Clip with bounds computed at run time.
 class BinaryBase : public GpuExecution {
@@ -117,7 +100,7 @@ class BinaryBase : public GpuExecution {
     // as [N, C/4, S..., 4].
     KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*out),
                                                  {gpu()->storageShape(*a), gpu()->storageShape(*b)}));
-    BinaryPush push = MakePush(bc, static_cast<uint32_t>(gpu()->storageElements(*out)));
+    BroadcastPush push = MakeBroadcastPush(bc, static_cast<uint32_t>(gpu()->storageElements(*out)));
     return add1D(shader, {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
   }
 };
@@ -222,7 +205,7 @@ class PowExecution final : public BinaryBase {
                          fb::EnumNameDataType(y.dtype()));
     for (const Tensor* t : {&a, &b, &y}) KILN_RETURN_IF_ERROR(RequireUnits32(*t, t->dtype() == fb::DataType::I64 ? 2 : 1));
     KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(y.shape(), {a.shape(), b.shape()}));
-    BinaryPush push = MakePush(bc, static_cast<uint32_t>(y.elementCount()));
+    BroadcastPush push = MakeBroadcastPush(bc, static_cast<uint32_t>(y.elementCount()));
     return add1D("pow_mixed", {{&a}, {&b}, {&y, nullptr, true}}, push, push.n,
                  {static_cast<uint32_t>(ta), static_cast<uint32_t>(tb)});
   }

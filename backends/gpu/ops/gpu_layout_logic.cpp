@@ -64,11 +64,6 @@ class CastExecution final : public GpuExecution {
   }
 };
 
-// The push constants of compare.comp and compare_bool.comp.
-struct ComparePush {
-  uint32_t n, rank, dims[kMaxRank], sa[kMaxRank], sb[kMaxRank];
-};
-
 // The shader and specialization of a comparison or logic op on `t`.
 struct CompareKernel {
   const char* shader;
@@ -118,14 +113,7 @@ class CompareExecution final : public GpuExecution {
     for (const Tensor* t : in) KILN_RETURN_IF_ERROR(RequireUnits32(*t, 2));
     KILN_RETURN_IF_ERROR(RequireUnits32(*out[0], 2));
     KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(out[0]->shape(), {in[0]->shape(), b->shape()}));
-    ComparePush push{};
-    push.n = static_cast<uint32_t>(out[0]->elementCount());
-    push.rank = bc.rank;
-    for (int d = 0; d < kMaxRank; ++d) {
-      push.dims[d] = bc.dims[d];
-      push.sa[d] = bc.strides[0][d];
-      push.sb[d] = bc.strides[1][d];
-    }
+    const BroadcastPush push = MakeBroadcastPush(bc, static_cast<uint32_t>(out[0]->elementCount()));
     return add1D(kernel.shader, {{in[0]}, {b}, {out[0], nullptr, true}}, push, push.n, kernel.spec);
   }
 
