@@ -8,7 +8,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES  := tools/setup/debian-packages.txt
 DEPS      := tools/setup/install-deps.sh
 
-.PHONY: all deps build test demo test-asan test-tsan test-arm64 fuzz fuzz-build fuzz-ci models-check mediapipe-check clean
+.PHONY: all deps build python test demo test-asan test-tsan test-arm64 fuzz fuzz-build fuzz-ci models-check mediapipe-check clean
 
 all: build
 
@@ -21,6 +21,11 @@ $(BUILD)/CMakeCache.txt:
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The `kiln` Python module alone, into $(BUILD)/python/kiln:
+# PYTHONPATH=$(BUILD)/python /usr/bin/python3 -c "import kiln".
+python: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target kiln_python
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
