@@ -1,0 +1,160 @@
+"""The kiln Python module against NumPy: run by ctest (python_kiln) with
+PYTHONPATH=build/python and KILN_PY_MODELS=build/bin/py_models."""
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import kiln
+
+GPU_BACKENDS = ["vulkan", "opencl"]
+DTYPES = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64,
+          "u8": np.uint8, "i8": np.int8, "bool": np.bool_}
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("models")
+    subprocess.run([os.environ["KILN_PY_MODELS"], str(d)], check=True)
+    return d
+
+
+def relu_input(shape=(3, 5), seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_relu_round_trip(models, backend):
+    interp = kiln.Interpreter(str(models / "relu.kiln"))
+    session = interp.create_session(backend=backend, threads=2)
+    # Not skipped: lavapipe and PoCL are installed here and in CI, so the ops
+    # must be on the GPU backend, not fallen back to the host.
+    if backend != "host":
+        assert backend in session.devices, session.devices
+        assert f"{backend} 1 ops" in session.placement, session.placement
+    assert session.input_names == ["x"]
+    assert session.output_names == ["y"]
+    for shape in [(3, 5), (7, 2), (3, 5)]:  # run() resizes when the shape differs
+        x = relu_input(shape)
+        out = session.run({"x": x})
+        assert list(out) == ["y"]
+        assert out["y"].dtype == np.float32
+        assert out["y"].shape == shape
+        np.testing.assert_array_equal(out["y"], np.maximum(x, 0))
+    assert session.inputs["x"] == ((3, 5), np.dtype(np.float32))
+
+
+def test_from_bytes_and_pathlike(models):
+    data = (models / "relu.kiln").read_bytes()
+    x = relu_input()
+    for source in [data, bytearray(data), memoryview(data), models / "relu.kiln"]:
+        out = kiln.Interpreter(source).create_session().run({"x": x})
+        np.testing.assert_array_equal(out["y"], np.maximum(x, 0))
+
+
+def test_non_contiguous_and_list_inputs(models):
+    session = kiln.Interpreter(str(models / "relu.kiln")).create_session()
+    x = relu_input((6, 8))
+    view = x[::2, 1::3]  # strided: copied to C order first
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(session.run({"x": view})["y"], np.maximum(view, 0))
+    fortran = np.asfortranarray(x)
+    np.testing.assert_array_equal(session.run({"x": fortran})["y"], np.maximum(x, 0))
+    swapped = x.astype(">f4")  # non-native byte order
+    np.testing.assert_array_equal(session.run({"x": swapped})["y"], np.maximum(x, 0))
+    out = session.run({"x": [[1.5, -2.0], [-0.5, 3.0]]})["y"]  # a list takes the input's dtype
+    np.testing.assert_array_equal(out, np.array([[1.5, 0], [0, 3.0]], np.float32))
+
+
+def test_resize_and_two_inputs(models):
+    session = kiln.Interpreter(str(models / "add.kiln")).create_session()
+    assert session.input_names == ["a", "b"]
+    session.resize({"a": [4], "b": [4]})
+    assert session.inputs["a"] == ((4,), np.dtype(np.float32))
+    assert session.outputs["sum"] == ((4,), np.dtype(np.float32))
+    a = np.arange(4, dtype=np.float32)
+    b = np.full(4, 0.5, np.float32)
+    np.testing.assert_array_equal(session.run({"a": a, "b": b})["sum"], a + b)
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_dtypes(models, name):
+    dtype = DTYPES[name]
+    session = kiln.Interpreter(str(models / f"identity_{name}.kiln")).create_session()
+    assert session.inputs["x"][1] == np.dtype(dtype)
+    x = (np.arange(-5, 6) % 3 if name == "bool" else np.arange(-5, 6) if name not in ("u8",) else np.arange(11)).astype(dtype)
+    y = session.run({"x": x})["y"]
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_errors(models):
+    session = kiln.Interpreter(str(models / "relu.kiln")).create_session()
+    assert issubclass(kiln.Error, RuntimeError)
+    with pytest.raises(kiln.Error, match="dtype i32 given, the model takes f32"):
+        session.run({"x": np.zeros((2, 2), np.int32)})
+    with pytest.raises(kiln.Error, match="input 'x'"):
+        session.run({"x": np.zeros((2, 2, 2), np.float32)})  # rank 3 for x[n, c]
+    with pytest.raises(kiln.Error, match="input 'x' not given"):
+        session.run({})
+    with pytest.raises(kiln.Error, match="no input named 'z'"):
+        session.run({"x": relu_input(), "z": relu_input()})
+    with pytest.raises(kiln.Error, match="no input named 'z'"):
+        session.resize({"z": [1, 2]})
+    with pytest.raises(ValueError):
+        kiln.Interpreter(str(models / "relu.kiln")).create_session(backend="tpu")
+    # The session still works after the errors.
+    x = relu_input()
+    np.testing.assert_array_equal(session.run({"x": x})["y"], np.maximum(x, 0))
+
+
+def test_corrupt_model(models, tmp_path):
+    data = bytearray((models / "relu.kiln").read_bytes())
+    with pytest.raises(kiln.Error):
+        kiln.Interpreter(bytes(data[: len(data) // 2]))  # truncated
+    with pytest.raises(kiln.Error):
+        kiln.Interpreter(b"not a kiln model at all")
+    data[:8] = b"\xff" * 8  # the root offset and identifier
+    with pytest.raises(kiln.Error):
+        kiln.Interpreter(bytes(data))
+    with pytest.raises(kiln.Error, match="missing.kiln"):
+        kiln.Interpreter(str(tmp_path / "missing.kiln"))
+    with pytest.raises(TypeError):
+        kiln.Interpreter(42)
+
+
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_threads_match_serial(models, backend):
+    # Two Interpreters run at once; two sessions of one Interpreter are
+    # serialized by the module. Either way: the serial results.
+    path = str(models / "relu.kiln")
+    inputs = [relu_input((64, 257), seed) for seed in range(2)]
+    interps = [kiln.Interpreter(path), kiln.Interpreter(path)]
+    shared = kiln.Interpreter(path)
+    for sessions in ([i.create_session(backend=backend) for i in interps],
+                     [shared.create_session(backend=backend) for _ in range(2)]):
+        serial = [s.run({"x": x})["y"] for s, x in zip(sessions, inputs)]
+        results = [[], []]
+        errors = []
+
+        def work(i):
+            try:
+                for _ in range(20):
+                    results[i].append(sessions[i].run({"x": inputs[i]})["y"])
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for i in range(2):
+            assert len(results[i]) == 20
+            for r in results[i]:
+                np.testing.assert_array_equal(r, serial[i])
+            np.testing.assert_array_equal(serial[i], np.maximum(inputs[i], 0))
+
