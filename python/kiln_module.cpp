@@ -12,19 +12,24 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
 #include "kiln/session.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "kiln/types.h"
+#include "log.h"  // engine/src: SetLogSink (kiln_internal)
 
 namespace py = pybind11;
 
@@ -99,6 +104,33 @@ bool FromNumpy(const py::dtype& d, kiln::fb::DataType* out) {
 struct PyInterpreter {
   std::unique_ptr<kiln::Interpreter> interp;
   std::mutex mu;  // held by every session operation (see the file comment)
+  // The thread running a callback of run_with_callback (the mutex is held
+  // meanwhile): a session call from that callback would wait for the mutex
+  // forever, so it raises instead.
+  std::atomic<std::thread::id> callback_thread{};
+};
+
+// Takes an Interpreter's mutex (the GIL must be released), or fails when the
+// caller is that Interpreter's own callback.
+class InterpLock {
+ public:
+  explicit InterpLock(PyInterpreter& p) : p_(p) {
+    if (p.callback_thread == std::this_thread::get_id())
+      throw KilnError("failed precondition: a run_with_callback callback cannot use a session of the Interpreter that is running it");
+    p.mu.lock();
+  }
+  ~InterpLock() { p_.mu.unlock(); }
+  InterpLock(const InterpLock&) = delete;
+  InterpLock& operator=(const InterpLock&) = delete;
+
+ private:
+  PyInterpreter& p_;
+};
+
+// An op as run_with_callback's callbacks see it (kiln::OpInfo).
+struct PyOpInfo {
+  int index;
+  std::string name, type, backend;
 };
 
 class PySession {
@@ -110,18 +142,20 @@ class PySession {
     if (owner_->mu.try_lock()) {
       std::lock_guard<std::mutex> lock(owner_->mu, std::adopt_lock);
       (void)owner_->interp->releaseSession(session_);
-    } else {
+    } else if (owner_->callback_thread.load() != std::this_thread::get_id()) {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(owner_->mu);
       (void)owner_->interp->releaseSession(session_);
     }
+    // Else dropped inside its Interpreter's own callback: the session stays
+    // until the Interpreter goes (it releases its sessions then).
   }
   PySession(const PySession&) = delete;
   PySession& operator=(const PySession&) = delete;
 
   std::vector<std::string> Names(bool inputs) {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(owner_->mu);
+    InterpLock lock(*owner_);
     std::vector<std::string> names;
     for (auto& [name, t] : inputs ? session_->getInputAll() : session_->getOutputAll()) names.push_back(name);
     return names;
@@ -133,7 +167,7 @@ class PySession {
     std::vector<std::tuple<std::string, std::vector<int64_t>, kiln::fb::DataType>> info;
     {
       py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(owner_->mu);
+      InterpLock lock(*owner_);
       for (auto& [name, t] : inputs ? session_->getInputAll() : session_->getOutputAll())
         info.emplace_back(name, t->shape(), t->dtype());
     }
@@ -148,19 +182,43 @@ class PySession {
 
   std::string Placement() {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(owner_->mu);
+    InterpLock lock(*owner_);
     return session_->placement().toString();
+  }
+
+  // Times `loops` calls of kiln::Session::run() after `warmup`, in C++ on
+  // whatever the inputs hold now (bench/python_overhead.py: the C++ side).
+  std::vector<double> TimeRuns(int loops, int warmup) {
+    py::gil_scoped_release release;
+    InterpLock lock(*owner_);
+    for (int i = 0; i < warmup; ++i) Check(session_->run());
+    std::vector<double> ms;
+    for (int i = 0; i < loops; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      Check(session_->run());
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return ms;
+  }
+
+  std::vector<PyOpInfo> Ops() {
+    py::gil_scoped_release release;
+    InterpLock lock(*owner_);
+    std::vector<PyOpInfo> ops;
+    for (const kiln::OpPlacement& op : session_->placement().ops)
+      ops.push_back(PyOpInfo{static_cast<int>(ops.size()), op.name, op.type, op.backend});
+    return ops;
   }
 
   std::map<std::string, std::string> Devices() {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(owner_->mu);
+    InterpLock lock(*owner_);
     return session_->devices();
   }
 
   void Resize(const std::map<std::string, std::vector<int64_t>>& shapes) {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(owner_->mu);
+    InterpLock lock(*owner_);
     for (auto& [name, shape] : shapes) {
       kiln::Tensor* t = session_->getInput(name);
       if (!t) Raise(kiln::Status(kiln::StatusCode::kNotFound, "no input named '" + name + "'"));
@@ -169,7 +227,28 @@ class PySession {
     Check(session_->resize());
   }
 
-  py::dict Run(const py::dict& feeds) {
+  py::dict Run(const py::dict& feeds, const py::object& outputs) {
+    return RunImpl(feeds, outputs, py::none(), py::none());
+  }
+
+  py::dict RunWithCallback(const py::dict& feeds, const py::object& before, const py::object& after,
+                           const py::object& outputs) {
+    for (const py::object* f : {&before, &after})
+      if (!f->is_none() && !PyCallable_Check(f->ptr())) throw py::type_error("before and after must be callables or None");
+    return RunImpl(feeds, outputs, before, after);
+  }
+
+ private:
+  // An array the caller gave for an output (run(outputs=...)).
+  struct GivenOutput {
+    std::string name;
+    py::array array;
+    std::vector<int64_t> shape;
+    void* data;
+  };
+
+  py::dict RunImpl(const py::dict& feeds, const py::object& outputs, const py::object& before,
+                   const py::object& after) {
     // 1. With the GIL: each input as a C-contiguous array of its own dtype
     // (no copy when it already is one).
     struct Feed {
@@ -180,11 +259,13 @@ class PySession {
       const void* data;
     };
     std::vector<Feed> in;
-    std::map<std::string, kiln::fb::DataType> want;  // the session's input dtypes
+    std::map<std::string, kiln::fb::DataType> want;      // the session's input dtypes
+    std::map<std::string, kiln::fb::DataType> produced;  // and output dtypes
     {
       py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(owner_->mu);
+      InterpLock lock(*owner_);
       for (auto& [name, t] : session_->getInputAll()) want[name] = t->dtype();
+      for (auto& [name, t] : session_->getOutputAll()) produced[name] = t->dtype();
     }
     for (auto& [key, value] : feeds) {
       std::string name = py::cast<std::string>(key);
@@ -232,25 +313,97 @@ class PySession {
       if (!given) Raise(kiln::InvalidArgument("input '%s' not given", name.c_str()));
     }
 
+    // Caller arrays for outputs: checked now (dtype, contiguity), their
+    // shapes once the run has set the outputs' shapes.
+    std::vector<GivenOutput> given;
+    if (!outputs.is_none()) {
+      if (!py::isinstance<py::dict>(outputs)) throw py::type_error("outputs must be a dict {output name: numpy.ndarray}");
+      for (auto& [key, value] : py::reinterpret_borrow<py::dict>(outputs)) {
+        std::string name = py::cast<std::string>(key);
+        auto p = produced.find(name);
+        if (p == produced.end()) {
+          std::string names;
+          for (auto& [n, d] : produced) names += (names.empty() ? "'" : ", '") + n + "'";
+          Raise(kiln::Status(kiln::StatusCode::kNotFound,
+                             "no output named '" + name + "' (the outputs: " + names + ")"));
+        }
+        if (!py::isinstance<py::array>(value))
+          throw py::type_error("outputs['" + name + "'] must be a numpy.ndarray");
+        auto a = py::reinterpret_borrow<py::array>(value);
+        kiln::fb::DataType dtype;
+        if (!FromNumpy(a.dtype(), &dtype) || dtype != p->second || !a.dtype().attr("isnative").cast<bool>())
+          Raise(kiln::InvalidArgument("output '%s': the array is %s, the output is %s (native byte order)",
+                                      name.c_str(), py::str(a.dtype()).cast<std::string>().c_str(),
+                                      NumpyName(p->second) ? NumpyName(p->second) : kiln::DataTypeName(p->second)));
+        const int need = py::array::c_style | py::detail::npy_api::NPY_ARRAY_WRITEABLE_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+        if ((a.flags() & need) != need)
+          Raise(kiln::InvalidArgument("output '%s': the array must be C-contiguous, aligned and writeable",
+                                      name.c_str()));
+        std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+        void* data = a.mutable_data();
+        given.push_back(GivenOutput{name, a, std::move(shape), data});
+      }
+    }
+
+    // Callbacks run with the GIL taken, on this thread, while the
+    // Interpreter's mutex is held. A Python exception in one stops the run
+    // and is raised again here.
+    std::exception_ptr callback_error;
+    auto wrap = [&callback_error](const py::object& fn) -> kiln::TensorCallBack {
+      if (fn.is_none()) return nullptr;
+      return [&callback_error, &fn](const std::vector<kiln::Tensor*>& tensors, const kiln::OpInfo& op) -> bool {
+        py::gil_scoped_acquire gil;
+        if (callback_error) return false;
+        try {
+          py::dict arrays;
+          for (kiln::Tensor* t : tensors) {
+            if (!t) continue;  // an optional input left out
+            const char* np = NumpyName(t->dtype());
+            const size_t bytes = static_cast<size_t>(t->elementCount()) * t->elementSize();
+            if (!np || !t->hostData() || t->byteSize() < bytes) {
+              arrays[py::str(t->name())] = py::none();  // bf16: no NumPy type
+              continue;
+            }
+            py::array a(py::dtype(np), t->shape());  // a copy: the session reuses the memory
+            std::memcpy(a.mutable_data(), t->hostData(), bytes);
+            arrays[py::str(t->name())] = a;
+          }
+          py::object r = fn(PyOpInfo{op.index, op.name, op.type, op.backend}, arrays);
+          return r.ptr() != Py_False;
+        } catch (...) {
+          callback_error = std::current_exception();
+          return false;
+        }
+      };
+    };
+    const kiln::TensorCallBack before_cb = wrap(before), after_cb = wrap(after);
+    const bool callbacks = before_cb || after_cb;
+
     // 2. Without the GIL: resize when a shape differs, copy in, run, and
-    // copy out into arrays allocated with the GIL taken briefly.
+    // copy out into the caller's arrays or into arrays allocated with the
+    // GIL taken briefly.
     std::vector<std::string> out_names;
     std::vector<py::array> out_arrays;
     kiln::Status status;
     {
       py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(owner_->mu);
-      status = Execute(in, &out_names, &out_arrays);
+      InterpLock lock(*owner_);
+      if (callbacks) owner_->callback_thread = std::this_thread::get_id();
+      status = Execute(in, given, callbacks ? &before_cb : nullptr, callbacks ? &after_cb : nullptr, &out_names,
+                       &out_arrays);
+      owner_->callback_thread = std::thread::id();
     }
+    if (callback_error) std::rethrow_exception(callback_error);
     Check(status);
     py::dict result;
     for (size_t i = 0; i < out_names.size(); ++i) result[py::str(out_names[i])] = out_arrays[i];
     return result;
   }
 
- private:
   template <typename Feeds>
-  kiln::Status Execute(const Feeds& in, std::vector<std::string>* out_names, std::vector<py::array>* out_arrays) {
+  kiln::Status Execute(const Feeds& in, const std::vector<GivenOutput>& given, const kiln::TensorCallBack* before,
+                       const kiln::TensorCallBack* after, std::vector<std::string>* out_names,
+                       std::vector<py::array>* out_arrays) {
     bool resize = false;
     for (auto& f : in) {
       kiln::Tensor* t = session_->getInput(f.name);
@@ -266,24 +419,49 @@ class PySession {
       auto host = kiln::Tensor::wrap(f.shape, f.dtype, const_cast<void*>(f.data));
       KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host), "input '%s'", f.name.c_str());
     }
-    KILN_RETURN_IF_ERROR(session_->run());
+    if (before || after) {
+      KILN_RETURN_IF_ERROR(session_->runWithCallBack(before ? *before : nullptr, after ? *after : nullptr));
+    } else {
+      KILN_RETURN_IF_ERROR(session_->run());
+    }
     std::vector<kiln::Tensor*> outs;
+    std::vector<void*> targets;  // a caller's array, or null: allocate one
     for (auto& [name, t] : session_->getOutputAll()) {
       if (!NumpyName(t->dtype()))
         return kiln::Unsupported("output '%s': dtype %s has no NumPy type", name.c_str(),
                                  kiln::DataTypeName(t->dtype()));
+      void* target = nullptr;
+      for (auto& g : given) {
+        if (g.name != name) continue;
+        if (g.shape != t->shape()) {
+          auto str = [](const std::vector<int64_t>& v) {
+            std::string r = "(";
+            for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+            return r + (v.size() == 1 ? ",)" : ")");
+          };
+          return kiln::InvalidArgument("output '%s': the array's shape is %s, the output's %s", name.c_str(),
+                                       str(g.shape).c_str(), str(t->shape()).c_str());
+        }
+        target = g.data;
+      }
       out_names->push_back(name);
       outs.push_back(t);
+      targets.push_back(target);
     }
     {
       py::gil_scoped_acquire gil;
-      for (kiln::Tensor* t : outs) {
-        out_arrays->push_back(py::array(py::dtype(NumpyName(t->dtype())), t->shape()));
+      for (size_t i = 0; i < outs.size(); ++i) {
+        if (targets[i]) {
+          for (auto& g : given)
+            if (g.name == (*out_names)[i]) out_arrays->push_back(g.array);
+        } else {
+          out_arrays->push_back(py::array(py::dtype(NumpyName(outs[i]->dtype())), outs[i]->shape()));
+          targets[i] = (*out_arrays)[i].mutable_data();  // no refcounting afterwards: safe without the GIL
+        }
       }
     }
     for (size_t i = 0; i < outs.size(); ++i) {
-      void* data = (*out_arrays)[i].mutable_data();  // no refcounting: safe without the GIL
-      auto host = kiln::Tensor::wrap(outs[i]->shape(), outs[i]->dtype(), data);
+      auto host = kiln::Tensor::wrap(outs[i]->shape(), outs[i]->dtype(), targets[i]);
       KILN_RETURN_IF_ERROR(outs[i]->copyToHostTensor(host.get()), "output '%s'", (*out_names)[i].c_str());
     }
     return kiln::Status::Ok();
@@ -322,7 +500,8 @@ std::shared_ptr<PyInterpreter> Load(const py::object& source) {
 }
 
 std::unique_ptr<PySession> CreateSession(const std::shared_ptr<PyInterpreter>& self, const std::string& backend,
-                                         int threads, const std::string& precision, const py::object& cache_file) {
+                                         int threads, const std::string& precision, const py::object& cache_file,
+                                         int device_index) {
   kiln::ScheduleConfig config;
   if (!kiln::ParseForwardType(backend, &config.type))
     throw py::value_error("backend must be 'host', 'vulkan', 'opencl' or 'auto', not '" + backend + "'");
@@ -331,17 +510,58 @@ std::unique_ptr<PySession> CreateSession(const std::shared_ptr<PyInterpreter>& s
   if (threads < 1 || threads > kiln::kMaxThreads)
     throw py::value_error("threads must be 1 to " + std::to_string(kiln::kMaxThreads));
   config.numThread = threads;
+  if (device_index < -1) throw py::value_error("device_index must be -1 (the fastest kind) or a device index");
+  config.deviceIndex = device_index;
   if (!cache_file.is_none())
     config.cacheFile = py::str(py::module_::import("os").attr("fspath")(cache_file)).cast<std::string>();
   kiln::Session* session = nullptr;
   {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(self->mu);
+    InterpLock lock(*self);
     auto s = self->interp->createSession(config);
     if (!s.ok()) Raise(s.status());
     session = *s;
   }
   return std::make_unique<PySession>(self, session);
+}
+
+// (backend, device index or -1 for the host, device description) of every
+// device a session can start on: a one-op model, a session per backend and
+// device index until one does not start.
+std::vector<std::tuple<std::string, int, std::string>> Devices() {
+  kiln::NetBuilder b("kiln-devices");
+  int x = b.addInput("x", kiln::fb::DataType::F32, {1});
+  b.addOutput(b.addOp(kiln::fb::OpType::Relu, "relu", {x}, {"y"})[0]);
+  auto bytes = b.finish();
+  if (!bytes.ok()) Raise(bytes.status());
+  std::vector<std::tuple<std::string, int, std::string>> found;
+  py::gil_scoped_release release;
+  // The probe past the last device falls back to the host, which Kiln would
+  // print as a placement note: the probe's messages are dropped (and those of
+  // other threads meanwhile; the default sink is back afterwards).
+  struct QuietLog {
+    QuietLog() { kiln::SetLogSink([](const std::string&) {}); }
+    ~QuietLog() { kiln::SetLogSink(nullptr); }
+  } quiet;
+  auto interp = kiln::Interpreter::createFromBuffer(bytes->data(), bytes->size(), kiln::BufferOwnership::kCopy);
+  if (!interp.ok()) Raise(interp.status());
+  for (kiln::ForwardType type : {kiln::ForwardType::kHost, kiln::ForwardType::kVulkan, kiln::ForwardType::kOpenCL}) {
+    const std::string name = kiln::ForwardTypeName(type);
+    for (int index = 0; index < 64; ++index) {
+      kiln::ScheduleConfig config;
+      config.type = type;
+      config.deviceIndex = type == kiln::ForwardType::kHost ? -1 : index;
+      auto s = (*interp)->createSession(config);
+      if (!s.ok()) break;
+      auto devices = (*s)->devices();
+      (void)(*interp)->releaseSession(*s);
+      auto d = devices.find(name);
+      if (d == devices.end()) break;  // no such device: the session fell back to the host
+      found.emplace_back(name, config.deviceIndex, d->second);
+      if (type == kiln::ForwardType::kHost) break;
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -358,6 +578,8 @@ PYBIND11_MODULE(_kiln, m) {
     }
   });
 
+  m.def("_devices", &Devices, "[(backend, device index or -1, description)]: see kiln.devices().");
+
   py::class_<PyInterpreter, std::shared_ptr<PyInterpreter>>(m, "Interpreter",
       "One loaded, verified model (kiln::Interpreter). Sessions are created over it.\n\n"
       "Sessions of one Interpreter run one at a time (a lock serializes them);\n"
@@ -367,27 +589,53 @@ PYBIND11_MODULE(_kiln, m) {
            "its bytes (bytes, bytearray, memoryview: copied). Raises kiln.Error when the\n"
            "file is missing or malformed.")
       .def("create_session", &CreateSession, py::arg("backend") = "host", py::arg("threads") = 1,
-           py::arg("precision") = "normal", py::arg("cache_file") = py::none(),
+           py::arg("precision") = "normal", py::arg("cache_file") = py::none(), py::arg("device_index") = -1,
            "Creates a Session (kiln::Interpreter::createSession).\n\n"
            "backend: 'host', 'vulkan', 'opencl' or 'auto' (Vulkan, OpenCL, host: the\n"
            "  first that can run each op); ops a GPU backend cannot take run on the host.\n"
            "threads: host threads (1 to 1024).\n"
            "precision: 'normal', 'high' or 'low' (fp16 storage where supported).\n"
-           "cache_file: GPU backends: a file keeping compiled pipelines between processes.")
+           "cache_file: GPU backends: a file keeping compiled pipelines between processes.\n"
+           "device_index: GPU backends: the device (kiln.devices()' index); -1 picks the\n"
+           "  fastest kind (discrete, integrated, virtual, CPU).")
       .def_property_readonly(
           "model_name", [](const PyInterpreter& self) { return self.interp->modelName(); },
           "The model's name: the file path, or '<buffer>'.");
 
+  py::class_<PyOpInfo>(m, "OpInfo", "An op as run_with_callback's callbacks see it (kiln::OpInfo).")
+      .def_readonly("index", &PyOpInfo::index, "The op's index in the graph.")
+      .def_readonly("name", &PyOpInfo::name)
+      .def_readonly("type", &PyOpInfo::type, "'Conv', 'Relu', ...")
+      .def_readonly("backend", &PyOpInfo::backend, "Where it runs: 'host', 'vulkan', 'opencl'.")
+      .def("__repr__", [](const PyOpInfo& o) {
+        return "OpInfo(index=" + std::to_string(o.index) + ", name='" + o.name + "', type='" + o.type +
+               "', backend='" + o.backend + "')";
+      });
+
   py::class_<PySession>(m, "Session",
       "A planned, runnable instance of a model on a set of backends (kiln::Session).\n"
       "Created by Interpreter.create_session.")
-      .def("run", &PySession::Run, py::arg("inputs"),
+      .def("run", &PySession::Run, py::arg("inputs"), py::arg("outputs") = py::none(),
            "Runs the model on {input name: array} and returns {output name: ndarray}.\n\n"
            "Every input must be given. An array must have the input's dtype (kiln.Error\n"
            "otherwise); a list or scalar is converted to it. When an array's shape\n"
            "differs from the input's, the session is resized first. C-contiguous arrays\n"
            "are copied straight into the session; others are made contiguous first.\n"
+           "outputs: {output name: ndarray} to write outputs into the caller's arrays\n"
+           "  (the output's dtype and shape, C-contiguous, writeable; kiln.Error\n"
+           "  otherwise); those very arrays are returned. Outputs not named get new arrays.\n"
            "The GIL is released while the session runs.")
+      .def("run_with_callback", &PySession::RunWithCallback, py::arg("inputs"), py::arg("before") = py::none(),
+           py::arg("after") = py::none(), py::arg("outputs") = py::none(),
+           "run() calling before(op, tensors) ahead of each op with its inputs and\n"
+           "after(op, tensors) once it ran with its outputs (kiln::Session::runWithCallBack).\n"
+           "op: kiln.OpInfo (index, name, type, backend); tensors: {tensor name: ndarray},\n"
+           "copies (None for a dtype NumPy lacks, bf16). A callback returning False\n"
+           "(exactly False; None continues) stops the run: kiln.Error 'aborted: stopped by\n"
+           "the before-callback at op N ...' is raised, no outputs are returned. An\n"
+           "exception in a callback stops the run and is raised as is. Callbacks run on\n"
+           "the calling thread with the Interpreter locked: they must not use sessions of\n"
+           "the same Interpreter (kiln.Error).")
       .def("resize", &PySession::Resize, py::arg("shapes"),
            "Sets input shapes ({name: shape}) and resizes the session (shape inference,\n"
            "memory plan). run() does this by itself when given arrays of other shapes.")
@@ -403,6 +651,11 @@ PYBIND11_MODULE(_kiln, m) {
       .def_property_readonly("placement", &PySession::Placement,
                              "Where the ops run: kiln::Placement::toString() (ops per backend,\n"
                              "backend switches, and why any op is not on the preferred backend).")
+      .def("_time_runs", &PySession::TimeRuns, py::arg("loops"), py::arg("warmup") = 0,
+           "Milliseconds of each of `loops` kiln::Session::run() calls timed in C++ after\n"
+           "`warmup` runs, on the inputs as the last run() left them (no copies in or out).")
+      .def_property_readonly("ops", &PySession::Ops,
+                             "The ops in run order, as kiln.OpInfo (index, name, type, backend).")
       .def_property_readonly("devices", &PySession::Devices,
                              "{backend: device} of the session's backends, e.g. {'host': ..., 'vulkan': 'llvmpipe ...'}.");
 }

@@ -1,6 +1,6 @@
 """Type stub for the kiln module (python/kiln_module.cpp)."""
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -19,17 +19,45 @@ class Interpreter:
         threads: int = 1,
         precision: str = "normal",
         cache_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+        device_index: int = -1,
     ) -> "Session":
         """backend: 'host' | 'vulkan' | 'opencl' | 'auto'; precision: 'normal' | 'high' | 'low'."""
     @property
     def model_name(self) -> str:
         """The file path, or '<buffer>'."""
 
+class OpInfo:
+    """An op as run_with_callback's callbacks see it."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+
+# before/after callbacks: (op, {tensor name: array or None}) -> False stops the run.
+Callback = Callable[[OpInfo, Dict[str, Optional[np.ndarray]]], Optional[bool]]
+
 class Session:
     """A planned, runnable instance of a model (created by Interpreter.create_session)."""
 
-    def run(self, inputs: Mapping[str, npt.ArrayLike]) -> Dict[str, np.ndarray]:
-        """{input name: array} -> {output name: ndarray}; resizes when shapes differ."""
+    def run(
+        self, inputs: Mapping[str, npt.ArrayLike], outputs: Optional[Mapping[str, np.ndarray]] = None
+    ) -> Dict[str, np.ndarray]:
+        """{input name: array} -> {output name: ndarray}; resizes when shapes differ.
+        outputs: caller arrays the named outputs are written into (and returned)."""
+    def run_with_callback(
+        self,
+        inputs: Mapping[str, npt.ArrayLike],
+        before: Optional[Callback] = None,
+        after: Optional[Callback] = None,
+        outputs: Optional[Mapping[str, np.ndarray]] = None,
+    ) -> Dict[str, np.ndarray]:
+        """run() with before(op, inputs) / after(op, outputs) per op; a callback
+        returning False stops the run with kiln.Error ("aborted: ...")."""
     def resize(self, shapes: Mapping[str, Sequence[int]]) -> None:
         """Sets input shapes and resizes the session."""
     @property
@@ -42,8 +70,14 @@ class Session:
     @property
     def outputs(self) -> Dict[str, Tuple[Tuple[int, ...], Union[np.dtype, str]]]: ...
     @property
+    def ops(self) -> List[OpInfo]:
+        """The ops in run order."""
+    @property
     def placement(self) -> str:
         """kiln::Placement::toString(): ops per backend, switches, fallbacks."""
     @property
     def devices(self) -> Dict[str, str]:
         """{backend: device name}."""
+
+def devices() -> List[Dict[str, object]]:
+    """[{'backend', 'index', 'name', 'capabilities', 'description'}] per device found."""

@@ -160,3 +160,122 @@ def test_threads_match_serial(models, backend):
                 np.testing.assert_array_equal(r, serial[i])
             np.testing.assert_array_equal(serial[i], np.maximum(inputs[i], 0))
 
+
+
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_run_with_callback_records_ops(models, backend):
+    session = kiln.Interpreter(str(models / "chain.kiln")).create_session(backend=backend)
+    x = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    seen = []
+
+    def before(op, tensors):
+        if op.index == 0:
+            assert repr(op) == f"OpInfo(index=0, name='relu', type='Relu', backend='{backend}')"
+        seen.append(("before", op.index, op.name, op.type, {k: v.copy() for k, v in tensors.items()}))
+
+    def after(op, tensors):
+        assert op.backend == backend
+        seen.append(("after", op.index, op.name, op.type, {k: v.copy() for k, v in tensors.items()}))
+        return True
+
+    out = session.run_with_callback({"x": x}, before=before, after=after)
+    np.testing.assert_array_equal(out["y"], 2 * np.maximum(x, 0))
+    assert [(w, i, n, t) for w, i, n, t, _ in seen] == [
+        ("before", 0, "relu", "Relu"), ("after", 0, "relu", "Relu"),
+        ("before", 1, "double", "Add"), ("after", 1, "double", "Add")]
+    np.testing.assert_array_equal(seen[0][4]["x"], x)
+    np.testing.assert_array_equal(seen[1][4]["r"], np.maximum(x, 0))  # the intermediate tensor
+    np.testing.assert_array_equal(seen[3][4]["y"], out["y"])
+
+
+def test_run_with_callback_stops(models):
+    session = kiln.Interpreter(str(models / "chain.kiln")).create_session()
+    x = np.array([-1.0, 2.0], np.float32)
+    ran = []
+
+    def stop_at_add(op, tensors):
+        ran.append(op.name)
+        return op.type != "Add"  # False before the Add: the run stops there
+
+    with pytest.raises(kiln.Error, match=r"aborted: .*chain.kiln: stopped by the before-callback at op 1 'double' \(Add\)"):
+        session.run_with_callback({"x": x}, before=stop_at_add)
+    assert ran == ["relu", "double"]
+    with pytest.raises(kiln.Error, match="stopped by the after-callback at op 0 'relu'"):
+        session.run_with_callback({"x": x}, after=lambda op, t: False)
+
+    def boom(op, tensors):
+        raise ValueError("from the callback")
+
+    with pytest.raises(ValueError, match="from the callback"):  # the callback's own exception
+        session.run_with_callback({"x": x}, after=boom)
+
+    def reenter(op, tensors):
+        session.run({"x": x})  # would deadlock on the Interpreter's lock: raises instead
+
+    with pytest.raises(kiln.Error, match="cannot use a session"):
+        session.run_with_callback({"x": x}, before=reenter)
+    with pytest.raises(TypeError):
+        session.run_with_callback({"x": x}, before=42)
+    # The session still runs after all that.
+    np.testing.assert_array_equal(session.run({"x": x})["y"], 2 * np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_outputs_into_caller_arrays(models, backend):
+    session = kiln.Interpreter(str(models / "relu.kiln")).create_session(backend=backend)
+    x = relu_input((3, 5))
+    out = np.full((3, 5), np.nan, np.float32)
+    address = out.ctypes.data
+    for _ in range(2):
+        result = session.run({"x": x}, outputs={"y": out})
+        assert result["y"] is out  # the very array, filled in place
+        assert out.ctypes.data == address
+        np.testing.assert_array_equal(out, np.maximum(x, 0))
+    # A view into a bigger buffer works when it is C-contiguous.
+    buf = np.zeros((4, 3, 5), np.float32)
+    assert session.run({"x": x}, outputs={"y": buf[2]})["y"].ctypes.data == buf[2].ctypes.data
+    np.testing.assert_array_equal(buf[2], np.maximum(x, 0))
+    assert not buf[1].any()
+    # With callbacks too.
+    out2 = np.empty((3, 5), np.float32)
+    assert session.run_with_callback({"x": x}, after=lambda op, t: None, outputs={"y": out2})["y"] is out2
+    np.testing.assert_array_equal(out2, np.maximum(x, 0))
+
+
+def test_outputs_checked(models):
+    session = kiln.Interpreter(str(models / "relu.kiln")).create_session()
+    x = relu_input((3, 5))
+    with pytest.raises(kiln.Error, match="output 'y': the array is float64, the output is float32"):
+        session.run({"x": x}, outputs={"y": np.empty((3, 5), np.float64)})
+    with pytest.raises(kiln.Error, match=r"output 'y': the array's shape is \(5, 3\), the output's \(3, 5\)"):
+        session.run({"x": x}, outputs={"y": np.empty((5, 3), np.float32)})
+    with pytest.raises(kiln.Error, match="C-contiguous"):
+        session.run({"x": x}, outputs={"y": np.empty((5, 3), np.float32).T})
+    ro = np.empty((3, 5), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(kiln.Error, match="writeable"):
+        session.run({"x": x}, outputs={"y": ro})
+    with pytest.raises(kiln.Error, match="no output named 'z'"):
+        session.run({"x": x}, outputs={"z": np.empty((3, 5), np.float32)})
+    with pytest.raises(TypeError):
+        session.run({"x": x}, outputs={"y": [0.0] * 15})
+    np.testing.assert_array_equal(session.run({"x": x})["y"], np.maximum(x, 0))
+
+
+def test_devices(models):
+    found = kiln.devices()
+    assert found[0]["backend"] == "host" and found[0]["index"] is None
+    for backend in GPU_BACKENDS:  # lavapipe and PoCL here and in CI
+        mine = [d for d in found if d["backend"] == backend]
+        assert mine, found
+        assert [d["index"] for d in mine] == list(range(len(mine)))
+        for d in mine:
+            assert d["name"] and d["capabilities"], d
+            assert d["description"] == f"{d['name']} ({', '.join(d['capabilities'])})"
+            # The same device as a session on that index reports.
+            session = kiln.Interpreter(str(models / "relu.kiln")).create_session(
+                backend=backend, device_index=d["index"])
+            assert session.devices[backend] == d["description"]
+    with pytest.raises(ValueError):
+        kiln.Interpreter(str(models / "relu.kiln")).create_session(device_index=-2)
+
