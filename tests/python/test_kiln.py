@@ -1,7 +1,9 @@
 """The kiln Python module against NumPy: run by ctest (python_kiln) with
 PYTHONPATH=build/python and KILN_PY_MODELS=build/bin/py_models."""
+import json
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -279,3 +281,48 @@ def test_devices(models):
     with pytest.raises(ValueError):
         kiln.Interpreter(str(models / "relu.kiln")).create_session(device_index=-2)
 
+
+def kiln_cli(*args):
+    return subprocess.run([sys.executable, "-m", "kiln", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_run(models, tmp_path):
+    x = relu_input((3, 5))
+    np.save(tmp_path / "x.npy", x)
+    r = kiln_cli("run", models / "chain.kiln", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--threads", "2", "--precision", "high", "--output-dir", tmp_path / "out")
+    # chain takes x[n]: a rank-2 array is refused with the input's name.
+    assert r.returncode == 1 and "input 'x'" in r.stderr, r
+    np.save(tmp_path / "x.npy", x[0])
+    r = kiln_cli("run", models / "chain.kiln", "--input", f"x={tmp_path / 'x.npy'}", "--backend", "host",
+                 "--threads", "2", "--precision", "high", "--output-dir", tmp_path / "out")
+    assert r.returncode == 0, r
+    assert "output y: float32 5 -> " in r.stdout and "run: " in r.stdout, r.stdout
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), 2 * np.maximum(x[0], 0))
+    r = kiln_cli("run", models / "chain.kiln")
+    assert r.returncode == 1 and "input 'x' is not given" in r.stderr, r
+    r = kiln_cli("run", models / "chain.kiln", "--input", f"x={tmp_path / 'x.npy'}", "--input", f"z={tmp_path / 'x.npy'}")
+    assert r.returncode == 1 and "no input 'z'" in r.stderr, r
+    r = kiln_cli("run", models / "chain.kiln", "--backend", "tpu")
+    assert r.returncode == 2, r
+    r = kiln_cli("run", tmp_path / "missing.kiln", "--input", f"x={tmp_path / 'x.npy'}")
+    assert r.returncode == 1 and "missing.kiln" in r.stderr, r
+
+
+def test_cli_bench_inspect_devices(models):
+    r = kiln_cli("bench", models / "relu.kiln", "--shape", "x=4,8", "--loops", "7", "--warmup", "1", "--json")
+    assert r.returncode == 0, r
+    result = json.loads(r.stdout)
+    assert result["loops"] == 7 and 0 < result["min_ms"] <= result["median_ms"] <= result["max_ms"], result
+    r = kiln_cli("bench", models / "relu.kiln", "--shape", "x=2,3", "--loops", "3")
+    assert r.returncode == 0 and "median" in r.stdout, r
+    r = kiln_cli("bench", models / "relu.kiln")  # x[n, c]: the shape must be given
+    assert r.returncode == 1 and "--shape" in r.stderr, r
+    r = kiln_cli("inspect", models / "chain.kiln")
+    assert r.returncode == 0, r
+    assert "x: float32 [" in r.stdout and "ops: 2 (Add 1, Relu 1)" in r.stdout, r.stdout
+    r = kiln_cli("inspect", models / "add.kiln", "--json")
+    assert json.loads(r.stdout)["ops"] == 1 and list(json.loads(r.stdout)["inputs"]) == ["a", "b"]
+    r = kiln_cli("devices", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["backend"] == "host", r
+    assert kiln_cli().returncode == 2
