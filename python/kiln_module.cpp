@@ -388,10 +388,15 @@ class PySession {
     {
       py::gil_scoped_release release;
       InterpLock lock(*owner_);
-      if (callbacks) owner_->callback_thread = std::this_thread::get_id();
+      struct CallbackThread {  // marks this thread as running callbacks, until any exit
+        PyInterpreter& p;
+        explicit CallbackThread(PyInterpreter& p, bool on) : p(p) {
+          if (on) p.callback_thread = std::this_thread::get_id();
+        }
+        ~CallbackThread() { p.callback_thread = std::thread::id(); }
+      } mark(*owner_, callbacks);
       status = Execute(in, given, callbacks ? &before_cb : nullptr, callbacks ? &after_cb : nullptr, &out_names,
                        &out_arrays);
-      owner_->callback_thread = std::thread::id();
     }
     if (callback_error) std::rethrow_exception(callback_error);
     Check(status);
