@@ -163,13 +163,28 @@ class PySession {
 
   // name -> (shape, dtype) of the inputs or outputs as the session has them
   // now (-1 for a dimension not yet known).
+  // An input's shape as the model declares it (-1 for a symbolic dim), for
+  // an input the session has not been resized to yet (its tensor has no
+  // shape then); empty for a scalar or a name the model lacks.
+  std::vector<int64_t> DeclaredShape(const std::string& name) const {
+    const kiln::fb::Net& net = owner_->interp->net();
+    std::vector<int64_t> shape;
+    if (!net.tensors()) return shape;
+    for (const kiln::fb::Tensor* t : *net.tensors()) {
+      if (!t->name() || t->name()->str() != name || !t->shape()) continue;
+      for (const kiln::fb::Dim* d : *t->shape()) shape.push_back(d->size() >= 0 ? d->size() : -1);
+      break;
+    }
+    return shape;
+  }
+
   py::dict Info(bool inputs) {
     std::vector<std::tuple<std::string, std::vector<int64_t>, kiln::fb::DataType>> info;
     {
       py::gil_scoped_release release;
       InterpLock lock(*owner_);
       for (auto& [name, t] : inputs ? session_->getInputAll() : session_->getOutputAll())
-        info.emplace_back(name, t->shape(), t->dtype());
+        info.emplace_back(name, t->shape().empty() && inputs ? DeclaredShape(name) : t->shape(), t->dtype());
     }
     py::dict d;
     for (auto& [name, shape, dtype] : info) {
