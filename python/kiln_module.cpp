@@ -23,13 +23,17 @@
 #include <thread>
 #include <vector>
 
+#if KILN_PYTHON_CONVERT
+#include "kiln/convert.h"  // tools/convert: the converter library behind kiln-convert
+#endif
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
 #include "kiln/session.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "kiln/types.h"
-#include "log.h"  // engine/src: SetLogSink (kiln_internal)
+#include "log.h"    // engine/src: SetLogSink (kiln_internal)
+#include "model.h"  // engine/src: Model::constant (weight bytes)
 
 namespace py = pybind11;
 
@@ -584,6 +588,68 @@ std::vector<std::tuple<std::string, int, std::string>> Devices() {
   return found;
 }
 
+// kiln.convert: kiln::ConvertFile as kiln-convert calls it (the same options),
+// then the written model is loaded, as kiln-convert does: a conversion is only
+// done when the model verifies. Returns the ConvertReport as a dict.
+py::dict Convert(const std::string& in, const std::string& out, bool optimize, bool external_weights,
+                 bool allow_unsupported, bool fp16, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+#if !KILN_PYTHON_CONVERT
+  (void)in, (void)out, (void)optimize, (void)external_weights, (void)allow_unsupported, (void)fp16, (void)input_shapes;
+  Raise(kiln::Status(kiln::StatusCode::kUnsupported, "kiln.convert: this build has no converter (a host-only build)"));
+#else
+  kiln::ConvertOptions opt;
+  opt.optimize = optimize;
+  opt.external_weights = external_weights;
+  opt.allow_unsupported = allow_unsupported;
+  opt.fp16 = fp16;
+  opt.input_shapes = input_shapes;
+  for (const auto& [name, shape] : input_shapes)
+    for (int64_t d : shape)
+      if (d < 0) throw py::value_error("input_shapes['" + name + "']: dimensions must be >= 0");
+  kiln::ConvertReport report;
+  std::vector<std::string> progress;
+  opt.progress = [&progress](const std::string& line) { progress.push_back(line); };
+  {
+    py::gil_scoped_release release;
+    Check(kiln::ConvertFile(in, out, opt, &report));
+    auto check = kiln::Interpreter::createFromFile(out);
+    if (!check.ok())
+      Raise(kiln::Status(check.status().code(), "the written model does not load: " + check.status().message()));
+  }
+  py::dict r;
+  r["source_format"] = report.source_format;
+  r["opset"] = report.opset;
+  r["ops_in"] = report.ops_in;
+  r["ops_out"] = report.ops_out;
+  r["weight_bytes"] = report.weight_bytes;
+  r["fp16_weights"] = report.fp16_weights;
+  r["unsupported"] = report.unsupported;
+  py::list passes;
+  for (const auto& [name, n] : report.passes) passes.append(py::make_tuple(name, n));
+  r["passes"] = passes;
+  r["progress"] = progress;
+  return r;
+#endif
+}
+
+// (parameters, inline weight bytes, external weight bytes) of a model, as
+// kiln-inspect's summary counts them.
+py::tuple Weights(const PyInterpreter& self) {
+  const kiln::fb::Net& net = self.interp->net();
+  const kiln::Model& model = self.interp->model();
+  uint64_t params = 0, inline_bytes = 0, external_bytes = 0;
+  size_t num_tensors = net.tensors() ? net.tensors()->size() : 0;
+  for (size_t i = 0; i < num_tensors; ++i) {
+    const kiln::fb::Tensor& t = *net.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    kiln::ConstantView c = model.constant(static_cast<int>(i));
+    if (!c.data) continue;
+    size_t esize = kiln::DataTypeSize(t.dtype());
+    params += esize ? c.size / esize : 0;
+    (t.external() ? external_bytes : inline_bytes) += c.size;
+  }
+  return py::make_tuple(params, inline_bytes, external_bytes);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_kiln, m) {
@@ -598,6 +664,9 @@ PYBIND11_MODULE(_kiln, m) {
     }
   });
 
+  m.def("_convert", &Convert, py::arg("src"), py::arg("out"), py::arg("optimize"), py::arg("external_weights"),
+        py::arg("allow_unsupported"), py::arg("fp16"), py::arg("input_shapes"),
+        "kiln::ConvertFile + a load check: see kiln.convert().");
   m.def("_devices", &Devices, "[(backend, device index or -1, description)]: see kiln.devices().");
 
   py::class_<PyInterpreter, std::shared_ptr<PyInterpreter>>(m, "Interpreter",
@@ -618,6 +687,7 @@ PYBIND11_MODULE(_kiln, m) {
            "cache_file: GPU backends: a file keeping compiled pipelines between processes.\n"
            "device_index: GPU backends: the device (kiln.devices()' index); -1 picks the\n"
            "  fastest kind (discrete, integrated, virtual, CPU).")
+      .def("_weights", &Weights, "(parameters, inline weight bytes, external weight bytes), as kiln-inspect counts them.")
       .def_property_readonly(
           "model_name", [](const PyInterpreter& self) { return self.interp->modelName(); },
           "The model's name: the file path, or '<buffer>'.");

@@ -81,3 +81,21 @@ class Session:
 
 def devices() -> List[Dict[str, object]]:
     """[{'backend', 'index', 'name', 'capabilities', 'description'}] per device found."""
+
+def convert(
+    src_path: Union[str, "os.PathLike[str]"],
+    out_path: Union[str, "os.PathLike[str]"],
+    *,
+    optimize: bool = True,
+    external_weights: bool = False,
+    allow_unsupported: bool = False,
+    fp16: bool = False,
+    input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+) -> Dict[str, object]:
+    """.onnx / .tflite -> .kiln as kiln-convert does; returns the report
+    (ops_in, ops_out, passes, unsupported, weight_bytes, summary, ...).
+    Raises kiln.Error when the conversion fails."""
+
+def inspect(path: Union[str, "os.PathLike[str]"]) -> Dict[str, object]:
+    """{'model', 'inputs', 'outputs', 'ops', 'op_types', 'parameters', 'weight_bytes',
+    'inline_weight_bytes', 'external_weight_bytes'}; .onnx / .tflite are converted first."""

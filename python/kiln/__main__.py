@@ -1,6 +1,7 @@
 """python -m kiln run|bench|inspect|devices: the kiln-run / kiln-bench /
-kiln-inspect workflows through the Python module (.kiln models; convert ONNX
-or TFLite with kiln-convert first).
+kiln-inspect workflows through the Python module. MODEL is a .kiln file, or an
+.onnx / .tflite model, converted first as kiln.convert does by default (to a
+temporary file).
 
   python -m kiln run MODEL --input NAME=FILE.npy ... [--output-dir DIR]
                      [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]
@@ -21,7 +22,7 @@ import time
 
 import numpy as np
 
-from . import Error, Interpreter, devices
+from . import Error, _load, devices, inspect
 
 BACKENDS = ["host", "vulkan", "opencl", "auto"]
 PRECISIONS = ["normal", "high", "low"]
@@ -35,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _session_args(p):
-    p.add_argument("model", help="a .kiln model")
+    p.add_argument("model", help="a .kiln model (or .onnx / .tflite, converted first)")
     p.add_argument("--backend", choices=BACKENDS, default="host")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--precision", choices=PRECISIONS, default="normal")
@@ -60,7 +61,7 @@ def _open(args):
     if not 1 <= args.threads <= 1024:
         print("kiln: --threads must be 1 to 1024", file=sys.stderr)
         sys.exit(2)
-    interp = Interpreter(args.model)
+    interp = _load(args.model)
     return interp.create_session(backend=args.backend, threads=args.threads, precision=args.precision)
 
 
@@ -157,18 +158,7 @@ def cmd_bench(args):
 
 
 def cmd_inspect(args):
-    interp = Interpreter(args.model)
-    session = interp.create_session()
-    ops = session.ops
-    types = {}
-    for op in ops:
-        types[op.type] = types.get(op.type, 0) + 1
-
-    def io(info):
-        return {n: {"shape": list(s), "dtype": str(d)} for n, (s, d) in info.items()}
-
-    result = {"model": args.model, "inputs": io(session.inputs), "outputs": io(session.outputs),
-              "ops": len(ops), "op_types": dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0])))}
+    result = inspect(args.model)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -178,7 +168,9 @@ def cmd_inspect(args):
         for name, v in result[what].items():
             dims = ", ".join("?" if d < 0 else str(d) for d in v["shape"])
             print(f"  {name}: {v['dtype']} [{dims}]")
-    print(f"ops: {len(ops)} ({', '.join(f'{t} {n}' for t, n in result['op_types'].items())})")
+    print(f"ops: {result['ops']} ({', '.join(f'{t} {n}' for t, n in result['op_types'].items())})")
+    print(f"weights: {result['weight_bytes']} bytes ({result['inline_weight_bytes']} inline, "
+          f"{result['external_weight_bytes']} external), {result['parameters']} parameters")
     return 0
 
 
@@ -209,7 +201,7 @@ def main(argv=None):
     p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...", type=_shape)
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_bench)
-    p = sub.add_parser("inspect", help="inputs, outputs and op count")
+    p = sub.add_parser("inspect", help="inputs, outputs, ops by type and weight bytes (kiln.inspect)")
     p.add_argument("model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_inspect)

@@ -327,3 +327,110 @@ def test_cli_bench_inspect_devices(models):
     r = kiln_cli("devices", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)[0]["backend"] == "host", r
     assert kiln_cli().returncode == 2
+
+
+# kiln.convert / kiln.inspect: ONNX models from Debian's libonnx-testdata (a
+# build dependency, tools/setup/debian-packages.txt).
+ONNX_DATA = "/usr/share/libonnx-testdata/data"
+CONV2D = f"{ONNX_DATA}/pytorch-operator/test_operator_conv/model.onnx"  # 7488 weight bytes
+RELU = f"{ONNX_DATA}/node/test_relu/model.onnx"
+BERNOULLI = f"{ONNX_DATA}/node/test_bernoulli/model.onnx"  # an op Kiln does not have
+# A KILN_HOST_ONLY build has no converter (no protobuf): kiln.convert raises.
+HOST_ONLY = os.environ.get("KILN_PY_HOST_ONLY") == "1"
+needs_converter = pytest.mark.skipif(HOST_ONLY, reason="a KILN_HOST_ONLY build has no converter")
+
+
+@pytest.mark.skipif(not HOST_ONLY, reason="the converter is built")
+def test_convert_host_only(tmp_path):
+    with pytest.raises(kiln.Error, match="no converter"):
+        kiln.convert(RELU, tmp_path / "relu.kiln")
+
+
+def only_input(session):
+    (name, (shape, dtype)), = session.inputs.items()
+    return name, np.random.default_rng(3).standard_normal([max(d, 1) for d in shape]).astype(dtype)
+
+
+@needs_converter
+def test_convert_onnx(tmp_path):
+    report = kiln.convert(CONV2D, tmp_path / "conv.kiln")
+    assert report["source_format"] == "onnx" and report["ops_in"] >= 1 and report["ops_out"] >= 1, report
+    assert report["weight_bytes"] > 0 and report["unsupported"] == {}, report
+    assert isinstance(report["passes"], list) and report["fp16_weights"] == 0, report
+    assert f"ops in, {report['ops_out']} ops out" in report["summary"] and "passes: " in report["summary"], report
+    session = kiln.Interpreter(tmp_path / "conv.kiln").create_session()
+    name, x = only_input(session)
+    want = session.run({name: x})
+    # The same model unoptimized, with external weights, with f16 weights.
+    plain = kiln.convert(CONV2D, str(tmp_path / "plain.kiln"), optimize=False, external_weights=True)
+    assert "passes:" not in plain["summary"], plain
+    assert (tmp_path / "plain.weights").exists()
+    info = kiln.inspect(tmp_path / "plain.kiln")
+    assert info["external_weight_bytes"] > 0 and info["weight_bytes"] == plain["weight_bytes"], (info, plain)
+    got = kiln.Interpreter(tmp_path / "plain.kiln").create_session().run({name: x})
+    for n in want:
+        np.testing.assert_allclose(got[n], want[n], rtol=1e-5, atol=1e-5)
+    half = kiln.convert(CONV2D, tmp_path / "half.kiln", fp16=True)
+    assert half["fp16_weights"] >= 1 and half["weight_bytes"] < report["weight_bytes"], half
+    assert "fp16: " in half["summary"]
+    relu = kiln.convert(RELU, tmp_path / "relu.kiln", input_shapes={"x": (2, 3)})
+    assert relu["ops_out"] == 1
+    assert kiln.inspect(tmp_path / "relu.kiln")["inputs"]["x"]["shape"] == [2, 3]
+
+
+@needs_converter
+def test_convert_errors(tmp_path):
+    with pytest.raises(kiln.Error, match="Bernoulli"):  # unsupported ops: type, count, node
+        kiln.convert(BERNOULLI, tmp_path / "b.kiln")
+    assert not (tmp_path / "b.kiln").exists()
+    kept = kiln.convert(BERNOULLI, tmp_path / "b.kiln", allow_unsupported=True)
+    assert kept["unsupported"] == {"Bernoulli": 1} and "kept unsupported: Bernoulli x1" in kept["summary"], kept
+    (tmp_path / "corrupt.onnx").write_bytes(b"\x08\x07garbage, not a protobuf" * 10)
+    with pytest.raises(kiln.Error):
+        kiln.convert(tmp_path / "corrupt.onnx", tmp_path / "c.kiln")
+    (tmp_path / "corrupt.tflite").write_bytes(b"TFL3" * 50)
+    with pytest.raises(kiln.Error):
+        kiln.convert(tmp_path / "corrupt.tflite", tmp_path / "c.kiln")
+    with pytest.raises(kiln.Error, match="missing.onnx"):
+        kiln.convert(tmp_path / "missing.onnx", tmp_path / "c.kiln")
+    with pytest.raises(kiln.Error, match="only .onnx and .tflite"):
+        kiln.convert(tmp_path / "model.pb", tmp_path / "c.kiln")
+    with pytest.raises(ValueError):
+        kiln.convert(RELU, tmp_path / "r.kiln", input_shapes={"x": [-1, 3]})
+    with pytest.raises(TypeError):
+        kiln.convert(RELU, tmp_path / "r.kiln", True)  # the options are keyword-only
+
+
+def test_inspect(models, tmp_path):
+    info = kiln.inspect(models / "chain.kiln")
+    assert info["ops"] == 2 and info["op_types"] == {"Add": 1, "Relu": 1}, info
+    assert info["inputs"]["x"]["dtype"] == "float32" and info["weight_bytes"] == info["inline_weight_bytes"], info
+    assert info["external_weight_bytes"] == 0
+    if HOST_ONLY:
+        return
+    onnx = kiln.inspect(CONV2D)  # converted first
+    converted = kiln.convert(CONV2D, tmp_path / "conv.kiln")
+    assert onnx["ops"] == converted["ops_out"] and onnx["weight_bytes"] == converted["weight_bytes"], (onnx, converted)
+    assert onnx["op_types"] == kiln.inspect(tmp_path / "conv.kiln")["op_types"]
+    with pytest.raises(kiln.Error):
+        kiln.inspect(tmp_path / "missing.kiln")
+
+
+@needs_converter
+def test_cli_onnx(tmp_path):
+    r = kiln_cli("inspect", CONV2D, "--json")
+    assert r.returncode == 0, r
+    info = json.loads(r.stdout)
+    assert info["weight_bytes"] > 0 and info["model"] == CONV2D, info
+    r = kiln_cli("inspect", RELU)
+    assert r.returncode == 0 and "ops: 1 (Relu 1)" in r.stdout and "weights: 0 bytes" in r.stdout, r
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = kiln_cli("run", RELU, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert r.returncode == 0, r
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), np.maximum(x, 0))
+    r = kiln_cli("bench", RELU, "--loops", "2", "--json")
+    assert r.returncode == 0, r
+    r = kiln_cli("inspect", BERNOULLI)
+    assert r.returncode == 1 and "Bernoulli" in r.stderr, r
+
