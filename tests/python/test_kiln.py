@@ -434,3 +434,39 @@ def test_cli_onnx(tmp_path):
     r = kiln_cli("inspect", BERNOULLI)
     assert r.returncode == 1 and "Bernoulli" in r.stderr, r
 
+
+# examples/python/segment_photo.py: run as a user would, on the files
+# `make demo` leaves in this build's demo/ (the build is where kiln was
+# imported from); without them it must say "run make demo first" and exit 0.
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python", "segment_photo.py")
+BUILD_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(kiln.__file__))))
+
+
+def run_example(demo_dir):
+    env = dict(os.environ, KILN_DEMO_DIR=str(demo_dir))
+    return subprocess.run([sys.executable, EXAMPLE], capture_output=True, text=True, env=env, timeout=240)
+
+
+def test_segment_photo_example_without_demo_files(tmp_path):
+    r = run_example(tmp_path / "demo")
+    assert r.returncode == 0 and "run make demo first" in r.stdout, r
+    assert not (tmp_path / "demo").exists()  # it writes nothing then
+
+
+@needs_converter
+def test_segment_photo_example():
+    demo = os.path.join(BUILD_DIR, "demo")
+    if not (os.path.isfile(os.path.join(demo, "mediapipe", "package", "selfie_segmentation.tflite")) and
+            os.path.isfile(os.path.join(demo, "mediapipe", "astronaut.png"))):
+        r = run_example(demo)  # a fresh machine (no `make demo` yet): the message, exit 0
+        assert r.returncode == 0 and "run make demo first" in r.stdout, r
+        return
+    r = run_example(demo)
+    assert r.returncode == 0, r
+    assert "ops in" in r.stdout and "host: " in r.stdout, r.stdout
+    for backend in GPU_BACKENDS:
+        assert f"{backend}0 vs host: max abs diff" in r.stdout, r.stdout
+        diff = float(r.stdout.split(f"{backend}0 vs host: max abs diff ")[1].split()[0])
+        assert diff < 1e-3, r.stdout
+    png = os.path.join(demo, "python", "selfie_host.png")
+    assert os.path.isfile(png) and "% of the pixels are the person" in r.stdout, r.stdout
