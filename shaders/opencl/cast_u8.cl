@@ -1,4 +1,4 @@
-// Cast (CastBits in common.cl) where a side is f16 or bool
+// Cast (CastBits in common.cl) where a side is f16, bool, u8 or i8
 // (shaders/vulkan/cast_u8.comp): both sides are addressed in bytes
 // (little-endian), so each item writes exactly its own element's bytes.
 #ifndef KILN_SPEC_3
@@ -14,7 +14,7 @@ typedef struct {
   uint n;
 } CastPush;
 
-uint Bytes(uint kind) { return kind == KIND_BOOL ? 1u : (kind == KIND_F16 ? 2u : (kind == KIND_I64 ? 8u : 4u)); }
+uint Bytes(uint kind) { return kind == KIND_BOOL || kind == KIND_U8 || kind == KIND_I8 ? 1u : (kind == KIND_F16 ? 2u : (kind == KIND_I64 ? 8u : 4u)); }
 
 __kernel void cast_u8(__global const uchar* x, __global uchar* y, CastPush p) {
   uint i = KILN_GLOBAL_INDEX;

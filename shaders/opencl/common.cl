@@ -316,13 +316,17 @@ void MultiplyTile(__local const float* As, __local const float* Bs, float* acc) 
 //     53 bits, then to 24 bits, each to nearest even;
 //   * f32 -> f16 rounds to nearest even, f16 -> f32 is exact (integer code:
 //     vstore_half could meet a device that flushes subnormals);
-//   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word.
+//   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word;
+//   * float -> u8 / i8 truncates toward zero and saturates to the byte's
+//     range (NaN -> 0); integers -> u8 / i8 keep the low byte (wrap).
 // The kinds are the op layer's cast kinds (gpu_layout_logic.cpp).
 #define KIND_F32 0u
 #define KIND_F16 1u
 #define KIND_I32 2u
 #define KIND_I64 3u
 #define KIND_BOOL 4u
+#define KIND_U8 5u
+#define KIND_I8 6u
 
 // v rounded to its `keep` most significant bits, to nearest even.
 ulong RoundBits(ulong v, int keep) {
@@ -389,17 +393,23 @@ ulong CastBits(ulong v, uint src, uint dst) {
       case KIND_F16: return FloatToHalf(f);
       case KIND_I32: return (uint)FloatToInt(f, 32u);
       case KIND_I64: return as_ulong(FloatToInt(f, 64u));
+      case KIND_U8: return (ulong)(uint)clamp((int)FloatToInt(f, 32u), 0, 255);
+      case KIND_I8: return (ulong)((uint)clamp((int)FloatToInt(f, 32u), -128, 127) & 0xffu);
       default: return (f & 0x7fffffffu) != 0u ? 1ul : 0ul;
     }
   }
   long i = as_long(v);
   if (src == KIND_I32) i = (long)(int)(uint)v;
   if (src == KIND_BOOL) i = v != 0ul ? 1 : 0;
+  if (src == KIND_U8) i = (long)(v & 0xfful);
+  if (src == KIND_I8) i = (long)as_char((uchar)(v & 0xfful));
   switch (dst) {
     case KIND_F32: return IntToFloat(i);
     case KIND_F16: return FloatToHalf(IntToFloat(i));
     case KIND_I32: return (uint)i;
     case KIND_I64: return as_ulong(i);
+    case KIND_U8:
+    case KIND_I8: return as_ulong(i) & 0xfful;
     default: return i != 0 ? 1ul : 0ul;
   }
 }

@@ -1,4 +1,4 @@
-// Cast between f32, f16, i32, i64 and bool on raw bits, shared by cast.comp
+// Cast between f32, f16, i32, i64, bool, u8 and i8 on raw bits, shared by cast.comp
 // (32-bit words) and cast_u8.comp (bytes). An element is a uvec2 (low word,
 // high word; narrower elements zero-extended). Integer arithmetic only, so
 // the result is the host kernel's (host_fallback/ops/elementwise.cpp) bit for
@@ -7,7 +7,9 @@
 //   * int -> float rounds as the host's int64 -> double -> float does: to
 //     53 bits, then to 24 bits, each to nearest even;
 //   * f32 -> f16 rounds to nearest even (FloatToHalf), f16 -> f32 is exact;
-//   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word.
+//   * x -> bool is x != 0 (NaN is true); i64 -> i32 keeps the low word;
+//   * float -> u8 / i8 truncates toward zero and saturates to the byte's
+//     range (NaN -> 0); integers -> u8 / i8 keep the low byte (wrap).
 // The kinds (spec constants SRC and DST) are GpuCastKind in
 // backends/gpu/ops/gpu_layout_logic.cpp.
 #include "int64.glsl"
@@ -17,6 +19,8 @@
 #define KIND_I32 2u
 #define KIND_I64 3u
 #define KIND_BOOL 4u
+#define KIND_U8 5u
+#define KIND_I8 6u
 
 layout(constant_id = 3) const uint SRC = 0;
 layout(constant_id = 4) const uint DST = 0;
@@ -102,17 +106,23 @@ uvec2 Cast(uvec2 v) {
       case KIND_F16: return uvec2(FloatToHalf(f), 0u);
       case KIND_I32: return uvec2(FloatToInt(f, 32u).x, 0u);
       case KIND_I64: return FloatToInt(f, 64u);
+      case KIND_U8: return uvec2(uint(clamp(int(FloatToInt(f, 32u).x), 0, 255)), 0u);
+      case KIND_I8: return uvec2(uint(clamp(int(FloatToInt(f, 32u).x), -128, 127)) & 0xffu, 0u);
       default: return uvec2((f & 0x7fffffffu) != 0u ? 1u : 0u, 0u);
     }
   }
   uvec2 i = v;  // as a signed 64-bit integer
   if (SRC == KIND_I32) i.y = int(v.x) < 0 ? 0xffffffffu : 0u;
   if (SRC == KIND_BOOL) i = uvec2(v.x != 0u ? 1u : 0u, 0u);
+  if (SRC == KIND_U8) i = uvec2(v.x & 0xffu, 0u);
+  if (SRC == KIND_I8) i = uvec2(uint(int(v.x << 24) >> 24), (v.x & 0x80u) != 0u ? 0xffffffffu : 0u);
   switch (DST) {
     case KIND_F32: return uvec2(IntToFloat(i), 0u);
     case KIND_F16: return uvec2(FloatToHalf(IntToFloat(i)), 0u);
     case KIND_I32: return uvec2(i.x, 0u);
     case KIND_I64: return i;
+    case KIND_U8:
+    case KIND_I8: return uvec2(i.x & 0xffu, 0u);
     default: return uvec2((i.x | i.y) != 0u ? 1u : 0u, 0u);
   }
 }

@@ -3,7 +3,7 @@
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
 
-// Cast (cast.glsl) where a side is f16 or bool: both sides are addressed
+// Cast (cast.glsl) where a side is f16, bool, u8 or i8: both sides are addressed
 // in bytes (little-endian), so each invocation writes exactly its own
 // element's bytes. Needs storageBuffer8BitAccess.
 #include "cast.glsl"
@@ -12,7 +12,7 @@ layout(std430, binding = 0) readonly buffer X { uint8_t x[]; };
 layout(std430, binding = 1) writeonly buffer Y { uint8_t y[]; };
 layout(push_constant) uniform P { uint n; } p;
 
-uint Bytes(uint kind) { return kind == KIND_BOOL ? 1u : (kind == KIND_F16 ? 2u : (kind == KIND_I64 ? 8u : 4u)); }
+uint Bytes(uint kind) { return kind == KIND_BOOL || kind == KIND_U8 || kind == KIND_I8 ? 1u : (kind == KIND_F16 ? 2u : (kind == KIND_I64 ? 8u : 4u)); }
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;

@@ -325,6 +325,8 @@ TEST(GpuLayout, Cast) {
   for (int64_t v : i64) i32.push_back(static_cast<int32_t>(v));
   std::vector<uint16_t> f16 = {0x0000, 0x8000, 0x3c00, 0xbe00, 0x0001, 0x83ff, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x4248};
   const std::vector<uint8_t> bools = {0, 1, 1, 0, 1, 0, 0};
+  const std::vector<uint8_t> u8 = {0, 1, 127, 128, 200, 255, 17};
+  const std::vector<int8_t> i8 = {0, 1, -1, 127, -128, -77, 55};
   struct Src {
     fb::DataType t;
     const void* data;
@@ -334,10 +336,12 @@ TEST(GpuLayout, Cast) {
                       {fb::DataType::I64, i64.data(), i64.size(), 8},
                       {fb::DataType::I32, i32.data(), i32.size(), 4},
                       {fb::DataType::F16, f16.data(), f16.size(), 2},
-                      {fb::DataType::BOOL, bools.data(), bools.size(), 1}};
+                      {fb::DataType::BOOL, bools.data(), bools.size(), 1},
+                      {fb::DataType::U8, u8.data(), u8.size(), 1},
+                      {fb::DataType::I8, i8.data(), i8.size(), 1}};
   for (const Src& s : srcs)
-    for (fb::DataType to :
-         {fb::DataType::F32, fb::DataType::F16, fb::DataType::I32, fb::DataType::I64, fb::DataType::BOOL}) {
+    for (fb::DataType to : {fb::DataType::F32, fb::DataType::F16, fb::DataType::I32, fb::DataType::I64,
+                            fb::DataType::BOOL, fb::DataType::U8, fb::DataType::I8}) {
       fb::CastParamsT p;
       p.to = to;
       OpTest op(fb::OpType::Cast);

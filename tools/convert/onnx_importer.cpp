@@ -306,6 +306,15 @@ class OnnxImporter {
     if (t == "Conv" || t == "ConvTranspose") {
       KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
       return Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(p));
+    } else if (t == "ConvInteger" || t == "QLinearConv") {
+      KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
+      return Emit(OpByName(t), n, in, U(p));
+    } else if (t == "QuantizeLinear" || t == "DequantizeLinear") {
+      // Per-axis scales along `axis` (default 1; opset 13+).
+      if (FindAttr(n, "block_size") && AttrInt(n, "block_size", 0) != 0) return Keep(n, "blocked quantization");
+      if (FindAttr(n, "output_dtype") && AttrInt(n, "output_dtype", 0) != 0) return Keep(n, "output_dtype");
+      KILN_ASSIGN_OR_RETURN(fb::AxisParamsT p, Axis(n, 1));
+      return Emit(OpByName(t), n, in, U(p));
     } else if (t == "MaxPool" && AttrInt(n, "storage_order", 0) != 0 && OutputNames(n, 2).size() > 1) {
       return Keep(n, "storage_order 1 (column-major Indices)");
     } else if (t == "PRelu" && opset_ < 7 && in.size() == 2) {

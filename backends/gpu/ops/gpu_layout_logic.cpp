@@ -1,8 +1,9 @@
 // Dtype-changing elementwise ops on GPU, with the host kernels'
 // semantics (host_fallback/ops/elementwise.cpp):
-//   * Cast between f32, f16, i32, i64 and bool (cast.glsl: integer-only
-//     conversions, bit-exact with the host): cast.comp when both sides are
-//     whole words, cast_u8.comp (byte addressed) when a side is f16 or bool;
+//   * Cast between f32, f16, i32, i64, bool, u8 and i8 (cast.glsl:
+//     integer-only conversions, bit-exact with the host): cast.comp when
+//     both sides are whole words, cast_u8.comp (byte addressed) when a side
+//     is f16, bool, u8 or i8;
 //     a cast to the same dtype is a buffer copy;
 //   * Equal, Less, Greater, GreaterOrEqual, LessOrEqual, And on f32 / i32 /
 //     i64 (compare.comp), Equal and And on bool / u8 and Not, Or, Xor on
@@ -20,7 +21,7 @@ namespace {
 constexpr int kMaxRank = 6;  // KILN_MAX_RANK of common.glsl
 
 // Element kinds of cast.glsl (KIND_*).
-enum GpuCastKind : uint32_t { kF32 = 0, kF16, kI32, kI64, kBool };
+enum GpuCastKind : uint32_t { kF32 = 0, kF16, kI32, kI64, kBool, kU8, kI8 };
 
 StatusOr<uint32_t> CastKind(fb::DataType t) {
   switch (t) {
@@ -29,16 +30,18 @@ StatusOr<uint32_t> CastKind(fb::DataType t) {
     case fb::DataType::I32: return kI32;
     case fb::DataType::I64: return kI64;
     case fb::DataType::BOOL: return kBool;
-    default: return Unsupported("GPU Cast takes f32, f16, i32, i64 and bool, not %s", fb::EnumNameDataType(t));
+    case fb::DataType::U8: return kU8;
+    case fb::DataType::I8: return kI8;
+    default: return Unsupported("GPU Cast takes f32, f16, i32, i64, bool, u8 and i8, not %s", fb::EnumNameDataType(t));
   }
 }
 
 // The shader of a cast between two kinds: words when both sides are whole
 // words, bytes otherwise (8-bit storage).
 StatusOr<const char*> CastShader(uint32_t src, uint32_t dst, const GpuCaps& caps) {
-  const bool words = src != kF16 && src != kBool && dst != kF16 && dst != kBool;
+  const bool words = (src == kF32 || src == kI32 || src == kI64) && (dst == kF32 || dst == kI32 || dst == kI64);
   if (!words && !caps.storage_8bit)
-    return Unsupported("GPU Cast to or from f16 / bool addresses bytes, which needs 8-bit storage");
+    return Unsupported("GPU Cast to or from f16 / bool / u8 / i8 addresses bytes, which needs 8-bit storage");
   return words ? "cast" : "cast_u8";
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "checked_math.h"
+#include "elements.h"
 #include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
@@ -96,19 +97,24 @@ Status PerChannel(ShapeContext& c, int k, const char* what, int64_t n) {
 
 // ---- Conv / ConvTranspose ----
 
-Status InferShapeConv(ShapeContext& c) {
+namespace {
+
+// Conv's shape, X and W at inputs xi and wi (QLinearConv's are 0 and 3),
+// the bias (checked like X's type when bi >= 0) and the output of `out`
+// (like X when `out_like_x`).
+Status ConvShape(ShapeContext& c, int xi, int wi, int bi, bool out_like_x, fb::DataType out_dtype) {
   const char* op = c.op().typeName();
   const bool transpose = c.op().type == fb::OpType::ConvTranspose;
   const fb::ConvParams* p = c.params<fb::ConvParams>();
-  const IntVec& x = c.inShape(0);
-  const IntVec& w = c.inShape(1);
+  const IntVec& x = c.inShape(xi);
+  const IntVec& w = c.inShape(wi);
   if (x.size() < 3)
     return InvalidArgument("%s: input must be [N, C, spatial...] with at least one spatial axis, is %s", op,
                            Join(x).c_str());
   if (w.size() != x.size())
     return InvalidArgument("%s: weights %s have rank %zu but the input %s has rank %zu", op, Join(w).c_str(),
                            w.size(), Join(x).c_str(), x.size());
-  KILN_RETURN_IF_ERROR(SameType(c, 0, 1, "X", "W"));
+  if (out_like_x) KILN_RETURN_IF_ERROR(SameType(c, xi, wi, "X", "W"));
   const int n = static_cast<int>(x.size()) - 2;
   const int64_t group = p ? p->group() : 1;
   if (group < 1) return InvalidArgument("%s: group is %lld, must be >= 1", op, static_cast<long long>(group));
@@ -133,7 +139,14 @@ Status InferShapeConv(ShapeContext& c) {
                              static_cast<long long>(x[1]), static_cast<long long>(group));
     out_channels = SatMul(w[1], group);
   }
-  if (c.hasInput(2)) KILN_RETURN_IF_ERROR(PerChannel(c, 2, "bias", out_channels));
+  if (bi >= 0 && c.hasInput(bi)) {
+    if (out_like_x) {
+      KILN_RETURN_IF_ERROR(PerChannel(c, bi, "bias", out_channels));
+    } else if (c.inRank(bi) != 1 || c.inShape(bi)[0] != out_channels) {
+      return InvalidArgument("%s: bias (input %d) must have shape [%lld], has %s", op, bi,
+                             static_cast<long long>(out_channels), Join(c.inShape(bi)).c_str());
+    }
+  }
 
   IntVec kernel(w.begin() + 2, w.end());
   if (p && p->kernel_shape() && p->kernel_shape()->size() > 0) {
@@ -186,8 +199,104 @@ Status InferShapeConv(ShapeContext& c) {
       out_shape.push_back(o);
     }
   }
-  c.setOutput(0, out_shape, c.inType(0));
+  c.setOutput(0, out_shape, out_like_x ? c.inType(xi) : out_dtype);
   return Status::Ok();
+}
+
+// MatMul's shape, A and B at inputs ai and bi.
+Status MatMulShape(ShapeContext& c, int ai, int bi, bool out_like_a, fb::DataType out_dtype) {
+  const char* op = c.op().typeName();
+  IntVec a = c.inShape(ai), b = c.inShape(bi);
+  if (a.empty() || b.empty())
+    return InvalidArgument("%s: operands must have rank >= 1, are %s and %s", op, Join(a).c_str(), Join(b).c_str());
+  if (out_like_a) KILN_RETURN_IF_ERROR(SameType(c, ai, bi, "A", "B"));
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);  // [K] -> [1, K]
+  if (b_vec) b.push_back(1);          // [K] -> [K, 1]
+  if (a.back() != b[b.size() - 2])
+    return InvalidArgument("%s: A %s and B %s: inner dims %lld and %lld differ", op, Join(c.inShape(ai)).c_str(),
+                           Join(c.inShape(bi)).c_str(), static_cast<long long>(a.back()),
+                           static_cast<long long>(b[b.size() - 2]));
+  IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  KILN_ASSIGN_OR_RETURN(IntVec out, BroadcastShapes(ba, bb), "%s: batch dims", op);
+  if (!a_vec) out.push_back(a[a.size() - 2]);
+  if (!b_vec) out.push_back(b.back());
+  c.setOutput(0, out, out_like_a ? c.inType(ai) : out_dtype);
+  return Status::Ok();
+}
+
+// "'name' (input k)": the quantized ops' errors name the tensor.
+std::string Named(ShapeContext& c, int k) { return "'" + c.input(k).name() + "' (input " + std::to_string(k) + ")"; }
+
+bool IsQuant8(fb::DataType t) { return t == fb::DataType::I8 || t == fb::DataType::U8; }
+
+// Input k (when given) must be i8 or u8.
+Status NeedQuant8(ShapeContext& c, int k, const char* what) {
+  if (c.hasInput(k) && !IsQuant8(c.inType(k)))
+    return InvalidArgument("%s: %s %s must be int8 or uint8, is %s", c.op().typeName(), what, Named(c, k).c_str(),
+                           DataTypeName(c.inType(k)));
+  return Status::Ok();
+}
+
+// Zero point k (when given) must have the type of its operand j.
+Status ZeroPointType(ShapeContext& c, int k, int j, const char* what) {
+  if (c.hasInput(k) && c.inType(k) != c.inType(j))
+    return InvalidArgument("%s: %s %s is %s but its operand %s is %s", c.op().typeName(), what, Named(c, k).c_str(),
+                           DataTypeName(c.inType(k)), Named(c, j).c_str(), DataTypeName(c.inType(j)));
+  return Status::Ok();
+}
+
+// Scale k must be a float type.
+Status ScaleType(ShapeContext& c, int k, const char* what) {
+  if (!IsFloating(c.inType(k)))
+    return InvalidArgument("%s: %s %s must be a float tensor, is %s", c.op().typeName(), what, Named(c, k).c_str(),
+                           DataTypeName(c.inType(k)));
+  return Status::Ok();
+}
+
+// The QLinear ops' operand checks: 8-bit operands at a, b, y (the output's
+// zero point) with zero points of their types and float scales.
+Status QLinearTypes(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "a/x"));
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 3, "b/w"));
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 7, "y_zero_point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 2, 0, "a/x zero point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 5, 3, "b/w zero point"));
+  KILN_RETURN_IF_ERROR(ScaleType(c, 1, "a/x scale"));
+  KILN_RETURN_IF_ERROR(ScaleType(c, 4, "b/w scale"));
+  return ScaleType(c, 6, "y_scale");
+}
+
+}  // namespace
+
+Status InferShapeConv(ShapeContext& c) { return ConvShape(c, 0, 1, 2, true, fb::DataType::F32); }
+
+Status InferShapeConvInteger(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "x"));
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 1, "w"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 2, 0, "x_zero_point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 3, 1, "w_zero_point"));
+  return ConvShape(c, 0, 1, -1, false, fb::DataType::I32);
+}
+
+Status InferShapeQLinearConv(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(QLinearTypes(c));
+  if (c.hasInput(8) && c.inType(8) != fb::DataType::I32)
+    return InvalidArgument("QLinearConv: bias B %s must be int32, is %s", Named(c, 8).c_str(), DataTypeName(c.inType(8)));
+  return ConvShape(c, 0, 3, 8, false, c.inType(7));
+}
+
+Status InferShapeMatMulInteger(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "A"));
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 1, "B"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 2, 0, "a_zero_point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 3, 1, "b_zero_point"));
+  return MatMulShape(c, 0, 1, false, fb::DataType::I32);
+}
+
+Status InferShapeQLinearMatMul(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(QLinearTypes(c));
+  return MatMulShape(c, 0, 3, false, c.inType(7));
 }
 
 // ---- pools ----
@@ -342,25 +451,7 @@ Status InferShapeLayerNorm(ShapeContext& c) {
 
 // ---- MatMul / Gemm ----
 
-Status InferShapeMatMul(ShapeContext& c) {
-  IntVec a = c.inShape(0), b = c.inShape(1);
-  if (a.empty() || b.empty())
-    return InvalidArgument("MatMul: operands must have rank >= 1, are %s and %s", Join(a).c_str(), Join(b).c_str());
-  KILN_RETURN_IF_ERROR(SameType(c, 0, 1, "A", "B"));
-  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a.insert(a.begin(), 1);  // [K] -> [1, K]
-  if (b_vec) b.push_back(1);          // [K] -> [K, 1]
-  if (a.back() != b[b.size() - 2])
-    return InvalidArgument("MatMul: A %s and B %s: inner dims %lld and %lld differ", Join(c.inShape(0)).c_str(),
-                           Join(c.inShape(1)).c_str(), static_cast<long long>(a.back()),
-                           static_cast<long long>(b[b.size() - 2]));
-  IntVec ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  KILN_ASSIGN_OR_RETURN(IntVec out, BroadcastShapes(ba, bb), "MatMul: batch dims");
-  if (!a_vec) out.push_back(a[a.size() - 2]);
-  if (!b_vec) out.push_back(b.back());
-  c.setOutput(0, out, c.inType(0));
-  return Status::Ok();
-}
+Status InferShapeMatMul(ShapeContext& c) { return MatMulShape(c, 0, 1, true, fb::DataType::F32); }
 
 Status InferShapeGemm(ShapeContext& c) {
   const fb::GemmParams* p = c.params<fb::GemmParams>();

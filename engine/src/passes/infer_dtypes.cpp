@@ -53,6 +53,19 @@ bool OutputDtype(const fb::OpT& op, const OpDef& def, size_t j, const std::vecto
     case fb::OpType::MelWeightMatrix:
       *out = op.params.AsWindowParams() ? op.params.AsWindowParams()->dtype : fb::DataType::F32;
       return true;
+    case fb::OpType::QuantizeLinear:
+      if (op.inputs.size() > 2 && op.inputs[2] >= 0) return input(2);
+      *out = fb::DataType::U8;
+      return true;
+    case fb::OpType::DynamicQuantizeLinear:
+      *out = j == 1 ? fb::DataType::F32 : fb::DataType::U8;
+      return true;
+    case fb::OpType::MatMulInteger:
+    case fb::OpType::ConvInteger:
+      *out = fb::DataType::I32;
+      return true;
+    case fb::OpType::QLinearMatMul:
+    case fb::OpType::QLinearConv: return input(7);
     default: return false;
   }
 }

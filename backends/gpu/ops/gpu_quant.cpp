@@ -1,0 +1,338 @@
+// The quantized ops on GPU, bit for bit with the host kernels
+// (host_fallback/ops/quant.cpp): QuantizeLinear and DequantizeLinear (per
+// tensor or per axis; f32 <-> u8 / i8, quantize.comp, dequantize.comp),
+// DynamicQuantizeLinear (a one-work-group min / max reduction that writes the
+// scale and zero point, dq_range.comp, then quantize.comp with them),
+// MatMulInteger and QLinearMatMul (qmatmul.comp), ConvInteger and QLinearConv
+// (qconv.comp). The integer products are naive, one invocation an output
+// element with an int32 sum (the host's exact sum, wrapped to int32 as it
+// stores it); the QLinear forms requantize with the host's arithmetic: the
+// multiplier s_a * s_b / s_y in f32, the product with the sum in double and
+// round half to even, saturated. Divisions run in double and round to
+// float (the correctly rounded f32 quotient the host computes) in the _f64
+// variants, which the QLinear ops need (devices without f64 arithmetic
+// leave them on the host). 8-bit tensors need the device's 8-bit storage;
+// f16 / bf16 / f64 floats, 16-bit and i32 quantized types stay on the host.
+// Correctness first: no tiling.
+#include <algorithm>
+
+#include "ops/op_params.h"
+#include "gpu_layout.h"
+
+namespace kiln {
+namespace {
+
+// 0 u8, 1 i8, 2 i32 (the kernels' TYPE spec constants).
+StatusOr<uint32_t> ByteType(const Tensor& t, const char* op, bool allow_i32 = false) {
+  switch (t.dtype()) {
+    case fb::DataType::U8: return 0u;
+    case fb::DataType::I8: return 1u;
+    case fb::DataType::I32:
+      if (allow_i32) return 2u;
+      break;
+    default: break;
+  }
+  return Unsupported("GPU %s takes u8 and i8 tensors, not %s ('%s')", op, fb::EnumNameDataType(t.dtype()),
+                     t.name().c_str());
+}
+
+Status RequireF32Tensor(const Tensor& t, const char* op) {
+  if (t.dtype() != fb::DataType::F32)
+    return Unsupported("GPU %s takes f32 floats, not %s ('%s')", op, fb::EnumNameDataType(t.dtype()), t.name().c_str());
+  return Status::Ok();
+}
+
+Status CheckZeroPoint(const Tensor* z, fb::DataType type, const char* op) {
+  if (z && z->dtype() != type)
+    return InvalidArgument("%s: zero point '%s' is %s but its operand is %s", op, z->name().c_str(),
+                           fb::EnumNameDataType(z->dtype()), fb::EnumNameDataType(type));
+  return Status::Ok();
+}
+
+const Tensor* Opt(const std::vector<Tensor*>& in, size_t k) { return k < in.size() ? in[k] : nullptr; }
+
+// The per-axis split of the host's PerAxis: element i takes value (i / inner) % n.
+Status PerAxis(const GraphOp& op, const Tensor& x, const Tensor& s, const Tensor* z, uint32_t* n, uint32_t* inner) {
+  const int64_t count = s.elementCount();
+  *n = 1, *inner = 1;
+  if (z && z->elementCount() != count)
+    return InvalidArgument("%s: zero point '%s' has %lld values but the scale %lld", op.typeName(), z->name().c_str(),
+                           static_cast<long long>(z->elementCount()), static_cast<long long>(count));
+  if (count == 1 && s.dimensions() <= 1) return Status::Ok();
+  if (s.dimensions() != 1) return InvalidArgument("%s: scale must be a scalar or 1-D", op.typeName());
+  const auto* p = op.params<fb::AxisParams>();
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 1, x.dimensions()), "%s", op.typeName());
+  int64_t outer, len, in;
+  AroundAxis(x.shape(), axis, &outer, &len, &in);
+  if (len != count)
+    return InvalidArgument("%s: per-axis scale has %lld values but x has %lld along axis %d", op.typeName(),
+                           static_cast<long long>(count), static_cast<long long>(len), axis);
+  *n = static_cast<uint32_t>(len), *inner = static_cast<uint32_t>(in);
+  return Status::Ok();
+}
+
+struct QuantizePush {
+  uint32_t n, axis_n, inner;
+};
+
+class QuantizeExecution final : public GpuExecution {
+ public:
+  QuantizeExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  const char* divKernel(const char* stem) const {
+    return gpu()->gpuCaps().float64 ? (std::string(stem) == "quantize" ? "quantize_f64" : "dq_range_f64") : stem;
+  }
+
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& x = *in[0];
+    const bool dequant = op_.type == fb::OpType::DequantizeLinear;
+    if (op_.type == fb::OpType::DynamicQuantizeLinear) {
+      KILN_RETURN_IF_ERROR(RequireF32Tensor(x, op_.typeName()));
+      KILN_RETURN_IF_ERROR(Require32Bit(x));
+      if (out[0]->dtype() != fb::DataType::U8) return InvalidArgument("DynamicQuantizeLinear: y must be u8");
+      QuantizePush push{static_cast<uint32_t>(x.elementCount()), 1, 1};
+      const uint32_t groups[3] = {1, 1, 1}, local[3] = {64, 1, 1};
+      KILN_RETURN_IF_ERROR(add(divKernel("dq_range"), {{&x}, {out[1], nullptr, true}, {out[2], nullptr, true}}, push,
+                               groups, local));
+      if (push.n == 0) return Status::Ok();
+      return add1D(divKernel("quantize"), {{&x}, {out[1]}, {out[2]}, {out[0], nullptr, true}}, push, push.n,
+                   {0u, 1u});
+    }
+    const Tensor& s = *in[1];
+    const Tensor* z = Opt(in, 2);
+    const Tensor& y = *out[0];
+    KILN_RETURN_IF_ERROR(RequireF32Tensor(s, op_.typeName()));
+    KILN_RETURN_IF_ERROR(RequireF32Tensor(dequant ? y : x, op_.typeName()));
+    KILN_ASSIGN_OR_RETURN(uint32_t type, ByteType(dequant ? x : y, op_.typeName()));
+    KILN_RETURN_IF_ERROR(CheckZeroPoint(z, (dequant ? x : y).dtype(), op_.typeName()));
+    KILN_RETURN_IF_ERROR(Require32Bit(x));
+    QuantizePush push{static_cast<uint32_t>(x.elementCount()), 1, 1};
+    KILN_RETURN_IF_ERROR(PerAxis(op_, x, s, z, &push.axis_n, &push.inner));
+    if (push.n == 0) return Status::Ok();
+    return add1D(dequant ? "dequantize" : divKernel("quantize"), {{&x}, {&s}, {z ? z : &s}, {&y, nullptr, true}}, push,
+                 push.n, {type, z ? 1u : 0u});
+  }
+
+  const GraphOp& op_;
+};
+
+// Zero-point and scale flags of qmatmul.comp / qconv.comp (spec constant 6).
+enum QFlags : uint32_t {
+  kAZp = 1, kAZpPer = 2, kBZp = 4, kBZpPer = 8, kASPer = 16, kBSPer = 32, kBias = 64, kRequant = 128
+};
+
+// The count of a zero point / scale: 1 (per tensor) or `per`; else an error.
+Status PerOrOne(const Tensor* t, int64_t per, const char* op, const char* what, uint32_t bit, uint32_t* flags) {
+  if (!t) return Status::Ok();
+  const int64_t c = t->elementCount();
+  if (c == per && per != 1) *flags |= bit;
+  else if (c != 1)
+    return InvalidArgument("%s: %s '%s' has %lld values; it takes one or %lld", op, what, t->name().c_str(),
+                           static_cast<long long>(c), static_cast<long long>(per));
+  return Status::Ok();
+}
+
+struct QMatMulPush {
+  uint32_t n, m, cols, k, rank;
+  uint32_t batch[4], sa[4], sb[4];
+};
+
+class QMatMulExecution final : public GpuExecution {
+ public:
+  QMatMulExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const bool ql = op_.type == fb::OpType::QLinearMatMul;
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[ql ? 3 : 1];
+    const Tensor* az = ql ? in[2] : Opt(in, 2);
+    const Tensor* bz = ql ? in[5] : Opt(in, 3);
+    const Tensor& y = *out[0];
+    KILN_ASSIGN_OR_RETURN(uint32_t at, ByteType(a, op_.typeName()));
+    KILN_ASSIGN_OR_RETURN(uint32_t bt, ByteType(b, op_.typeName()));
+    KILN_ASSIGN_OR_RETURN(uint32_t yt, ByteType(y, op_.typeName(), !ql));
+    if (!ql && yt != 2) return InvalidArgument("MatMulInteger: y must be int32");
+    if (ql && yt == 2) return Unsupported("GPU QLinearMatMul writes u8 or i8");
+    KILN_RETURN_IF_ERROR(CheckZeroPoint(az, a.dtype(), op_.typeName()));
+    KILN_RETURN_IF_ERROR(CheckZeroPoint(bz, b.dtype(), op_.typeName()));
+    KILN_RETURN_IF_ERROR(Require32Bit(a));
+    KILN_RETURN_IF_ERROR(Require32Bit(b));
+    KILN_RETURN_IF_ERROR(Require32Bit(y));
+    std::vector<int64_t> as = a.shape(), bs = b.shape();
+    if (as.size() == 1) as.insert(as.begin(), 1);
+    if (bs.size() == 1) bs.push_back(1);
+    const size_t rank = std::max(as.size(), bs.size()) - 2;
+    if (rank > 4) return Unsupported("GPU %s takes at most 4 batch dims", op_.typeName());
+    QMatMulPush push{};
+    push.m = static_cast<uint32_t>(as[as.size() - 2]);
+    push.k = static_cast<uint32_t>(as.back());
+    push.cols = static_cast<uint32_t>(bs.back());
+    push.rank = static_cast<uint32_t>(rank);
+    int64_t step_a = int64_t{push.m} * push.k, step_b = int64_t{push.k} * push.cols;
+    for (size_t d = rank; d-- > 0;) {
+      const int64_t da = d + as.size() >= rank + 2 ? as[d + as.size() - 2 - rank] : 1;
+      const int64_t db = d + bs.size() >= rank + 2 ? bs[d + bs.size() - 2 - rank] : 1;
+      push.batch[d] = static_cast<uint32_t>(std::max(da, db));
+      push.sa[d] = da == 1 ? 0 : static_cast<uint32_t>(step_a);
+      push.sb[d] = db == 1 ? 0 : static_cast<uint32_t>(step_b);
+      step_a *= da;
+      step_b *= db;
+    }
+    push.n = static_cast<uint32_t>(y.elementCount());
+    uint32_t flags = (az ? kAZp : 0u) | (bz ? kBZp : 0u) | (ql ? kRequant : 0u);
+    KILN_RETURN_IF_ERROR(PerOrOne(az, push.m, op_.typeName(), "a_zero_point", kAZpPer, &flags));
+    KILN_RETURN_IF_ERROR(PerOrOne(bz, push.cols, op_.typeName(), "b_zero_point", kBZpPer, &flags));
+    const Tensor* sa = &a;
+    const Tensor* sb = &a;
+    const Tensor* sy = &a;
+    const Tensor* yz = &a;
+    if (ql) {
+      sa = in[1], sb = in[4], sy = in[6], yz = in[7];
+      for (const Tensor* s : {sa, sb, sy}) KILN_RETURN_IF_ERROR(RequireF32Tensor(*s, op_.typeName()));
+      KILN_RETURN_IF_ERROR(PerOrOne(sa, push.m, op_.typeName(), "a_scale", kASPer, &flags));
+      KILN_RETURN_IF_ERROR(PerOrOne(sb, push.cols, op_.typeName(), "b_scale", kBSPer, &flags));
+      if (sy->elementCount() != 1) return InvalidArgument("QLinearMatMul: y_scale must be one value");
+      if (!yz || yz->elementCount() != 1) return InvalidArgument("QLinearMatMul: y_zero_point must be one value");
+      KILN_RETURN_IF_ERROR(CheckZeroPoint(yz, y.dtype(), op_.typeName()));
+    }
+    if (push.n == 0) return Status::Ok();
+    return add1D(ql ? "qmatmul_f64" : "qmatmul",
+                 {{&a}, {&b}, {az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {&y, nullptr, true}}, push, push.n,
+                 {at, bt, yt, flags});
+  }
+
+  const GraphOp& op_;
+};
+
+struct QConvPush {
+  uint32_t n, cin, cout, cg, mg;
+  uint32_t in[3], out[3], kernel[3], stride[3], dil[3], pad[3];
+};
+
+class QConvExecution final : public GpuExecution {
+ public:
+  QConvExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const bool ql = op_.type == fb::OpType::QLinearConv;
+    const Tensor& x = *in[0];
+    const Tensor& w = *in[ql ? 3 : 1];
+    const Tensor* xz = ql ? in[2] : Opt(in, 2);
+    const Tensor* wz = ql ? in[5] : Opt(in, 3);
+    const Tensor& y = *out[0];
+    KILN_ASSIGN_OR_RETURN(uint32_t xt, ByteType(x, op_.typeName()));
+    KILN_ASSIGN_OR_RETURN(uint32_t wt, ByteType(w, op_.typeName()));
+    KILN_ASSIGN_OR_RETURN(uint32_t yt, ByteType(y, op_.typeName(), !ql));
+    if (!ql && yt != 2) return InvalidArgument("ConvInteger: y must be int32");
+    if (ql && yt == 2) return Unsupported("GPU QLinearConv writes u8 or i8");
+    KILN_RETURN_IF_ERROR(CheckZeroPoint(xz, x.dtype(), op_.typeName()));
+    KILN_RETURN_IF_ERROR(CheckZeroPoint(wz, w.dtype(), op_.typeName()));
+    KILN_RETURN_IF_ERROR(Require32Bit(x));
+    KILN_RETURN_IF_ERROR(Require32Bit(w));
+    KILN_RETURN_IF_ERROR(Require32Bit(y));
+    const size_t nsp = x.shape().size() - 2;
+    if (x.dimensions() < 3 || nsp > 3 || w.dimensions() != x.dimensions())
+      return Unsupported("GPU %s takes 1 to 3 spatial dims", op_.typeName());
+    const auto* p = op_.params<fb::ConvParams>();
+    const std::vector<int64_t> xs = x.shape(), ws = w.shape(), ys = y.shape();
+    const std::vector<int64_t> kernel(ws.begin() + 2, ws.end()), xin(xs.begin() + 2, xs.end()),
+        yout(ys.begin() + 2, ys.end());
+    const std::vector<int64_t> strides = nn::IntsOr(p ? p->strides() : nullptr, nsp, 1);
+    const std::vector<int64_t> dil = nn::IntsOr(p ? p->dilations() : nullptr, nsp, 1);
+    const std::vector<int64_t> pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet,
+                                                     nn::IntsOr(p ? p->pads() : nullptr, 0, 0), xin, yout, kernel,
+                                                     strides, dil);
+    const int64_t group = p ? p->group() : 1;
+    QConvPush push{};
+    push.n = static_cast<uint32_t>(y.elementCount());
+    push.cin = static_cast<uint32_t>(xs[1]);
+    push.cout = static_cast<uint32_t>(ws[0]);
+    push.cg = static_cast<uint32_t>(ws[1]);
+    if (group < 1 || ws[0] % group != 0 || ws[1] * group != xs[1])
+      return InvalidArgument("%s: channels %lld, weight channels %lld, group %lld disagree", op_.typeName(),
+                             static_cast<long long>(xs[1]), static_cast<long long>(ws[1]), static_cast<long long>(group));
+    push.mg = static_cast<uint32_t>(ws[0] / group);
+    // Spatial dims right-aligned into three (leading ones of size 1).
+    for (size_t d = 0; d < 3; ++d) {
+      push.in[d] = push.out[d] = push.kernel[d] = push.stride[d] = push.dil[d] = 1;
+      push.pad[d] = 0;
+    }
+    for (size_t d = 0; d < nsp; ++d) {
+      const size_t u = 3 - nsp + d;
+      push.in[u] = static_cast<uint32_t>(xin[d]);
+      push.out[u] = static_cast<uint32_t>(yout[d]);
+      push.kernel[u] = static_cast<uint32_t>(kernel[d]);
+      push.stride[u] = static_cast<uint32_t>(strides[d]);
+      push.dil[u] = static_cast<uint32_t>(dil[d]);
+      push.pad[u] = static_cast<uint32_t>(pads[d]);  // a begin pad, >= 0
+    }
+    uint32_t flags = (xz ? kAZp : 0u) | (wz ? kBZp : 0u) | (ql ? kRequant : 0u);
+    if (xz && xz->elementCount() != 1)
+      return InvalidArgument("%s: x_zero_point '%s' must be one value", op_.typeName(), xz->name().c_str());
+    KILN_RETURN_IF_ERROR(PerOrOne(wz, push.cout, op_.typeName(), "w_zero_point", kBZpPer, &flags));
+    const Tensor* sx = &x;
+    const Tensor* sw = &x;
+    const Tensor* sy = &x;
+    const Tensor* yz = &x;
+    const Tensor* bias = &x;
+    if (ql) {
+      sx = in[1], sw = in[4], sy = in[6], yz = in[7];
+      for (const Tensor* s : {sx, sw, sy}) KILN_RETURN_IF_ERROR(RequireF32Tensor(*s, op_.typeName()));
+      if (sx->elementCount() != 1 || sy->elementCount() != 1)
+        return InvalidArgument("QLinearConv: x_scale and y_scale must be one value each");
+      KILN_RETURN_IF_ERROR(PerOrOne(sw, push.cout, op_.typeName(), "w_scale", kBSPer, &flags));
+      if (!yz || yz->elementCount() != 1) return InvalidArgument("QLinearConv: y_zero_point must be one value");
+      KILN_RETURN_IF_ERROR(CheckZeroPoint(yz, y.dtype(), op_.typeName()));
+      if (const Tensor* bt = Opt(in, 8)) {
+        if (bt->dtype() != fb::DataType::I32 || bt->elementCount() != ws[0])
+          return InvalidArgument("QLinearConv: bias '%s' must be int32 with %lld values", bt->name().c_str(),
+                                 static_cast<long long>(ws[0]));
+        bias = bt;
+        flags |= kBias;
+      }
+    }
+    if (push.n == 0) return Status::Ok();
+    return add1D(ql ? "qconv_f64" : "qconv",
+                 {{&x}, {&w}, {xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw}, {sy}, {yz}, {bias}, {&y, nullptr, true}},
+                 push, push.n, {xt, wt, yt, flags});
+  }
+
+  const GraphOp& op_;
+};
+
+// Declines (the op runs on the host) what the kernels do not take.
+Status QuantSupported(const GraphOp& op, const Graph& graph, GpuBackend* b, bool needs_f64) {
+  KILN_RETURN_IF_ERROR(
+      RequireDtypes(op, graph, {fb::DataType::F32, fb::DataType::U8, fb::DataType::I8, fb::DataType::I32}));
+  if (!b->gpuCaps().storage_8bit)
+    return Unsupported("GPU %s needs 8-bit storage (storageBuffer8BitAccess), which the device lacks", op.typeName());
+  if (b->halfStorage()) return Unsupported("GPU %s runs without fp16 storage", op.typeName());
+  if (needs_f64 && !b->gpuCaps().float64)
+    return Unsupported("GPU %s requantizes in double (the host's rounding); the device has no f64", op.typeName());
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuQuantize(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, false));
+  if (op.type == fb::OpType::DequantizeLinear && !op.inputs.empty() &&
+      DeclaredInputDtype(op, graph, 0) == fb::DataType::I32)
+    return Unsupported("GPU DequantizeLinear takes u8 and i8");
+  return Make(std::make_unique<QuantizeExecution>(b, op));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuQMatMul(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, op.type == fb::OpType::QLinearMatMul));
+  return Make(std::make_unique<QMatMulExecution>(b, op));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuQConv(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, op.type == fb::OpType::QLinearConv));
+  return Make(std::make_unique<QConvExecution>(b, op));
+}
+
+}  // namespace kiln

@@ -1,0 +1,429 @@
+// Host kernels: the quantized ops (ONNX QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul,
+// QLinearConv). Correctness first: the integer products are plain loops
+// with exact 64-bit sums (stored as i32, as ONNX's int32 output), and every
+// rounding to an integer is round-half-to-even with saturation to the
+// quantized type, as ONNX's reference does. Scales must be positive and
+// finite, zero points inside their type's range; the errors name the op
+// and the tensor.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "elements.h"
+#include "host_backend.h"
+#include "ops/op_params.h"
+#include "ops/shape_inference.h"
+
+namespace kiln {
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+const Tensor* Opt(const std::vector<Tensor*>& in, size_t k) { return k < in.size() ? in[k] : nullptr; }
+
+const char* NameOf(const Tensor& t) { return t.name().empty() ? "<unnamed>" : t.name().c_str(); }
+
+// The range of an integer dtype (i8, u8, i32).
+bool QuantRange(fb::DataType t, int64_t* lo, int64_t* hi) {
+  switch (t) {
+    case fb::DataType::I8: *lo = -128, *hi = 127; return true;
+    case fb::DataType::U8: *lo = 0, *hi = 255; return true;
+    case fb::DataType::I16: *lo = INT16_MIN, *hi = INT16_MAX; return true;
+    case fb::DataType::U16: *lo = 0, *hi = UINT16_MAX; return true;
+    case fb::DataType::I32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
+    default: return false;
+  }
+}
+
+// Scales as floats (f32 arithmetic, as ONNX's reference): each one must be
+// positive and finite.
+StatusOr<std::vector<float>> Scales(const GraphOp& op, const Tensor& s, const char* what) {
+  if (!IsFloating(s.dtype()))
+    return InvalidArgument("%s: %s '%s' must be a float tensor, is %s", op.typeName(), what, NameOf(s),
+                           DataTypeName(s.dtype()));
+  const int64_t n = s.elementCount();
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = LoadDouble(s.hostData(), s.dtype(), i);
+    if (!(d > 0) || !std::isfinite(d))
+      return InvalidArgument("%s: %s '%s' [%lld] is %g; a scale must be positive and finite", op.typeName(), what,
+                             NameOf(s), static_cast<long long>(i), d);
+    v[static_cast<size_t>(i)] = static_cast<float>(d);
+  }
+  return v;
+}
+
+// Zero points as int64 (n zeros when absent): each one inside the range of
+// `type` (the quantized operand's).
+StatusOr<IntVec> ZeroPoints(const GraphOp& op, const Tensor* z, const char* what, fb::DataType type, int64_t n) {
+  if (!z) return IntVec(static_cast<size_t>(n), 0);
+  int64_t lo = 0, hi = 0;
+  if (!QuantRange(type, &lo, &hi))
+    return InvalidArgument("%s: the quantized type of %s '%s' is %s, not an 8-, 16- or 32-bit integer", op.typeName(),
+                           what, NameOf(*z), DataTypeName(type));
+  if (z->dtype() != type)
+    return InvalidArgument("%s: %s '%s' is %s but its operand is %s", op.typeName(), what, NameOf(*z),
+                           DataTypeName(z->dtype()), DataTypeName(type));
+  IntVec v(static_cast<size_t>(z->elementCount()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double d = LoadDouble(z->hostData(), z->dtype(), static_cast<int64_t>(i));
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != std::floor(d))
+      return InvalidArgument("%s: %s '%s' [%zu] is %g, outside %s's range [%lld, %lld]", op.typeName(), what,
+                             NameOf(*z), i, d, DataTypeName(type), static_cast<long long>(lo),
+                             static_cast<long long>(hi));
+    v[i] = static_cast<int64_t>(d);
+  }
+  return v;
+}
+
+// How a scale (and zero point) of `count` values applies to x: one value for
+// all (count 1), or one per index along the axis (*inner, *n set so that
+// element i takes value (i / inner) % n).
+Status PerAxis(const GraphOp& op, const Tensor& x, const Tensor& s, const Tensor* z, int64_t* n, int64_t* inner) {
+  const int64_t count = s.elementCount();
+  *n = 1;
+  *inner = 1;
+  if (z && z->elementCount() != count)
+    return InvalidArgument("%s: zero point '%s' has %lld values but the scale '%s' %lld", op.typeName(), NameOf(*z),
+                           static_cast<long long>(z->elementCount()), NameOf(s), static_cast<long long>(count));
+  if (count == 1 && s.dimensions() <= 1) return Status::Ok();
+  if (s.dimensions() != 1)
+    return InvalidArgument("%s: scale '%s' must be a scalar or 1-D, is %s", op.typeName(), NameOf(s),
+                           ShapeToString(s.shape()).c_str());
+  const auto* p = op.params<fb::AxisParams>();
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(p ? p->axis() : 1, x.dimensions()), "%s", op.typeName());
+  int64_t outer;
+  AroundAxis(x.shape(), axis, &outer, n, inner);
+  if (*n != count)
+    return InvalidArgument("%s: per-axis scale '%s' has %lld values but x '%s' %s has %lld along axis %d",
+                           op.typeName(), NameOf(s), static_cast<long long>(count), NameOf(x),
+                           ShapeToString(x.shape()).c_str(), static_cast<long long>(*n), axis);
+  return Status::Ok();
+}
+
+// round(v) half to even, plus zp, saturated to [lo, hi].
+inline int64_t Requantize(double v, int64_t zp, int64_t lo, int64_t hi) {
+  double r = std::nearbyint(v) + static_cast<double>(zp);
+  if (!(r >= static_cast<double>(lo))) return r != r ? zp : lo;  // NaN: the zero point
+  if (r > static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(r);
+}
+
+void StoreInt(const Tensor& t, int64_t i, int64_t v) {
+  switch (t.dtype()) {
+    case fb::DataType::I8: static_cast<int8_t*>(t.hostData())[i] = static_cast<int8_t>(v); break;
+    case fb::DataType::U8: static_cast<uint8_t*>(t.hostData())[i] = static_cast<uint8_t>(v); break;
+    case fb::DataType::I32: static_cast<int32_t*>(t.hostData())[i] = static_cast<int32_t>(v); break;
+    default: StoreDouble(t.hostData(), t.dtype(), i, static_cast<double>(v)); break;
+  }
+}
+
+// ---- QuantizeLinear, DequantizeLinear ----
+
+Status RunQuantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& y = *out[0];
+  const Tensor* z = Opt(in, 2);
+  int64_t n, inner;
+  KILN_RETURN_IF_ERROR(PerAxis(op, x, *in[1], z, &n, &inner));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> scale, Scales(op, *in[1], "y_scale"));
+  KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, "y_zero_point", y.dtype(), n));
+  int64_t lo = 0, hi = 0;
+  QuantRange(y.dtype(), &lo, &hi);
+  const bool f64 = x.dtype() == fb::DataType::F64;
+  const int64_t count = x.elementCount();
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t c = static_cast<size_t>((i / inner) % n);
+    const double xv = LoadDouble(x.hostData(), x.dtype(), i);
+    // x / scale in x's precision (f32 for f32, f16, bf16, i32), as the reference.
+    const double q = f64 ? xv / static_cast<double>(scale[c]) : static_cast<double>(static_cast<float>(xv) / scale[c]);
+    StoreInt(y, i, Requantize(q, zp[c], lo, hi));
+  }
+  return Status::Ok();
+}
+
+Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& y = *out[0];
+  const Tensor* z = Opt(in, 2);
+  int64_t n, inner;
+  KILN_RETURN_IF_ERROR(PerAxis(op, x, *in[1], z, &n, &inner));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> scale, Scales(op, *in[1], "x_scale"));
+  KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, "x_zero_point", x.dtype(), n));
+  const int64_t count = x.elementCount();
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t c = static_cast<size_t>((i / inner) % n);
+    const int64_t d = LoadInt64(x.hostData(), x.dtype(), i) - zp[c];
+    if (y.dtype() == fb::DataType::F64)
+      StoreDouble(y.hostData(), y.dtype(), i, static_cast<double>(d) * static_cast<double>(scale[c]));
+    else
+      StoreDouble(y.hostData(), y.dtype(), i, static_cast<double>(static_cast<float>(d) * scale[c]));
+  }
+  return Status::Ok();
+}
+
+// ---- DynamicQuantizeLinear ----
+
+Status RunDynamicQuantize(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                          HostBackend&) {
+  const Tensor& x = *in[0];
+  const float* xv = static_cast<const float*>(x.hostData());
+  const int64_t count = x.elementCount();
+  // The range always includes 0; NaNs are skipped.
+  float mn = 0.f, mx = 0.f;
+  for (int64_t i = 0; i < count; ++i) {
+    if (xv[i] < mn) mn = xv[i];
+    if (xv[i] > mx) mx = xv[i];
+  }
+  if (std::isinf(mn) || std::isinf(mx))
+    return InvalidArgument("DynamicQuantizeLinear: x '%s' holds an infinity; its range has no finite scale", NameOf(x));
+  const float scale = (mx == mn ? 1.f : mx - mn) / 255.f;
+  const float zpf = std::min(255.f, std::max(0.f, 0.f - mn / scale));
+  const int64_t zp = static_cast<int64_t>(std::nearbyint(zpf));
+  uint8_t* y = static_cast<uint8_t*>(out[0]->hostData());
+  for (int64_t i = 0; i < count; ++i) y[i] = static_cast<uint8_t>(Requantize(xv[i] / scale, zp, 0, 255));
+  *static_cast<float*>(out[1]->hostData()) = scale;
+  *static_cast<uint8_t*>(out[2]->hostData()) = static_cast<uint8_t>(zp);
+  return Status::Ok();
+}
+
+// ---- integer products ----
+
+// Values of an 8-bit operand minus its zero point, as int32. The zero point
+// is per tensor (one value) or, with `per` > 1 values, per index along
+// (element / inner) % per.
+StatusOr<std::vector<int32_t>> Centered(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what,
+                                        int64_t per, int64_t inner) {
+  if (t.dtype() != fb::DataType::I8 && t.dtype() != fb::DataType::U8)
+    return InvalidArgument("%s: '%s' must be int8 or uint8, is %s", op.typeName(), NameOf(t), DataTypeName(t.dtype()));
+  KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, what, t.dtype(), 1));
+  if (zp.size() != 1 && static_cast<int64_t>(zp.size()) != per)
+    return InvalidArgument("%s: %s '%s' has %zu values; it takes one (per tensor) or %lld", op.typeName(), what,
+                           NameOf(*z), zp.size(), static_cast<long long>(per));
+  const int64_t count = t.elementCount();
+  std::vector<int32_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t zv = zp.size() == 1 ? zp[0] : zp[static_cast<size_t>((i / inner) % per)];
+    v[static_cast<size_t>(i)] = static_cast<int32_t>(LoadInt64(t.hostData(), t.dtype(), i) - zv);
+  }
+  return v;
+}
+
+// The ranks of a matmul operand: [K] -> [1, K] (a), [K] -> [K, 1] (b).
+IntVec MatShape(const IntVec& s, bool is_a) {
+  IntVec r = s;
+  if (r.size() == 1) {
+    if (is_a) r.insert(r.begin(), 1);
+    else r.push_back(1);
+  }
+  return r;
+}
+
+// C = A B over broadcast batches, exact sums (int64).
+std::vector<int64_t> IntMatMul(const std::vector<int32_t>& a, const IntVec& as, const std::vector<int32_t>& b,
+                               const IntVec& bs, int64_t* m_out, int64_t* n_out) {
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const size_t rank = std::max(as.size(), bs.size()) - 2;
+  IntVec batch(rank, 1), sa(rank, 0), sb(rank, 0);
+  int64_t step_a = m * k, step_b = k * n;
+  for (size_t d = rank; d-- > 0;) {
+    const int64_t da = d + as.size() >= rank + 2 ? as[d + as.size() - 2 - rank] : 1;
+    const int64_t db = d + bs.size() >= rank + 2 ? bs[d + bs.size() - 2 - rank] : 1;
+    batch[d] = std::max(da, db);
+    sa[d] = da == 1 ? 0 : step_a;
+    sb[d] = db == 1 ? 0 : step_b;
+    step_a *= da;
+    step_b *= db;
+  }
+  int64_t batches = 1;
+  for (int64_t v : batch) batches *= v;
+  std::vector<int64_t> c(static_cast<size_t>(batches * m * n), 0);
+  IntVec idx(rank, 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < rank; ++d) oa += idx[d] * sa[d], ob += idx[d] * sb[d];
+    int64_t* cp = c.data() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) {
+        const int64_t av = a[static_cast<size_t>(oa + i * k + p)];
+        if (av == 0) continue;
+        const int32_t* brow = b.data() + ob + p * n;
+        for (int64_t j = 0; j < n; ++j) cp[i * n + j] += av * brow[j];
+      }
+    for (size_t d = rank; d-- > 0;)
+      if (++idx[d] < batch[d]) break;
+      else idx[d] = 0;
+  }
+  *m_out = m;
+  *n_out = n;
+  return c;
+}
+
+// Per-row zero point / scale of A: its rows are the second-to-last dim, so
+// element i of A has row (i / K) % M.
+Status RunMatMulInteger(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                        HostBackend&) {
+  const IntVec as = MatShape(in[0]->shape(), true), bs = MatShape(in[1]->shape(), false);
+  KILN_RETURN_IF_ERROR(CheckHostWork("MatMulInteger", static_cast<double>(out[0]->elementCount()) *
+                                                           static_cast<double>(as.back())));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> a, Centered(op, *in[0], Opt(in, 2), "a_zero_point", as[as.size() - 2], as.back()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> b, Centered(op, *in[1], Opt(in, 3), "b_zero_point", bs.back(), 1));
+  int64_t m, n;
+  std::vector<int64_t> c = IntMatMul(a, as, b, bs, &m, &n);
+  for (size_t i = 0; i < c.size(); ++i) StoreInt(*out[0], static_cast<int64_t>(i), static_cast<int32_t>(c[i]));
+  return Status::Ok();
+}
+
+// The multiplier of output column / channel j: s_a * s_b[j] / s_y (f32, as
+// the reference), one a-scale per row i when per-row.
+Status RunQLinearMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                        HostBackend&) {
+  const IntVec as = MatShape(in[0]->shape(), true), bs = MatShape(in[3]->shape(), false);
+  const int64_t rows = as[as.size() - 2], cols = bs.back();
+  KILN_RETURN_IF_ERROR(CheckHostWork("QLinearMatMul", static_cast<double>(out[0]->elementCount()) *
+                                                           static_cast<double>(as.back())));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sa, Scales(op, *in[1], "a_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sb, Scales(op, *in[4], "b_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sy, Scales(op, *in[6], "y_scale"));
+  if (sy.size() != 1) return InvalidArgument("QLinearMatMul: y_scale '%s' must be one value", NameOf(*in[6]));
+  if (sa.size() != 1 && static_cast<int64_t>(sa.size()) != rows)
+    return InvalidArgument("QLinearMatMul: a_scale '%s' has %zu values; it takes one or %lld (A's rows)",
+                           NameOf(*in[1]), sa.size(), static_cast<long long>(rows));
+  if (sb.size() != 1 && static_cast<int64_t>(sb.size()) != cols)
+    return InvalidArgument("QLinearMatMul: b_scale '%s' has %zu values; it takes one or %lld (B's columns)",
+                           NameOf(*in[4]), sb.size(), static_cast<long long>(cols));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> a, Centered(op, *in[0], in[2], "a_zero_point", rows, as.back()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> b, Centered(op, *in[3], in[5], "b_zero_point", cols, 1));
+  const Tensor& y = *out[0];
+  KILN_ASSIGN_OR_RETURN(IntVec yzp, ZeroPoints(op, in[7], "y_zero_point", y.dtype(), 1));
+  if (yzp.size() != 1) return InvalidArgument("QLinearMatMul: y_zero_point '%s' must be one value", NameOf(*in[7]));
+  int64_t lo = 0, hi = 0;
+  QuantRange(y.dtype(), &lo, &hi);
+  int64_t m, n;
+  std::vector<int64_t> c = IntMatMul(a, as, b, bs, &m, &n);
+  for (size_t i = 0; i < c.size(); ++i) {
+    const size_t r = static_cast<size_t>((static_cast<int64_t>(i) / n) % m), j = static_cast<size_t>(static_cast<int64_t>(i) % n);
+    const float mult = sa[sa.size() == 1 ? 0 : r] * sb[sb.size() == 1 ? 0 : j] / sy[0];
+    StoreInt(y, static_cast<int64_t>(i), Requantize(static_cast<double>(c[i]) * static_cast<double>(mult), yzp[0], lo, hi));
+  }
+  return Status::Ok();
+}
+
+// Direct N-d convolution of centered integers (zero padding, which is the
+// zero point before centering), exact sums.
+std::vector<int64_t> IntConv(const GraphOp& op, const std::vector<int32_t>& x, const IntVec& xs,
+                             const std::vector<int32_t>& w, const IntVec& ws, const IntVec& ys) {
+  const auto* p = op.params<fb::ConvParams>();
+  const size_t nsp = xs.size() - 2;
+  const IntVec kernel(ws.begin() + 2, ws.end()), xin(xs.begin() + 2, xs.end()), yout(ys.begin() + 2, ys.end());
+  const IntVec strides = nn::IntsOr(p ? p->strides() : nullptr, nsp, 1);
+  const IntVec dil = nn::IntsOr(p ? p->dilations() : nullptr, nsp, 1);
+  const IntVec pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet, nn::IntsOr(p ? p->pads() : nullptr, 0, 0),
+                                     xin, yout, kernel, strides, dil);
+  const int64_t group = p ? p->group() : 1;
+  const int64_t batch = xs[0], cin = xs[1], cout = ws[0], cg = ws[1], mg = cout / group;
+  int64_t xsp = 1, ysp = 1, ksp = 1;
+  for (size_t d = 0; d < nsp; ++d) xsp *= xin[d], ysp *= yout[d], ksp *= kernel[d];
+  std::vector<int64_t> y(static_cast<size_t>(batch * cout * ysp), 0);
+  IntVec oi(nsp), ki(nsp);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < cout; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o = 0; o < ysp; ++o) {
+        for (int64_t r = o, d = static_cast<int64_t>(nsp); d-- > 0;) oi[static_cast<size_t>(d)] = r % yout[static_cast<size_t>(d)], r /= yout[static_cast<size_t>(d)];
+        int64_t acc = 0;
+        for (int64_t kk = 0; kk < ksp; ++kk) {
+          int64_t xoff = 0;
+          bool inside = true;
+          for (int64_t r = kk, d = static_cast<int64_t>(nsp); d-- > 0;) {
+            const size_t u = static_cast<size_t>(d);
+            const int64_t kd = r % kernel[u];
+            r /= kernel[u];
+            const int64_t pos = oi[u] * strides[u] - pads[u] + kd * dil[u];
+            if (pos < 0 || pos >= xin[u]) inside = false;
+            ki[u] = pos;
+          }
+          if (!inside) continue;
+          for (size_t d = 0; d < nsp; ++d) xoff = xoff * xin[d] + ki[d];
+          for (int64_t c = 0; c < cg; ++c) {
+            const int64_t xc = g * cg + c;
+            acc += static_cast<int64_t>(x[static_cast<size_t>((b * cin + xc) * xsp + xoff)]) *
+                   w[static_cast<size_t>((m * cg + c) * ksp + kk)];
+          }
+        }
+        y[static_cast<size_t>((b * cout + m) * ysp + o)] = acc;
+      }
+    }
+  return y;
+}
+
+Status RunConvInteger(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  KILN_RETURN_IF_ERROR(CheckHostWork("ConvInteger", static_cast<double>(out[0]->elementCount()) *
+                                                         static_cast<double>(w.elementCount() / std::max<int64_t>(w.length(0), 1))));
+  const Tensor* xz = Opt(in, 2);
+  if (xz && xz->elementCount() != 1)
+    return InvalidArgument("ConvInteger: x_zero_point '%s' must be one value, has %lld", NameOf(*xz),
+                           static_cast<long long>(xz->elementCount()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> xv, Centered(op, x, xz, "x_zero_point", 1, 1));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> wv,
+                        Centered(op, w, Opt(in, 3), "w_zero_point", w.length(0), w.elementCount() / std::max<int64_t>(w.length(0), 1)));
+  std::vector<int64_t> y = IntConv(op, xv, x.shape(), wv, w.shape(), out[0]->shape());
+  for (size_t i = 0; i < y.size(); ++i) StoreInt(*out[0], static_cast<int64_t>(i), static_cast<int32_t>(y[i]));
+  return Status::Ok();
+}
+
+Status RunQLinearConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[3];
+  const Tensor& y = *out[0];
+  const int64_t cout = w.length(0), per_w = w.elementCount() / std::max<int64_t>(cout, 1);
+  KILN_RETURN_IF_ERROR(CheckHostWork("QLinearConv", static_cast<double>(y.elementCount()) * static_cast<double>(per_w)));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sx, Scales(op, *in[1], "x_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sw, Scales(op, *in[4], "w_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<float> sy, Scales(op, *in[6], "y_scale"));
+  if (sx.size() != 1) return InvalidArgument("QLinearConv: x_scale '%s' must be one value", NameOf(*in[1]));
+  if (sy.size() != 1) return InvalidArgument("QLinearConv: y_scale '%s' must be one value", NameOf(*in[6]));
+  if (sw.size() != 1 && static_cast<int64_t>(sw.size()) != cout)
+    return InvalidArgument("QLinearConv: w_scale '%s' has %zu values; it takes one or %lld (output channels)",
+                           NameOf(*in[4]), sw.size(), static_cast<long long>(cout));
+  if (in[2] && in[2]->elementCount() != 1)
+    return InvalidArgument("QLinearConv: x_zero_point '%s' must be one value", NameOf(*in[2]));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> xv, Centered(op, x, in[2], "x_zero_point", 1, 1));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> wv, Centered(op, w, in[5], "w_zero_point", cout, per_w));
+  KILN_ASSIGN_OR_RETURN(IntVec yzp, ZeroPoints(op, in[7], "y_zero_point", y.dtype(), 1));
+  if (yzp.size() != 1) return InvalidArgument("QLinearConv: y_zero_point '%s' must be one value", NameOf(*in[7]));
+  const Tensor* bias = Opt(in, 8);
+  if (bias && (bias->dtype() != fb::DataType::I32 || bias->elementCount() != cout))
+    return InvalidArgument("QLinearConv: bias '%s' must be int32 with %lld values, is %s %s", NameOf(*bias),
+                           static_cast<long long>(cout), DataTypeName(bias->dtype()), ShapeToString(bias->shape()).c_str());
+  std::vector<int64_t> acc = IntConv(op, xv, x.shape(), wv, w.shape(), y.shape());
+  int64_t lo = 0, hi = 0;
+  QuantRange(y.dtype(), &lo, &hi);
+  const int64_t ysp = y.elementCount() / std::max<int64_t>(y.length(0) * cout, 1);
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const int64_t m = (static_cast<int64_t>(i) / std::max<int64_t>(ysp, 1)) % cout;
+    int64_t v = acc[i];
+    if (bias) v += static_cast<const int32_t*>(bias->hostData())[m];
+    const float mult = sx[0] * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)] / sy[0];
+    // The int32 accumulator (wrapping as the reference's), then the f32 product.
+    StoreInt(y, static_cast<int64_t>(i),
+             Requantize(static_cast<double>(static_cast<int32_t>(v)) * static_cast<double>(mult), yzp[0], lo, hi));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+KILN_HOST_FN_FACTORY(Quantize)
+KILN_HOST_FN_FACTORY(Dequantize)
+KILN_HOST_FN_FACTORY(DynamicQuantize)
+KILN_HOST_FN_FACTORY(MatMulInteger)
+KILN_HOST_FN_FACTORY(ConvInteger)
+KILN_HOST_FN_FACTORY(QLinearMatMul)
+KILN_HOST_FN_FACTORY(QLinearConv)
+
+}  // namespace kiln

@@ -1,0 +1,84 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#extension GL_EXT_shader_8bit_storage : require
+#include "common.glsl"
+#include "quant.glsl"
+
+// ConvInteger and QLinearConv, direct, one invocation an output element
+// (b, m, od, oh, ow): acc = sum over the group's channels and the window of
+// (x - zx) (w[m] - zw[m]), an int32 sum (the host's, wrapped to int32),
+// window positions outside x skipped (the zero point's padding). Up to
+// three spatial dims, right-aligned (missing ones of size 1). Types and
+// FLAGS as qmatmul.comp (1 zx, 4 zw, 8 zw per output channel, 32 w_scale
+// per output channel, 64 bias, 128 requantize: QLinearConv, whose
+// multiplier sx sw[m] / sy is f32 and product with acc + bias double in
+// the _f64 variant, KILN_F64).
+layout(constant_id = 3) const uint XT = 0;
+layout(constant_id = 4) const uint WT = 0;
+layout(constant_id = 5) const uint YT = 0;
+layout(constant_id = 6) const uint FLAGS = 0;
+
+layout(std430, binding = 0) readonly buffer X { uint8_t x[]; };
+layout(std430, binding = 1) readonly buffer W { uint8_t w[]; };
+layout(std430, binding = 2) readonly buffer XZ { uint8_t zx[]; };
+layout(std430, binding = 3) readonly buffer WZ { uint8_t zw[]; };
+layout(std430, binding = 4) readonly buffer SX { float sx[]; };
+layout(std430, binding = 5) readonly buffer SW { float sw[]; };
+layout(std430, binding = 6) readonly buffer SY { float sy[]; };
+layout(std430, binding = 7) readonly buffer YZ { uint8_t zy[]; };
+layout(std430, binding = 8) readonly buffer BIAS { int bias[]; };
+layout(std430, binding = 9) writeonly buffer Y { uint8_t y[]; };
+layout(push_constant) uniform P {
+  uint n, cin, cout, cg, mg;
+  uint in_dims[3];
+  uint out_dims[3];
+  uint ksize[3];
+  uint stride[3];
+  uint dil[3];
+  uint pad[3];
+} p;
+
+void main() {
+  const uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.n) return;
+  const uint osp = p.out_dims[0] * p.out_dims[1] * p.out_dims[2];
+  const uint o = i % osp, m = (i / osp) % p.cout, bn = i / (osp * p.cout);
+  const uint ow = o % p.out_dims[2], oh = (o / p.out_dims[2]) % p.out_dims[1], od = o / (p.out_dims[2] * p.out_dims[1]);
+  const uint g = m / p.mg;
+  const int zxv = (FLAGS & 1u) != 0u ? LoadQ(uint(zx[0]), XT) : 0;
+  const int zwv = (FLAGS & 4u) != 0u ? LoadQ(uint(zw[(FLAGS & 8u) != 0u ? m : 0u]), WT) : 0;
+  const uint ksp = p.ksize[0] * p.ksize[1] * p.ksize[2];
+  const uint xsp = p.in_dims[0] * p.in_dims[1] * p.in_dims[2];
+  int acc = 0;
+  for (uint c = 0u; c < p.cg; ++c) {
+    const uint xbase = (bn * p.cin + g * p.cg + c) * xsp;
+    const uint wbase = (m * p.cg + c) * ksp;
+    for (uint kd = 0u; kd < p.ksize[0]; ++kd) {
+      const int pd = int(od * p.stride[0] + kd * p.dil[0]) - int(p.pad[0]);
+      if (pd < 0 || pd >= int(p.in_dims[0])) continue;
+      for (uint kh = 0u; kh < p.ksize[1]; ++kh) {
+        const int ph = int(oh * p.stride[1] + kh * p.dil[1]) - int(p.pad[1]);
+        if (ph < 0 || ph >= int(p.in_dims[1])) continue;
+        for (uint kw = 0u; kw < p.ksize[2]; ++kw) {
+          const int pw = int(ow * p.stride[2] + kw * p.dil[2]) - int(p.pad[2]);
+          if (pw < 0 || pw >= int(p.in_dims[2])) continue;
+          const uint xi = xbase + (uint(pd) * p.in_dims[1] + uint(ph)) * p.in_dims[2] + uint(pw);
+          const uint wi = wbase + (kd * p.ksize[1] + kh) * p.ksize[2] + kw;
+          acc += (LoadQ(uint(x[xi]), XT) - zxv) * (LoadQ(uint(w[wi]), WT) - zwv);
+        }
+      }
+    }
+  }
+  if ((FLAGS & 64u) != 0u) acc += bias[m];
+  if (YT == 2u) {
+    const uint v = uint(acc);
+    y[4u * i] = uint8_t(v & 0xffu);
+    y[4u * i + 1u] = uint8_t((v >> 8) & 0xffu);
+    y[4u * i + 2u] = uint8_t((v >> 16) & 0xffu);
+    y[4u * i + 3u] = uint8_t(v >> 24);
+  } else {
+    const float mult = QDIV(sx[0] * sw[(FLAGS & 32u) != 0u ? m : 0u], sy[0]);
+    const int v = Requantize(acc, mult, LoadQ(uint(zy[0]), YT), QLo(YT), QHi(YT));
+    y[i] = uint8_t(uint(v) & 0xffu);
+  }
+}

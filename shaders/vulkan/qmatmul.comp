@@ -1,0 +1,68 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#extension GL_EXT_shader_8bit_storage : require
+#include "common.glsl"
+#include "quant.glsl"
+
+// MatMulInteger and QLinearMatMul, one invocation an output element:
+// acc = sum over k of (a[r, k] - za) (b[k, j] - zb), an int32 sum, over
+// broadcast batches (up to 4 dims: each one's length and a's and b's
+// strides, 0 where broadcast). AT, BT: a's and b's types (0 u8, 1 i8); YT:
+// y's (0 u8, 1 i8, 2 i32: the sum itself, MatMulInteger). FLAGS (as
+// gpu_quant.cpp's QFlags): 1 za, 2 za per row, 4 zb, 8 zb per column,
+// 16 sa per row, 32 sb per column, 128 requantize (QLinearMatMul):
+// y = saturate(round_half_even(acc * (sa sb / sy)) + zy), the multiplier
+// in f32, the product in double in the _f64 variant (KILN_F64), which
+// QLinearMatMul needs. y is byte-addressed: each invocation writes its own
+// element's bytes.
+layout(constant_id = 3) const uint AT = 0;
+layout(constant_id = 4) const uint BT = 0;
+layout(constant_id = 5) const uint YT = 0;
+layout(constant_id = 6) const uint FLAGS = 0;
+
+layout(std430, binding = 0) readonly buffer A { uint8_t a[]; };
+layout(std430, binding = 1) readonly buffer B { uint8_t b[]; };
+layout(std430, binding = 2) readonly buffer AZ { uint8_t za[]; };
+layout(std430, binding = 3) readonly buffer BZ { uint8_t zb[]; };
+layout(std430, binding = 4) readonly buffer SA { float sa[]; };
+layout(std430, binding = 5) readonly buffer SB { float sb[]; };
+layout(std430, binding = 6) readonly buffer SY { float sy[]; };
+layout(std430, binding = 7) readonly buffer YZ { uint8_t zy[]; };
+layout(std430, binding = 8) writeonly buffer Y { uint8_t y[]; };
+layout(push_constant) uniform P {
+  uint n, m, cols, k, rank;
+  uint batch[4];
+  uint stride_a[4];
+  uint stride_b[4];
+} p;
+
+void main() {
+  const uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.n) return;
+  const uint j = i % p.cols, r = (i / p.cols) % p.m;
+  uint bi = i / (p.cols * p.m), oa = 0u, ob = 0u;
+  for (int d = int(p.rank) - 1; d >= 0; --d) {
+    const uint q = bi / p.batch[d], idx = bi - q * p.batch[d];
+    oa += idx * p.stride_a[d];
+    ob += idx * p.stride_b[d];
+    bi = q;
+  }
+  const int zav = (FLAGS & 1u) != 0u ? LoadQ(uint(za[(FLAGS & 2u) != 0u ? r : 0u]), AT) : 0;
+  const int zbv = (FLAGS & 4u) != 0u ? LoadQ(uint(zb[(FLAGS & 8u) != 0u ? j : 0u]), BT) : 0;
+  oa += r * p.k;
+  ob += j;
+  int acc = 0;
+  for (uint t = 0u; t < p.k; ++t)
+    acc += (LoadQ(uint(a[oa + t]), AT) - zav) * (LoadQ(uint(b[ob + t * p.cols]), BT) - zbv);
+  if (YT == 2u) {
+    const uint v = uint(acc);
+    y[4u * i] = uint8_t(v & 0xffu);
+    y[4u * i + 1u] = uint8_t((v >> 8) & 0xffu);
+    y[4u * i + 2u] = uint8_t((v >> 16) & 0xffu);
+    y[4u * i + 3u] = uint8_t(v >> 24);
+  } else {
+    const float mult = QDIV(sa[(FLAGS & 16u) != 0u ? r : 0u] * sb[(FLAGS & 32u) != 0u ? j : 0u], sy[0]);
+    const int v = Requantize(acc, mult, LoadQ(uint(zy[0]), YT), QLo(YT), QHi(YT));
+    y[i] = uint8_t(uint(v) & 0xffu);
+  }
+}

@@ -1,0 +1,44 @@
+// Shared by the quantized-op shaders (quantize, dq_range, qmatmul, qconv;
+// backends/gpu/ops/gpu_quant.cpp): 8-bit loads, division and requantizing
+// with the host kernels' arithmetic (host_fallback/ops/quant.cpp).
+#ifndef KILN_QUANT_GLSL
+#define KILN_QUANT_GLSL
+
+// A byte as an integer of quantized type `type` (0 u8, 1 i8).
+int LoadQ(uint v, uint type) { return type == 1u ? int(v << 24) >> 24 : int(v); }
+
+// The range of quantized type `type` (0 u8, 1 i8).
+int QLo(uint type) { return type == 1u ? -128 : 0; }
+int QHi(uint type) { return type == 1u ? 127 : 255; }
+
+// a / b in f32, correctly rounded in the _f64 variant (double quotient,
+// rounded once more to float: exact for f32 operands), as the host's.
+#ifdef KILN_F64
+#define QDIV(a, b) float(double(a) / double(b))
+#else
+#define QDIV(a, b) ((a) / (b))
+#endif
+
+// round(q) half to even, plus zp, saturated to [lo, hi]; NaN gives zp.
+int QuantizeValue(float q, int zp, int lo, int hi) {
+  if (isnan(q)) return zp;
+  const float r = roundEven(q) + float(zp);
+  if (r < float(lo)) return lo;
+  if (r > float(hi)) return hi;
+  return int(r);
+}
+
+// An int32 sum times an f32 multiplier, rounded half to even in double (the
+// host's), plus zp, saturated.
+int Requantize(int acc, float mult, int zp, int lo, int hi) {
+#ifdef KILN_F64
+  const double r = roundEven(double(acc) * double(mult)) + double(zp);
+  if (r < double(lo)) return lo;
+  if (r > double(hi)) return hi;
+  return int(r);
+#else
+  return QuantizeValue(float(acc) * mult, zp, lo, hi);
+#endif
+}
+
+#endif

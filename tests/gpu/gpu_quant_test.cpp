@@ -1,0 +1,170 @@
+// The quantized ops on a GPU backend against the host (gpu_quant.cpp), bit
+// for bit (tolerance 0, integer outputs compared byte for byte): per-axis
+// and per-tensor QuantizeLinear (ties, saturation, scales that are not
+// powers of two, a scale fed at run time) and DequantizeLinear,
+// DynamicQuantizeLinear (more elements than the reduction's work group, an
+// all-positive input), MatMulInteger with per-row zero points,
+// QLinearMatMul with broadcast batches and per-column scales and zero
+// points, ConvInteger 1-D and QLinearConv grouped, strided and padded with
+// a bias and per-channel weight scales. Odd sizes throughout.
+#include <cstdint>
+
+#include "support/backend_compare.h"
+
+namespace kiln::test {
+namespace {
+
+const ForwardType kGpu = TestGpu();
+
+template <typename T>
+OpTest& In(OpTest& t, const std::string& name, std::vector<int64_t> shape, fb::DataType dt, const std::vector<T>& v) {
+  return t.input(name, std::move(shape), dt, v.data(), v.size() * sizeof(T));
+}
+template <typename T>
+OpTest& Const(OpTest& t, const std::string& name, std::vector<int64_t> shape, fb::DataType dt, const std::vector<T>& v) {
+  return t.constant(name, std::move(shape), dt, v.data(), v.size() * sizeof(T));
+}
+
+// Bytes in [lo, hi] from a fixed pattern.
+template <typename T>
+std::vector<T> Bytes(size_t n, int lo, int hi, uint32_t seed) {
+  std::vector<T> v(n);
+  const std::vector<float> r = Random(n, 0.f, 1.f, seed);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(lo + static_cast<int>(r[i] * static_cast<float>(hi - lo + 1)));
+  return v;
+}
+
+TEST(GpuQuant, QuantizeLinear) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  {
+    // Per axis 1 of [2, 5, 3], i8, scales that are not powers of two.
+    OpTest t(fb::OpType::QuantizeLinear);
+    t.input("x", {2, 5, 3}, Random(30, -3.f, 3.f, 11));
+    t.constant("s", {5}, std::vector<float>{0.0173f, 0.031f, 0.0029f, 0.11f, 0.0071f});
+    Const(t, "z", {5}, fb::DataType::I8, std::vector<int8_t>{0, -7, 3, 100, -128});
+    fb::AxisParamsT p;
+    p.axis = 1;
+    ExpectSameAsHost(t.params(p), kGpu, 0.f, "QuantizeLinear per axis i8");
+  }
+  {
+    // Per tensor u8, the scale fed at run time; ties (x / 0.5 = k + 0.5),
+    // saturation both ways, NaN-free.
+    std::vector<float> x = Random(61, -200.f, 200.f, 12);
+    for (int k = -6; k <= 6; ++k) x.push_back((static_cast<float>(k) + 0.5f) * 0.5f);
+    OpTest t(fb::OpType::QuantizeLinear);
+    t.input("x", {static_cast<int64_t>(x.size())}, x).input("s", {}, std::vector<float>{0.5f});
+    Const(t, "z", {}, fb::DataType::U8, std::vector<uint8_t>{131});
+    ExpectSameAsHost(t, kGpu, 0.f, "QuantizeLinear u8 ties");
+  }
+  {
+    // Many quotients near .5 with an odd scale, no zero point (u8, 0).
+    OpTest t(fb::OpType::QuantizeLinear);
+    t.input("x", {997}, Random(997, -1.f, 4.f, 13)).input("s", {}, std::vector<float>{0.0137f});
+    ExpectSameAsHost(t, kGpu, 0.f, "QuantizeLinear no zero point");
+  }
+}
+
+TEST(GpuQuant, DequantizeLinear) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  {
+    OpTest t(fb::OpType::DequantizeLinear);
+    In(t, "x", {3, 7}, fb::DataType::I8, Bytes<int8_t>(21, -128, 127, 21));
+    t.constant("s", {3}, std::vector<float>{0.013f, 0.7f, 3.1f});
+    Const(t, "z", {3}, fb::DataType::I8, std::vector<int8_t>{-3, 0, 127});
+    fb::AxisParamsT p;
+    p.axis = 0;
+    ExpectSameAsHost(t.params(p), kGpu, 0.f, "DequantizeLinear per axis 0 i8");
+  }
+  {
+    OpTest t(fb::OpType::DequantizeLinear);
+    In(t, "x", {2, 3, 5}, fb::DataType::U8, Bytes<uint8_t>(30, 0, 255, 22));
+    t.input("s", {5}, std::vector<float>{0.5f, 0.0037f, 1.f, 2.25f, 0.1f});
+    fb::AxisParamsT p;
+    p.axis = -1;
+    ExpectSameAsHost(t.params(p), kGpu, 0.f, "DequantizeLinear per last axis u8, no zero point");
+  }
+}
+
+TEST(GpuQuant, DynamicQuantizeLinear) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  ExpectSameAsHost(OpTest(fb::OpType::DynamicQuantizeLinear).input("x", {7, 13}, Random(91, -2.3f, 1.1f, 31)).outputs(3),
+                   kGpu, 0.f, "DynamicQuantizeLinear [7, 13]");
+  ExpectSameAsHost(OpTest(fb::OpType::DynamicQuantizeLinear).input("x", {1001}, Random(1001, 0.2f, 9.f, 32)).outputs(3),
+                   kGpu, 0.f, "DynamicQuantizeLinear all positive, 1001");
+  ExpectSameAsHost(OpTest(fb::OpType::DynamicQuantizeLinear).input("x", {3, 5}, Random(15, -4.f, -0.5f, 33)).outputs(3),
+                   kGpu, 0.f, "DynamicQuantizeLinear all negative");
+}
+
+TEST(GpuQuant, MatMulInteger) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  OpTest t(fb::OpType::MatMulInteger);
+  In(t, "a", {3, 5, 11}, fb::DataType::U8, Bytes<uint8_t>(165, 0, 255, 41));
+  In(t, "b", {11, 7}, fb::DataType::I8, Bytes<int8_t>(77, -128, 127, 42));
+  Const(t, "za", {5}, fb::DataType::U8, std::vector<uint8_t>{0, 128, 255, 17, 3});
+  ExpectSameAsHost(t, kGpu, 0.f, "MatMulInteger per-row a zero point, no b zero point");
+}
+
+TEST(GpuQuant, QLinearMatMul) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  {
+    // a [2, 1, 5, 9] against b [3, 9, 7]: batches broadcast to [2, 3];
+    // b per column scales and zero points, y i8.
+    OpTest t(fb::OpType::QLinearMatMul);
+    In(t, "a", {2, 1, 5, 9}, fb::DataType::U8, Bytes<uint8_t>(90, 0, 255, 51));
+    t.input("sa", {}, std::vector<float>{0.0213f});
+    Const(t, "za", {}, fb::DataType::U8, std::vector<uint8_t>{119});
+    In(t, "b", {3, 9, 7}, fb::DataType::I8, Bytes<int8_t>(189, -128, 127, 52));
+    t.constant("sb", {7}, std::vector<float>{0.0071f, 0.013f, 0.0009f, 0.021f, 0.0043f, 0.0111f, 0.03f});
+    Const(t, "zb", {7}, fb::DataType::I8, std::vector<int8_t>{0, 3, -9, 12, -128, 127, 1});
+    t.input("sy", {}, std::vector<float>{0.0507f});
+    Const(t, "zy", {}, fb::DataType::I8, std::vector<int8_t>{-3});
+    ExpectSameAsHost(t, kGpu, 0.f, "QLinearMatMul broadcast batches i8");
+  }
+  {
+    // 2-D u8 throughout, per-row a scale and zero point.
+    OpTest t(fb::OpType::QLinearMatMul);
+    In(t, "a", {5, 13}, fb::DataType::U8, Bytes<uint8_t>(65, 0, 255, 53));
+    t.constant("sa", {5}, std::vector<float>{0.01f, 0.002f, 0.031f, 0.0066f, 0.017f});
+    Const(t, "za", {5}, fb::DataType::U8, std::vector<uint8_t>{113, 0, 255, 7, 128});
+    In(t, "b", {13, 3}, fb::DataType::U8, Bytes<uint8_t>(39, 0, 255, 54));
+    t.constant("sb", {}, std::vector<float>{0.00705f});
+    Const(t, "zb", {}, fb::DataType::U8, std::vector<uint8_t>{114});
+    t.constant("sy", {}, std::vector<float>{0.0107f});
+    Const(t, "zy", {}, fb::DataType::U8, std::vector<uint8_t>{118});
+    ExpectSameAsHost(t, kGpu, 0.f, "QLinearMatMul 2-D u8 per-row a");
+  }
+}
+
+TEST(GpuQuant, ConvInteger) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  OpTest t(fb::OpType::ConvInteger);
+  In(t, "x", {2, 3, 9}, fb::DataType::I8, Bytes<int8_t>(54, -128, 127, 61));
+  In(t, "w", {5, 3, 2}, fb::DataType::I8, Bytes<int8_t>(30, -128, 127, 62));
+  Const(t, "zx", {}, fb::DataType::I8, std::vector<int8_t>{-7});
+  fb::ConvParamsT p;
+  p.pads = {1, 0};
+  p.dilations = {2};
+  ExpectSameAsHost(t.params(p), kGpu, 0.f, "ConvInteger 1-D dilated");
+}
+
+TEST(GpuQuant, QLinearConv) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  OpTest t(fb::OpType::QLinearConv);
+  In(t, "x", {2, 4, 5, 7}, fb::DataType::U8, Bytes<uint8_t>(280, 0, 255, 71));
+  t.constant("sx", {}, std::vector<float>{0.023f});
+  Const(t, "zx", {}, fb::DataType::U8, std::vector<uint8_t>{97});
+  In(t, "w", {6, 2, 3, 3}, fb::DataType::I8, Bytes<int8_t>(108, -128, 127, 72));
+  t.constant("sw", {6}, std::vector<float>{0.004f, 0.0113f, 0.007f, 0.0021f, 0.019f, 0.0057f});
+  Const(t, "zw", {6}, fb::DataType::I8, std::vector<int8_t>{0, -3, 5, 0, 1, -1});
+  t.constant("sy", {}, std::vector<float>{0.0917f});
+  Const(t, "zy", {}, fb::DataType::U8, std::vector<uint8_t>{121});
+  Const(t, "bias", {6}, fb::DataType::I32, std::vector<int32_t>{100, -2000, 7, 0, 31337, -5});
+  fb::ConvParamsT p;
+  p.group = 2;
+  p.strides = {2, 1};
+  p.pads = {1, 1, 0, 2};
+  ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv grouped, strided, padded, bias");
+}
+
+}  // namespace
+}  // namespace kiln::test
