@@ -10,8 +10,6 @@
 #define TYPE KILN_SPEC_3
 #define HAS_ZP KILN_SPEC_4
 
-int LoadQ(uchar v, uint type) { return type == 1 ? (int)as_char(v) : (int)v; }
-
 typedef struct {
   uint n, axis_n, inner;
 } QuantizePush;

@@ -11,41 +11,6 @@
 #define TYPE KILN_SPEC_3
 #define HAS_ZP KILN_SPEC_4
 
-// 8-bit loads, division and requantizing as shaders/vulkan/quant.glsl
-// (the host kernels arithmetic, host_fallback/ops/quant.cpp).
-#ifdef KILN_F64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define QDIV(a, b) ((float)((double)(a) / (double)(b)))
-#else
-#define QDIV(a, b) ((a) / (b))
-#endif
-
-int LoadQ(uchar v, uint type) { return type == 1 ? (int)as_char(v) : (int)v; }
-int QLo(uint type) { return type == 1 ? -128 : 0; }
-int QHi(uint type) { return type == 1 ? 127 : 255; }
-
-// round(q) half to even, plus zp, saturated to [lo, hi]; NaN gives zp.
-int QuantizeValue(float q, int zp, int lo, int hi) {
-  if (isnan(q)) return zp;
-  const float r = rint(q) + (float)zp;
-  if (r < (float)lo) return lo;
-  if (r > (float)hi) return hi;
-  return (int)r;
-}
-
-// An int32 sum times an f32 multiplier, rounded half to even in double
-// with KILN_F64 (the host arithmetic), plus zp, saturated.
-int Requantize(int acc, float mult, int zp, int lo, int hi) {
-#ifdef KILN_F64
-  const double r = rint((double)acc * (double)mult) + (double)zp;
-  if (r < (double)lo) return lo;
-  if (r > (double)hi) return hi;
-  return (int)r;
-#else
-  return QuantizeValue((float)acc * mult, zp, lo, hi);
-#endif
-}
-
 typedef struct {
   uint n, axis_n, inner;
 } QuantizePush;
