@@ -91,53 +91,6 @@ class OnnxImporter {
   }
 
  private:
-  // The nodes in an order where each comes after the producers of its
-  // inputs: the file's order when it already is one (ONNX requires it, but
-  // exporters do not always keep it), else the file's order as far as the
-  // dependencies allow (Kahn's algorithm, smallest index first). A cycle is
-  // an error naming the nodes on it.
-  static StatusOr<std::vector<int>> TopologicalOrder(const onnx::GraphProto& g) {
-    const int count = g.node_size();
-    std::map<std::string, int> producer;
-    for (int i = 0; i < count; ++i)
-      for (const std::string& o : g.node(i).output())
-        if (!o.empty()) producer.emplace(o, i);
-    std::vector<std::vector<int>> users(static_cast<size_t>(count));
-    std::vector<int> pending(static_cast<size_t>(count), 0);
-    for (int i = 0; i < count; ++i) {
-      std::set<int> deps;
-      for (const std::string& in : g.node(i).input()) {
-        auto it = producer.find(in);
-        if (!in.empty() && it != producer.end() && it->second != i) deps.insert(it->second);
-      }
-      for (int d : deps) users[static_cast<size_t>(d)].push_back(i);
-      pending[static_cast<size_t>(i)] = static_cast<int>(deps.size());
-    }
-    std::set<int> ready;
-    for (int i = 0; i < count; ++i)
-      if (pending[static_cast<size_t>(i)] == 0) ready.insert(i);
-    std::vector<int> order;
-    order.reserve(static_cast<size_t>(count));
-    while (!ready.empty()) {
-      const int i = *ready.begin();
-      ready.erase(ready.begin());
-      order.push_back(i);
-      for (int u : users[static_cast<size_t>(i)])
-        if (--pending[static_cast<size_t>(u)] == 0) ready.insert(u);
-    }
-    if (static_cast<int>(order.size()) == count) return order;
-    std::string names;
-    int listed = 0;
-    for (int i = 0; i < count; ++i)
-      if (pending[static_cast<size_t>(i)] > 0 && listed++ < 8) {
-        const onnx::NodeProto& n = g.node(i);
-        names += StrFormat(" '%s' (%s)", n.name().empty() ? (n.output_size() ? n.output(0).c_str() : "?") : n.name().c_str(),
-                           n.op_type().c_str());
-      }
-    return InvalidArgument("the graph has a cycle: %d nodes depend on each other's outputs:%s%s",
-                           count - static_cast<int>(order.size()), names.c_str(), listed > 8 ? " ..." : "");
-  }
-
   Status AddInput(const onnx::ValueInfoProto& in) {
     if (!in.type().has_tensor_type()) return Unsupported("only tensor inputs are supported");
     const auto& tt = in.type().tensor_type();

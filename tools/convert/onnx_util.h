@@ -1,4 +1,4 @@
-// Helpers over ONNX protobuf messages: attributes and tensors.
+// Helpers over ONNX protobuf messages: attributes, tensors and the order of a graph's nodes.
 #pragma once
 
 #include <string>
@@ -35,5 +35,12 @@ struct TensorData {
 // resolved against `base_dir`; refused when base_dir is empty). Sizes are
 // checked for overflow and against the data present before any allocation.
 StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& base_dir);
+
+// The nodes in an order where each comes after the producers of its
+// inputs: the file's order when it already is one (ONNX requires it, but
+// exporters do not always keep it), else the file's order as far as the
+// dependencies allow (Kahn's algorithm, smallest index first). A cycle is
+// an error naming the nodes on it.
+StatusOr<std::vector<int>> TopologicalOrder(const onnx::GraphProto& g);
 
 }  // namespace kiln::onnx_import
