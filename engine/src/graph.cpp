@@ -2,8 +2,11 @@
 
 namespace kiln {
 
-Graph Graph::Build(const Model& model) {
-  const fb::Net& net = model.net();
+namespace {
+
+// Net and SubGraph have the same fields.
+template <typename G>
+Graph BuildFrom(const G& net, const Model& model, int sub) {
   Graph g;
   size_t nt = net.tensors() ? net.tensors()->size() : 0;
   g.tensors.resize(nt);
@@ -19,7 +22,7 @@ Graph Graph::Build(const Model& model) {
         gt.symbols.push_back(d->symbol() ? d->symbol()->str() : std::string());
       }
     }
-    gt.constant = model.constant(static_cast<int>(i));
+    gt.constant = model.constant(sub, static_cast<int>(i));
   }
   if (net.ops()) {
     for (size_t i = 0; i < net.ops()->size(); ++i) {
@@ -42,6 +45,14 @@ Graph Graph::Build(const Model& model) {
   for (int t : g.inputs) g.tensors[static_cast<size_t>(t)].is_input = true;
   for (int t : g.outputs) g.tensors[static_cast<size_t>(t)].is_output = true;
   return g;
+}
+
+}  // namespace
+
+Graph Graph::Build(const Model& model) { return BuildFrom(model.net(), model, -1); }
+
+Graph Graph::BuildSubgraph(const Model& model, int sub) {
+  return BuildFrom(*model.net().subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(sub)), model, sub);
 }
 
 }  // namespace kiln

@@ -50,6 +50,8 @@ struct GraphOp {
 class Graph {
  public:
   static Graph Build(const Model& model);
+  // Subgraph `sub` of the model (Net.subgraphs; control flow's bodies).
+  static Graph BuildSubgraph(const Model& model, int sub);
 
   std::vector<GraphTensor> tensors;
   std::vector<GraphOp> ops;

@@ -59,6 +59,12 @@ class Model {
   // Constant data of tensor `index`, inline or external; {nullptr, 0} when
   // the tensor is not a constant. `index` must be a valid tensor index.
   ConstantView constant(int index) const { return constants_[static_cast<size_t>(index)]; }
+  // The same for tensor `index` of subgraph `sub` (Net.subgraphs); both
+  // must be valid.
+  ConstantView constant(int sub, int index) const {
+    return sub < 0 ? constant(index) : sub_constants_[static_cast<size_t>(sub)][static_cast<size_t>(index)];
+  }
+  int numSubgraphs() const { return static_cast<int>(sub_constants_.size()); }
 
  private:
   friend class ModelVerifier;
@@ -68,6 +74,7 @@ class Model {
   const fb::Net* net_ = nullptr;
   std::string name_;
   std::vector<ConstantView> constants_;
+  std::vector<std::vector<ConstantView>> sub_constants_;
   std::map<std::string, std::shared_ptr<ByteRegion>> external_files_;
 };
 

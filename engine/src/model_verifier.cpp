@@ -8,7 +8,10 @@
 //   * ops: known type, input/output counts within the op's arity, every index
 //     in range, every input produced before it is read, each tensor produced
 //     once, params of the type the op takes and with valid values;
-//   * graph inputs and outputs in range and consistent.
+//   * graph inputs and outputs in range and consistent;
+//   * subgraphs (control flow's bodies) checked like the net, each op's
+//     references to them in range with matching input and output counts,
+//     and their nesting free of cycles and at most kMaxSubgraphDepth deep.
 // Every failure names the model, the op or tensor (index and name) and the
 // problem.
 #include <algorithm>
@@ -25,6 +28,8 @@ namespace {
 // and it keeps every size computation far from overflow.
 constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 48;
 constexpr int kMaxRank = 32;
+// Control flow nested deeper than this is rejected (real models nest 1 to 3).
+constexpr int kMaxSubgraphDepth = 16;
 
 std::string Quote(const flatbuffers::String* s) {
   return s ? "'" + s->str() + "'" : "''";
@@ -58,19 +63,120 @@ class ModelVerifier {
     if (net.format_version() == 0 || net.format_version() > kFormatVersion)
       return InvalidArgument("format version %u is not supported (this build reads 1 to %u)",
                              net.format_version(), kFormatVersion);
-    num_tensors_ = VecSize(net.tensors());
-    if (num_tensors_ > static_cast<size_t>(INT32_MAX))
-      return InvalidArgument("%zu tensors is too many", num_tensors_);
-    m_.constants_.assign(num_tensors_, ConstantView{});
-    for (size_t i = 0; i < num_tensors_; ++i) {
-      const fb::Tensor* t = net.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i));
-      KILN_RETURN_IF_ERROR(CheckTensor(t, i), "tensor %zu %s", i, Quote(t->name()).c_str());
+    const size_t nsub = VecSize(net.subgraphs());
+    m_.sub_constants_.resize(nsub);
+    KILN_RETURN_IF_ERROR(CheckGraphAndTensors(net, &m_.constants_));
+    for (size_t i = 0; i < nsub; ++i) {
+      const fb::SubGraph* g = net.subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      KILN_RETURN_IF_ERROR(CheckGraphAndTensors(*g, &m_.sub_constants_[i]), "subgraph %zu %s", i,
+                           Quote(g->name()).c_str());
     }
-    KILN_RETURN_IF_ERROR(CheckGraph(net));
-    return Status::Ok();
+    return CheckNesting(net);
   }
 
  private:
+  // Net and SubGraph have the same fields.
+  template <typename G>
+  Status CheckGraphAndTensors(const G& g, std::vector<ConstantView>* constants) {
+    tensors_ = g.tensors();
+    num_tensors_ = VecSize(g.tensors());
+    if (num_tensors_ > static_cast<size_t>(INT32_MAX))
+      return InvalidArgument("%zu tensors is too many", num_tensors_);
+    constants->assign(num_tensors_, ConstantView{});
+    constants_ = constants;
+    for (size_t i = 0; i < num_tensors_; ++i) {
+      const fb::Tensor* t = g.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      KILN_RETURN_IF_ERROR(CheckTensor(t, i), "tensor %zu %s", i, Quote(t->name()).c_str());
+    }
+    return CheckGraph(g);
+  }
+
+  // The subgraphs an op runs (If's two branches, Loop's and Scan's body).
+  static std::vector<int> SubgraphsOf(const fb::Op& op) {
+    if (auto* p = op.params_as_IfParams()) return {p->then_branch(), p->else_branch()};
+    if (auto* p = op.params_as_LoopParams()) return {p->body()};
+    if (auto* p = op.params_as_ScanParams()) return {p->body()};
+    return {};
+  }
+
+  // References form a tree-like DAG from the net: no subgraph reaches itself,
+  // and no chain is deeper than kMaxSubgraphDepth.
+  Status CheckNesting(const fb::Net& net) {
+    const size_t nsub = VecSize(net.subgraphs());
+    std::vector<std::vector<int>> refs(nsub + 1);  // [0]: the net; [i + 1]: subgraph i
+    auto collect = [&](const flatbuffers::Vector<flatbuffers::Offset<fb::Op>>* ops, std::vector<int>* out) {
+      for (size_t i = 0; i < VecSize(ops); ++i)
+        for (int s : SubgraphsOf(*ops->Get(static_cast<flatbuffers::uoffset_t>(i)))) out->push_back(s);
+    };
+    collect(net.ops(), &refs[0]);
+    for (size_t i = 0; i < nsub; ++i) collect(net.subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(i))->ops(), &refs[i + 1]);
+    // Depth-first with an explicit stack (a hostile file must not recurse us).
+    std::vector<uint8_t> state(nsub + 1, 0);  // 0 new, 1 on the path, 2 done
+    std::vector<std::pair<int, size_t>> path{{0, 0}};
+    state[0] = 1;
+    while (!path.empty()) {
+      auto& [node, next] = path.back();
+      if (next == refs[static_cast<size_t>(node)].size()) {
+        state[static_cast<size_t>(node)] = 2;
+        path.pop_back();
+        continue;
+      }
+      const int child = refs[static_cast<size_t>(node)][next++] + 1;  // CheckParams ranged it
+      if (state[static_cast<size_t>(child)] == 1)
+        return InvalidArgument("subgraph %d runs itself (recursive control flow)", child - 1);
+      if (state[static_cast<size_t>(child)] == 2) continue;
+      if (static_cast<int>(path.size()) > kMaxSubgraphDepth)
+        return InvalidArgument("subgraph %d is nested %zu deep (the limit is %d)", child - 1, path.size(),
+                               kMaxSubgraphDepth);
+      state[static_cast<size_t>(child)] = 1;
+      path.push_back({child, 0});
+    }
+    return Status::Ok();
+  }
+
+  // Control flow's counts against its subgraphs' (schema/kiln.fbs).
+  Status CheckControlFlow(const fb::Op& op, const OpDef& def) {
+    const auto* subs = m_.net_->subgraphs();
+    const int nsub = static_cast<int>(VecSize(subs));
+    const int nin = static_cast<int>(VecSize(op.inputs())), nout = static_cast<int>(VecSize(op.outputs()));
+    for (int s : SubgraphsOf(op))
+      if (s < 0 || s >= nsub) return InvalidArgument("%s refers to subgraph %d (the model has %d)", def.name, s, nsub);
+    auto counts = [&](int s, int want_in, int want_out, const char* role) -> Status {
+      const fb::SubGraph* g = subs->Get(static_cast<flatbuffers::uoffset_t>(s));
+      const int gin = static_cast<int>(VecSize(g->inputs())), gout = static_cast<int>(VecSize(g->outputs()));
+      if (gin != want_in || gout != want_out)
+        return InvalidArgument("%s %s (subgraph %d) has %d inputs and %d outputs; the op needs %d and %d", def.name,
+                               role, s, gin, gout, want_in, want_out);
+      return Status::Ok();
+    };
+    if (auto* p = op.params_as_IfParams()) {
+      KILN_RETURN_IF_ERROR(counts(p->then_branch(), nin - 1, nout, "then_branch"));
+      return counts(p->else_branch(), nin - 1, nout, "else_branch");
+    }
+    if (auto* p = op.params_as_LoopParams()) {
+      const int c = p->num_captures(), n = nin - 2 - c;
+      if (c < 0 || n < 0) return InvalidArgument("Loop: %d captures for %d inputs", c, nin);
+      if (nout < n) return InvalidArgument("Loop: %d outputs for %d loop-carried values", nout, n);
+      return counts(p->body(), nin, 1 + nout, "body");
+    }
+    const fb::ScanParams* p = op.params_as_ScanParams();
+    const int m = p->num_scan_inputs(), c = p->num_captures(), n = nin - m - c;
+    if (m < 1 || c < 0 || n < 0) return InvalidArgument("Scan: %d scan inputs and %d captures for %d inputs", m, c, nin);
+    if (nout < n) return InvalidArgument("Scan: %d outputs for %d state values", nout, n);
+    auto check = [](const flatbuffers::Vector<int32_t>* v, int count, int lo, int hi, const char* what) -> Status {
+      if (!v) return Status::Ok();
+      if (static_cast<int>(v->size()) != count) return InvalidArgument("Scan: %u %s for %d values", v->size(), what, count);
+      for (int32_t x : *v)
+        if (x < lo || x > hi) return InvalidArgument("Scan: %s entry %d is out of range [%d, %d]", what, x, lo, hi);
+      return Status::Ok();
+    };
+    KILN_RETURN_IF_ERROR(check(p->input_directions(), m, 0, 1, "input_directions"));
+    KILN_RETURN_IF_ERROR(check(p->output_directions(), nout - n, 0, 1, "output_directions"));
+    KILN_RETURN_IF_ERROR(check(p->input_axes(), m, -kMaxRank, kMaxRank - 1, "input_axes"));
+    KILN_RETURN_IF_ERROR(check(p->output_axes(), nout - n, -kMaxRank, kMaxRank - 1, "output_axes"));
+    return counts(p->body(), nin, nout, "body");
+  }
+
   StatusOr<uint64_t> ElementCount(const fb::Tensor* t) {
     uint64_t n = 1;
     auto* shape = t->shape();
@@ -102,7 +208,7 @@ class ModelVerifier {
       if (!is_static || numel != 0)
         return InvalidArgument("is_constant without data needs a static shape with 0 elements");
       static const uint8_t kEmpty = 0;  // a non-null address for "constant, no bytes"
-      m_.constants_[index] = ConstantView{&kEmpty, 0};
+      (*constants_)[index] = ConstantView{&kEmpty, 0};
       return Status::Ok();
     }
     if (t->data() && t->external())
@@ -123,7 +229,7 @@ class ModelVerifier {
       return InvalidArgument("data has %zu bytes, but %llu elements of %s need %llu", view.size,
                              (unsigned long long)numel, DataTypeName(t->dtype()),
                              (unsigned long long)bytes);
-    m_.constants_[index] = view;
+    (*constants_)[index] = view;
     return Status::Ok();
   }
 
@@ -180,19 +286,21 @@ class ModelVerifier {
   }
 
   const char* TensorName(int32_t i) {
-    auto* n = m_.net_->tensors()->Get(static_cast<flatbuffers::uoffset_t>(i))->name();
+    auto* n = tensors_->Get(static_cast<flatbuffers::uoffset_t>(i))->name();
     return n->c_str();
   }
 
-  Status CheckGraph(const fb::Net& net) {
+  template <typename G>
+  Status CheckGraph(const G& net) {
     // available[i]: tensor i can be read at this point of the op order.
     std::vector<uint8_t> available(num_tensors_, 0), produced(num_tensors_, 0), is_input(num_tensors_, 0);
-    for (size_t i = 0; i < num_tensors_; ++i) available[i] = m_.constants_[i].data != nullptr;
+    const std::vector<ConstantView>& constants = *constants_;
+    for (size_t i = 0; i < num_tensors_; ++i) available[i] = constants[i].data != nullptr;
 
     for (size_t i = 0; i < VecSize(net.inputs()); ++i) {
       int32_t t = net.inputs()->Get(static_cast<flatbuffers::uoffset_t>(i));
       KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "graph input", i));
-      if (m_.constants_[t].data) return InvalidArgument("graph input %zu: tensor %d '%s' is a constant", i, t, TensorName(t));
+      if (constants[t].data) return InvalidArgument("graph input %zu: tensor %d '%s' is a constant", i, t, TensorName(t));
       if (is_input[t]) return InvalidArgument("graph input %zu: tensor %d '%s' is listed twice", i, t, TensorName(t));
       is_input[t] = available[t] = 1;
     }
@@ -235,11 +343,11 @@ class ModelVerifier {
     for (int k = 0; k < nout; ++k) {
       int32_t t = op.outputs()->Get(static_cast<flatbuffers::uoffset_t>(k));
       KILN_RETURN_IF_ERROR(CheckTensorIndex(t, "output", static_cast<size_t>(k)));
-      if (m_.constants_[t].data && op.type() != fb::OpType::Constant)
+      if ((*constants_)[t].data && op.type() != fb::OpType::Constant)
         return InvalidArgument("output %d: tensor %d '%s' is a constant", k, t, TensorName(t));
       if (produced[t] || (available[t] && op.type() != fb::OpType::Constant))
         return InvalidArgument("output %d: tensor %d '%s' already has a producer", k, t, TensorName(t));
-      if (op.type() == fb::OpType::Constant && !m_.constants_[t].data)
+      if (op.type() == fb::OpType::Constant && !(*constants_)[t].data)
         return InvalidArgument("Constant output %d: tensor %d '%s' has no data", k, t, TensorName(t));
       produced[t] = available[t] = 1;
     }
@@ -270,6 +378,9 @@ class ModelVerifier {
           return InvalidArgument("Cast to unknown dtype %d", static_cast<int>(op.params_as_CastParams()->to()));
         return Status::Ok();
       case fb::OpParams::TransposeParams: return CheckPerm(op.params_as_TransposeParams()->perm());
+      case fb::OpParams::IfParams:
+      case fb::OpParams::LoopParams:
+      case fb::OpParams::ScanParams: return CheckControlFlow(op, def);
       default: return Status::Ok();
     }
   }
@@ -326,7 +437,10 @@ class ModelVerifier {
 
   Model& m_;
   std::string base_dir_;
+  // The graph being checked (the net or a subgraph).
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Tensor>>* tensors_ = nullptr;
   size_t num_tensors_ = 0;
+  std::vector<ConstantView>* constants_ = nullptr;
 };
 
 Model::~Model() = default;

@@ -126,6 +126,17 @@ void NetBuilder::setProperty(const std::string& key, const std::string& value) {
   net_.metadata->properties.push_back(std::move(kv));
 }
 
+int NetBuilder::addSubgraph(NetBuilder body) {
+  auto sg = std::make_unique<fb::SubGraphT>();
+  sg->name = body.net_.name;
+  sg->tensors = std::move(body.net_.tensors);
+  sg->ops = std::move(body.net_.ops);
+  sg->inputs = std::move(body.net_.inputs);
+  sg->outputs = std::move(body.net_.outputs);
+  net_.subgraphs.push_back(std::move(sg));
+  return static_cast<int>(net_.subgraphs.size()) - 1;
+}
+
 StatusOr<std::vector<uint8_t>> NetBuilder::finish() const {
   if (!SerializedSizeFits(net_))
     return InvalidArgument("model '%s' has too many weights for one file; write it with external weights",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "control_flow.h"
 #include "host_backend.h"
 #include "log.h"
 #include "ops/op_defs.h"
@@ -58,6 +59,9 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
     s->keep_all_ = s->keep_all_ || c.keepAllTensors;
     s->profile_ = s->profile_ || c.profile;
   }
+  s->configs_ = configs;
+  s->factory_ = factory;
+  KILN_RETURN_IF_ERROR(s->createControlFlow(), "%s", s->model_->name().c_str());
   KILN_RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
   KILN_RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
   KILN_RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
@@ -67,6 +71,28 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
 std::string SessionImpl::where(int op) const {
   const GraphOp& o = graph_->ops[static_cast<size_t>(op)];
   return StrFormat("op %d '%s' (%s)", op, o.name.c_str(), o.typeName());
+}
+
+Status SessionImpl::createControlFlow() {
+  const Graph& g = *graph_;
+  control_.resize(g.ops.size());
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const fb::OpType t = g.ops[i].type;
+    if (t != fb::OpType::If && t != fb::OpType::Loop && t != fb::OpType::Scan) continue;
+    KILN_ASSIGN_OR_RETURN(control_[i], ControlFlow::Create(g.ops[i], model_, configs_, factory_), "%s",
+                          where(static_cast<int>(i)).c_str());
+  }
+  return Status::Ok();
+}
+
+std::string SessionImpl::describePlacement() const {
+  std::string s = StrFormat("%zu ops", placement_.ops.size());
+  const char* sep = ": ";
+  for (const auto& [backend, n] : placement_.ops_per_backend) {
+    s += StrFormat("%s%s %d", sep, backend.c_str(), n);
+    sep = ", ";
+  }
+  return s;
 }
 
 // Ops whose outputs depend on their input's shape (and dtype), never on its
@@ -85,9 +111,12 @@ Status SessionImpl::markResizeOps() {
   resize_value_.assign(g.tensors.size(), false);
   std::vector<int> work;
   for (size_t i = 0; i < g.ops.size(); ++i) {
-    uint32_t mask = FindShapeDef(g.ops[i].type).value_inputs;
     for (size_t k = 0; k < g.ops[i].inputs.size(); ++k)
-      if ((mask >> k) & 1) work.push_back(g.ops[i].inputs[k]);
+      if (isValueInput(i, k)) work.push_back(g.ops[i].inputs[k]);
+    // Control flow whose outputs are known only once it ran: computed at
+    // resize, and so is everything it reads.
+    if (control_[i] && control_[i]->computedAtResize())
+      for (int o : g.ops[i].outputs) work.push_back(o);
   }
   while (!work.empty()) {
     int t = work.back();
@@ -127,7 +156,43 @@ Status SessionImpl::markResizeOps() {
     resize_op_[i] = true;
     for (int o : op.outputs) resize_value_[static_cast<size_t>(o)] = true;
   }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (!control_[i]) continue;
+    std::vector<bool> known;
+    for (int in : g.ops[i].inputs)
+      known.push_back(in >= 0 && (g.tensors[static_cast<size_t>(in)].isConstant() || resize_value_[static_cast<size_t>(in)]));
+    control_[i]->setValueInputs(std::move(known));
+  }
   return Status::Ok();
+}
+
+bool SessionImpl::isValueInput(size_t op, size_t k) const {
+  const GraphOp& o = graph_->ops[op];
+  if (!control_[op]) return (FindShapeDef(o.type).value_inputs >> k) & 1;
+  const ControlFlow& cf = *control_[op];
+  return cf.needsValue(k) || (cf.prefersValue(k) && o.inputs[k] >= 0 && isConfigurationValue(o.inputs[k]));
+}
+
+bool SessionImpl::isConfigurationValue(int t) const {
+  const Graph& g = *graph_;
+  std::vector<int> work{t};
+  std::set<int> seen;
+  while (!work.empty()) {
+    const int x = work.back();
+    work.pop_back();
+    if (x < 0 || !seen.insert(x).second) continue;
+    if (seen.size() > 256) return false;  // a long chain is not cheap configuration
+    const GraphTensor& gt = g.tensors[static_cast<size_t>(x)];
+    if (gt.isConstant()) continue;
+    const fb::DataType d = gt.dtype;
+    if (d == fb::DataType::F32 || d == fb::DataType::F16 || d == fb::DataType::F64 || d == fb::DataType::BF16)
+      return false;
+    if (gt.producer < 0) continue;
+    const GraphOp& p = g.ops[static_cast<size_t>(gt.producer)];
+    if (ReadsOnlyShape(p.type)) continue;
+    for (int in : p.inputs) work.push_back(in);
+  }
+  return true;
 }
 
 Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory) {
@@ -232,6 +297,17 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
     }
     std::string reasons;
     std::set<Backend*> tried;
+    if (control_[i]) {
+      // Control flow is driven from the host; its subgraphs' ops run where
+      // the configs say, and their fallbacks are this op's.
+      order.clear();
+      execs_[i] = control_[i]->makeExecution(host_);
+      for (size_t k = 0; k < backends_.size(); ++k)
+        if (backends_[k].get() == host_) op_backend_[i] = static_cast<int>(k);
+      pl.backend = host_->name();
+      pl.reason = control_[i]->fallbacks();
+      if (!pl.reason.empty() && !resize_op_[i]) ++fallbacks;
+    }
     for (ForwardType t : order) {
       std::string no;
       Backend* b = get(t, &no);
@@ -328,7 +404,6 @@ Status SessionImpl::buildSteps() {
     step.op = static_cast<int>(i);
     step.backend = b;
     step.exec = execs_[i].get();
-    const uint32_t value_mask = FindShapeDef(g.ops[i].type).value_inputs;
     for (size_t k = 0; k < g.ops[i].inputs.size(); ++k) {
       const int in = g.ops[i].inputs[k];
       if (in < 0) {
@@ -338,7 +413,7 @@ Status SessionImpl::buildSteps() {
       Tensor* t = tensors_[static_cast<size_t>(in)].get();
       // Value inputs (Reshape's shape, Slice's starts) are read on the host
       // at onResize by every backend: no mirror.
-      const bool value_input = (value_mask >> k) & 1;
+      const bool value_input = isValueInput(i, k);
       if (home_[static_cast<size_t>(in)] != b && !value_input) {
         bool created;
         Tensor* m = mirror(in, b, &created);

@@ -28,6 +28,7 @@
 namespace kiln {
 
 class HostBackend;
+class ControlFlow;
 
 // Ops whose output may take over input 0's memory when input 0 dies there
 // (op_defs.inc's InPlace column). Their kernels must tolerate out == in0.
@@ -67,6 +68,19 @@ class SessionImpl {
   bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
   bool hasShapeInputs() const { return !shape_input_memory_.empty(); }
 
+  // Graph inputs and outputs by position (control flow feeds its children
+  // this way: subgraph names need not be unique).
+  size_t numInputs() const { return graph_->inputs.size(); }
+  size_t numOutputs() const { return graph_->outputs.size(); }
+  Tensor* inputAt(size_t k) const { return tensors_[static_cast<size_t>(graph_->inputs[k])].get(); }
+  Tensor* outputAt(size_t k) const { return tensors_[static_cast<size_t>(graph_->outputs[k])].get(); }
+  // Graph input k's values decide shapes: they must be written before resize.
+  bool inputDecidesShape(size_t k) const { return isShapeInput(inputAt(k)); }
+  const Graph& graph() const { return *graph_; }
+  bool resized() const { return resized_; }
+  // "12 ops: vulkan 11, host 1".
+  std::string describePlacement() const;
+
  private:
   struct Step {
     int op = -1;               // -1: a copy step
@@ -77,7 +91,14 @@ class SessionImpl {
 
   SessionImpl() = default;
   Status schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory);
+  Status createControlFlow();
   Status markResizeOps();
+  // Input k of op `op` is computed at resize (its row's value inputs; for
+  // control flow, what the subgraphs need).
+  bool isValueInput(size_t op, size_t k) const;
+  // Tensor t is computed from integers only (no float data on the way):
+  // cheap "configuration" such as a sample rate or a shape.
+  bool isConfigurationValue(int t) const;
   Status buildSteps();
   Tensor* mirror(int tensor, Backend* b, bool* created);
   Status inferShapes();
@@ -95,6 +116,9 @@ class SessionImpl {
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Graph> graph_;
+  std::vector<ScheduleConfig> configs_;
+  BackendFactory factory_;
+  std::vector<std::unique_ptr<ControlFlow>> control_;  // per op: If, Loop, Scan; else null
   std::vector<std::unique_ptr<Backend>> backends_;
   HostBackend* host_ = nullptr;
   bool keep_all_ = false;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "checked_math.h"
+#include "control_flow.h"
 #include "host_backend.h"
 #include "ops/op_cost.h"
 #include "ops/shape_inference.h"
@@ -98,9 +99,14 @@ Status SessionImpl::inferShapes() {
     for (int in : op.inputs) ins.push_back(in < 0 ? nullptr : tensors_[static_cast<size_t>(in)].get());
     for (int o : op.outputs) outs.push_back(tensors_[static_cast<size_t>(o)].get());
     ShapeDef def = FindShapeDef(op.type);
-    if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
-    ShapeContext ctx(op, ins, outs);
-    KILN_RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
+    if (control_[i]) {
+      for (size_t k = 0; k < outs.size(); ++k) outs[k]->setDtype(g.tensors[static_cast<size_t>(op.outputs[k])].dtype);
+      KILN_RETURN_IF_ERROR(control_[i]->inferShapes(ins, outs), "%s", where(static_cast<int>(i)).c_str());
+    } else {
+      if (!def.fn) return Unsupported("%s: no shape function for %s", where(static_cast<int>(i)).c_str(), op.typeName());
+      ShapeContext ctx(op, ins, outs);
+      KILN_RETURN_IF_ERROR(def.fn(ctx), "%s", where(static_cast<int>(i)).c_str());
+    }
     for (size_t k = 0; k < outs.size(); ++k)
       KILN_RETURN_IF_ERROR(checkTensorSize(*outs[k], tensorLimit(home_[static_cast<size_t>(op.outputs[k])]), "output"),
                       "%s", where(static_cast<int>(i)).c_str());

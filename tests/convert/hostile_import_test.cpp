@@ -247,5 +247,50 @@ TEST(HostileTflite, WeightsOfAnotherRankAndMissingInputs) {
   }
 }
 
+// Control flow: a branch reading a name no enclosing graph has, a branch
+// whose outputs disagree in count with the other's, and a Loop body that
+// declares fewer inputs than the op gives it.
+TEST(HostileOnnx, BrokenControlFlow) {
+  auto make_if = [](const std::string& then_reads, bool extra_output) {
+    onnx::ModelProto m = NewModel(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    auto* c = g->add_input();
+    c->set_name("c");
+    c->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+    c->mutable_type()->mutable_tensor_type()->mutable_shape();
+    AddInput(g, "x", {2});
+    auto* n = AddNode(g, "If", {"c"}, {"y"}, "branch");
+    auto* then_attr = n->add_attribute();
+    then_attr->set_name("then_branch");
+    then_attr->set_type(onnx::AttributeProto::GRAPH);
+    AddNode(then_attr->mutable_g(), "Relu", {then_reads}, {"t"});
+    then_attr->mutable_g()->add_output()->set_name("t");
+    if (extra_output) then_attr->mutable_g()->add_output()->set_name("t");
+    auto* else_attr = n->add_attribute();
+    else_attr->set_name("else_branch");
+    else_attr->set_type(onnx::AttributeProto::GRAPH);
+    AddNode(else_attr->mutable_g(), "Neg", {"x"}, {"e"});
+    else_attr->mutable_g()->add_output()->set_name("e");
+    g->add_output()->set_name("y");
+    return m;
+  };
+  EXPECT_TRUE(Convert(make_if("x", false)).ok());
+  ExpectError(Convert(make_if("nope", false)), "input 0 'nope' is not produced before this node");
+  ExpectError(Convert(make_if("x", true)), "then_branch has 2 outputs, else_branch 1");
+
+  onnx::ModelProto m = NewModel(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  AddInput(g, "x", {2});
+  auto* loop = AddNode(g, "Loop", {"", "", "x"}, {"y"}, "loop");
+  auto* body = loop->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  body->mutable_g()->add_input()->set_name("i");
+  AddNode(body->mutable_g(), "Identity", {"i"}, {"o"});
+  body->mutable_g()->add_output()->set_name("o");
+  g->add_output()->set_name("y");
+  ExpectError(Convert(m), "declares 1 inputs; the op gives it 3");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -301,6 +301,11 @@ TEST(RoundTrip, EveryOpWithItsParamsTable) {
     const OpDef* def = FindOpDef(static_cast<fb::OpType>(t));
     ASSERT_NE(def, nullptr) << t;
     SCOPED_TRACE(def->name);
+    if (def->params == fb::OpParams::IfParams || def->params == fb::OpParams::LoopParams ||
+        def->params == fb::OpParams::ScanParams) {
+      params_seen[static_cast<size_t>(def->params)] = true;  // need subgraphs: ControlFlowRoundTrip
+      continue;
+    }
     NetBuilder b(std::string("op_") + def->name);
     std::vector<int> inputs;
     for (int i = 0; i < def->min_inputs; ++i)

@@ -196,6 +196,32 @@ StatusOr<TensorData> ReadTensor(const onnx::TensorProto& t, const std::string& b
   return d;
 }
 
+namespace {
+
+// The names g's nodes (and their subgraphs') read that g does not define:
+// what a control-flow node using g reads from the enclosing graph.
+void OuterNames(const onnx::GraphProto& g, std::set<std::string>* out, int depth) {
+  if (depth > 32) return;  // the importer refuses such nesting with a message
+  std::set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& i : g.initializer()) defined.insert(i.name());
+  for (const auto& n : g.node())
+    for (const std::string& o : n.output()) defined.insert(o);
+  std::set<std::string> used;
+  for (const auto& n : g.node()) {
+    for (const std::string& i : n.input()) used.insert(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) OuterNames(a.g(), &used, depth + 1);
+      for (const auto& sg : a.graphs()) OuterNames(sg, &used, depth + 1);
+    }
+  }
+  for (const auto& o : g.output()) used.insert(o.name());
+  for (const std::string& u : used)
+    if (!u.empty() && !defined.count(u)) out->insert(u);
+}
+
+}  // namespace
+
 StatusOr<std::vector<int>> TopologicalOrder(const onnx::GraphProto& g) {
   const int count = g.node_size();
   std::map<std::string, int> producer;
@@ -206,7 +232,10 @@ StatusOr<std::vector<int>> TopologicalOrder(const onnx::GraphProto& g) {
   std::vector<int> pending(static_cast<size_t>(count), 0);
   for (int i = 0; i < count; ++i) {
     std::set<int> deps;
-    for (const std::string& in : g.node(i).input()) {
+    std::set<std::string> reads(g.node(i).input().begin(), g.node(i).input().end());
+    for (const auto& a : g.node(i).attribute())  // control flow: what its subgraphs read
+      if (a.has_g()) OuterNames(a.g(), &reads, 0);
+    for (const std::string& in : reads) {
       auto it = producer.find(in);
       if (!in.empty() && it != producer.end() && it->second != i) deps.insert(it->second);
     }

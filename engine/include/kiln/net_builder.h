@@ -76,6 +76,11 @@ class NetBuilder {
                         const std::vector<int>& outputs, fb::OpParamsUnion params = {});
 
   void addOutput(int tensor);
+  // Control flow: makes `body` (its tensors, ops, inputs and outputs) a
+  // subgraph of this model and returns its index for IfParams / LoopParams /
+  // ScanParams. Subgraphs nested in `body` must be added to this (outermost)
+  // builder first, by index; `body`'s own subgraph list is ignored.
+  int addSubgraph(NetBuilder body);
   void setMetadata(const std::string& producer, const std::string& source_format, int source_opset = 0);
   void setProperty(const std::string& key, const std::string& value);
 

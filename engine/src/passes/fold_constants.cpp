@@ -90,6 +90,8 @@ std::vector<int64_t> ShapeValue(const fb::OpT& op, const std::vector<int64_t>& i
 
 bool Foldable(const fb::NetT& net, const fb::OpT& op) {
   if (op.type == fb::OpType::Constant || op.type == fb::OpType::Custom || op.type == fb::OpType::Invalid) return false;
+  // Control flow needs its subgraphs, which a one-op model does not carry.
+  if (op.type == fb::OpType::If || op.type == fb::OpType::Loop || op.type == fb::OpType::Scan) return false;
   bool any = false;
   for (int t : op.inputs) {
     if (t < 0) continue;

@@ -83,6 +83,12 @@ StatusOr<int> InferDtypes(fb::NetT& net) {
   for (const auto& op : net.ops) {
     if (!op) continue;
     const OpDef* def = FindOpDef(op->type);
+    if (op->type == fb::OpType::If || op->type == fb::OpType::Loop || op->type == fb::OpType::Scan) {
+      // Their importer declares their outputs from their subgraphs'.
+      for (int t : op->outputs)
+        if (t >= 0 && static_cast<size_t>(t) < n) known[static_cast<size_t>(t)] = true;
+      continue;
+    }
     std::vector<const fb::DataType*> in;
     for (int t : op->inputs) {
       if (t >= 0 && static_cast<size_t>(t) >= n) return InvalidArgument("op '%s': input %d out of range", op->name.c_str(), t);

@@ -1,0 +1,215 @@
+// ONNX If, Loop and Scan -> Kiln control flow (schema/kiln.fbs SubGraph).
+// Each subgraph is imported by a child importer that resolves outer names
+// through its parent: the names it reads from enclosing graphs become its
+// trailing inputs (captures), and the op passes them in.
+#include "onnx_importer.h"
+
+namespace kiln::onnx_import {
+
+namespace {
+
+// Nesting beyond this is refused at import (the verifier's limit is 16).
+constexpr int kMaxImportDepth = 16;
+
+const onnx::GraphProto* GraphAttr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+std::vector<int> IntsAttr(const onnx::NodeProto& n, const char* name) {
+  std::vector<int> v;
+  for (const auto& a : n.attribute())
+    if (a.name() == name)
+      for (int64_t x : a.ints()) v.push_back(static_cast<int>(x));
+  return v;
+}
+
+// n with every output up to `count` named (the op keeps unused outputs, so
+// that its output count matches its subgraph's).
+onnx::NodeProto WithOutputs(const onnx::NodeProto& n, int count) {
+  onnx::NodeProto m = n;
+  for (int k = 0; k < count; ++k) {
+    if (k >= m.output_size()) m.add_output("");
+    if (m.output(k).empty()) m.set_output(k, n.name() + ":unused" + std::to_string(k));
+  }
+  return m;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<OnnxImporter>> OnnxImporter::ImportBody(const onnx::GraphProto& g,
+                                                                  const std::vector<fb::DataType>& formal) {
+  if (depth_ + 1 > kMaxImportDepth)
+    return InvalidArgument("subgraph '%s' is nested more than %d deep", g.name().c_str(), kMaxImportDepth);
+  if (g.input_size() != static_cast<int>(formal.size()))
+    return InvalidArgument("subgraph '%s' declares %d inputs; the op gives it %zu", g.name().c_str(), g.input_size(),
+                           formal.size());
+  auto child = std::make_unique<OnnxImporter>(opt_, report_, base_dir_);
+  child->parent_ = this;
+  child->depth_ = depth_ + 1;
+  child->opset_ = opset_;
+  child->b_.net().name = g.name();
+  KILN_RETURN_IF_ERROR(child->ImportGraph(g, formal), "subgraph '%s'", g.name().c_str());
+  for (const auto& out : g.output()) {
+    KILN_ASSIGN_OR_RETURN(int t, child->Resolve(out.name()), "subgraph '%s' output", g.name().c_str());
+    child->b_.addOutput(t);
+  }
+  for (auto& [type, names] : child->missing_) missing_[type].insert(missing_[type].end(), names.begin(), names.end());
+  KILN_RETURN_IF_ERROR(InferDtypes(child->b_.net()).status(), "subgraph '%s': inferring dtypes", g.name().c_str());
+  return child;
+}
+
+StatusOr<int> OnnxImporter::Package(OnnxImporter& child, size_t num_formal, const std::vector<std::string>& captures) {
+  fb::NetT& net = child.b_.net();
+  std::vector<int> inputs(net.inputs.begin(), net.inputs.begin() + static_cast<std::ptrdiff_t>(num_formal));
+  for (const std::string& name : captures) {
+    auto it = child.tensors_.find(name);
+    const bool captured =
+        it != child.tensors_.end() &&
+        std::find(child.captures_.begin(), child.captures_.end(), name) != child.captures_.end();
+    if (captured) {
+      inputs.push_back(it->second);
+      continue;
+    }
+    // The other branch reads it; this one takes it and leaves it unused.
+    KILN_ASSIGN_OR_RETURN(int outer, Resolve(name));
+    int t = child.b_.addInput(name + ":unused", b_.net().tensors[static_cast<size_t>(outer)]->dtype, {});
+    net.tensors[static_cast<size_t>(t)]->unknown_rank = true;
+    inputs.push_back(t);
+  }
+  OnnxImporter* root = this;
+  while (root->parent_) root = root->parent_;
+  auto& list = root->b_.net().subgraphs;
+  auto sg = std::make_unique<fb::SubGraphT>();
+  sg->name = net.name;
+  sg->tensors = std::move(net.tensors);
+  sg->ops = std::move(net.ops);
+  sg->inputs = std::move(inputs);
+  sg->outputs = net.outputs;
+  list.push_back(std::move(sg));
+  return static_cast<int>(list.size()) - 1;
+}
+
+Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
+  const std::string& type = node.op_type();
+  std::vector<int> in;
+  for (int k = 0; k < node.input_size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(int t, Input(node, k));
+    in.push_back(t);
+  }
+  auto dtype = [&](int t) { return b_.net().tensors[static_cast<size_t>(t)]->dtype; };
+  auto out_dtypes = [](OnnxImporter& c) {
+    std::vector<fb::DataType> d;
+    for (int t : c.b_.net().outputs) d.push_back(c.b_.net().tensors[static_cast<size_t>(t)]->dtype);
+    return d;
+  };
+  std::vector<fb::DataType> result_types;
+  std::vector<int> inputs;
+  fb::OpParamsUnion params;
+  fb::OpType op_type;
+  int num_outputs;
+
+  if (type == "If") {
+    const onnx::GraphProto* then_g = GraphAttr(node, "then_branch");
+    const onnx::GraphProto* else_g = GraphAttr(node, "else_branch");
+    if (!then_g || !else_g) return InvalidArgument("If needs then_branch and else_branch");
+    if (in.size() != 1 || in[0] < 0) return InvalidArgument("If takes one input (cond), the node gives %zu", in.size());
+    KILN_ASSIGN_OR_RETURN(auto a, ImportBody(*then_g, {}));
+    KILN_ASSIGN_OR_RETURN(auto b, ImportBody(*else_g, {}));
+    result_types = out_dtypes(*a);
+    const std::vector<fb::DataType> else_types = out_dtypes(*b);
+    if (result_types.size() != else_types.size())
+      return InvalidArgument("then_branch has %zu outputs, else_branch %zu", result_types.size(), else_types.size());
+    for (size_t j = 0; j < result_types.size(); ++j)
+      if (result_types[j] != else_types[j])
+        return InvalidArgument("output %zu is %s in then_branch and %s in else_branch", j,
+                               DataTypeName(result_types[j]), DataTypeName(else_types[j]));
+    std::vector<std::string> caps = a->captures_;
+    for (const std::string& c : b->captures_)
+      if (std::find(caps.begin(), caps.end(), c) == caps.end()) caps.push_back(c);
+    fb::IfParamsT p;
+    KILN_ASSIGN_OR_RETURN(p.then_branch, Package(*a, 0, caps));
+    KILN_ASSIGN_OR_RETURN(p.else_branch, Package(*b, 0, caps));
+    inputs = {in[0]};
+    for (const std::string& c : caps) {
+      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
+      inputs.push_back(t);
+    }
+    params.Set(std::move(p));
+    op_type = fb::OpType::If;
+    num_outputs = static_cast<int>(result_types.size());
+  } else if (type == "Loop") {
+    const onnx::GraphProto* body_g = GraphAttr(node, "body");
+    if (!body_g) return InvalidArgument("Loop needs a body");
+    while (in.size() < 2) in.push_back(-1);
+    const int n = static_cast<int>(in.size()) - 2;
+    std::vector<fb::DataType> formal{fb::DataType::I64, fb::DataType::BOOL};
+    for (int k = 0; k < n; ++k) {
+      if (in[static_cast<size_t>(2 + k)] < 0) return InvalidArgument("Loop: loop-carried input %d is empty", k);
+      formal.push_back(dtype(in[static_cast<size_t>(2 + k)]));
+    }
+    KILN_ASSIGN_OR_RETURN(auto body, ImportBody(*body_g, formal));
+    const std::vector<fb::DataType> outs = out_dtypes(*body);
+    if (static_cast<int>(outs.size()) < 1 + n)
+      return InvalidArgument("Loop body has %zu outputs; it needs the condition and %d loop-carried values",
+                             outs.size(), n);
+    result_types.assign(outs.begin() + 1, outs.end());
+    fb::LoopParamsT p;
+    p.num_captures = static_cast<int>(body->captures_.size());
+    const std::vector<std::string> caps = body->captures_;
+    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), caps));
+    inputs = in;
+    for (const std::string& c : caps) {
+      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
+      inputs.push_back(t);
+    }
+    params.Set(std::move(p));
+    op_type = fb::OpType::Loop;
+    num_outputs = static_cast<int>(result_types.size());
+  } else {  // Scan
+    if (opset_ < 9) return Keep(node, "opset 8's batched Scan; re-export at opset 9 or later");
+    const onnx::GraphProto* body_g = GraphAttr(node, "body");
+    if (!body_g) return InvalidArgument("Scan needs a body");
+    int m = 0;
+    for (const auto& a : node.attribute())
+      if (a.name() == "num_scan_inputs") m = static_cast<int>(a.i());
+    const int n = static_cast<int>(in.size()) - m;
+    if (m < 1 || n < 0) return InvalidArgument("Scan: num_scan_inputs %d for %zu inputs", m, in.size());
+    std::vector<fb::DataType> formal;
+    for (int t : in) {
+      if (t < 0) return InvalidArgument("Scan inputs cannot be empty");
+      formal.push_back(dtype(t));
+    }
+    KILN_ASSIGN_OR_RETURN(auto body, ImportBody(*body_g, formal));
+    result_types = out_dtypes(*body);
+    if (static_cast<int>(result_types.size()) < n)
+      return InvalidArgument("Scan body has %zu outputs for %d state values", result_types.size(), n);
+    fb::ScanParamsT p;
+    p.num_scan_inputs = m;
+    p.num_captures = static_cast<int>(body->captures_.size());
+    p.input_directions = IntsAttr(node, "scan_input_directions");
+    p.output_directions = IntsAttr(node, "scan_output_directions");
+    p.input_axes = IntsAttr(node, "scan_input_axes");
+    p.output_axes = IntsAttr(node, "scan_output_axes");
+    const std::vector<std::string> caps = body->captures_;
+    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), caps));
+    inputs = in;
+    for (const std::string& c : caps) {
+      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
+      inputs.push_back(t);
+    }
+    params.Set(std::move(p));
+    op_type = fb::OpType::Scan;
+    num_outputs = static_cast<int>(result_types.size());
+  }
+  if (node.output_size() > num_outputs)
+    return InvalidArgument("%s names %d outputs; its subgraph gives %d", type.c_str(), node.output_size(), num_outputs);
+  const onnx::NodeProto named = WithOutputs(node, num_outputs);
+  KILN_RETURN_IF_ERROR(Emit(op_type, named, inputs, std::move(params)));
+  for (int j = 0; j < num_outputs; ++j)
+    b_.net().tensors[static_cast<size_t>(tensors_[named.output(j)])]->dtype = result_types[static_cast<size_t>(j)];
+  return Status::Ok();
+}
+
+}  // namespace kiln::onnx_import
