@@ -354,6 +354,21 @@ Status OpenCLBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   return ClCheck(cl().clEnqueueUnmapMemObject(queue_, staging_, p, 0, nullptr, nullptr), "unmap");
 }
 
+Status OpenCLBackend::onCopyWithin(const Tensor& src, Tensor* dst) {
+  if (src.backend() != this || dst->backend() != this || packed(src) != packed(*dst) ||
+      storageBytes(src) != storageBytes(*dst))
+    return Unsupported("opencl: '%s' and '%s' differ in storage", src.name().c_str(), dst->name().c_str());
+  const size_t bytes = storageBytes(src);
+  if (bytes == 0) return Status::Ok();
+  if (!src.deviceHandle() || !dst->deviceHandle())
+    return Internal("opencl copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
+  KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueCopyBuffer(queue_, Mem(src.deviceHandle()), Mem(dst->deviceHandle()),
+                                                        src.deviceOffset(), dst->deviceOffset(), bytes, 0, nullptr,
+                                                        nullptr),
+                               "device copy"));
+  return ClCheck(cl().clFinish(queue_), "device copy");
+}
+
 // ---------------------------------------------------------------- recording
 
 StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {

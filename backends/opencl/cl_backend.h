@@ -62,6 +62,7 @@ class OpenCLBackend final : public GpuBackend {
   void onExecuteBegin(bool op_by_op) override { op_by_op_ = op_by_op; }
   Status onWaitFinish() override;
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+  Status onCopyWithin(const Tensor& src, Tensor* dst) override;
   bool opTime(const Execution* e, double* ms) const override;
   StatusOr<DevicePeaks> measurePeaks() override;  // cl_peaks.cpp
 

@@ -473,6 +473,24 @@ Status VulkanBackend::onCopyBuffer(const Tensor& src, Tensor* dst) {
   return Status::Ok();
 }
 
+Status VulkanBackend::onCopyWithin(const Tensor& src, Tensor* dst) {
+  if (src.backend() != this || dst->backend() != this || packed(src) != packed(*dst) ||
+      storageBytes(src) != storageBytes(*dst))
+    return Unsupported("vulkan: '%s' and '%s' differ in storage", src.name().c_str(), dst->name().c_str());
+  const size_t bytes = storageBytes(src);
+  if (bytes == 0) return Status::Ok();
+  if (!src.deviceHandle() || !dst->deviceHandle())
+    return Internal("vulkan copy of '%s': the tensor has no memory (not resized?)", src.name().c_str());
+  KILN_RETURN_IF_ERROR(waitIdle());
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, beginOneShot());
+  VkBufferCopy region{src.deviceOffset(), dst->deviceOffset(), bytes};
+  vkCmdCopyBuffer(cmd, reinterpret_cast<VkBuffer>(src.deviceHandle()), reinterpret_cast<VkBuffer>(dst->deviceHandle()),
+                  1, &region);
+  Barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT);
+  return endOneShot(cmd);
+}
+
 // ---------------------------------------------------------------- recording
 
 void VulkanBackend::freeRecording() {

@@ -69,6 +69,7 @@ class VulkanBackend final : public GpuBackend {
   void onExecuteBegin(bool op_by_op) override;
   Status onWaitFinish() override;
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
+  Status onCopyWithin(const Tensor& src, Tensor* dst) override;
   StatusOr<DevicePeaks> measurePeaks() override;  // vk_peaks.cpp
 
   // GpuBackend.

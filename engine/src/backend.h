@@ -155,6 +155,10 @@ class Backend {
   virtual bool opTime(const Execution* e, double* ms) const { return false; }
   // Copies between this backend's tensors and host tensors (either way).
   virtual Status onCopyBuffer(const Tensor& src, Tensor* dst) = 0;
+  // Copies one of this backend's tensors into another of its tensors (same
+  // shape, dtype and layout) on the device, finished by return.
+  // Unsupported: the caller goes through the host.
+  virtual Status onCopyWithin(const Tensor& src, Tensor* dst) { return Unsupported("%s: no device copy", name()); }
   // Measures the device's roof (takes about a second). Benchmarks only.
   virtual StatusOr<DevicePeaks> measurePeaks() { return Unsupported("%s: no peak measurement", name()); }
 

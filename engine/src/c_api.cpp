@@ -113,6 +113,18 @@ KilnStatus kiln_session_run(KilnSession* s) {
   return st.ok() ? KILN_OK : Fail(st);
 }
 
+KilnStatus kiln_session_bind_state(KilnSession* s, const char* output, const char* input) {
+  if (!s || !output || !input) return Fail(kiln::InvalidArgument("kiln_session_bind_state: null argument"));
+  Status st = AsSession(s)->bindState(output, input);
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
+KilnStatus kiln_session_reset_state(KilnSession* s) {
+  if (!s) return Fail(kiln::InvalidArgument("null session"));
+  Status st = AsSession(s)->resetState();
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
 int kiln_tensor_rank(const KilnTensor* t) { return t ? AsTensor(t)->dimensions() : -1; }
 int64_t kiln_tensor_dim(const KilnTensor* t, int axis) {
   if (!t || axis < 0 || axis >= AsTensor(t)->dimensions()) return -1;

@@ -76,5 +76,11 @@ std::vector<MemoryUse> Session::memory() const { return impl_->memory(); }
 const std::vector<OpProfile>& Session::profile() const { return impl_->profile(); }
 std::map<std::string, std::string> Session::devices() const { return impl_->devices(); }
 void Session::releaseCache() { impl_->releaseCache(); }
+Status Session::bindState(const std::string& output, const std::string& input) {
+  return impl_->bindState(output, input);
+}
+Status Session::resetState() {
+  return GuardAlloc("resetState", [&] { return impl_->resetState(); });
+}
 
 }  // namespace kiln

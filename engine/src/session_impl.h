@@ -65,6 +65,8 @@ class SessionImpl {
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();
+  Status bindState(const std::string& output, const std::string& input);
+  Status resetState();
   bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
   bool hasShapeInputs() const { return !shape_input_memory_.empty(); }
 
@@ -148,6 +150,9 @@ class SessionImpl {
   bool isShapeInput(const Tensor* t) const { return shape_input_memory_.count(t) > 0; }
   void bindShapeInput(Tensor* t, const std::vector<int64_t>& shape);
   std::vector<Step> steps_;
+  // bindState: (output, input) pairs, copied after each run.
+  std::vector<std::pair<Tensor*, Tensor*>> state_;
+  Status carryState();
   std::vector<std::pair<Tensor*, std::vector<uint8_t>>> resize_scratch_;
   std::map<Tensor*, std::vector<int64_t>> requested_shapes_;
   Placement placement_;

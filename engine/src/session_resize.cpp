@@ -2,6 +2,7 @@
 // run.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -430,6 +431,7 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     Status wait = b->onWaitFinish();
     if (status.ok()) status = wait;
   }
+  if (status.ok() && !state_.empty()) status = carryState();
   if (status.ok() && profile_) {
     profile_result_.clear();
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -455,6 +457,55 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     }
   }
   return status.WithContext(status.ok() ? "" : model_->name());
+}
+
+Status SessionImpl::bindState(const std::string& output, const std::string& input) {
+  Tensor* out = this->output(output);
+  Tensor* in = this->input(input);
+  if (output.empty() || !out) return NotFound("bindState: '%s' is not an output of the model", output.c_str());
+  if (input.empty() || !in) return NotFound("bindState: '%s' is not an input of the model", input.c_str());
+  if (out->dtype() != in->dtype())
+    return InvalidArgument("bindState: output '%s' is %s, input '%s' is %s", output.c_str(),
+                           DataTypeName(out->dtype()), input.c_str(), DataTypeName(in->dtype()));
+  if (isShapeInput(in))
+    return InvalidArgument("bindState: input '%s' decides shapes at resize; a state must not", input.c_str());
+  for (auto& [o, i] : state_)
+    if (i == in) return InvalidArgument("bindState: input '%s' is already bound to '%s'", input.c_str(), o->name().c_str());
+  state_.emplace_back(out, in);
+  return Status::Ok();
+}
+
+Status SessionImpl::resetState() {
+  if (!resized_) KILN_RETURN_IF_ERROR(resize());
+  for (auto& [out, in] : state_) {
+    auto zeros = Tensor::create(in->shape(), in->dtype());
+    std::memset(zeros->hostData(), 0, zeros->byteSize());
+    KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*zeros), "resetState '%s'", in->name().c_str());
+  }
+  return Status::Ok();
+}
+
+// After a run: each bound output into its input. Same backend: the
+// backend's own copy (no trip through the host where it has one).
+Status SessionImpl::carryState() {
+  for (auto& [out, in] : state_) {
+    if (out->shape() != in->shape())
+      return InvalidArgument("state: output '%s' is %s but input '%s' is %s", out->name().c_str(),
+                             ShapeToString(out->shape()).c_str(), in->name().c_str(),
+                             ShapeToString(in->shape()).c_str());
+    if (out->onHost() && in->onHost()) {
+      if (out->byteSize()) std::memmove(in->hostData(), out->hostData(), out->byteSize());
+      continue;
+    }
+    if (out->backend() && out->backend() == in->backend()) {
+      Status s = out->backend()->onCopyWithin(*out, in);
+      if (s.ok()) continue;
+      if (s.code() != StatusCode::kUnsupported) return s;
+    }
+    KILN_ASSIGN_OR_RETURN(auto staged, Tensor::createHostTensorFromDevice(*out, true));
+    KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*staged), "state '%s'", in->name().c_str());
+  }
+  return Status::Ok();
 }
 
 std::vector<MemoryUse> SessionImpl::memory() const {

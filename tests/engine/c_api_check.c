@@ -1,5 +1,6 @@
 /* Compiled as C: kiln.h must be a valid C header. Runs a Relu model given as
- * argv[1] on the host through the C API and checks the result. */
+ * argv[1] on the host through the C API and checks the result, then binds
+ * its output to its input as a streaming state. */
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,15 @@ int main(int argc, char** argv) {
   if (kiln_tensor_copy_to_host(out, y, 4, KILN_LAYOUT_NCHW) != KILN_INVALID_ARGUMENT) return 1;
   if (strstr(kiln_last_error(), "24 bytes") == NULL) return 1;
   if (kiln_interpreter_create_from_file("/nonexistent.kiln") != NULL) return 1;
+  /* Streaming state: y feeds x of the next run; a reset zeros x. */
+  if (kiln_session_bind_state(session, "nope", "x") != KILN_NOT_FOUND) return 1;
+  if (kiln_session_bind_state(session, "y", "x") != KILN_OK) return 1;
+  if (kiln_session_run(session) != KILN_OK || kiln_session_run(session) != KILN_OK) return 1;
+  if (kiln_tensor_copy_to_host(out, y, sizeof y, KILN_LAYOUT_NCHW) != KILN_OK || y[5] != 6) return 1;
+  if (kiln_session_reset_state(session) != KILN_OK || kiln_session_run(session) != KILN_OK) return 1;
+  if (kiln_tensor_copy_to_host(out, y, sizeof y, KILN_LAYOUT_NCHW) != KILN_OK) return 1;
+  for (int i = 0; i < 6; ++i)
+    if (y[i] != 0) return 1;
   kiln_interpreter_destroy(interp);
   printf("c api ok\n");
   return 0;

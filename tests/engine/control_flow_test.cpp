@@ -131,6 +131,40 @@ TEST(ControlFlow, ScanReversedAlongAxisOne) {
   ExpectNear(Read(s, "out"), out, 1e-6f);
 }
 
+// ---- streaming state ----
+
+TEST(StreamingState, BoundOutputFeedsTheNextRun) {
+  auto interp = Load(test::StreamingCell());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  Session* s = NewSession(interp->get());
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->bindState("h_out", "h").ok());
+  ASSERT_TRUE(s->resetState().ok());
+  std::vector<std::vector<float>> xs;
+  for (int r = 0; r < 4; ++r) {
+    xs.push_back({0.1f * r, -0.5f, 1.f, 0.25f * r});
+    ASSERT_TRUE(Write(s, "x", {1, 4}, xs.back(), fb::DataType::F32).ok());
+    ASSERT_TRUE(s->run().ok());
+    ExpectNear(Read(s, "out"), test::StreamingCellRef(xs), 1e-6f);
+  }
+  // A new stream: the state is zeros again.
+  ASSERT_TRUE(s->resetState().ok());
+  ASSERT_TRUE(s->run().ok());
+  ExpectNear(Read(s, "out"), test::StreamingCellRef({xs.back()}), 1e-6f);
+}
+
+TEST(StreamingState, BadBindings) {
+  auto interp = Load(test::StreamingCell());
+  ASSERT_TRUE(interp.ok());
+  Session* s = NewSession(interp->get());
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->bindState("nope", "h").code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->bindState("h_out", "nope").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(s->bindState("h_out", "h").ok());
+  Status twice = s->bindState("out", "h");
+  EXPECT_NE(twice.message().find("already bound"), std::string::npos) << twice.message();
+}
+
 // ---- bad control flow ----
 
 void ExpectError(const Status& s, const std::string& want) {

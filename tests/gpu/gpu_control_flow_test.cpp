@@ -112,5 +112,22 @@ TEST(GpuControlFlow, ScanReverse) {
   ExpectNear(Read(r.session, "out"), out, Tol());
 }
 
+// The state stays on the device: the backend copies h_out into h itself.
+TEST(GpuControlFlow, StreamingStateOnTheDevice) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  Opened r = Open(StreamingCell());
+  ASSERT_NE(r.session, nullptr);
+  ASSERT_TRUE(r.session->bindState("h_out", "h").ok());
+  ASSERT_TRUE(r.session->resetState().ok());
+  std::vector<std::vector<float>> xs;
+  for (int k = 0; k < 4; ++k) {
+    xs.push_back({0.1f * k, -0.5f, 1.f, 0.25f * k});
+    Write(r.session, "x", {1, 4}, xs.back(), fb::DataType::F32);
+    ASSERT_TRUE(r.session->run().ok());
+    ExpectNear(Read(r.session, "out"), StreamingCellRef(xs), Tol());
+  }
+  ASSERT_NE(r.session->getInput("h")->backend(), nullptr) << "the state input should live on the GPU";
+}
+
 }  // namespace
 }  // namespace kiln::test

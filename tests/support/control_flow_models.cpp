@@ -179,3 +179,31 @@ void ScanReverseRef(const std::vector<float>& s0, const std::vector<float>& seq,
 }
 
 }  // namespace kiln::test
+
+namespace kiln::test {
+
+NetBuilder StreamingCell() {
+  NetBuilder b("streaming_cell");
+  int h = b.addInput("h", fb::DataType::F32, {1, 4});
+  int x = b.addInput("x", fb::DataType::F32, {1, 4});
+  int half = b.addConstant("half", {1}, std::vector<float>{0.5f});
+  int two = b.addConstant("two", {1}, std::vector<float>{2.f});
+  int hs = b.addOp(fb::OpType::Mul, "decay", {h, half}, {"hs"})[0];
+  int pre = b.addOp(fb::OpType::Add, "in", {hs, x}, {"pre"})[0];
+  int hout = b.addOp(fb::OpType::Tanh, "tanh", {pre}, {"h_out"})[0];
+  b.addOutput(hout);
+  b.addOutput(b.addOp(fb::OpType::Mul, "head", {hout, two}, {"out"})[0]);
+  return Typed(std::move(b));
+}
+
+std::vector<float> StreamingCellRef(const std::vector<std::vector<float>>& xs) {
+  std::vector<float> h(4, 0.f), out(4, 0.f);
+  for (const auto& x : xs)
+    for (size_t i = 0; i < 4; ++i) {
+      h[i] = std::tanh(h[i] * 0.5f + x[i]);
+      out[i] = h[i] * 2;
+    }
+  return out;
+}
+
+}  // namespace kiln::test

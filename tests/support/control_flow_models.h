@@ -36,3 +36,13 @@ void ScanReverseRef(const std::vector<float>& s0, const std::vector<float>& seq,
                     std::vector<float>* out);
 
 }  // namespace kiln::test
+
+namespace kiln::test {
+
+// A recurrent cell for Session::bindState: h[1,4], x[1,4] ->
+// h_out = tanh(h * 0.5 + x), out = h_out * 2.
+NetBuilder StreamingCell();
+// `steps` runs of the cell from h = 0 with the given x each run: the last `out`.
+std::vector<float> StreamingCellRef(const std::vector<std::vector<float>>& xs);
+
+}  // namespace kiln::test

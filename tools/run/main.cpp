@@ -1,21 +1,28 @@
 // kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]
 //          [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]
 //          [--layout auto|planar|packed]
-//          [--compare BACKEND [--tolerance X]]
+//          [--compare BACKEND [--tolerance X]] [--runs N] [--state OUT=IN ...]
 // Runs a .kiln model (or an .onnx / .tflite one, converted in memory) on NumPy inputs
 // and writes each output as DIR/NAME.npy. Prints the placement and the time.
 // --compare runs the same inputs on BACKEND too (normal precision), op by op,
 // and names the first op whose outputs differ by more than X (default 1e-3,
 // 1e-2 with --precision low; see compare.h for the error measure).
+// --runs N runs N times on the same inputs; --state OUT=IN binds output OUT
+// to input IN (Session::bindState): each run's OUT is the next run's IN, as
+// a streaming model (a VAD, a keyword spotter) is called. A state input not
+// given with --input starts at zeros. The outputs written are the last run's.
 // Exit codes: 0 ok (and, with --compare, every op agrees); 1 model, input or
 // run error (message on stderr); 2 usage; 3 --compare found an op that differs.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "kiln/convert.h"
 #include "compare.h"
@@ -29,7 +36,7 @@ int Usage() {
                "usage: kiln-run MODEL --input NAME=FILE.npy ... [--output-dir DIR]\n"
                "                [--backend host|vulkan|opencl|auto] [--threads N] [--precision normal|high|low]\n"
                "                [--layout auto|planar|packed]\n"
-               "                [--compare host|vulkan|opencl|auto [--tolerance X]]\n");
+               "                [--compare host|vulkan|opencl|auto [--tolerance X]] [--runs N] [--state OUT=IN ...]\n");
   return 2;
 }
 
@@ -98,6 +105,8 @@ int main(int argc, char** argv) {
   kiln::ForwardType compare_type = kiln::ForwardType::kHost;
   bool compare = false;
   double tolerance = -1;
+  int runs = 1;
+  std::vector<std::pair<std::string, std::string>> states;  // (output, input)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--input" && i + 1 < argc) {
@@ -105,6 +114,14 @@ int main(int argc, char** argv) {
       size_t eq = v.find('=');
       if (eq == std::string::npos) return Usage();
       inputs[v.substr(0, eq)] = v.substr(eq + 1);
+    } else if (a == "--state" && i + 1 < argc) {
+      std::string v = argv[++i];
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) return Usage();
+      states.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--runs" && i + 1 < argc) {
+      runs = std::atoi(argv[++i]);
+      if (runs < 1) return Usage();
     } else if (a == "--output-dir" && i + 1 < argc) {
       out_dir = argv[++i];
     } else if (a == "--backend" && i + 1 < argc) {
@@ -147,8 +164,15 @@ int main(int argc, char** argv) {
   kiln::Session* s = *session;
 
   std::map<std::string, kiln::NpyArray> arrays;
+  std::set<std::string> state_inputs;
+  for (auto& [out, in] : states) {
+    kiln::Status b = s->bindState(out, in);
+    if (!b.ok()) return Fail("--state " + out + "=" + in, b);
+    state_inputs.insert(in);
+  }
   for (auto& [name, t] : s->getInputAll()) {
     auto it = inputs.find(name);
+    if (it == inputs.end() && state_inputs.count(name)) continue;  // starts at zeros
     if (it == inputs.end()) {
       std::fprintf(stderr, "kiln-run: input '%s' is not given (--input %s=FILE.npy)\n", name.c_str(), name.c_str());
       return 1;
@@ -174,18 +198,29 @@ int main(int argc, char** argv) {
     }
   kiln::Status st = s->resize();
   if (!st.ok()) return Fail("resize", st);
+  if (!states.empty() && !(st = s->resetState()).ok()) return Fail("state", st);
   for (auto& [name, a] : arrays) {
     auto host = kiln::Tensor::wrap(a.shape, a.dtype, a.bytes.data());
     st = s->getInput(name)->copyFromHostTensor(*host);
     if (!st.ok()) return Fail("input '" + name + "'", st);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  st = s->run();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!st.ok()) return Fail("run", st);
+  std::vector<double> times;
+  for (int r = 0; r < runs; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    st = s->run();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (!st.ok()) return Fail(runs > 1 ? "run " + std::to_string(r + 1) : "run", st);
+  }
 
   std::printf("%s\n", s->placement().toString().c_str());
-  std::printf("run: %.3f ms\n", ms);
+  if (runs == 1) {
+    std::printf("run: %.3f ms\n", times[0]);
+  } else {
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("runs: %d, first %.3f ms, median %.3f ms%s\n", runs, times[0], sorted[sorted.size() / 2],
+                states.empty() ? "" : ", state carried between runs");
+  }
   if (!out_dir.empty()) mkdir(out_dir.c_str(), 0755);
   for (auto& [name, t] : s->getOutputAll()) {
     kiln::NpyArray a;

@@ -66,6 +66,11 @@ KilnTensor* kiln_session_output(KilnSession* session, const char* name);
 KilnStatus kiln_session_resize_input(KilnSession* session, KilnTensor* input, const int64_t* shape, int rank);
 KilnStatus kiln_session_resize(KilnSession* session);
 KilnStatus kiln_session_run(KilnSession* session);
+/* Streaming state (Session::bindState): after each run, output `output`
+ * becomes input `input` for the next run, on the device. */
+KilnStatus kiln_session_bind_state(KilnSession* session, const char* output, const char* input);
+/* Zeros every bound input (a new stream). */
+KilnStatus kiln_session_reset_state(KilnSession* session);
 
 int kiln_tensor_rank(const KilnTensor* tensor);
 int64_t kiln_tensor_dim(const KilnTensor* tensor, int axis);

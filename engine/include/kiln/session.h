@@ -162,6 +162,15 @@ class Session {
   // Drops resize-only caches (shape computation scratch).
   void releaseCache();
 
+  // Streaming state (a recurrent model called every 32 ms): after each
+  // run, output `output` becomes input `input` for the next run, on the
+  // input's backend, without the app reading or writing it. Both must have
+  // the same dtype, and the same shape at each run. The input starts as
+  // whatever the app wrote into it, or zeros after resetState().
+  Status bindState(const std::string& output, const std::string& input);
+  // Zeros every bound input (a new stream).
+  Status resetState();
+
  private:
   friend class Interpreter;
   explicit Session(std::unique_ptr<SessionImpl> impl);
