@@ -261,10 +261,16 @@ StatusOr<int64_t> ControlFlow::tripLimit(const std::vector<Tensor*>& in) const {
                                                           static_cast<long long>(in[0]->elementCount()));
     const double m = LoadDouble(in[0]->hostData(), in[0]->dtype(), 0);
     if (m < 0) return InvalidArgument("%s: trip count M is %lld (negative)", where_.c_str(), static_cast<long long>(m));
-    if (m > static_cast<double>(max_iterations_))
-      return InvalidArgument("%s: trip count M is %.0f, above the limit of %lld iterations (KILN_MAX_LOOP_ITERATIONS)",
-                             where_.c_str(), m, static_cast<long long>(max_iterations_));
-    trips = static_cast<int64_t>(m);
+    // Above the limit: an error when M alone decides the iterations; with a
+    // condition computed in the body (torch exports `for` with `break` as
+    // M = INT64_MAX), only when the iterations actually reach the limit.
+    if (m > static_cast<double>(max_iterations_)) {
+      if (cond_static_)
+        return InvalidArgument("%s: trip count M is %.0f, above the limit of %lld iterations (KILN_MAX_LOOP_ITERATIONS)",
+                               where_.c_str(), m, static_cast<long long>(max_iterations_));
+    } else {
+      trips = static_cast<int64_t>(m);
+    }
   }
   const bool has_cond = in.size() > 1 && in[1];
   if (has_cond && !Truthy(*in[1])) return int64_t{0};
@@ -385,7 +391,8 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
       bytes.insert(bytes.end(), p, p + h->byteSize());
     }
   }
-  if (!has_m && cond && i >= limit)
+  const bool m_reached = has_m && static_cast<double>(limit) == LoadDouble(in[0]->hostData(), in[0]->dtype(), 0);
+  if (cond && i >= limit && !m_reached)
     return InvalidArgument("%s ran %lld iterations without its condition ending it (the limit; "
                            "KILN_MAX_LOOP_ITERATIONS raises it)",
                            where_.c_str(), static_cast<long long>(i));

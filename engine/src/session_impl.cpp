@@ -306,6 +306,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
         if (backends_[k].get() == host_) op_backend_[i] = static_cast<int>(k);
       pl.backend = host_->name();
       pl.reason = control_[i]->fallbacks();
+      pl.subgraphs = control_[i]->describe();
       if (!pl.reason.empty() && !resize_op_[i]) ++fallbacks;
     }
     for (ForwardType t : order) {

@@ -150,6 +150,11 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
       formal.push_back(dtype(in[static_cast<size_t>(2 + k)]));
     }
     KILN_ASSIGN_OR_RETURN(auto body, ImportBody(*body_g, formal));
+    // Loop-carried values may change shape between iterations (a sequence
+    // of tokens that grows): exporters declare the first iteration's shape,
+    // so only the rank is kept.
+    for (size_t k = 2; k < formal.size(); ++k)
+      for (auto& d : body->b_.net().tensors[static_cast<size_t>(body->b_.net().inputs[k])]->shape) d->size = -1;
     const std::vector<fb::DataType> outs = out_dtypes(*body);
     if (static_cast<int>(outs.size()) < 1 + n)
       return InvalidArgument("Loop body has %zu outputs; it needs the condition and %d loop-carried values",

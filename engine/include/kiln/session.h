@@ -107,6 +107,8 @@ using TensorCallBack = std::function<bool(const std::vector<Tensor*>& tensors, c
 struct OpPlacement {
   std::string name, type, backend;
   std::string reason;  // why it is not on the preferred backend ("" if it is)
+  // Control flow: where its subgraphs' ops run ("then: 9 ops: vulkan 9; else: ...").
+  std::string subgraphs;
 };
 
 struct Placement {

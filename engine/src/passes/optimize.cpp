@@ -34,9 +34,40 @@ Status Run(const Step& step, fb::NetT& net, PassReport* report, int* rewrites) {
 
 }  // namespace
 
+namespace {
+
+Status OptimizeGraph(fb::NetT& net, PassReport* report);
+
+}  // namespace
+
+// The net, then each control-flow subgraph the same way (as a net of its
+// own: its inputs and outputs stay, so the ops that run it still match).
 Status OptimizeNet(fb::NetT& net, PassReport* report) {
   PassReport local;
   if (!report) report = &local;
+  KILN_RETURN_IF_ERROR(OptimizeGraph(net, report));
+  for (size_t i = 0; i < net.subgraphs.size(); ++i) {
+    fb::SubGraphT& sg = *net.subgraphs[i];
+    fb::NetT sub;
+    sub.format_version = net.format_version;
+    sub.name = sg.name;
+    sub.tensors = std::move(sg.tensors);
+    sub.ops = std::move(sg.ops);
+    sub.inputs = std::move(sg.inputs);
+    sub.outputs = std::move(sg.outputs);
+    Status s = OptimizeGraph(sub, report);
+    sg.tensors = std::move(sub.tensors);
+    sg.ops = std::move(sub.ops);
+    sg.inputs = std::move(sub.inputs);
+    sg.outputs = std::move(sub.outputs);
+    KILN_RETURN_IF_ERROR(s, "subgraph %zu '%s'", i, sg.name.c_str());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status OptimizeGraph(fb::NetT& net, PassReport* report) {
   static const Step kPipeline[] = {
       {"remove_identity", &RemoveIdentity}, {"fold_constants", &FoldConstants},
       {"lower_einsum", &LowerEinsum},       {"fold_batchnorm", &FoldBatchNorm},
@@ -53,5 +84,7 @@ Status OptimizeNet(fb::NetT& net, PassReport* report) {
   }
   return Status::Ok();
 }
+
+}  // namespace
 
 }  // namespace kiln
