@@ -1,7 +1,11 @@
 // node bench/ort_bench.js MODEL.onnx [--threads N] [--loops 50] [--warmup 5]
+//                        [--input NAME=FILE.npy] [--state OUT=IN]
 // onnxruntime-node (npm) on the CPU: the reference kiln-bench is compared
 // with. Prints one JSON object: {"model", "threads", "median_ms", "min_ms",
-// "max_ms", "session_ms"}. Inputs are random; symbolic dims are 1.
+// "max_ms", "session_ms"}. Inputs are random (symbolic dims 1) unless
+// --input gives them; --state OUT=IN feeds each run's OUT back as the next
+// run's IN (from zeros), as an app calls a streaming model with
+// onnxruntime: the timed runs include that hand-over.
 'use strict';
 const path = require('path');
 let ort;
@@ -13,13 +17,33 @@ try {
   process.exit(2);
 }
 
+// A .npy file (v1-v3, little-endian, C order) as an ort.Tensor.
+function readNpy(file) {
+  const buf = require('fs').readFileSync(file);
+  const major = buf[6];
+  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  const start = major === 1 ? 10 : 12;
+  const header = buf.toString('latin1', start, start + hlen);
+  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
+  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((x) => x.trim()).filter((x) => x).map(Number);
+  const body = buf.subarray(start + hlen);
+  const copy = (Type) => new Type(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
+  const types = {'<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
+                 '|b1': ['bool', Uint8Array], '|u1': ['uint8', Uint8Array]};
+  if (!types[descr]) throw new Error(file + ': dtype ' + descr + ' is not supported');
+  return new ort.Tensor(types[descr][0], copy(types[descr][1]), shape);
+}
+
 async function main() {
   const args = process.argv.slice(2);
   const opt = {threads: 1, loops: 50, warmup: 5};
+  const given = {}, states = [];
   let model = null;
   for (let i = 0; i < args.length; ++i) {
     const a = args[i];
     if (a === '--threads' || a === '--loops' || a === '--warmup') opt[a.slice(2)] = parseInt(args[++i], 10);
+    else if (a === '--input') { const [n, f] = args[++i].split('='); given[n] = f; }
+    else if (a === '--state') { const [o, n] = args[++i].split('='); states.push([o, n]); }
     else if (!model) model = a;
     else { console.error('usage: ort_bench.js MODEL.onnx [--threads N] [--loops N] [--warmup N]'); process.exit(2); }
   }
@@ -31,19 +55,25 @@ async function main() {
   const sessionMs = performance.now() - t0;
   const feeds = {};
   for (const name of session.inputNames) {
+    if (given[name]) { feeds[name] = readNpy(given[name]); continue; }
     const meta = session.inputMetadata.find((m) => m.name === name);
     const dims = (meta && meta.shape ? meta.shape : [1]).map((d) => (typeof d === 'number' && d > 0 ? d : 1));
     const n = dims.reduce((a, b) => a * b, 1);
     const data = new Float32Array(n);
     let s = 1;
-    for (let i = 0; i < n; ++i) { s = (s * 1103515245 + 12345) % 2147483648; data[i] = s / 1073741824 - 1; }
+    const state = states.some(([, inName]) => inName === name);  // from zeros
+    for (let i = 0; i < n && !state; ++i) { s = (s * 1103515245 + 12345) % 2147483648; data[i] = s / 1073741824 - 1; }
     feeds[name] = new ort.Tensor('float32', data, dims);
   }
-  for (let i = 0; i < opt.warmup; ++i) await session.run(feeds);
+  const step = async () => {
+    const out = await session.run(feeds);
+    for (const [o, n] of states) feeds[n] = out[o];
+  };
+  for (let i = 0; i < opt.warmup; ++i) await step();
   const times = [];
   for (let i = 0; i < opt.loops; ++i) {
     const t = performance.now();
-    await session.run(feeds);
+    await step();
     times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);

@@ -182,6 +182,13 @@ std::string ControlFlow::describe() const {
   return s;
 }
 
+std::map<std::string, std::string> ControlFlow::devices() const {
+  std::map<std::string, std::string> d;
+  for (const auto& c : children_)
+    for (auto& [name, dev] : c->devices()) d.emplace(name, dev);
+  return d;
+}
+
 std::string ControlFlow::fallbacks() const {
   std::string s;
   for (const auto& c : children_)

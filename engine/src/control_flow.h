@@ -24,6 +24,7 @@
 // Thread-safety: owned by one session.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ class ControlFlow {
   Status execute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs);
   // "body: 5 ops: vulkan 5" (the placement printout).
   std::string describe() const;
+  // The subgraphs' sessions' devices (Session::devices).
+  std::map<std::string, std::string> devices() const;
   // Why subgraph ops left the configured backend ("" when none did).
   std::string fallbacks() const;
 

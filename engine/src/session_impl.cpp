@@ -85,6 +85,15 @@ Status SessionImpl::createControlFlow() {
   return Status::Ok();
 }
 
+std::map<std::string, std::string> SessionImpl::devices() const {
+  std::map<std::string, std::string> d;
+  for (auto& b : backends_) d[b->name()] = b->deviceName();
+  for (const auto& cf : control_)
+    if (cf)
+      for (auto& [name, dev] : cf->devices()) d.emplace(name, dev);
+  return d;
+}
+
 std::string SessionImpl::describePlacement() const {
   std::string s = StrFormat("%zu ops", placement_.ops.size());
   const char* sep = ": ";

@@ -57,11 +57,8 @@ class SessionImpl {
   const Placement& placement() const { return placement_; }
   const std::vector<OpProfile>& profile() const { return profile_result_; }
   std::vector<MemoryUse> memory() const;
-  std::map<std::string, std::string> devices() const {
-    std::map<std::string, std::string> d;
-    for (auto& b : backends_) d[b->name()] = b->deviceName();
-    return d;
-  }
+  // Every backend's device, the subgraphs' sessions' included.
+  std::map<std::string, std::string> devices() const;
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();

@@ -1,7 +1,8 @@
 // kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N]
 //            [--loops 50] [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]
 //            [--layout auto|planar|packed]
-//            [--shape NAME=D0,D1,...] [--profile [--trace FILE.json]] [--json]
+//            [--shape NAME=D0,D1,...] [--input NAME=FILE.npy] [--state OUT=IN]
+//            [--profile [--trace FILE.json]] [--json]
 //
 // For each model (a .kiln, .onnx or .tflite file, or every such file in DIR)
 // and each backend: the device, load time, session-creation time (the first
@@ -9,7 +10,11 @@
 // with an empty pipeline-cache file; then one with the file that session
 // wrote), first-run time, min / median / max over --loops runs after
 // --warmup runs, planned memory per backend and the process's peak RSS.
-// Inputs are random (fixed seed); symbolic dims are 1 unless --shape says.
+// Inputs are random (fixed seed); symbolic dims are 1 unless --shape says;
+// --input takes an input's shape and values from a .npy file (a sample
+// rate, a real frame). --state OUT=IN binds OUT to IN (Session::bindState),
+// as a streaming model is called: the timed runs are then per-call
+// latencies with the state carried on the device, from zeros.
 // --profile adds a per-op table of the last run (GPU ops timed by device
 // timestamps, host ops and copies by the wall clock), a per-type summary,
 // and a Chrome trace (chrome://tracing, Perfetto) in FILE.json
@@ -33,6 +38,7 @@
 
 #include "kiln/convert.h"
 #include "kiln/interpreter.h"
+#include "npy.h"
 
 namespace {
 
@@ -46,7 +52,7 @@ int Usage() {
                "usage: kiln-bench MODEL|DIR [--backend host|vulkan|opencl|auto[,...]] [--threads N] [--loops 50]\n"
                "                  [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]\n"
                "                  [--layout auto|planar|packed]\n"
-               "                  [--shape NAME=D0,D1,...]\n"
+               "                  [--shape NAME=D0,D1,...] [--input NAME=FILE.npy] [--state OUT=IN]\n"
                "                  [--profile [--trace FILE.json]] [--json]\n");
   return 2;
 }
@@ -58,6 +64,8 @@ struct Options {
   Tuning tuning = Tuning::kNone;
   GpuLayout layout = GpuLayout::kAuto;
   std::map<std::string, std::vector<int64_t>> shapes;
+  std::map<std::string, NpyArray> inputs;                   // --input
+  std::vector<std::pair<std::string, std::string>> states;  // --state (output, input)
   bool json = false;
   bool profile = false;
   std::string trace = "kiln-trace.json";
@@ -75,19 +83,50 @@ struct Result {
 };
 
 // Resizes every input (symbolic dims from --shape, else 1) and fills it.
-Status PrepareInputs(Session* s, const Options& o) {
+// Input `name`'s shape as the model declares it (-1: symbolic), for a
+// session that could not resize at creation (an input decides the plan).
+std::vector<int64_t> DeclaredShape(const fb::Net& net, const std::string& name) {
+  std::vector<int64_t> shape;
+  for (int32_t i : *net.inputs()) {
+    const fb::Tensor* t = net.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (t->name()->str() != name || !t->shape()) continue;
+    for (const fb::Dim* d : *t->shape()) shape.push_back(d->size());
+  }
+  return shape;
+}
+
+Status PrepareInputs(Session* s, const Options& o, const fb::Net& net) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (auto& [name, a] : o.inputs)
+    if (!s->getInput(name)) return NotFound("--input %s: the model has no such input", name.c_str());
   for (auto& [name, t] : s->getInputAll()) {
-    std::vector<int64_t> shape = t->shape();
+    std::vector<int64_t> shape = t->shape().empty() ? DeclaredShape(net, name) : t->shape();
     auto it = o.shapes.find(name);
     if (it != o.shapes.end()) shape = it->second;
+    auto given = o.inputs.find(name);
+    if (given != o.inputs.end()) shape = given->second.shape;
     for (int64_t& d : shape)
       if (d < 0) d = 1;
     KILN_RETURN_IF_ERROR(s->resizeTensor(t, shape));
+    if (given != o.inputs.end() && t->hostData()) {  // decides the plan: written before resize
+      auto host = Tensor::wrap(shape, given->second.dtype, const_cast<uint8_t*>(given->second.bytes.data()));
+      KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host), "--input %s", name.c_str());
+    }
   }
   KILN_RETURN_IF_ERROR(s->resize());
+  for (auto& [out, in] : o.states) KILN_RETURN_IF_ERROR(s->bindState(out, in), "--state %s=%s", out.c_str(), in.c_str());
+  if (!o.states.empty()) KILN_RETURN_IF_ERROR(s->resetState());
   for (auto& [name, t] : s->getInputAll()) {
+    auto given = o.inputs.find(name);
+    if (given != o.inputs.end()) {
+      auto host = Tensor::wrap(t->shape(), given->second.dtype, const_cast<uint8_t*>(given->second.bytes.data()));
+      KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host), "--input %s", name.c_str());
+      continue;
+    }
+    bool state = false;
+    for (auto& [out, in] : o.states) state = state || in == name;
+    if (state) continue;  // from zeros, then carried
     auto host = Tensor::create(t->shape(), t->dtype());
     if (t->dtype() == fb::DataType::F32)
       for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = dist(rng);
@@ -119,7 +158,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     config.cacheFile = pass == 0 ? "" : cache;
     t0 = Clock::now();
     KILN_ASSIGN_OR_RETURN(s, interp->createSession(config));
-    KILN_RETURN_IF_ERROR(PrepareInputs(s, o), "inputs");
+    KILN_RETURN_IF_ERROR(PrepareInputs(s, o, interp->net()), "inputs");
     double ms = Ms(t0, Clock::now());
     (pass == 0 ? r->first_session_ms : pass == 1 ? r->cold_cache_ms : r->warm_cache_ms) = ms;
   }
@@ -344,6 +383,22 @@ int main(int argc, char** argv) {
         p = c + 1;
       }
       o.shapes[s.substr(0, eq)] = dims;
+    } else if (a == "--input" || a == "--state") {
+      const char* v = next();
+      if (!v) return Usage();
+      std::string s = v;
+      size_t eq = s.find('=');
+      if (eq == std::string::npos || eq == 0) return Usage();
+      if (a == "--state") {
+        o.states.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+        continue;
+      }
+      auto arr = ReadNpy(s.substr(eq + 1));
+      if (!arr.ok()) {
+        std::fprintf(stderr, "kiln-bench: --input %s: %s\n", s.c_str(), arr.status().message().c_str());
+        return 2;
+      }
+      o.inputs[s.substr(0, eq)] = std::move(arr).value();
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--profile") {
