@@ -28,7 +28,10 @@ bool Truthy(const Tensor& t) {
 
 std::unique_ptr<Tensor> HostCopy(const Tensor& src) {
   auto t = Tensor::create(src.shape(), src.dtype());
-  if (src.byteSize() && src.hostData()) std::memcpy(t->hostData(), src.hostData(), src.byteSize());
+  if (src.isSequence())
+    t->setSequence(src.sequence());
+  else if (src.byteSize() && src.hostData())
+    std::memcpy(t->hostData(), src.hostData(), src.byteSize());
   return t;
 }
 
@@ -46,6 +49,10 @@ Status Feed(SessionImpl& child, const std::vector<const Tensor*>& values, bool w
                              DataTypeName(in->dtype()), DataTypeName(v.dtype()));
     KILN_RETURN_IF_ERROR(child.resizeTensor(in, v.shape()), "subgraph input %zu", k);
     if (child.inputDecidesShape(k)) {
+      if (v.isSequence()) {
+        in->setSequence(v.sequence());
+        continue;
+      }
       if (!v.hostData() && v.byteSize()) return Internal("subgraph input %zu decides shapes but has no value", k);
       if (v.byteSize()) std::memcpy(in->hostData(), v.hostData(), v.byteSize());
     }

@@ -24,6 +24,7 @@ struct GraphTensor {
   std::vector<int> consumers;        // op indices, in order, one per use
   bool is_input = false;
   bool is_output = false;
+  bool is_sequence = false;  // an ONNX sequence (host only)
 
   bool isConstant() const { return constant.data != nullptr; }
 };

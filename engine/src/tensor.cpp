@@ -113,6 +113,15 @@ static Status CheckCompatible(const Tensor& a, const Tensor& b) {
 }
 
 Status Tensor::copyFromHostTensor(const Tensor& src) {
+  if (src.isSequence() || is_sequence_) {
+    if (src.isSequence() != is_sequence_)
+      return InvalidArgument("tensor '%s': a sequence and a tensor do not copy into each other", name_.c_str());
+    if (src.dtype() != dtype_)
+      return InvalidArgument("sequence '%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_),
+                             DataTypeName(src.dtype()));
+    items_ = src.items_;
+    return Status::Ok();
+  }
   KILN_RETURN_IF_ERROR(CheckCompatible(*this, src));
   if (byteSize() == 0) return Status::Ok();  // nothing to copy (and wrap() of no data is null)
   if (!src.hostData()) return InvalidArgument("copyFromHostTensor: source '%s' is not a host tensor", src.name().c_str());
@@ -134,6 +143,13 @@ Status Tensor::copyFromHostTensor(const Tensor& src) {
 
 Status Tensor::copyToHostTensor(Tensor* dst) const {
   if (!dst) return InvalidArgument("copyToHostTensor: null destination");
+  if (is_sequence_) {
+    if (dst->dtype() != dtype_)
+      return InvalidArgument("sequence '%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_),
+                             DataTypeName(dst->dtype()));
+    dst->setSequence(items_);
+    return Status::Ok();
+  }
   KILN_RETURN_IF_ERROR(CheckCompatible(*this, *dst));
   if (byteSize() == 0) return Status::Ok();
   if (!dst->hostData()) return InvalidArgument("copyToHostTensor: destination is not a host tensor");

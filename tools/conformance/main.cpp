@@ -30,6 +30,9 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include "elements.h"
 #include "kiln/convert.h"
 #include "kiln/interpreter.h"
@@ -69,6 +72,42 @@ StatusOr<onnx::TensorProto> ReadProto(const std::string& path) {
   return t;
 }
 
+// The tensors of an onnx.SequenceProto file (field 3, tensor_values; the
+// class is in onnx-data.proto, which Debian does not ship: read on the wire).
+StatusOr<std::vector<onnx::TensorProto>> ReadSequenceProto(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f && bytes.empty()) return NotFound("%s: cannot read", path.c_str());
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+  std::vector<onnx::TensorProto> tensors;
+  while (uint32_t tag = in.ReadTag()) {
+    if (tag == ((3u << 3) | 2u)) {
+      uint32_t len;
+      std::string payload;
+      if (!in.ReadVarint32(&len) || !in.ReadString(&payload, static_cast<int>(len)))
+        return InvalidArgument("%s: truncated SequenceProto", path.c_str());
+      tensors.emplace_back();
+      if (!tensors.back().ParseFromString(payload)) return InvalidArgument("%s: a bad tensor in the sequence", path.c_str());
+    } else if (!google::protobuf::internal::WireFormatLite::SkipField(&in, tag)) {
+      return InvalidArgument("%s: not a SequenceProto", path.c_str());
+    }
+  }
+  return tensors;
+}
+
+// The elements of a sequence file as host tensors.
+StatusOr<std::vector<std::shared_ptr<const Tensor>>> ReadSequence(const std::string& path, const std::string& dir) {
+  KILN_ASSIGN_OR_RETURN(std::vector<onnx::TensorProto> protos, ReadSequenceProto(path));
+  std::vector<std::shared_ptr<const Tensor>> items;
+  for (const auto& tp : protos) {
+    KILN_ASSIGN_OR_RETURN(onnx_import::TensorData d, onnx_import::ReadTensor(tp, dir));
+    std::shared_ptr<Tensor> t = Tensor::create(d.shape, d.dtype);
+    if (!d.bytes.empty()) std::memcpy(t->hostData(), d.bytes.data(), d.bytes.size());
+    items.push_back(std::move(t));
+  }
+  return items;
+}
+
 std::string ShapeString(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
@@ -93,13 +132,39 @@ bool TouchesHostOnlyDtype(const fb::Net& net, const std::string& name, const Hos
     if (!op->name() || op->name()->str() != name) continue;
     for (const auto* list : {op->inputs(), op->outputs()}) {
       if (!list) continue;
-      for (int32_t t : *list)
-        if (t >= 0 && static_cast<uint32_t>(t) < net.tensors()->size() &&
-            host_only.dtypes.count(fb::EnumNameDataType(net.tensors()->Get(static_cast<uint32_t>(t))->dtype())))
+      for (int32_t t : *list) {
+        if (t < 0 || static_cast<uint32_t>(t) >= net.tensors()->size()) continue;
+        const fb::Tensor* tensor = net.tensors()->Get(static_cast<uint32_t>(t));
+        // "SEQUENCE": ONNX sequences (lists of tensors), whatever their elements' dtype.
+        if (host_only.dtypes.count(fb::EnumNameDataType(tensor->dtype())) ||
+            (tensor->sequence() && host_only.dtypes.count("SEQUENCE")))
           return true;
+      }
     }
   }
   return false;
+}
+
+// "" when `out` matches the expected shape, dtype and values (rtol 1e-3,
+// atol 1e-7), else what differs.
+std::string Compare(const Tensor& out, const std::vector<int64_t>& shape, fb::DataType dtype,
+                    const std::vector<uint8_t>& want, const std::string& what, const std::string& set) {
+  if (out.shape() != shape || out.dtype() != dtype)
+    return StrFormat("%s: got %s %s, want %s %s", what.c_str(), DataTypeName(out.dtype()),
+                     ShapeString(out.shape()).c_str(), DataTypeName(dtype), ShapeString(shape).c_str());
+  std::vector<uint8_t> got(out.byteSize());
+  auto host = Tensor::wrap(out.shape(), out.dtype(), got.data());
+  Status st = out.copyToHostTensor(host.get());
+  if (!st.ok()) return st.message();
+  size_t n = static_cast<size_t>(out.elementCount());
+  for (size_t i = 0; i < n; ++i) {
+    double g = Value(got, out.dtype(), i), w = Value(want, dtype, i);
+    if (std::isnan(g) && std::isnan(w)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!(std::fabs(g - w) <= 1e-7 + 1e-3 * std::fabs(w)))
+      return StrFormat("%s [%zu]: got %g, want %g (%s)", what.c_str(), i, g, w, set.c_str());
+  }
+  return "";
 }
 
 std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType backend, const HostOnly& host_only) {
@@ -139,7 +204,19 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
   for (const std::string& set : sets) {
     std::string sd = dir + "/" + set;
     std::vector<onnx_import::TensorData> inputs;
+    std::map<size_t, std::vector<std::shared_ptr<const Tensor>>> sequences;  // sequence inputs
     for (size_t k = 0; k < input_names.size(); ++k) {
+      Tensor* seq_in = s->getInput(input_names[k]);
+      if (seq_in->isSequence()) {
+        auto items = ReadSequence(sd + "/input_" + std::to_string(k) + ".pb", sd);
+        if (!items.ok()) return {Outcome::kUnsupported, "input: " + items.status().message()};
+        Status st = s->resizeTensor(seq_in, {});
+        if (!st.ok()) return {Outcome::kFailed, "resize: " + st.message()};
+        seq_in->setSequence(*items);
+        sequences[k] = std::move(items).value();
+        inputs.emplace_back();
+        continue;
+      }
       auto proto = ReadProto(sd + "/input_" + std::to_string(k) + ".pb");
       if (!proto.ok()) return {Outcome::kFailed, proto.status().message()};
       auto data = onnx_import::ReadTensor(*proto, sd);
@@ -152,7 +229,7 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     // Shape inputs (values that decide shapes) have memory before resize.
     for (size_t k = 0; k < input_names.size(); ++k) {
       Tensor* in = s->getInput(input_names[k]);
-      if (!in->hostData() || inputs[k].bytes.empty()) continue;
+      if (sequences.count(k) || !in->hostData() || inputs[k].bytes.empty()) continue;
       auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
       Status cs = in->copyFromHostTensor(*host);
       if (!cs.ok()) return {Outcome::kFailed, "input: " + cs.message()};
@@ -161,6 +238,10 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     if (!st.ok())
       return {st.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed, "resize: " + st.message()};
     for (size_t k = 0; k < input_names.size(); ++k) {
+      if (sequences.count(k)) {
+        s->getInput(input_names[k])->setSequence(sequences[k]);
+        continue;
+      }
       auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
       st = s->getInput(input_names[k])->copyFromHostTensor(*host);
       if (!st.ok()) return {Outcome::kFailed, "input: " + st.message()};
@@ -169,28 +250,32 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     if (!st.ok())
       return {st.code() == StatusCode::kUnsupported ? Outcome::kUnsupported : Outcome::kFailed, "run: " + st.message()};
     for (size_t k = 0; k < output_names.size(); ++k) {
-      auto proto = ReadProto(sd + "/output_" + std::to_string(k) + ".pb");
+      Tensor* out = s->getOutput(output_names[k]);
+      const std::string file = sd + "/output_" + std::to_string(k) + ".pb";
+      if (out->isSequence()) {
+        auto want = ReadSequence(file, sd);
+        if (!want.ok()) return {Outcome::kUnsupported, "expected output: " + want.status().message()};
+        const auto& got = out->sequence();
+        if (got.size() != want->size())
+          return {Outcome::kFailed, StrFormat("output %zu '%s': a sequence of %zu, want %zu", k, output_names[k].c_str(),
+                                              got.size(), want->size())};
+        for (size_t e = 0; e < got.size(); ++e) {
+          const Tensor& w = *(*want)[e];
+          std::vector<uint8_t> wb(static_cast<const uint8_t*>(w.hostData()),
+                                  static_cast<const uint8_t*>(w.hostData()) + w.byteSize());
+          auto r = Compare(*got[e], w.shape(), w.dtype(), wb, StrFormat("output %zu '%s' element %zu", k,
+                                                                         output_names[k].c_str(), e), set);
+          if (!r.empty()) return {Outcome::kFailed, r};
+        }
+        continue;
+      }
+      auto proto = ReadProto(file);
       if (!proto.ok()) return {Outcome::kFailed, proto.status().message()};
       auto want = onnx_import::ReadTensor(*proto, sd);
       if (!want.ok()) return {Outcome::kUnsupported, "expected output: " + want.status().message()};
-      Tensor* out = s->getOutput(output_names[k]);
-      if (out->shape() != want->shape || out->dtype() != want->dtype)
-        return {Outcome::kFailed, StrFormat("output %zu '%s': got %s %s, want %s %s", k, output_names[k].c_str(),
-                                            DataTypeName(out->dtype()), ShapeString(out->shape()).c_str(),
-                                            DataTypeName(want->dtype), ShapeString(want->shape).c_str())};
-      std::vector<uint8_t> got(out->byteSize());
-      auto host = Tensor::wrap(out->shape(), out->dtype(), got.data());
-      st = out->copyToHostTensor(host.get());
-      if (!st.ok()) return {Outcome::kFailed, st.message()};
-      size_t n = static_cast<size_t>(out->elementCount());
-      for (size_t i = 0; i < n; ++i) {
-        double g = Value(got, out->dtype(), i), w = Value(want->bytes, want->dtype, i);
-        if (std::isnan(g) && std::isnan(w)) continue;
-        if (std::isinf(w) && g == w) continue;
-        if (!(std::fabs(g - w) <= 1e-7 + 1e-3 * std::fabs(w)))
-          return {Outcome::kFailed, StrFormat("output %zu '%s' [%zu]: got %g, want %g (%s)", k, output_names[k].c_str(),
-                                              i, g, w, set.c_str())};
-      }
+      auto r = Compare(*out, want->shape, want->dtype, want->bytes,
+                       StrFormat("output %zu '%s'", k, output_names[k].c_str()), set);
+      if (!r.empty()) return {Outcome::kFailed, r};
     }
   }
   if (!fallback.empty()) return {all_host_only ? Outcome::kHostOnly : Outcome::kFallback, fallback};

@@ -1,4 +1,5 @@
-// ONNX If, Loop and Scan -> Kiln control flow (schema/kiln.fbs SubGraph).
+// ONNX If, Loop and Scan -> Kiln control flow (schema/kiln.fbs SubGraph),
+// and the sequence ops (host-only tensors holding lists of tensors).
 // Each subgraph is imported by a child importer that resolves outer names
 // through its parent: the names it reads from enclosing graphs become its
 // trailing inputs (captures), and the op passes them in.
@@ -74,8 +75,10 @@ StatusOr<int> OnnxImporter::Package(OnnxImporter& child, size_t num_formal, cons
     }
     // The other branch reads it; this one takes it and leaves it unused.
     KILN_ASSIGN_OR_RETURN(int outer, Resolve(name));
-    int t = child.b_.addInput(name + ":unused", b_.net().tensors[static_cast<size_t>(outer)]->dtype, {});
-    net.tensors[static_cast<size_t>(t)]->unknown_rank = true;
+    const fb::TensorT& ot = *b_.net().tensors[static_cast<size_t>(outer)];
+    int t = child.b_.addInput(name + ":unused", ot.dtype, {});
+    net.tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence;
+    net.tensors[static_cast<size_t>(t)]->sequence = ot.sequence;
     inputs.push_back(t);
   }
   OnnxImporter* root = this;
@@ -104,6 +107,12 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     for (int t : c.b_.net().outputs) d.push_back(c.b_.net().tensors[static_cast<size_t>(t)]->dtype);
     return d;
   };
+  std::vector<bool> result_seq;  // which outputs are sequences
+  auto out_seqs = [](OnnxImporter& c, size_t skip) {
+    std::vector<bool> v;
+    for (size_t k = skip; k < c.b_.net().outputs.size(); ++k) v.push_back(c.IsSequence(c.b_.net().outputs[k]));
+    return v;
+  };
   std::vector<fb::DataType> result_types;
   std::vector<int> inputs;
   fb::OpParamsUnion params;
@@ -121,6 +130,9 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     const std::vector<fb::DataType> else_types = out_dtypes(*b);
     if (result_types.size() != else_types.size())
       return InvalidArgument("then_branch has %zu outputs, else_branch %zu", result_types.size(), else_types.size());
+    result_seq = out_seqs(*a, 0);
+    if (result_seq != out_seqs(*b, 0))
+      return InvalidArgument("then_branch and else_branch disagree on which outputs are sequences");
     for (size_t j = 0; j < result_types.size(); ++j)
       if (result_types[j] != else_types[j])
         return InvalidArgument("output %zu is %s in then_branch and %s in else_branch", j,
@@ -160,6 +172,7 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
       return InvalidArgument("Loop body has %zu outputs; it needs the condition and %d loop-carried values",
                              outs.size(), n);
     result_types.assign(outs.begin() + 1, outs.end());
+    result_seq = out_seqs(*body, 1);
     fb::LoopParamsT p;
     p.num_captures = static_cast<int>(body->captures_.size());
     const std::vector<std::string> caps = body->captures_;
@@ -188,6 +201,7 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     }
     KILN_ASSIGN_OR_RETURN(auto body, ImportBody(*body_g, formal));
     result_types = out_dtypes(*body);
+    result_seq = out_seqs(*body, 0);
     if (static_cast<int>(result_types.size()) < n)
       return InvalidArgument("Scan body has %zu outputs for %d state values", result_types.size(), n);
     fb::ScanParamsT p;
@@ -212,8 +226,132 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     return InvalidArgument("%s names %d outputs; its subgraph gives %d", type.c_str(), node.output_size(), num_outputs);
   const onnx::NodeProto named = WithOutputs(node, num_outputs);
   KILN_RETURN_IF_ERROR(Emit(op_type, named, inputs, std::move(params)));
-  for (int j = 0; j < num_outputs; ++j)
-    b_.net().tensors[static_cast<size_t>(tensors_[named.output(j)])]->dtype = result_types[static_cast<size_t>(j)];
+  for (int j = 0; j < num_outputs; ++j) {
+    fb::TensorT& t = *b_.net().tensors[static_cast<size_t>(tensors_[named.output(j)])];
+    t.dtype = result_types[static_cast<size_t>(j)];
+    t.sequence = static_cast<size_t>(j) < result_seq.size() && result_seq[static_cast<size_t>(j)];
+  }
+  return Status::Ok();
+}
+
+// SequenceMap(seq, more...) { body }: the Loop ONNX defines it by, built as
+// ONNX and imported as such. M is the first sequence's length; the body
+// reads element `iter` of each sequence input (whole tensors for the
+// others) and appends each output to its own sequence.
+Status OnnxImporter::ImportSequenceMap(const onnx::NodeProto& n) {
+  const onnx::GraphProto* body = GraphAttr(n, "body");
+  if (!body) return InvalidArgument("SequenceMap needs a body");
+  if (n.input_size() < 1 || body->input_size() != n.input_size())
+    return InvalidArgument("SequenceMap: %d inputs, its body takes %d", n.input_size(), body->input_size());
+  const std::string p = n.name() + "/map/";
+  onnx::GraphProto* parent_graph = &expanded_.emplace_back();
+  auto add = [](onnx::GraphProto* g, const char* type, std::vector<std::string> in, std::vector<std::string> out) {
+    onnx::NodeProto* m = g->add_node();
+    m->set_op_type(type);
+    m->set_name(out[0]);
+    for (auto& i : in) m->add_input(i);
+    for (auto& o : out) m->add_output(o);
+    return m;
+  };
+  add(parent_graph, "SequenceLength", {n.input(0)}, {p + "len"});
+  onnx::NodeProto* yes = add(parent_graph, "Constant", {}, {p + "true"});
+  auto* v = yes->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  v->mutable_t()->add_int32_data(1);
+  onnx::NodeProto loop;
+  loop.set_op_type("Loop");
+  loop.set_name(n.name());
+  loop.add_input(p + "len");
+  loop.add_input(p + "true");
+  auto* battr = loop.add_attribute();
+  battr->set_name("body");
+  battr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* lb = battr->mutable_g();
+  lb->set_name(body->name() + "_loop");
+  lb->add_input()->set_name(p + "iter");
+  lb->add_input()->set_name(p + "cond");
+  add(lb, "Identity", {p + "cond"}, {p + "cond_out"});
+  lb->add_output()->set_name(p + "cond_out");
+  for (int k = 0; k < n.input_size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(int t, Input(n, k));
+    const std::string& inner = body->input(k).name();
+    add(lb, IsSequence(t) ? "SequenceAt" : "Identity", IsSequence(t) ? std::vector<std::string>{n.input(k), p + "iter"}
+                                                                      : std::vector<std::string>{n.input(k)},
+        {inner});
+  }
+  for (const auto& init : body->initializer()) *lb->add_initializer() = init;
+  for (const auto& node : body->node()) *lb->add_node() = node;
+  for (int j = 0; j < body->output_size(); ++j) {
+    const std::string seq = p + "seq" + std::to_string(j);
+    // The output's element type: the body declares it.
+    const int elem = body->output(j).type().tensor_type().elem_type();
+    onnx::NodeProto* empty = add(parent_graph, "SequenceEmpty", {}, {seq});
+    auto* d = empty->add_attribute();
+    d->set_name("dtype");
+    d->set_type(onnx::AttributeProto::INT);
+    d->set_i(elem ? elem : onnx::TensorProto::FLOAT);
+    loop.add_input(seq);
+    auto* in = lb->add_input();
+    in->set_name(seq + "_in");
+    in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(elem);
+    add(lb, "SequenceInsert", {seq + "_in", body->output(j).name()}, {seq + "_out"});
+    lb->add_output()->set_name(seq + "_out");
+    loop.add_output(j < n.output_size() ? n.output(j) : "");
+  }
+  for (const auto& node : parent_graph->node()) KILN_RETURN_IF_ERROR(ImportNode(node), "SequenceMap '%s'", n.name().c_str());
+  return ImportControlFlow(loop);
+}
+
+Status OnnxImporter::ImportSequence(const onnx::NodeProto& n) {
+  const std::string& t = n.op_type();
+  if (t == "SequenceMap") return ImportSequenceMap(n);
+  KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
+  fb::SequenceParamsT p;
+  fb::OpType type;
+  bool makes_sequence = true;
+  fb::DataType dtype = in.empty() || in[0] < 0 ? fb::DataType::F32 : b_.net().tensors[static_cast<size_t>(in[0])]->dtype;
+  if (t == "SequenceConstruct") {
+    type = fb::OpType::SequenceConstruct;
+  } else if (t == "SequenceAt") {
+    type = fb::OpType::SequenceAt;
+    makes_sequence = false;
+  } else if (t == "SequenceInsert") {
+    type = fb::OpType::SequenceInsert;
+  } else if (t == "SequenceErase") {
+    type = fb::OpType::SequenceErase;
+  } else if (t == "SequenceLength") {
+    type = fb::OpType::SequenceLength;
+    makes_sequence = false;
+    dtype = fb::DataType::I64;
+  } else if (t == "SequenceEmpty") {
+    type = fb::OpType::SequenceEmpty;
+    KILN_ASSIGN_OR_RETURN(dtype, MapDataType(static_cast<int>(AttrInt(n, "dtype", onnx::TensorProto::FLOAT))));
+    p.dtype = dtype;
+  } else if (t == "SplitToSequence") {
+    type = fb::OpType::SplitToSequence;
+    KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
+    p.keepdims = AttrInt(n, "keepdims", 1) != 0;
+  } else if (t == "ConcatFromSequence") {
+    type = fb::OpType::ConcatFromSequence;
+    makes_sequence = false;
+    KILN_ASSIGN_OR_RETURN(p.axis, AttrInt32(n, "axis", 0));
+    p.new_axis = AttrInt(n, "new_axis", 0) != 0;
+  } else {
+    return Keep(n, "");
+  }
+  const bool sequence_in = type != fb::OpType::SequenceConstruct && type != fb::OpType::SequenceEmpty &&
+                           type != fb::OpType::SplitToSequence;
+  if (sequence_in && (in.empty() || !IsSequence(in[0])))
+    return InvalidArgument("%s: input 0 must be a sequence", t.c_str());
+  fb::OpParamsUnion params;
+  if (type == fb::OpType::SequenceEmpty || type == fb::OpType::SplitToSequence || type == fb::OpType::ConcatFromSequence)
+    params.Set(std::move(p));
+  KILN_RETURN_IF_ERROR(Emit(type, n, in, std::move(params)));
+  fb::TensorT& out = *b_.net().tensors[static_cast<size_t>(tensors_[n.output(0)])];
+  out.sequence = makes_sequence;
+  out.dtype = dtype;
   return Status::Ok();
 }
 

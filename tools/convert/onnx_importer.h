@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <list>
 #include <set>
 
 #include "kiln/convert.h"
@@ -101,8 +102,21 @@ class OnnxImporter {
   }
 
   Status AddInput(const onnx::ValueInfoProto& in, const fb::DataType* hint = nullptr) {
+    if (in.type().has_sequence_type()) {  // a sequence of tensors: a scalar placeholder holding them
+      const auto& elem = in.type().sequence_type().elem_type();
+      if (!elem.has_tensor_type()) return Unsupported("only sequences of tensors are supported");
+      fb::DataType dtype;
+      if (hint && elem.tensor_type().elem_type() == 0) {
+        dtype = *hint;
+      } else {
+        KILN_ASSIGN_OR_RETURN(dtype, MapDataType(elem.tensor_type().elem_type()));
+      }
+      tensors_[in.name()] = b_.addInput(in.name(), dtype, {});
+      b_.net().tensors[static_cast<size_t>(tensors_[in.name()])]->sequence = true;
+      return Status::Ok();
+    }
     if (!in.type().has_tensor_type() && !(hint && !in.has_type()))
-      return Unsupported("only tensor inputs are supported");
+      return Unsupported("only tensor and sequence inputs are supported");
     const auto& tt = in.type().tensor_type();
     fb::DataType dtype;
     if (hint && tt.elem_type() == 0) {
@@ -156,7 +170,8 @@ class OnnxImporter {
       t = b_.addConstant(name, ot.dtype, shape, ot.data.data(), ot.data.size());
     } else {
       t = b_.addInput(name, ot.dtype, {});
-      b_.net().tensors[static_cast<size_t>(t)]->unknown_rank = true;
+      b_.net().tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence;
+      b_.net().tensors[static_cast<size_t>(t)]->sequence = ot.sequence;
       captures_.push_back(name);
     }
     tensors_[name] = t;
@@ -300,6 +315,7 @@ class OnnxImporter {
     const std::string& t = n.op_type();
     if (t == "Constant") return ImportConstant(n);
     if (t == "If" || t == "Loop" || t == "Scan") return ImportControlFlow(n);
+    if (t.rfind("Sequence", 0) == 0 || t == "SplitToSequence" || t == "ConcatFromSequence") return ImportSequence(n);
     KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
       KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
@@ -719,7 +735,10 @@ class OnnxImporter {
       }
       return Status::Ok();
     } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
-      return Emit(OpByName(t), n, in);  // ops without attributes: Relu, Add, MatMul, Where, ...
+      KILN_RETURN_IF_ERROR(Emit(OpByName(t), n, in));  // ops without attributes: Relu, Add, MatMul, Where, ...
+      if (t == "Identity" && !in.empty() && IsSequence(in[0]))
+        b_.net().tensors[static_cast<size_t>(tensors_[n.output(0)])]->sequence = true;
+      return Status::Ok();
     } else {
       return Keep(n, "");
     }
@@ -756,8 +775,12 @@ class OnnxImporter {
     return Emit(fb::OpType::Custom, n, in, U(p));
   }
 
-  // Control flow (onnx_control_flow.cpp).
+  // Control flow and sequences (onnx_control_flow.cpp).
   Status ImportControlFlow(const onnx::NodeProto& n);
+  Status ImportSequence(const onnx::NodeProto& n);
+  Status ImportSequenceMap(const onnx::NodeProto& n);
+  std::list<onnx::GraphProto> expanded_;  // nodes made by ImportSequenceMap (stable addresses)
+  bool IsSequence(int t) const { return t >= 0 && b_.net().tensors[static_cast<size_t>(t)]->sequence; }
   StatusOr<std::unique_ptr<OnnxImporter>> ImportBody(const onnx::GraphProto& g, const std::vector<fb::DataType>& formal);
   StatusOr<int> Package(OnnxImporter& child, size_t num_formal, const std::vector<std::string>& captures);
 

@@ -62,6 +62,18 @@ class Tensor {
   T* host() const { return static_cast<T*>(host_); }
   bool onHost() const { return backend_ == nullptr; }
 
+  // ONNX sequences (host only): a sequence tensor's value is a list of
+  // tensors of its dtype, each with its own shape; its own shape is a
+  // scalar placeholder. Copies between sequence tensors share the elements
+  // (which never change once made).
+  bool isSequence() const { return is_sequence_; }
+  const std::vector<std::shared_ptr<const Tensor>>& sequence() const { return items_; }
+  void setSequence(std::vector<std::shared_ptr<const Tensor>> items) {
+    is_sequence_ = true;
+    items_ = std::move(items);
+  }
+  void markSequence() { is_sequence_ = true; }
+
   // Copies `src` (a host tensor of the same logical shape and dtype) into this
   // tensor, wherever it lives. Layout is converted when they differ.
   Status copyFromHostTensor(const Tensor& src);
@@ -90,6 +102,8 @@ class Tensor {
   uint64_t device_handle_ = 0;
   uint64_t device_offset_ = 0;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> owned_{nullptr, nullptr};
+  bool is_sequence_ = false;
+  std::vector<std::shared_ptr<const Tensor>> items_;
 };
 
 }  // namespace kiln

@@ -53,6 +53,9 @@ bool OutputDtype(const fb::OpT& op, const OpDef& def, size_t j, const std::vecto
     case fb::OpType::MelWeightMatrix:
       *out = op.params.AsWindowParams() ? op.params.AsWindowParams()->dtype : fb::DataType::F32;
       return true;
+    case fb::OpType::SequenceEmpty:
+      *out = op.params.AsSequenceParams() ? op.params.AsSequenceParams()->dtype : fb::DataType::F32;
+      return true;
     case fb::OpType::QuantizeLinear:
       if (op.inputs.size() > 2 && op.inputs[2] >= 0) return input(2);
       *out = fb::DataType::U8;
