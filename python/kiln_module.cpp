@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -156,6 +157,7 @@ class PySession {
   }
   PySession(const PySession&) = delete;
   PySession& operator=(const PySession&) = delete;
+  std::set<std::string> state_inputs_;  // bind_state's inputs: run() needs no array for them
 
   std::vector<std::string> Names(bool inputs) {
     py::gil_scoped_release release;
@@ -250,6 +252,19 @@ class PySession {
     return RunImpl(feeds, outputs, py::none(), py::none());
   }
 
+  void BindState(const std::string& output, const std::string& input) {
+    py::gil_scoped_release release;
+    InterpLock lock(*owner_);
+    Check(session_->bindState(output, input));
+    state_inputs_.insert(input);
+  }
+
+  void ResetState() {
+    py::gil_scoped_release release;
+    InterpLock lock(*owner_);
+    Check(session_->resetState());
+  }
+
   py::dict RunWithCallback(const py::dict& feeds, const py::object& before, const py::object& after,
                            const py::object& outputs) {
     for (const py::object* f : {&before, &after})
@@ -327,7 +342,7 @@ class PySession {
       in.push_back(Feed{name, a, std::move(shape), dtype, a.data()});
     }
     for (auto& [name, d] : want) {
-      bool given = false;
+      bool given = state_inputs_.count(name) > 0;  // bound by bind_state: carried, not fed
       for (auto& f : in) given |= f.name == name;
       if (!given) Raise(kiln::InvalidArgument("input '%s' not given", name.c_str()));
     }
@@ -726,6 +741,11 @@ PYBIND11_MODULE(_kiln, m) {
            "exception in a callback stops the run and is raised as is. Callbacks run on\n"
            "the calling thread with the Interpreter locked: they must not use sessions of\n"
            "the same Interpreter (kiln.Error).")
+      .def("bind_state", &PySession::BindState, py::arg("output"), py::arg("input"),
+           "Streaming state (kiln::Session::bindState): after each run, output `output`\n"
+           "becomes input `input` of the next run, kept on the session's device; run()\n"
+           "then needs no array for `input`. Call reset_state() to start a stream.")
+      .def("reset_state", &PySession::ResetState, "Zeros every bound state input (a new stream).")
       .def("resize", &PySession::Resize, py::arg("shapes"),
            "Sets input shapes ({name: shape}) and resizes the session (shape inference,\n"
            "memory plan). run() does this by itself when given arrays of other shapes.")

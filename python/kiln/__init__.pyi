@@ -60,6 +60,11 @@ class Session:
         returning False stops the run with kiln.Error ("aborted: ...")."""
     def resize(self, shapes: Mapping[str, Sequence[int]]) -> None:
         """Sets input shapes and resizes the session."""
+    def bind_state(self, output: str, input: str) -> None:
+        """After each run, `output` becomes `input` of the next (on the device);
+        run() then needs no array for `input`."""
+    def reset_state(self) -> None:
+        """Zeros every bound state input (a new stream)."""
     @property
     def input_names(self) -> List[str]: ...
     @property

@@ -470,3 +470,26 @@ def test_segment_photo_example():
         assert diff < 1e-3, r.stdout
     png = os.path.join(demo, "python", "selfie_host.png")
     assert os.path.isfile(png) and "% of the pixels are the person" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_bind_state_streams_the_vad(tmp_path, backend):
+    """The torch-exported VAD (tests/models/sequence): its LSTM state bound
+    output -> input with bind_state, each call's probability matches torch's
+    stream from a zero state; run() needs no array for the bound inputs."""
+    seq = os.path.join(os.path.dirname(__file__), "..", "models", "sequence")
+    model = str(tmp_path / "vad.kiln")
+    kiln.convert(os.path.join(seq, "vad.onnx"), model)
+    session = kiln.Interpreter(model).create_session(backend=backend)
+    xs = np.load(os.path.join(seq, "vad.stream.x.npy"))
+    want = np.load(os.path.join(seq, "vad.stream.prob.npy"))
+    sr = np.array(16000, dtype=np.int64)
+    session.run({"x": xs[0], "sr": sr, "h": np.zeros((1, 1, 32), np.float32), "c": np.zeros((1, 1, 32), np.float32)})
+    session.bind_state("h_out", "h")
+    session.bind_state("c_out", "c")
+    session.reset_state()
+    for k in range(xs.shape[0]):
+        out = session.run({"x": xs[k], "sr": sr})
+        np.testing.assert_allclose(out["prob"], want[k], rtol=1e-4, atol=1e-5)
+    with pytest.raises(kiln.Error, match="not an output"):
+        session.bind_state("nope", "h")

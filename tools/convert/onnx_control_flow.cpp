@@ -39,6 +39,30 @@ onnx::NodeProto WithOutputs(const onnx::NodeProto& n, int count) {
 
 }  // namespace
 
+StatusOr<int> OnnxImporter::Resolve(const std::string& name, int k) {
+  auto it = tensors_.find(name);
+  if (it != tensors_.end()) return it->second;
+  if (!parent_) {
+    if (k >= 0) return InvalidArgument("input %d '%s' is not produced before this node", k, name.c_str());
+    return InvalidArgument("'%s' is not produced in this graph or any enclosing one", name.c_str());
+  }
+  KILN_ASSIGN_OR_RETURN(int outer, parent_->Resolve(name, k));
+  const fb::TensorT& ot = *parent_->b_.net().tensors[static_cast<size_t>(outer)];
+  int t;
+  if (!ot.data.empty() || ot.is_constant) {
+    std::vector<int64_t> shape;
+    for (const auto& d : ot.shape) shape.push_back(d->size);
+    t = b_.addConstant(name, ot.dtype, shape, ot.data.data(), ot.data.size());
+  } else {
+    t = b_.addInput(name, ot.dtype, {});
+    b_.net().tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence;
+    b_.net().tensors[static_cast<size_t>(t)]->sequence = ot.sequence;
+    captures_.push_back(name);
+  }
+  tensors_[name] = t;
+  return t;
+}
+
 StatusOr<std::unique_ptr<OnnxImporter>> OnnxImporter::ImportBody(const onnx::GraphProto& g,
                                                                   const std::vector<fb::DataType>& formal) {
   if (depth_ + 1 > kMaxImportDepth)
