@@ -32,7 +32,11 @@ Opened Open(const NetBuilder& b) {
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   if (!s.ok()) return r;
   r.session = *s;
-  for (const OpPlacement& p : r.session->placement().ops) EXPECT_TRUE(p.reason.empty()) << p.type << ": " << p.reason;
+  // Every op on the GPU, subgraphs' included; at fp16 storage the
+  // comparisons stay on the host (they decline F16, as everywhere).
+  for (const OpPlacement& p : r.session->placement().ops)
+    EXPECT_TRUE(p.reason.empty() || (LowPrecisionRun() && p.reason.find("not F16") != std::string::npos))
+        << p.type << ": " << p.reason;
   return r;
 }
 

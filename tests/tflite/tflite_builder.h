@@ -51,6 +51,16 @@ class TfliteBuilder {
  public:
   TfliteBuilder() { buffers_.emplace_back(); }  // buffer 0: the empty sentinel
 
+  // Starts another subgraph (IF's branches, WHILE's cond and body): later
+  // tensor(), op() and io() calls build it; use(0) returns to the main one.
+  // Returns its index.
+  int subgraph(const std::string& name) {
+    graphs_.push_back(Graph{name, {}, {}, {}, {}});
+    cur_ = graphs_.size() - 1;
+    return static_cast<int>(cur_);
+  }
+  void use(int graph) { cur_ = static_cast<size_t>(graph); }
+
   int tensor(const std::string& name, std::vector<int32_t> shape, int8_t type = tflite::kFloat32,
              std::vector<uint8_t> data = {}, tflite::Quantization quant = {}) {
     int buffer = 0;
@@ -58,15 +68,15 @@ class TfliteBuilder {
       buffer = static_cast<int>(buffers_.size());
       buffers_.push_back(std::move(data));
     }
-    tensors_.push_back({name, std::move(shape), type, buffer, std::move(quant), false, {}});
-    return static_cast<int>(tensors_.size()) - 1;
+    graphs_[cur_].tensors.push_back({name, std::move(shape), type, buffer, std::move(quant), false, {}});
+    return static_cast<int>(graphs_[cur_].tensors.size()) - 1;
   }
   // A sparse constant: `values` holds the stored elements in traversal order.
   int sparseTensor(const std::string& name, std::vector<int32_t> shape, int8_t type, std::vector<uint8_t> values,
                    SparseSpec sparsity) {
     int i = tensor(name, std::move(shape), type, std::move(values));
-    tensors_[static_cast<size_t>(i)].sparse = true;
-    tensors_[static_cast<size_t>(i)].sparsity = std::move(sparsity);
+    graphs_[cur_].tensors[static_cast<size_t>(i)].sparse = true;
+    graphs_[cur_].tensors[static_cast<size_t>(i)].sparsity = std::move(sparsity);
     return i;
   }
   template <typename T>
@@ -94,12 +104,12 @@ class TfliteBuilder {
       codes_.emplace_back(builtin, custom_code);
       index = static_cast<int>(codes_.size()) - 1;
     }
-    ops_.push_back({index, std::move(inputs), std::move(outputs), options_type, std::move(options),
+    graphs_[cur_].ops.push_back({index, std::move(inputs), std::move(outputs), options_type, std::move(options),
                     std::move(custom_options)});
   }
   void io(std::vector<int32_t> inputs, std::vector<int32_t> outputs) {
-    inputs_ = std::move(inputs);
-    outputs_ = std::move(outputs);
+    graphs_[cur_].inputs = std::move(inputs);
+    graphs_[cur_].outputs = std::move(outputs);
   }
 
   std::vector<uint8_t> finish() {
@@ -114,8 +124,10 @@ class TfliteBuilder {
       if (!data.empty()) b.AddOffset(VT(buffer_f::kData), d);
       buffers.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
     }
+    std::vector<flatbuffers::Offset<void>> graphs;
+    for (const Graph& gr : graphs_) {
     std::vector<flatbuffers::Offset<void>> tensors;
-    for (const auto& x : tensors_) {
+    for (const auto& x : gr.tensors) {
       auto shape = b.CreateVector(x.shape);
       auto name = b.CreateString(x.name);
       flatbuffers::Offset<void> quant;
@@ -140,7 +152,7 @@ class TfliteBuilder {
       tensors.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
     }
     std::vector<flatbuffers::Offset<void>> ops;
-    for (const auto& o : ops_) {
+    for (const auto& o : gr.ops) {
       auto in = b.CreateVector(o.inputs);
       auto out = b.CreateVector(o.outputs);
       flatbuffers::Offset<void> options;
@@ -171,6 +183,19 @@ class TfliteBuilder {
       if (!custom.IsNull()) b.AddOffset(VT(operator_f::kCustomOptions), custom);
       ops.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
     }
+    auto tv = b.CreateVector(tensors);
+    auto iv = b.CreateVector(gr.inputs);
+    auto ov = b.CreateVector(gr.outputs);
+    auto opv = b.CreateVector(ops);
+    auto gname = b.CreateString(gr.name);
+    auto g = b.StartTable();
+    b.AddOffset(VT(subgraph_f::kTensors), tv);
+    b.AddOffset(VT(subgraph_f::kInputs), iv);
+    b.AddOffset(VT(subgraph_f::kOutputs), ov);
+    b.AddOffset(VT(subgraph_f::kOperators), opv);
+    b.AddOffset(VT(subgraph_f::kName), gname);
+    graphs.push_back(flatbuffers::Offset<void>(b.EndTable(g)));
+    }
     std::vector<flatbuffers::Offset<void>> codes;
     for (const auto& [builtin, custom_code] : codes_) {
       auto cc = custom_code.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(custom_code);
@@ -181,20 +206,8 @@ class TfliteBuilder {
       b.AddElement<int32_t>(VT(opcode_f::kBuiltinCode), builtin, 0);
       codes.push_back(flatbuffers::Offset<void>(b.EndTable(t)));
     }
-    auto tv = b.CreateVector(tensors);
-    auto iv = b.CreateVector(inputs_);
-    auto ov = b.CreateVector(outputs_);
-    auto opv = b.CreateVector(ops);
-    auto gname = b.CreateString("main");
-    auto g = b.StartTable();
-    b.AddOffset(VT(subgraph_f::kTensors), tv);
-    b.AddOffset(VT(subgraph_f::kInputs), iv);
-    b.AddOffset(VT(subgraph_f::kOutputs), ov);
-    b.AddOffset(VT(subgraph_f::kOperators), opv);
-    b.AddOffset(VT(subgraph_f::kName), gname);
-    auto graph = flatbuffers::Offset<void>(b.EndTable(g));
     auto cv = b.CreateVector(codes);
-    auto sv = b.CreateVector(std::vector<flatbuffers::Offset<void>>{graph});
+    auto sv = b.CreateVector(graphs);
     auto bv = b.CreateVector(buffers);
     auto desc = b.CreateString("kiln test model");
     auto m = b.StartTable();
@@ -273,11 +286,16 @@ class TfliteBuilder {
     std::vector<OptField> options;
     std::vector<uint8_t> custom;
   };
+  struct Graph {
+    std::string name;
+    std::vector<T> tensors;
+    std::vector<O> ops;
+    std::vector<int32_t> inputs, outputs;
+  };
   std::vector<std::vector<uint8_t>> buffers_;
-  std::vector<T> tensors_;
-  std::vector<O> ops_;
   std::vector<std::pair<int32_t, std::string>> codes_;
-  std::vector<int32_t> inputs_, outputs_;
+  std::vector<Graph> graphs_{Graph{"main", {}, {}, {}, {}}};
+  size_t cur_ = 0;  // the subgraph tensor(), op() and io() build
 };
 
 }  // namespace kiln::test

@@ -80,8 +80,9 @@ inline Status PermuteConst(ConstData* d, const Ints& perm) {
 
 class TfliteImporter {
  public:
-  TfliteImporter(const tfl::Model& m, const ConvertOptions& opt, ConvertReport* report)
-      : m_(m), g_(m.subgraphs[0]), b_("tflite"), opt_(opt), report_(report), kiln_(g_.tensors.size(), -1) {}
+  TfliteImporter(const tfl::Model& m, const ConvertOptions& opt, ConvertReport* report, size_t graph = 0)
+      : m_(m), g_(m.subgraphs[graph]), b_("tflite"), opt_(opt), report_(report), kiln_(g_.tensors.size(), -1),
+        graph_(graph) {}
 
   StatusOr<NetBuilder> Import() {
     report_->source_format = "tflite";
@@ -91,6 +92,23 @@ class TfliteImporter {
     b_.setMetadata("kiln-convert", "tflite", static_cast<int>(m_.version));
     if (!m_.description.empty()) b_.setProperty("tflite.description", m_.description);
     b_.setProperty("tflite.layout", "4-D inputs and outputs are NCHW (transposed from the model's NHWC)");
+    KILN_RETURN_IF_ERROR(ImportGraph());
+    if (!missing_.empty() && !opt_.allow_unsupported) {
+      std::string msg = "unsupported TFLite ops:";
+      for (auto& [type, names] : missing_) {
+        msg += StrFormat("\n  %s x%zu:", type.c_str(), names.size());
+        for (size_t k = 0; k < names.size() && k < 5; ++k) msg += " '" + names[k] + "'";
+        if (names.size() > 5) msg += " ...";
+      }
+      return Unsupported("%s\n(use --allow-unsupported to keep them as Custom ops)", msg.c_str());
+    }
+    report_->ops_out = static_cast<int>(b_.net().ops.size());
+    return std::move(b_);
+  }
+
+  // The subgraph's inputs, operators and outputs into b_ (the model's
+  // graph, or a control-flow body imported by a child importer).
+  Status ImportGraph() {
     for (int32_t i : g_.inputs) KILN_RETURN_IF_ERROR(AddInput(i), "graph input '%s'", T(i).name.c_str());
     for (size_t k = 0; k < g_.operators.size(); ++k) {
       const tfl::Operator& op = g_.operators[k];
@@ -103,21 +121,11 @@ class TfliteImporter {
       if (opt_.progress && g_.operators.size() > 200 && (k + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %zu of %zu operators", k + 1, g_.operators.size()));
     }
-    if (!missing_.empty() && !opt_.allow_unsupported) {
-      std::string msg = "unsupported TFLite ops:";
-      for (auto& [type, names] : missing_) {
-        msg += StrFormat("\n  %s x%zu:", type.c_str(), names.size());
-        for (size_t k = 0; k < names.size() && k < 5; ++k) msg += " '" + names[k] + "'";
-        if (names.size() > 5) msg += " ...";
-      }
-      return Unsupported("%s\n(use --allow-unsupported to keep them as Custom ops)", msg.c_str());
-    }
     for (int32_t o : g_.outputs) {
       KILN_ASSIGN_OR_RETURN(int t, Act(o), "graph output '%s'", T(o).name.c_str());
       b_.addOutput(t);
     }
-    report_->ops_out = static_cast<int>(b_.net().ops.size());
-    return std::move(b_);
+    return Status::Ok();
   }
 
  private:
@@ -418,6 +426,12 @@ class TfliteImporter {
   }
   // UNIDIRECTIONAL / BIDIRECTIONAL_SEQUENCE_LSTM (tflite_rnn.cpp).
   Status SequenceLstm(const tfl::Operator& op, bool bidirectional);
+  // IF and WHILE (tflite_control_flow.cpp): TFLite subgraph `graph` as a
+  // Kiln subgraph of the root model (its index), and the ops over them.
+  StatusOr<int> Subgraph(int graph, std::vector<fb::DataType>* out_dtypes);
+  Status IfOp(const tfl::Operator& op);
+  Status WhileOp(const tfl::Operator& op);
+  TfliteImporter* root() { return parent_ ? parent_->root() : this; }
   Status FullyConnected(const tfl::Operator& op) {
     const int x_in = In(op, 0), w_in = In(op, 1), b_in = op.inputs.size() > 2 ? op.inputs[2] : -1;
     const int out = op.outputs[0];
@@ -682,6 +696,8 @@ class TfliteImporter {
       }
       case tfl::FULLY_CONNECTED: return FullyConnected(op);
       case tfl::UNIDIRECTIONAL_SEQUENCE_LSTM: return SequenceLstm(op, false);
+      case tfl::IF: return IfOp(op);
+      case tfl::WHILE: return WhileOp(op);
       case tfl::BIDIRECTIONAL_SEQUENCE_LSTM: return SequenceLstm(op, true);
       case tfl::RELU6: return Unary(OpType::Clip, op, Clip(0.f, 6.f));
       case tfl::RELU_N1_TO_1: return Unary(OpType::Clip, op, Clip(-1.f, 1.f));
@@ -773,6 +789,8 @@ class TfliteImporter {
   std::set<std::string> names_;
   std::map<std::string, std::vector<std::string>> missing_;  // unsupported "TYPE (why)" -> op names
   std::string name_;                 // the current operator's name (its first output's)
+  size_t graph_ = 0;                 // the TFLite subgraph this importer reads
+  TfliteImporter* parent_ = nullptr;  // the importer of the graph whose IF / WHILE runs this one
 };
 
 }  // namespace kiln::tflite_import

@@ -59,7 +59,9 @@ const std::map<uint8_t, const char*>& OptionSpecs() {
       {kBatchMatMulOptions, "bbb"},     // adj_x, adj_y, asymmetric_quantize_inputs
       {kGeluOptions, "b"},              // approximate
       {kUnidirectionalSequenceLSTMOptions, "bffbbb"},  // activation, cell_clip, proj_clip, time_major, ...
-      {kBidirectionalSequenceLSTMOptions, "bffbbb"},   // activation, cell_clip, proj_clip, merge_outputs, time_major, ...
+      {kBidirectionalSequenceLSTMOptions, "bffbbb"},
+      {kIfOptions, "ii"},               // then_subgraph_index, else_subgraph_index
+      {kWhileOptions, "ii"},            // cond_subgraph_index, body_subgraph_index   // activation, cell_clip, proj_clip, merge_outputs, time_major, ...
   };
   return specs;
 }
@@ -92,7 +94,7 @@ std::string BuiltinName(int32_t code) {
       {SQUARED_DIFFERENCE, "SQUARED_DIFFERENCE"}, {MIRROR_PAD, "MIRROR_PAD"}, {ABS, "ABS"}, {SPLIT_V, "SPLIT_V"},
       {ELU, "ELU"}, {HARD_SWISH, "HARD_SWISH"}, {SELECT_V2, "SELECT_V2"}, {DENSIFY, "DENSIFY"},
       {BATCH_MATMUL, "BATCH_MATMUL"}, {GELU, "GELU"},
-      {UNIDIRECTIONAL_SEQUENCE_LSTM, "UNIDIRECTIONAL_SEQUENCE_LSTM"}, {BIDIRECTIONAL_SEQUENCE_LSTM, "BIDIRECTIONAL_SEQUENCE_LSTM"},
+      {IF, "IF"}, {WHILE, "WHILE"}, {UNIDIRECTIONAL_SEQUENCE_LSTM, "UNIDIRECTIONAL_SEQUENCE_LSTM"}, {BIDIRECTIONAL_SEQUENCE_LSTM, "BIDIRECTIONAL_SEQUENCE_LSTM"},
   };
   auto it = names.find(code);
   return it != names.end() ? it->second : "BUILTIN_" + std::to_string(code);

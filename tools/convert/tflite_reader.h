@@ -92,7 +92,7 @@ enum BuiltinOp : int32_t {
   RESIZE_NEAREST_NEIGHBOR = 97, LEAKY_RELU = 98, SQUARED_DIFFERENCE = 99, MIRROR_PAD = 100,
   ABS = 101, SPLIT_V = 102, ELU = 111, HARD_SWISH = 117, SELECT_V2 = 123, DENSIFY = 124,
   BATCH_MATMUL = 126, GELU = 150,
-  UNIDIRECTIONAL_SEQUENCE_LSTM = 44, BIDIRECTIONAL_SEQUENCE_LSTM = 52,
+  UNIDIRECTIONAL_SEQUENCE_LSTM = 44, BIDIRECTIONAL_SEQUENCE_LSTM = 52, IF = 118, WHILE = 119,
 };
 // "CONV_2D"; "BUILTIN_<n>" for codes this reader does not name.
 std::string BuiltinName(int32_t code);
@@ -107,7 +107,8 @@ enum OptionsType : uint8_t {
   kArgMaxOptions = 40, kArgMinOptions = 57, kTransposeConvOptions = 49,
   kResizeNearestNeighborOptions = 74, kLeakyReluOptions = 75, kMirrorPadOptions = 77,
   kSplitVOptions = 79, kDepthToSpaceOptions = 94, kBatchMatMulOptions = 101, kGeluOptions = 116,
-  kBidirectionalSequenceLSTMOptions = 69, kUnidirectionalSequenceLSTMOptions = 71,
+  kBidirectionalSequenceLSTMOptions = 69, kUnidirectionalSequenceLSTMOptions = 71, kIfOptions = 92,
+  kWhileOptions = 93,
 };
 
 // Field ids inside option tables (shared where tables agree).
@@ -144,6 +145,8 @@ constexpr int kGeluApproximate = 0;      // GeluOptions
 // Uni/BidirectionalSequenceLSTMOptions: activation 0, cell_clip 1, proj_clip 2;
 // unidirectional: time_major 3; bidirectional: merge_outputs 3, time_major 4
 // (default true), asymmetric_quantize_inputs 5.
+constexpr int kThenGraph = 0, kElseGraph = 1;  // IfOptions
+constexpr int kCondGraph = 0, kBodyGraph = 1;  // WhileOptions
 constexpr int kLstmActivation = 0, kLstmCellClip = 1, kLstmProjClip = 2, kUniTimeMajor = 3, kBiMergeOutputs = 3,
               kBiTimeMajor = 4;
 }  // namespace opt
