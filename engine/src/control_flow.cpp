@@ -37,11 +37,13 @@ std::unique_ptr<Tensor> HostCopy(const Tensor& src) {
 
 // Feeds a child session: shapes first (resizing it when one changed), the
 // values that decide its shapes before that resize, then, with
-// `write_values`, every other value.
+// `write_values`, every other value. A null value is already in place (a
+// capture fed at the first iteration, a carried value copied on the device).
 Status Feed(SessionImpl& child, const std::vector<const Tensor*>& values, bool write_values) {
   if (values.size() != child.numInputs())
     return Internal("subgraph takes %zu inputs, given %zu", child.numInputs(), values.size());
   for (size_t k = 0; k < values.size(); ++k) {
+    if (!values[k]) continue;
     Tensor* in = child.inputAt(k);
     const Tensor& v = *values[k];
     if (in->dtype() != v.dtype())
@@ -60,8 +62,22 @@ Status Feed(SessionImpl& child, const std::vector<const Tensor*>& values, bool w
   if (!child.resized()) KILN_RETURN_IF_ERROR(child.resize());
   if (!write_values) return Status::Ok();
   for (size_t k = 0; k < values.size(); ++k)
-    if (!child.inputDecidesShape(k)) KILN_RETURN_IF_ERROR(child.inputAt(k)->copyFromHostTensor(*values[k]));
+    if (values[k] && !child.inputDecidesShape(k)) KILN_RETURN_IF_ERROR(child.inputAt(k)->copyFromHostTensor(*values[k]));
   return Status::Ok();
+}
+
+// After an iteration: output `out` becomes input `in` of the next one on
+// the device, when both live on the same device backend with one shape and
+// the input does not decide shapes (no trip through the host). False: the
+// caller goes through the host.
+StatusOr<bool> CarryOnDevice(SessionImpl& child, const Tensor* out, size_t k) {
+  Tensor* in = child.inputAt(k);
+  if (!out->backend() || out->backend() != in->backend() || out->shape() != in->shape() || child.inputDecidesShape(k))
+    return false;
+  Status s = out->backend()->onCopyWithin(*out, in);
+  if (s.code() == StatusCode::kUnsupported) return false;
+  KILN_RETURN_IF_ERROR(s);
+  return true;
 }
 
 // Slice `i` of `whole` along `axis` <-> a contiguous slice buffer.
@@ -360,12 +376,15 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
   for (int k = 0; k < num_scan_out_; ++k) scan_types[static_cast<size_t>(k)] = body.outputAt(1 + static_cast<size_t>(num_carried_ + k))->dtype();
   int64_t i = 0;
   uint8_t cond = 1;
+  // Carried values the last iteration left in the body's inputs on the
+  // device; captures after the first iteration are in place too.
+  std::vector<bool> on_device(static_cast<size_t>(num_carried_), false);
   for (; i < limit && cond; ++i) {
     auto iter = Tensor::wrap({}, fb::DataType::I64, &i);
     auto c = Tensor::wrap({}, fb::DataType::BOOL, &cond);
     std::vector<const Tensor*> values{iter.get(), c.get()};
-    for (auto& v : carried) values.push_back(v.get());
-    for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) values.push_back(in[k]);
+    for (size_t j = 0; j < carried.size(); ++j) values.push_back(on_device[j] ? nullptr : carried[j].get());
+    for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) values.push_back(i == 0 ? in[k] : nullptr);
     KILN_RETURN_IF_ERROR(Feed(body, values, true), "%s iteration %lld", where_.c_str(), static_cast<long long>(i));
     KILN_RETURN_IF_ERROR(body.run(nullptr, nullptr), "%s iteration %lld", where_.c_str(), static_cast<long long>(i));
     {
@@ -373,11 +392,11 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
       if (o->elementCount() != 1)
         return InvalidArgument("%s: the body's condition has %lld elements", where_.c_str(),
                                static_cast<long long>(o->elementCount()));
-      auto h = Tensor::create({}, o->dtype());
-      h->setShape(o->shape());
+      auto h = Tensor::create(o->shape(), o->dtype());
       KILN_RETURN_IF_ERROR(o->copyToHostTensor(h.get()));
       cond = Truthy(*h) ? 1 : 0;
     }
+    const bool last = !(i + 1 < limit && cond);
     for (int j = 0; j < num_carried_; ++j) {
       const Tensor* o = body.outputAt(1 + static_cast<size_t>(j));
       auto& v = carried[static_cast<size_t>(j)];
@@ -388,7 +407,14 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
                                  ShapeToString(o->shape()).c_str(), static_cast<long long>(i));
         v = Tensor::create(o->shape(), o->dtype());
       }
-      KILN_RETURN_IF_ERROR(o->copyToHostTensor(v.get()));
+      // Only while shapes stay put: a body that is resized (a loop computed
+      // at resize, whose values may grow) is planned again, device memory too.
+      bool moved = false;
+      if (!last && !at_resize_) {
+        KILN_ASSIGN_OR_RETURN(moved, CarryOnDevice(body, o, 2 + static_cast<size_t>(j)));
+      }
+      on_device[static_cast<size_t>(j)] = moved;
+      if (!moved) KILN_RETURN_IF_ERROR(o->copyToHostTensor(v.get()));
     }
     for (int k = 0; k < num_scan_out_; ++k) {
       const Tensor* o = body.outputAt(1 + static_cast<size_t>(num_carried_ + k));
@@ -515,9 +541,10 @@ Status ControlFlow::runScan(const std::vector<Tensor*>& in, const std::vector<Te
     const Tensor* o = body.outputAt(static_cast<size_t>(num_carried_ + k));
     step_out.push_back(Tensor::create(o->shape(), o->dtype()));
   }
+  std::vector<bool> on_device(static_cast<size_t>(num_carried_), false);
   for (int64_t t = 0; t < scan_len_; ++t) {
     std::vector<const Tensor*> values;
-    for (auto& s : state) values.push_back(s.get());
+    for (size_t j = 0; j < state.size(); ++j) values.push_back(on_device[j] ? nullptr : state[j].get());
     for (int m = 0; m < num_scan_in_; ++m) {
       const Tensor& x = *in[static_cast<size_t>(num_carried_ + m)];
       const int64_t at = Reversed(p->input_directions(), m) ? scan_len_ - 1 - t : t;
@@ -525,7 +552,7 @@ Status ControlFlow::runScan(const std::vector<Tensor*>& in, const std::vector<Te
                 false);
       values.push_back(slices[static_cast<size_t>(m)].get());
     }
-    for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) values.push_back(in[k]);
+    for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) values.push_back(t == 0 ? in[k] : nullptr);
     KILN_RETURN_IF_ERROR(Feed(body, values, true), "%s step %lld", where_.c_str(), static_cast<long long>(t));
     KILN_RETURN_IF_ERROR(body.run(nullptr, nullptr), "%s step %lld", where_.c_str(), static_cast<long long>(t));
     for (int j = 0; j < num_carried_; ++j) {
@@ -533,7 +560,12 @@ Status ControlFlow::runScan(const std::vector<Tensor*>& in, const std::vector<Te
       if (o->shape() != state[static_cast<size_t>(j)]->shape())
         return InvalidArgument("%s: state value %d changes shape to %s at step %lld", where_.c_str(), j,
                                ShapeToString(o->shape()).c_str(), static_cast<long long>(t));
-      KILN_RETURN_IF_ERROR(o->copyToHostTensor(state[static_cast<size_t>(j)].get()));
+      bool moved = false;
+      if (t + 1 < scan_len_) {
+        KILN_ASSIGN_OR_RETURN(moved, CarryOnDevice(body, o, static_cast<size_t>(j)));
+      }
+      on_device[static_cast<size_t>(j)] = moved;
+      if (!moved) KILN_RETURN_IF_ERROR(o->copyToHostTensor(state[static_cast<size_t>(j)].get()));
     }
     for (int k = 0; k < num_scan_out_; ++k) {
       const Tensor* o = body.outputAt(static_cast<size_t>(num_carried_ + k));
