@@ -28,8 +28,8 @@ bool Truthy(const Tensor& t) {
 
 std::unique_ptr<Tensor> HostCopy(const Tensor& src) {
   auto t = Tensor::create(src.shape(), src.dtype());
-  if (src.isSequence())
-    t->setSequence(src.sequence());
+  if (src.isContainer())
+    (void)src.copyToHostTensor(t.get());  // the kind and the shared elements
   else if (src.byteSize() && src.hostData())
     std::memcpy(t->hostData(), src.hostData(), src.byteSize());
   return t;
@@ -51,8 +51,8 @@ Status Feed(SessionImpl& child, const std::vector<const Tensor*>& values, bool w
                              DataTypeName(in->dtype()), DataTypeName(v.dtype()));
     KILN_RETURN_IF_ERROR(child.resizeTensor(in, v.shape()), "subgraph input %zu", k);
     if (child.inputDecidesShape(k)) {
-      if (v.isSequence()) {
-        in->setSequence(v.sequence());
+      if (v.isContainer()) {
+        KILN_RETURN_IF_ERROR(in->copyFromHostTensor(v), "subgraph input %zu", k);
         continue;
       }
       if (!v.hostData() && v.byteSize()) return Internal("subgraph input %zu decides shapes but has no value", k);
@@ -477,7 +477,64 @@ bool Reversed(const flatbuffers::Vector<int32_t>* dirs, int k) {
 
 }  // namespace
 
+// Opset 8's batched Scan: item b of every state and scan input (axis 0),
+// as host tensors; captures as they are.
+StatusOr<std::vector<std::unique_ptr<Tensor>>> ControlFlow::batchItem(const std::vector<Tensor*>& in, int64_t b) const {
+  std::vector<std::unique_ptr<Tensor>> items;
+  for (int j = 0; j < num_carried_ + num_scan_in_; ++j) {
+    const Tensor& x = *in[static_cast<size_t>(j)];
+    if (x.dimensions() < 1 || x.shape()[0] != in[0]->shape()[0])
+      return InvalidArgument("%s: input %d %s has no batch axis of %lld", where_.c_str(), j,
+                             ShapeToString(x.shape()).c_str(), static_cast<long long>(in[0]->shape()[0]));
+    auto t = Tensor::create(WithoutAxis(x.shape(), 0), x.dtype());
+    if (x.hostData() && b < x.shape()[0]) CopySlice(x, 0, b, t->host<uint8_t>(), false);
+    items.push_back(std::move(t));
+  }
+  return items;
+}
+
 Status ControlFlow::inferScan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  if (!op_->params<fb::ScanParams>()->batched()) return inferScanOne(in, out);
+  if (in.empty() || in[0]->dimensions() < 1) return InvalidArgument("%s: inputs need a batch axis", where_.c_str());
+  KILN_ASSIGN_OR_RETURN(auto item, batchItem(in, 0));
+  std::vector<Tensor*> in_b, out_b;
+  for (auto& t : item) in_b.push_back(t.get());
+  for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) in_b.push_back(in[k]);
+  std::vector<std::unique_ptr<Tensor>> outs;
+  for (Tensor* o : out) {
+    outs.push_back(Tensor::create({}, o->dtype()));
+    out_b.push_back(outs.back().get());
+  }
+  KILN_RETURN_IF_ERROR(inferScanOne(in_b, out_b));
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::vector<int64_t> shape{in[0]->shape()[0]};
+    shape.insert(shape.end(), out_b[k]->shape().begin(), out_b[k]->shape().end());
+    out[k]->setShape(shape);
+  }
+  return Status::Ok();
+}
+
+Status ControlFlow::runScan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  if (!op_->params<fb::ScanParams>()->batched()) return runScanOne(in, out);
+  const int64_t batch = in[0]->shape()[0];
+  for (int64_t b = 0; b < batch; ++b) {
+    KILN_ASSIGN_OR_RETURN(auto item, batchItem(in, b));
+    std::vector<Tensor*> in_b, out_b;
+    for (auto& t : item) in_b.push_back(t.get());
+    for (size_t k = static_cast<size_t>(first_capture_); k < in.size(); ++k) in_b.push_back(in[k]);
+    std::vector<std::unique_ptr<Tensor>> outs;
+    for (Tensor* o : out) {
+      outs.push_back(Tensor::create(WithoutAxis(o->shape(), 0), o->dtype()));
+      out_b.push_back(outs.back().get());
+    }
+    KILN_RETURN_IF_ERROR(inferScanOne(in_b, out_b), "%s batch item %lld", where_.c_str(), static_cast<long long>(b));
+    KILN_RETURN_IF_ERROR(runScanOne(in_b, out_b), "%s batch item %lld", where_.c_str(), static_cast<long long>(b));
+    for (size_t k = 0; k < out.size(); ++k) CopySlice(*out[k], 0, b, outs[k]->host<uint8_t>(), true);
+  }
+  return Status::Ok();
+}
+
+Status ControlFlow::inferScanOne(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
   auto* p = op_->params<fb::ScanParams>();
   SessionImpl& body = *children_[0];
   std::vector<std::unique_ptr<Tensor>> slices;
@@ -527,7 +584,7 @@ Status ControlFlow::inferScan(const std::vector<Tensor*>& in, const std::vector<
   return Status::Ok();
 }
 
-Status ControlFlow::runScan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+Status ControlFlow::runScanOne(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
   auto* p = op_->params<fb::ScanParams>();
   SessionImpl& body = *children_[0];
   std::vector<std::unique_ptr<Tensor>> state, slices;

@@ -83,6 +83,10 @@ class ControlFlow {
   Status runIf(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out);
   Status runLoop(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out);
   Status runScan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out);
+  // One scan (the opset-9 form); the batched form runs it per batch item.
+  Status inferScanOne(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out);
+  Status runScanOne(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out);
+  StatusOr<std::vector<std::unique_ptr<Tensor>>> batchItem(const std::vector<Tensor*>& in, int64_t b) const;
   // Loop's iteration count from M and the first condition (values known).
   StatusOr<int64_t> tripLimit(const std::vector<Tensor*>& in) const;
 

@@ -17,6 +17,7 @@ Graph BuildFrom(const G& net, const Model& model, int sub) {
     gt.dtype = t->dtype();
     gt.has_shape = !t->unknown_rank();
     gt.is_sequence = t->sequence();
+    gt.is_optional = t->optional();
     if (t->shape()) {
       for (const fb::Dim* d : *t->shape()) {
         gt.dims.push_back(d->size() < 0 ? -1 : d->size());

@@ -24,7 +24,8 @@ struct GraphTensor {
   std::vector<int> consumers;        // op indices, in order, one per use
   bool is_input = false;
   bool is_output = false;
-  bool is_sequence = false;  // an ONNX sequence (host only)
+  bool is_sequence = false;  // an ONNX sequence (host only); with is_optional: an optional sequence
+  bool is_optional = false;  // an ONNX optional (host only)
 
   bool isConstant() const { return constant.data != nullptr; }
 };

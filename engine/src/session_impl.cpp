@@ -53,7 +53,10 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
     s->tensors_[i] = std::make_unique<Tensor>();
     s->tensors_[i]->setName(g.tensors[i].name);
     s->tensors_[i]->setDtype(g.tensors[i].dtype);
-    if (g.tensors[i].is_sequence) s->tensors_[i]->markSequence();
+    if (g.tensors[i].is_optional)
+      s->tensors_[i]->markOptional();
+    else if (g.tensors[i].is_sequence)
+      s->tensors_[i]->markSequence();
     s->graph_index_[s->tensors_[i].get()] = i;
   }
   for (const ScheduleConfig& c : configs) {
@@ -293,8 +296,11 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
     OpPlacement pl{op.name, op.typeName(), "", ""};
     std::vector<ForwardType> order;
     bool touches_sequence = false;
-    for (int t : op.inputs) touches_sequence = touches_sequence || (t >= 0 && g.tensors[static_cast<size_t>(t)].is_sequence);
-    for (int t : op.outputs) touches_sequence = touches_sequence || g.tensors[static_cast<size_t>(t)].is_sequence;
+    auto container = [&](int t) {
+      return t >= 0 && (g.tensors[static_cast<size_t>(t)].is_sequence || g.tensors[static_cast<size_t>(t)].is_optional);
+    };
+    for (int t : op.inputs) touches_sequence = touches_sequence || container(t);
+    for (int t : op.outputs) touches_sequence = touches_sequence || container(t);
     if (resize_op_[i] || op.type == fb::OpType::Constant || touches_sequence) {
       // Shape computations run on the host at resize; constants never run;
       // sequences live on the host.
@@ -351,7 +357,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
     }
     const ForwardType wanted = op_config[i] < 0 ? configs[0].type : configs[static_cast<size_t>(op_config[i])].type;
     if (touches_sequence && wanted != ForwardType::kHost && pl.reason.empty())
-      pl.reason = "ONNX sequences live on the host";
+      pl.reason = "ONNX sequences and optionals live on the host";
     if (op_backend_[i] < 0)
       return Unsupported("%s: no backend can run it (%s)", where(static_cast<int>(i)).c_str(), reasons.c_str());
     placement_.ops_per_backend[pl.backend]++;

@@ -390,7 +390,7 @@ Status SessionImpl::runStep(const Step& s, const TensorCallBack* before, const T
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
   bool shape_values_changed = false;
   for (auto& [t, seen] : shape_input_seen_)
-    if (t->isSequence() || t->byteSize() != seen.size() || !std::equal(seen.begin(), seen.end(), t->host<uint8_t>()))
+    if (t->isContainer() || t->byteSize() != seen.size() || !std::equal(seen.begin(), seen.end(), t->host<uint8_t>()))
       shape_values_changed = true;  // a sequence input: its elements are not compared, planned again
   if (resized_ && shape_values_changed) {
     // New shape-input values: plan again, keeping what the app already wrote

@@ -113,12 +113,24 @@ static Status CheckCompatible(const Tensor& a, const Tensor& b) {
 }
 
 Status Tensor::copyFromHostTensor(const Tensor& src) {
-  if (src.isSequence() || is_sequence_) {
-    if (src.isSequence() != is_sequence_)
-      return InvalidArgument("tensor '%s': a sequence and a tensor do not copy into each other", name_.c_str());
+  if (is_optional_ && !src.is_optional_) {  // a value into an optional: it holds the value
     if (src.dtype() != dtype_)
-      return InvalidArgument("sequence '%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_),
-                             DataTypeName(src.dtype()));
+      return InvalidArgument("'%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_), DataTypeName(src.dtype()));
+    std::shared_ptr<Tensor> v = create(src.shape(), src.dtype());
+    if (src.is_sequence_)
+      v->setSequence(src.items_);
+    else if (src.byteSize() && src.hostData())
+      std::memcpy(v->hostData(), src.hostData(), src.byteSize());
+    items_ = {v};
+    return Status::Ok();
+  }
+  if (src.isContainer() || isContainer()) {
+    if (src.is_sequence_ != is_sequence_ || src.is_optional_ != is_optional_)
+      return InvalidArgument("tensor '%s': a %s does not copy into a %s", name_.c_str(),
+                             src.is_optional_ ? "optional" : src.is_sequence_ ? "sequence" : "tensor",
+                             is_optional_ ? "optional" : is_sequence_ ? "sequence" : "tensor");
+    if (src.dtype() != dtype_)
+      return InvalidArgument("'%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_), DataTypeName(src.dtype()));
     items_ = src.items_;
     return Status::Ok();
   }
@@ -143,11 +155,12 @@ Status Tensor::copyFromHostTensor(const Tensor& src) {
 
 Status Tensor::copyToHostTensor(Tensor* dst) const {
   if (!dst) return InvalidArgument("copyToHostTensor: null destination");
-  if (is_sequence_) {
+  if (isContainer()) {
     if (dst->dtype() != dtype_)
-      return InvalidArgument("sequence '%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_),
-                             DataTypeName(dst->dtype()));
-    dst->setSequence(items_);
+      return InvalidArgument("'%s': dtype %s vs %s", name_.c_str(), DataTypeName(dtype_), DataTypeName(dst->dtype()));
+    dst->is_sequence_ = is_sequence_;
+    dst->is_optional_ = is_optional_;
+    dst->items_ = items_;
     return Status::Ok();
   }
   KILN_RETURN_IF_ERROR(CheckCompatible(*this, *dst));

@@ -165,7 +165,7 @@ Status RunUnary(const GraphOp& op, const std::vector<Tensor*>& in, const std::ve
   Tensor& y = *out[0];
   ThreadPool& p = be.pool();
   if (op.type == fb::OpType::Identity) {
-    if (x.isSequence()) return y.copyFromHostTensor(x);  // the elements, shared
+    if (x.isContainer()) return y.copyFromHostTensor(x);  // a sequence's elements or an optional's value, shared
     if (x.hostData() != y.hostData()) std::memcpy(y.hostData(), x.hostData(), x.byteSize());
     return Status::Ok();
   }

@@ -12,6 +12,11 @@ namespace {
 
 Status RunSequence(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
   KILN_ASSIGN_OR_RETURN(SequenceResult r, EvalSequenceOp(op, in, out[0]->dtype()));
+  if (r.is_optional) {
+    if (!out[0]->isOptional()) return Internal("%s: output '%s' is not declared an optional", op.typeName(), out[0]->name().c_str());
+    out[0]->setOptional(r.items.empty() ? nullptr : r.items[0]);
+    return Status::Ok();
+  }
   if (r.is_sequence) {
     if (!out[0]->isSequence()) return Internal("%s: output '%s' is not declared a sequence", op.typeName(), out[0]->name().c_str());
     out[0]->setSequence(std::move(r.items));

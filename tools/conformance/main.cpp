@@ -72,27 +72,53 @@ StatusOr<onnx::TensorProto> ReadProto(const std::string& path) {
   return t;
 }
 
-// The tensors of an onnx.SequenceProto file (field 3, tensor_values; the
-// class is in onnx-data.proto, which Debian does not ship: read on the wire).
-StatusOr<std::vector<onnx::TensorProto>> ReadSequenceProto(const std::string& path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (!f && bytes.empty()) return NotFound("%s: cannot read", path.c_str());
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The length-delimited fields of a protobuf message, by field number
+// (onnx-data.proto's SequenceProto and OptionalProto are not in Debian's
+// headers: they are read on the wire).
+StatusOr<std::map<int, std::vector<std::string>>> Fields(const std::string& bytes, const char* what) {
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
-  std::vector<onnx::TensorProto> tensors;
+  std::map<int, std::vector<std::string>> fields;
   while (uint32_t tag = in.ReadTag()) {
-    if (tag == ((3u << 3) | 2u)) {
+    if ((tag & 7u) == 2u) {
       uint32_t len;
       std::string payload;
       if (!in.ReadVarint32(&len) || !in.ReadString(&payload, static_cast<int>(len)))
-        return InvalidArgument("%s: truncated SequenceProto", path.c_str());
-      tensors.emplace_back();
-      if (!tensors.back().ParseFromString(payload)) return InvalidArgument("%s: a bad tensor in the sequence", path.c_str());
+        return InvalidArgument("truncated %s", what);
+      fields[static_cast<int>(tag >> 3)].push_back(std::move(payload));
     } else if (!google::protobuf::internal::WireFormatLite::SkipField(&in, tag)) {
-      return InvalidArgument("%s: not a SequenceProto", path.c_str());
+      return InvalidArgument("not a %s", what);
     }
   }
+  return fields;
+}
+
+// SequenceProto: tensor_values = 3.
+StatusOr<std::vector<onnx::TensorProto>> ParseSequence(const std::string& bytes) {
+  KILN_ASSIGN_OR_RETURN(auto fields, Fields(bytes, "SequenceProto"));
+  std::vector<onnx::TensorProto> tensors;
+  for (const std::string& p : fields[3]) {
+    tensors.emplace_back();
+    if (!tensors.back().ParseFromString(p)) return InvalidArgument("a bad tensor in a SequenceProto");
+  }
   return tensors;
+}
+
+StatusOr<std::shared_ptr<Tensor>> MakeTensor(const onnx::TensorProto& tp, const std::string& dir) {
+  KILN_ASSIGN_OR_RETURN(onnx_import::TensorData d, onnx_import::ReadTensor(tp, dir));
+  std::shared_ptr<Tensor> t = Tensor::create(d.shape, d.dtype);
+  if (!d.bytes.empty()) std::memcpy(t->hostData(), d.bytes.data(), d.bytes.size());
+  return t;
+}
+
+StatusOr<std::vector<onnx::TensorProto>> ReadSequenceProto(const std::string& path) {
+  auto r = ParseSequence(ReadFile(path));
+  if (!r.ok()) return r.status().WithContext(path);
+  return r;
 }
 
 // The elements of a sequence file as host tensors.
@@ -100,12 +126,35 @@ StatusOr<std::vector<std::shared_ptr<const Tensor>>> ReadSequence(const std::str
   KILN_ASSIGN_OR_RETURN(std::vector<onnx::TensorProto> protos, ReadSequenceProto(path));
   std::vector<std::shared_ptr<const Tensor>> items;
   for (const auto& tp : protos) {
-    KILN_ASSIGN_OR_RETURN(onnx_import::TensorData d, onnx_import::ReadTensor(tp, dir));
-    std::shared_ptr<Tensor> t = Tensor::create(d.shape, d.dtype);
-    if (!d.bytes.empty()) std::memcpy(t->hostData(), d.bytes.data(), d.bytes.size());
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t, MakeTensor(tp, dir));
     items.push_back(std::move(t));
   }
   return items;
+}
+
+// An OptionalProto file (tensor_value = 3, sequence_value = 5) as an
+// optional tensor of `dtype` holding it (or nothing).
+StatusOr<std::unique_ptr<Tensor>> ReadOptional(const std::string& path, const std::string& dir, fb::DataType dtype) {
+  KILN_ASSIGN_OR_RETURN(auto fields, Fields(ReadFile(path), "OptionalProto"), "%s", path.c_str());
+  auto opt = Tensor::create({}, dtype);
+  opt->setOptional(nullptr);
+  if (!fields[3].empty()) {
+    onnx::TensorProto tp;
+    if (!tp.ParseFromString(fields[3][0])) return InvalidArgument("%s: a bad tensor_value", path.c_str());
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t, MakeTensor(tp, dir));
+    opt->setOptional(t);
+  } else if (!fields[5].empty()) {
+    KILN_ASSIGN_OR_RETURN(auto protos, ParseSequence(fields[5][0]), "%s", path.c_str());
+    std::vector<std::shared_ptr<const Tensor>> items;
+    for (const auto& tp : protos) {
+      KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> t, MakeTensor(tp, dir));
+      items.push_back(t);
+    }
+    std::shared_ptr<Tensor> seq = Tensor::create({}, dtype);
+    seq->setSequence(std::move(items));
+    opt->setOptional(seq);
+  }
+  return opt;
 }
 
 std::string ShapeString(const std::vector<int64_t>& s) {
@@ -137,7 +186,7 @@ bool TouchesHostOnlyDtype(const fb::Net& net, const std::string& name, const Hos
         const fb::Tensor* tensor = net.tensors()->Get(static_cast<uint32_t>(t));
         // "SEQUENCE": ONNX sequences (lists of tensors), whatever their elements' dtype.
         if (host_only.dtypes.count(fb::EnumNameDataType(tensor->dtype())) ||
-            (tensor->sequence() && host_only.dtypes.count("SEQUENCE")))
+            ((tensor->sequence() || tensor->optional()) && host_only.dtypes.count("SEQUENCE")))
           return true;
       }
     }
@@ -205,8 +254,19 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     std::string sd = dir + "/" + set;
     std::vector<onnx_import::TensorData> inputs;
     std::map<size_t, std::vector<std::shared_ptr<const Tensor>>> sequences;  // sequence inputs
+    std::map<size_t, std::unique_ptr<Tensor>> optionals;                       // optional inputs
     for (size_t k = 0; k < input_names.size(); ++k) {
       Tensor* seq_in = s->getInput(input_names[k]);
+      if (seq_in->isOptional()) {
+        auto opt = ReadOptional(sd + "/input_" + std::to_string(k) + ".pb", sd, seq_in->dtype());
+        if (!opt.ok()) return {Outcome::kUnsupported, "input: " + opt.status().message()};
+        Status st = s->resizeTensor(seq_in, {});
+        if (!st.ok()) return {Outcome::kFailed, "resize: " + st.message()};
+        (void)seq_in->copyFromHostTensor(**opt);
+        optionals[k] = std::move(opt).value();
+        inputs.emplace_back();
+        continue;
+      }
       if (seq_in->isSequence()) {
         auto items = ReadSequence(sd + "/input_" + std::to_string(k) + ".pb", sd);
         if (!items.ok()) return {Outcome::kUnsupported, "input: " + items.status().message()};
@@ -229,7 +289,7 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     // Shape inputs (values that decide shapes) have memory before resize.
     for (size_t k = 0; k < input_names.size(); ++k) {
       Tensor* in = s->getInput(input_names[k]);
-      if (sequences.count(k) || !in->hostData() || inputs[k].bytes.empty()) continue;
+      if (sequences.count(k) || optionals.count(k) || !in->hostData() || inputs[k].bytes.empty()) continue;
       auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
       Status cs = in->copyFromHostTensor(*host);
       if (!cs.ok()) return {Outcome::kFailed, "input: " + cs.message()};
@@ -242,6 +302,10 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
         s->getInput(input_names[k])->setSequence(sequences[k]);
         continue;
       }
+      if (optionals.count(k)) {
+        (void)s->getInput(input_names[k])->copyFromHostTensor(*optionals[k]);
+        continue;
+      }
       auto host = Tensor::wrap(inputs[k].shape, inputs[k].dtype, inputs[k].bytes.data());
       st = s->getInput(input_names[k])->copyFromHostTensor(*host);
       if (!st.ok()) return {Outcome::kFailed, "input: " + st.message()};
@@ -252,6 +316,27 @@ std::pair<Outcome, std::string> RunCase(const std::string& dir, ForwardType back
     for (size_t k = 0; k < output_names.size(); ++k) {
       Tensor* out = s->getOutput(output_names[k]);
       const std::string file = sd + "/output_" + std::to_string(k) + ".pb";
+      if (out->isOptional()) {
+        auto want = ReadOptional(file, sd, out->dtype());
+        if (!want.ok()) return {Outcome::kUnsupported, "expected output: " + want.status().message()};
+        const auto got = out->optionalValue(), w = (*want)->optionalValue();
+        const std::string what = StrFormat("output %zu '%s'", k, output_names[k].c_str());
+        if (!got != !w) return {Outcome::kFailed, what + (got ? ": has a value, want none" : ": empty, want a value")};
+        if (!w) continue;
+        if (got->isSequence() != w->isSequence()) return {Outcome::kFailed, what + ": a sequence against a tensor"};
+        const auto gots = got->isSequence() ? got->sequence() : std::vector<std::shared_ptr<const Tensor>>{got};
+        const auto wants = w->isSequence() ? w->sequence() : std::vector<std::shared_ptr<const Tensor>>{w};
+        if (gots.size() != wants.size())
+          return {Outcome::kFailed, StrFormat("%s: %zu elements, want %zu", what.c_str(), gots.size(), wants.size())};
+        for (size_t e = 0; e < gots.size(); ++e) {
+          const Tensor& wt = *wants[e];
+          std::vector<uint8_t> wb(static_cast<const uint8_t*>(wt.hostData()),
+                                  static_cast<const uint8_t*>(wt.hostData()) + wt.byteSize());
+          auto r = Compare(*gots[e], wt.shape(), wt.dtype(), wb, what, set);
+          if (!r.empty()) return {Outcome::kFailed, r};
+        }
+        continue;
+      }
       if (out->isSequence()) {
         auto want = ReadSequence(file, sd);
         if (!want.ok()) return {Outcome::kUnsupported, "expected output: " + want.status().message()};

@@ -55,8 +55,8 @@ StatusOr<int> OnnxImporter::Resolve(const std::string& name, int k) {
     t = b_.addConstant(name, ot.dtype, shape, ot.data.data(), ot.data.size());
   } else {
     t = b_.addInput(name, ot.dtype, {});
-    b_.net().tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence;
-    b_.net().tensors[static_cast<size_t>(t)]->sequence = ot.sequence;
+    b_.net().tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence && !ot.optional;
+    SetKind(t, parent_->Kind(outer));
     captures_.push_back(name);
   }
   tensors_[name] = t;
@@ -101,8 +101,8 @@ StatusOr<int> OnnxImporter::Package(OnnxImporter& child, size_t num_formal, cons
     KILN_ASSIGN_OR_RETURN(int outer, Resolve(name));
     const fb::TensorT& ot = *b_.net().tensors[static_cast<size_t>(outer)];
     int t = child.b_.addInput(name + ":unused", ot.dtype, {});
-    net.tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence;
-    net.tensors[static_cast<size_t>(t)]->sequence = ot.sequence;
+    net.tensors[static_cast<size_t>(t)]->unknown_rank = !ot.sequence && !ot.optional;
+    child.SetKind(t, Kind(outer));
     inputs.push_back(t);
   }
   OnnxImporter* root = this;
@@ -131,10 +131,10 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     for (int t : c.b_.net().outputs) d.push_back(c.b_.net().tensors[static_cast<size_t>(t)]->dtype);
     return d;
   };
-  std::vector<bool> result_seq;  // which outputs are sequences
+  std::vector<int> result_seq;  // each output's Kind (sequence, optional)
   auto out_seqs = [](OnnxImporter& c, size_t skip) {
-    std::vector<bool> v;
-    for (size_t k = skip; k < c.b_.net().outputs.size(); ++k) v.push_back(c.IsSequence(c.b_.net().outputs[k]));
+    std::vector<int> v;
+    for (size_t k = skip; k < c.b_.net().outputs.size(); ++k) v.push_back(c.Kind(c.b_.net().outputs[k]));
     return v;
   };
   std::vector<fb::DataType> result_types;
@@ -156,7 +156,7 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
       return InvalidArgument("then_branch has %zu outputs, else_branch %zu", result_types.size(), else_types.size());
     result_seq = out_seqs(*a, 0);
     if (result_seq != out_seqs(*b, 0))
-      return InvalidArgument("then_branch and else_branch disagree on which outputs are sequences");
+      return InvalidArgument("then_branch and else_branch disagree on which outputs are sequences or optionals");
     for (size_t j = 0; j < result_types.size(); ++j)
       if (result_types[j] != else_types[j])
         return InvalidArgument("output %zu is %s in then_branch and %s in else_branch", j,
@@ -210,9 +210,13 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     op_type = fb::OpType::Loop;
     num_outputs = static_cast<int>(result_types.size());
   } else {  // Scan
-    if (opset_ < 9) return Keep(node, "opset 8's batched Scan; re-export at opset 9 or later");
     const onnx::GraphProto* body_g = GraphAttr(node, "body");
     if (!body_g) return InvalidArgument("Scan needs a body");
+    const bool batched = opset_ < 9;  // opset 8: input 0 is sequence_lens, every value has a batch axis
+    if (batched) {
+      if (!in.empty() && in[0] >= 0) return Keep(node, "opset 8's sequence_lens");
+      if (!in.empty()) in.erase(in.begin());
+    }
     int m = 0;
     for (const auto& a : node.attribute())
       if (a.name() == "num_scan_inputs") m = static_cast<int>(a.i());
@@ -231,7 +235,8 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     fb::ScanParamsT p;
     p.num_scan_inputs = m;
     p.num_captures = static_cast<int>(body->captures_.size());
-    p.input_directions = IntsAttr(node, "scan_input_directions");
+    p.batched = batched;
+    p.input_directions = IntsAttr(node, batched ? "directions" : "scan_input_directions");
     p.output_directions = IntsAttr(node, "scan_output_directions");
     p.input_axes = IntsAttr(node, "scan_input_axes");
     p.output_axes = IntsAttr(node, "scan_output_axes");
@@ -253,7 +258,7 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
   for (int j = 0; j < num_outputs; ++j) {
     fb::TensorT& t = *b_.net().tensors[static_cast<size_t>(tensors_[named.output(j)])];
     t.dtype = result_types[static_cast<size_t>(j)];
-    t.sequence = static_cast<size_t>(j) < result_seq.size() && result_seq[static_cast<size_t>(j)];
+    SetKind(tensors_[named.output(j)], static_cast<size_t>(j) < result_seq.size() ? result_seq[static_cast<size_t>(j)] : 0);
   }
   return Status::Ok();
 }
@@ -328,9 +333,47 @@ Status OnnxImporter::ImportSequenceMap(const onnx::NodeProto& n) {
   return ImportControlFlow(loop);
 }
 
+// Optional(x?) { type }, OptionalHasElement(x), OptionalGetElement(x).
+Status OnnxImporter::ImportOptional(const onnx::NodeProto& n) {
+  const std::string& t = n.op_type();
+  KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
+  const int x = in.empty() ? -1 : in[0];
+  if (t == "Optional") {
+    int kind = 2 | (Kind(x) & 1);
+    fb::DataType dtype = fb::DataType::F32;
+    if (x >= 0) {
+      if (Kind(x) & 2) return InvalidArgument("Optional of an optional");
+      dtype = b_.net().tensors[static_cast<size_t>(x)]->dtype;
+    } else {
+      const onnx::AttributeProto* type = FindAttr(n, "type");
+      if (!type || !type->has_tp()) return InvalidArgument("an empty Optional needs its type attribute");
+      const onnx::TypeProto& tp = type->tp();
+      const bool seq = tp.has_sequence_type();
+      const auto& tt = seq ? tp.sequence_type().elem_type().tensor_type() : tp.tensor_type();
+      if (!seq && !tp.has_tensor_type()) return Unsupported("Optional of a type other than a tensor or a sequence");
+      KILN_ASSIGN_OR_RETURN(dtype, MapDataType(tt.elem_type()));
+      kind = 2 | (seq ? 1 : 0);
+    }
+    KILN_RETURN_IF_ERROR(Emit(fb::OpType::Optional, n, in));
+    const int out = tensors_[n.output(0)];
+    b_.net().tensors[static_cast<size_t>(out)]->dtype = dtype;
+    SetKind(out, kind);
+    return Status::Ok();
+  }
+  if (x < 0) return InvalidArgument("%s needs its input", t.c_str());
+  if (t == "OptionalHasElement") return Emit(fb::OpType::OptionalHasElement, n, in);
+  if (t != "OptionalGetElement") return Keep(n, "");
+  KILN_RETURN_IF_ERROR(Emit(fb::OpType::OptionalGetElement, n, in));
+  const int out = tensors_[n.output(0)];
+  b_.net().tensors[static_cast<size_t>(out)]->dtype = b_.net().tensors[static_cast<size_t>(x)]->dtype;
+  SetKind(out, Kind(x) & 1);  // the value: a sequence or a tensor
+  return Status::Ok();
+}
+
 Status OnnxImporter::ImportSequence(const onnx::NodeProto& n) {
   const std::string& t = n.op_type();
   if (t == "SequenceMap") return ImportSequenceMap(n);
+  if (t.rfind("Optional", 0) == 0) return ImportOptional(n);
   KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
   fb::SequenceParamsT p;
   fb::OpType type;

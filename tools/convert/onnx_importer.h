@@ -102,6 +102,18 @@ class OnnxImporter {
   }
 
   Status AddInput(const onnx::ValueInfoProto& in, const fb::DataType* hint = nullptr) {
+    if (in.type().has_optional_type()) {  // an optional tensor or sequence: a placeholder holding it
+      const auto& elem = in.type().optional_type().elem_type();
+      const bool seq = elem.has_sequence_type();
+      const auto& tt = seq ? elem.sequence_type().elem_type().tensor_type() : elem.tensor_type();
+      if (!seq && !elem.has_tensor_type()) return Unsupported("only optional tensors and sequences are supported");
+      KILN_ASSIGN_OR_RETURN(fb::DataType dtype, MapDataType(tt.elem_type()));
+      tensors_[in.name()] = b_.addInput(in.name(), dtype, {});
+      fb::TensorT& t = *b_.net().tensors[static_cast<size_t>(tensors_[in.name()])];
+      t.optional = true;
+      t.sequence = seq;
+      return Status::Ok();
+    }
     if (in.type().has_sequence_type()) {  // a sequence of tensors: a scalar placeholder holding them
       const auto& elem = in.type().sequence_type().elem_type();
       if (!elem.has_tensor_type()) return Unsupported("only sequences of tensors are supported");
@@ -293,7 +305,9 @@ class OnnxImporter {
     const std::string& t = n.op_type();
     if (t == "Constant") return ImportConstant(n);
     if (t == "If" || t == "Loop" || t == "Scan") return ImportControlFlow(n);
-    if (t.rfind("Sequence", 0) == 0 || t == "SplitToSequence" || t == "ConcatFromSequence") return ImportSequence(n);
+    if (t.rfind("Sequence", 0) == 0 || t == "SplitToSequence" || t == "ConcatFromSequence" ||
+        t.rfind("Optional", 0) == 0)
+      return ImportSequence(n);
     KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
       KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
@@ -714,8 +728,7 @@ class OnnxImporter {
       return Status::Ok();
     } else if (OpByName(t) != fb::OpType::Invalid && OpByName(t) != fb::OpType::Custom) {
       KILN_RETURN_IF_ERROR(Emit(OpByName(t), n, in));  // ops without attributes: Relu, Add, MatMul, Where, ...
-      if (t == "Identity" && !in.empty() && IsSequence(in[0]))
-        b_.net().tensors[static_cast<size_t>(tensors_[n.output(0)])]->sequence = true;
+      if (t == "Identity" && !in.empty()) SetKind(tensors_[n.output(0)], Kind(in[0]));
       return Status::Ok();
     } else {
       return Keep(n, "");
@@ -757,8 +770,21 @@ class OnnxImporter {
   Status ImportControlFlow(const onnx::NodeProto& n);
   Status ImportSequence(const onnx::NodeProto& n);
   Status ImportSequenceMap(const onnx::NodeProto& n);
+  Status ImportOptional(const onnx::NodeProto& n);
   std::list<onnx::GraphProto> expanded_;  // nodes made by ImportSequenceMap (stable addresses)
-  bool IsSequence(int t) const { return t >= 0 && b_.net().tensors[static_cast<size_t>(t)]->sequence; }
+  bool IsSequence(int t) const {
+    return t >= 0 && b_.net().tensors[static_cast<size_t>(t)]->sequence && !b_.net().tensors[static_cast<size_t>(t)]->optional;
+  }
+  // A value's kind: bit 0 a sequence (or an optional sequence), bit 1 an optional.
+  int Kind(int t) const {
+    if (t < 0) return 0;
+    const fb::TensorT& x = *b_.net().tensors[static_cast<size_t>(t)];
+    return (x.sequence ? 1 : 0) | (x.optional ? 2 : 0);
+  }
+  void SetKind(int t, int kind) {
+    b_.net().tensors[static_cast<size_t>(t)]->sequence = (kind & 1) != 0;
+    b_.net().tensors[static_cast<size_t>(t)]->optional = (kind & 2) != 0;
+  }
   StatusOr<std::unique_ptr<OnnxImporter>> ImportBody(const onnx::GraphProto& g, const std::vector<fb::DataType>& formal);
   StatusOr<int> Package(OnnxImporter& child, size_t num_formal, const std::vector<std::string>& captures);
 

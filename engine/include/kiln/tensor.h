@@ -73,6 +73,18 @@ class Tensor {
     items_ = std::move(items);
   }
   void markSequence() { is_sequence_ = true; }
+  // ONNX optionals (host only): empty, or one value (a tensor, or a
+  // sequence tensor), held like a sequence's elements.
+  bool isOptional() const { return is_optional_; }
+  std::shared_ptr<const Tensor> optionalValue() const { return items_.empty() ? nullptr : items_[0]; }
+  void setOptional(std::shared_ptr<const Tensor> value) {
+    is_optional_ = true;
+    items_.clear();
+    if (value) items_.push_back(std::move(value));
+  }
+  void markOptional() { is_optional_ = true; }
+  // A sequence or an optional: its value is held apart from its bytes.
+  bool isContainer() const { return is_sequence_ || is_optional_; }
 
   // Copies `src` (a host tensor of the same logical shape and dtype) into this
   // tensor, wherever it lives. Layout is converted when they differ.
@@ -103,6 +115,7 @@ class Tensor {
   uint64_t device_offset_ = 0;
   std::unique_ptr<uint8_t[], void (*)(uint8_t*)> owned_{nullptr, nullptr};
   bool is_sequence_ = false;
+  bool is_optional_ = false;
   std::vector<std::shared_ptr<const Tensor>> items_;
 };
 

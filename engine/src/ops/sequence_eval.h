@@ -15,7 +15,8 @@ namespace kiln {
 
 struct SequenceResult {
   bool is_sequence = false;
-  std::vector<std::shared_ptr<const Tensor>> items;  // is_sequence
+  bool is_optional = false;                           // an optional: items holds 0 or 1 value
+  std::vector<std::shared_ptr<const Tensor>> items;  // is_sequence, is_optional
   std::shared_ptr<Tensor> tensor;                     // otherwise
 };
 

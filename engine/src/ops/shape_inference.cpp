@@ -37,6 +37,8 @@ void ShapeContext::setOutput(int i, std::vector<int64_t> shape, fb::DataType dty
   t->setDtype(dtype);
 }
 
+fb::DataType ShapeContext::declaredOutType(int i) const { return outputs_[static_cast<size_t>(i)]->dtype(); }
+
 StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);

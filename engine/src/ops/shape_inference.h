@@ -43,6 +43,8 @@ class ShapeContext {
   StatusOr<std::vector<float>> inFloats(int i) const;
 
   void setOutput(int i, std::vector<int64_t> shape, fb::DataType dtype);
+  // Output i's dtype as the model declares it (before setOutput).
+  fb::DataType declaredOutType(int i) const;
   // Output i like input j (same shape and dtype).
   void setOutputLike(int i, int j) { setOutput(i, inShape(j), inType(j)); }
 

@@ -128,7 +128,7 @@ Status SetFromResult(ShapeContext& c, fb::DataType dtype) {
   std::vector<Tensor*> ins;
   for (int i = 0; i < c.numInputs(); ++i) ins.push_back(c.hasInput(i) ? const_cast<Tensor*>(&c.input(i)) : nullptr);
   KILN_ASSIGN_OR_RETURN(SequenceResult r, EvalSequenceOp(c.op(), ins, dtype));
-  if (r.is_sequence)
+  if (r.is_sequence || r.is_optional)
     c.setOutput(0, {}, dtype);
   else
     c.setOutput(0, r.tensor->shape(), r.tensor->dtype());
@@ -183,6 +183,36 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
       return r;
     }
     case fb::OpType::SplitToSequence: return Split(op, in);
+    case fb::OpType::Optional:
+      r.is_optional = true;
+      if (!in.empty() && in[0]) {
+        if (in[0]->isContainer()) {
+          std::shared_ptr<Tensor> v = Tensor::create({}, in[0]->dtype());
+          KILN_RETURN_IF_ERROR(in[0]->copyToHostTensor(v.get()));
+          r.items.push_back(v);
+        } else {
+          r.items.push_back(CopyOf(*in[0]));
+        }
+      }
+      return r;
+    case fb::OpType::OptionalHasElement:
+      r.tensor = Tensor::create({}, fb::DataType::BOOL);
+      *r.tensor->host<uint8_t>() = !in[0]->isOptional() || in[0]->optionalValue() != nullptr;
+      return r;
+    case fb::OpType::OptionalGetElement: {
+      const Tensor* v = in[0];
+      if (v->isOptional()) {
+        if (!v->optionalValue()) return InvalidArgument("OptionalGetElement: the optional '%s' is empty", v->name().c_str());
+        v = v->optionalValue().get();
+      }
+      if (v->isSequence()) {
+        r.is_sequence = true;
+        r.items = v->sequence();
+      } else {
+        r.tensor = CopyOf(*v);
+      }
+      return r;
+    }
     case fb::OpType::ConcatFromSequence:
       KILN_RETURN_IF_ERROR(NeedSequence(*in[0], name));
       return Concat(op, *in[0], out_dtype);
@@ -199,6 +229,12 @@ Status InferShapeSequenceEmpty(ShapeContext& c) {
   auto* p = c.params<fb::SequenceParams>();
   return SetFromResult(c, p ? p->dtype() : fb::DataType::F32);
 }
+Status InferShapeOptional(ShapeContext& c) {
+  // Optional's dtype is declared by the importer (its `type` attribute when empty).
+  return SetFromResult(c, c.hasInput(0) ? c.inType(0) : c.declaredOutType(0));
+}
+Status InferShapeOptionalHasElement(ShapeContext& c) { return SetFromResult(c, fb::DataType::BOOL); }
+Status InferShapeOptionalGetElement(ShapeContext& c) { return SetFromResult(c, c.inType(0)); }
 Status InferShapeSplitToSequence(ShapeContext& c) { return SetFromResult(c, c.inType(0)); }
 Status InferShapeConcatFromSequence(ShapeContext& c) { return SetFromResult(c, c.inType(0)); }
 

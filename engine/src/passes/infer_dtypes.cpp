@@ -86,7 +86,8 @@ StatusOr<int> InferDtypes(fb::NetT& net) {
   for (const auto& op : net.ops) {
     if (!op) continue;
     const OpDef* def = FindOpDef(op->type);
-    if (op->type == fb::OpType::If || op->type == fb::OpType::Loop || op->type == fb::OpType::Scan) {
+    if (op->type == fb::OpType::If || op->type == fb::OpType::Loop || op->type == fb::OpType::Scan ||
+        op->type == fb::OpType::Optional) {
       // Their importer declares their outputs from their subgraphs'.
       for (int t : op->outputs)
         if (t >= 0 && static_cast<size_t>(t) < n) known[static_cast<size_t>(t)] = true;
