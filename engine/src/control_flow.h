@@ -40,7 +40,7 @@ namespace kiln {
 // The most iterations one Loop may run (a hostile or broken trip count must
 // fail, not hang): ScheduleConfig has no field for it yet, so it is this
 // constant, overridable per session with KILN_MAX_LOOP_ITERATIONS.
-constexpr int64_t kDefaultMaxLoopIterations = int64_t{1} << 24;
+constexpr int64_t kDefaultMaxLoopIterations = int64_t{1} << 20;
 
 class ControlFlow {
  public:

@@ -131,6 +131,14 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     for (int t : c.b_.net().outputs) d.push_back(c.b_.net().tensors[static_cast<size_t>(t)]->dtype);
     return d;
   };
+  // The op's inputs: `formal`, then the tensors of the captured names.
+  auto with_captures = [&](std::vector<int> formal, const std::vector<std::string>& caps) -> StatusOr<std::vector<int>> {
+    for (const std::string& c : caps) {
+      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
+      formal.push_back(t);
+    }
+    return formal;
+  };
   std::vector<int> result_seq;  // each output's Kind (sequence, optional)
   auto out_seqs = [](OnnxImporter& c, size_t skip) {
     std::vector<int> v;
@@ -167,11 +175,7 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     fb::IfParamsT p;
     KILN_ASSIGN_OR_RETURN(p.then_branch, Package(*a, 0, caps));
     KILN_ASSIGN_OR_RETURN(p.else_branch, Package(*b, 0, caps));
-    inputs = {in[0]};
-    for (const std::string& c : caps) {
-      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
-      inputs.push_back(t);
-    }
+    KILN_ASSIGN_OR_RETURN(inputs, with_captures({in[0]}, caps));
     params.Set(std::move(p));
     op_type = fb::OpType::If;
     num_outputs = static_cast<int>(result_types.size());
@@ -199,13 +203,8 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     result_seq = out_seqs(*body, 1);
     fb::LoopParamsT p;
     p.num_captures = static_cast<int>(body->captures_.size());
-    const std::vector<std::string> caps = body->captures_;
-    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), caps));
-    inputs = in;
-    for (const std::string& c : caps) {
-      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
-      inputs.push_back(t);
-    }
+    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), body->captures_));
+    KILN_ASSIGN_OR_RETURN(inputs, with_captures(in, body->captures_));
     params.Set(std::move(p));
     op_type = fb::OpType::Loop;
     num_outputs = static_cast<int>(result_types.size());
@@ -240,13 +239,8 @@ Status OnnxImporter::ImportControlFlow(const onnx::NodeProto& node) {
     p.output_directions = IntsAttr(node, "scan_output_directions");
     p.input_axes = IntsAttr(node, "scan_input_axes");
     p.output_axes = IntsAttr(node, "scan_output_axes");
-    const std::vector<std::string> caps = body->captures_;
-    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), caps));
-    inputs = in;
-    for (const std::string& c : caps) {
-      KILN_ASSIGN_OR_RETURN(int t, Resolve(c));
-      inputs.push_back(t);
-    }
+    KILN_ASSIGN_OR_RETURN(p.body, Package(*body, formal.size(), body->captures_));
+    KILN_ASSIGN_OR_RETURN(inputs, with_captures(in, body->captures_));
     params.Set(std::move(p));
     op_type = fb::OpType::Scan;
     num_outputs = static_cast<int>(result_types.size());
