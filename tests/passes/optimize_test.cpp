@@ -132,7 +132,7 @@ TEST(PassesOptimizeNet, RejectsMalformedNet) {
   b.addOutput(y);
   Status s = OptimizeNet(b.net());
   ASSERT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
-  EXPECT_NE(s.message().find("remove_identity: op 0 'add': Add with 1 inputs and 1 outputs"), std::string::npos)
+  EXPECT_NE(s.message().find("upcast_fp16: op 0 'add': Add with 1 inputs and 1 outputs"), std::string::npos)
       << s.message();
 }
 

@@ -100,4 +100,11 @@ StatusOr<int> MatMulToGemm(fb::NetT& net);
 // remaining tensors. Returns the number of ops removed.
 StatusOr<int> RemoveDeadCode(fb::NetT& net);
 
+// "upcast_fp16": a graph computing in float16 computes in float32 (f16
+// constants widened, intermediates declared f32, Casts to f16 made Casts
+// to f32); with keep_io, f16 graph inputs and outputs keep their type and
+// names behind Casts. OptimizeNet runs it first (keep_io for the net, not
+// for subgraphs). Returns the number of tensors and Casts changed.
+StatusOr<int> UpcastFp16(fb::NetT& net, bool keep_io);
+
 }  // namespace kiln

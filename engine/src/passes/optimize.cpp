@@ -45,6 +45,7 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report);
 Status OptimizeNet(fb::NetT& net, PassReport* report) {
   PassReport local;
   if (!report) report = &local;
+  KILN_ASSIGN_OR_RETURN(int widened, UpcastFp16(net, /*keep_io=*/true));
   KILN_RETURN_IF_ERROR(OptimizeGraph(net, report));
   for (size_t i = 0; i < net.subgraphs.size(); ++i) {
     fb::SubGraphT& sg = *net.subgraphs[i];
@@ -55,13 +56,16 @@ Status OptimizeNet(fb::NetT& net, PassReport* report) {
     sub.ops = std::move(sg.ops);
     sub.inputs = std::move(sg.inputs);
     sub.outputs = std::move(sg.outputs);
-    Status s = OptimizeGraph(sub, report);
+    StatusOr<int> w = UpcastFp16(sub, /*keep_io=*/false);
+    Status s = w.ok() ? OptimizeGraph(sub, report) : w.status();
+    if (w.ok()) widened += *w;
     sg.tensors = std::move(sub.tensors);
     sg.ops = std::move(sub.ops);
     sg.inputs = std::move(sub.inputs);
     sg.outputs = std::move(sub.outputs);
     KILN_RETURN_IF_ERROR(s, "subgraph %zu '%s'", i, sg.name.c_str());
   }
+  if (widened > 0) report->applied.insert(report->applied.begin(), {"upcast_fp16", widened});
   return Status::Ok();
 }
 
