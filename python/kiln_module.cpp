@@ -722,7 +722,8 @@ PYBIND11_MODULE(_kiln, m) {
       "Created by Interpreter.create_session.")
       .def("run", &PySession::Run, py::arg("inputs"), py::arg("outputs") = py::none(),
            "Runs the model on {input name: array} and returns {output name: ndarray}.\n\n"
-           "Every input must be given. An array must have the input's dtype (kiln.Error\n"
+           "Every input must be given but those bound by bind_state. An array must have\n"
+           "the input's dtype (kiln.Error\n"
            "otherwise); a list or scalar is converted to it. When an array's shape\n"
            "differs from the input's, the session is resized first. C-contiguous arrays\n"
            "are copied straight into the session; others are made contiguous first.\n"
