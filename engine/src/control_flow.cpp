@@ -1,6 +1,7 @@
 // If, Loop and Scan through child sessions (see control_flow.h).
 #include "control_flow.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,6 +129,9 @@ StatusOr<std::unique_ptr<ControlFlow>> ControlFlow::Create(const GraphOp& op, st
   std::unique_ptr<ControlFlow> cf(new ControlFlow());
   cf->op_ = &op;
   cf->where_ = StrFormat("%s '%s'", op.typeName(), op.name.c_str());
+  cf->max_bytes_ = PhysicalMemoryBytes();
+  for (const ScheduleConfig& c : configs)
+    if (c.maxTensorBytes) cf->max_bytes_ = std::min(cf->max_bytes_, c.maxTensorBytes);
   if (const char* env = std::getenv("KILN_MAX_LOOP_ITERATIONS")) {
     const long long v = std::atoll(env);
     if (v > 0) cf->max_iterations_ = v;
@@ -427,6 +431,9 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
       auto h = Tensor::create(o->shape(), o->dtype());
       KILN_RETURN_IF_ERROR(o->copyToHostTensor(h.get()));
       auto& bytes = scans[static_cast<size_t>(k)];
+      if (bytes.size() + h->byteSize() > max_bytes_)
+        return InvalidArgument("%s: scan output %d grows past the tensor limit (%zu bytes) at iteration %lld",
+                               where_.c_str(), k, max_bytes_, static_cast<long long>(i));
       const auto* p = static_cast<const uint8_t*>(h->hostData());
       bytes.insert(bytes.end(), p, p + h->byteSize());
     }

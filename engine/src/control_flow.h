@@ -103,6 +103,10 @@ class ControlFlow {
   bool cond_constant_false_ = false;
   bool at_resize_ = false;
   int64_t max_iterations_ = kDefaultMaxLoopIterations;
+  // The most bytes a Loop's scan output may grow to while it runs
+  // (ScheduleConfig::maxTensorBytes, else the host's memory): a loop
+  // computed at resize learns its outputs' size only as it goes.
+  size_t max_bytes_ = 0;
   std::vector<bool> value_in_;
   int chosen_ = -1;      // If: the branch chosen at resize, -1 = decided at run
   int64_t trips_ = -1;   // Loop: iterations planned at resize (-1: until the condition ends it)

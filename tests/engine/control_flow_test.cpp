@@ -204,6 +204,18 @@ TEST(ControlFlowErrors, LoopThatNeverEnds) {
   ExpectError((*interp)->createSession(c).status(), "it would run forever");
 }
 
+TEST(ControlFlowErrors, ScanOutputPastTheTensorLimit) {
+  // LoopUntil's scans grow 8 bytes an iteration to 48: a 32-byte limit stops them.
+  auto interp = Load(test::LoopUntil());
+  ASSERT_TRUE(interp.ok());
+  ScheduleConfig c;
+  c.maxTensorBytes = 32;
+  auto s = (*interp)->createSession(c);
+  Status st = s.ok() ? Write(*s, "v", {2}, std::vector<float>{1, 2}, fb::DataType::F32) : s.status();
+  if (st.ok()) st = (*s)->run();
+  ExpectError(st, "scan output 0 grows past the tensor limit (32 bytes)");
+}
+
 TEST(ControlFlowErrors, BranchOutputOfAnotherType) {
   NetBuilder b = test::IfOnSampleRate();
   // The else branch now gives an i64 (Cast), the op still declares f32.
