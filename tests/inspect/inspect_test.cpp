@@ -15,6 +15,7 @@
 
 #include "inspect/inspect.h"
 #include "kiln/interpreter.h"
+#include "support/control_flow_models.h"
 #include "support/test_models.h"
 
 namespace kiln::inspect {
@@ -493,6 +494,20 @@ TEST(Summary, Counts) {
   EXPECT_NE(s.find("[1,3,h,w]"), std::string::npos) << s;
   EXPECT_NE(s.find("probs"), std::string::npos) << s;
   EXPECT_NE(s.find("producer    NetBuilder"), std::string::npos) << s;
+}
+
+// A model with control flow: the subgraphs' ops and weights are counted.
+TEST(Summary, CountsSubgraphs) {
+  NetBuilder b = test::IfOnData();  // ReduceSum, Greater, If; then: Mul, Add; else: Sub
+  auto buf = b.finish();
+  ASSERT_TRUE(buf.ok());
+  auto interp = Interpreter::createFromBuffer(buf->data(), buf->size());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  std::string s = Summary(**interp);
+  EXPECT_NE(s.find("ops         6: "), std::string::npos) << s;
+  EXPECT_NE(s.find("subgraphs   2 (control flow), holding 3 of the ops"), std::string::npos) << s;
+  EXPECT_NE(s.find("Sub x1"), std::string::npos) << s;
+  EXPECT_NE(s.find("parameters  2\n"), std::string::npos) << s;  // the net's zero and the branch's two
 }
 
 // The binary itself: exit codes 0 / 1 / 2.

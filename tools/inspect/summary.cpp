@@ -67,17 +67,28 @@ std::string Summary(const Interpreter& interp) {
       for (const fb::KeyValue* kv : *md->properties()) row("property", Str(kv->key()) + " = " + Str(kv->value()));
   }
 
-  // Ops by type, most frequent first (ties by name), as a profile of the net.
+  // Ops by type, most frequent first (ties by name), as a profile of the net
+  // and its control-flow subgraphs.
   std::map<std::string, size_t> by_type;
   size_t num_ops = net.ops() ? net.ops()->size() : 0;
   for (size_t i = 0; i < num_ops; ++i)
     by_type[fb::EnumNameOpType(net.ops()->Get(static_cast<flatbuffers::uoffset_t>(i))->type())]++;
+  const size_t num_subgraphs = net.subgraphs() ? net.subgraphs()->size() : 0;
+  size_t sub_ops = 0;
+  for (size_t s = 0; s < num_subgraphs; ++s) {
+    const fb::SubGraph& g = *net.subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(s));
+    for (size_t i = 0; g.ops() && i < g.ops()->size(); ++i, ++sub_ops)
+      by_type[fb::EnumNameOpType(g.ops()->Get(static_cast<flatbuffers::uoffset_t>(i))->type())]++;
+  }
+  num_ops += sub_ops;
   std::vector<std::pair<std::string, size_t>> sorted(by_type.begin(), by_type.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string ops = std::to_string(num_ops);
   for (size_t i = 0; i < sorted.size(); ++i)
     ops += (i ? ", " : ": ") + sorted[i].first + " x" + std::to_string(sorted[i].second);
   row("ops", ops);
+  if (num_subgraphs)
+    row("subgraphs", std::to_string(num_subgraphs) + " (control flow), holding " + std::to_string(sub_ops) + " of the ops");
 
   size_t num_tensors = net.tensors() ? net.tensors()->size() : 0;
   size_t constants = 0, quantized = 0;
@@ -98,6 +109,18 @@ std::string Summary(const Interpreter& interp) {
     } else {
       inline_bytes += c.size;
     }
+  }
+  for (size_t s = 0; s < num_subgraphs; ++s) {  // subgraph constants are inline
+    const fb::SubGraph& g = *net.subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(s));
+    for (size_t i = 0; g.tensors() && i < g.tensors()->size(); ++i) {
+      ConstantView c = model.constant(static_cast<int>(s), static_cast<int>(i));
+      if (!c.data) continue;
+      ++constants;
+      const size_t esize = DataTypeSize(g.tensors()->Get(static_cast<flatbuffers::uoffset_t>(i))->dtype());
+      params += esize ? c.size / esize : 0;
+      inline_bytes += c.size;
+    }
+    num_tensors += g.tensors() ? g.tensors()->size() : 0;
   }
   std::string tensors = std::to_string(num_tensors) + " (" + std::to_string(constants) + " constant";
   if (quantized) tensors += ", " + std::to_string(quantized) + " quantized";
