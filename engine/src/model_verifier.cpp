@@ -30,6 +30,10 @@ constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 48;
 constexpr int kMaxRank = 32;
 // Control flow nested deeper than this is rejected (real models nest 1 to 3).
 constexpr int kMaxSubgraphDepth = 16;
+// A session makes one child session per subgraph reference, recursively: a
+// file whose references fan out (an If at each of 12 levels naming the next
+// level twice) would ask for thousands. Real models need a handful.
+constexpr uint64_t kMaxSubgraphInstances = 1024;
 
 std::string Quote(const flatbuffers::String* s) {
   return s ? "'" + s->str() + "'" : "''";
@@ -131,6 +135,29 @@ class ModelVerifier {
       state[static_cast<size_t>(child)] = 1;
       path.push_back({child, 0});
     }
+    // Child sessions a session of the net would make: instances(g) = the
+    // sum over g's references r of 1 + instances(r), over the DAG in
+    // reverse topological order (the walk above proved it acyclic).
+    std::vector<uint64_t> instances(nsub + 1, 0);
+    std::vector<uint8_t> done(nsub + 1, 0);
+    std::vector<std::pair<int, size_t>> stack{{0, 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const auto& r = refs[static_cast<size_t>(node)];
+      if (next < r.size()) {
+        const int child = r[next++] + 1;
+        if (!done[static_cast<size_t>(child)]) stack.push_back({child, 0});
+        continue;
+      }
+      uint64_t n = 0;
+      for (int c : r) n += 1 + instances[static_cast<size_t>(c + 1)];
+      instances[static_cast<size_t>(node)] = std::min<uint64_t>(n, kMaxSubgraphInstances + 1);
+      done[static_cast<size_t>(node)] = 1;
+      stack.pop_back();
+    }
+    if (instances[0] > kMaxSubgraphInstances)
+      return InvalidArgument("control flow expands to more than %llu subgraph instances (each runs as a session)",
+                             static_cast<unsigned long long>(kMaxSubgraphInstances));
     return Status::Ok();
   }
 

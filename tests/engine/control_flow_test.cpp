@@ -305,5 +305,31 @@ TEST(ControlFlowErrors, NestingBeyondTheDepthLimit) {
   ExpectError(Load(b).status(), "is nested 17 deep (the limit is 16)");
 }
 
+// 12 levels, each an If naming the next level as both branches: 2^13 - 2
+// child sessions: refused by the verifier.
+TEST(ControlFlowErrors, SubgraphsThatFanOut) {
+  NetBuilder b("fan_out");
+  int c = b.addInput("c", fb::DataType::BOOL, {});
+  int next = -1;
+  for (int level = 11; level >= 0; --level) {
+    NetBuilder g("level" + std::to_string(level));
+    int gc = g.addInput("c", fb::DataType::BOOL, {});
+    if (next < 0) {
+      g.addOutput(g.addOp(fb::OpType::Not, "not", {gc}, {"o"})[0]);
+    } else {
+      fb::IfParamsT p;
+      p.then_branch = p.else_branch = next;
+      int o = g.addOp(fb::OpType::If, "if", {gc, gc}, {"o"}, p)[0];
+      g.net().tensors[static_cast<size_t>(o)]->dtype = fb::DataType::BOOL;
+      g.addOutput(o);
+    }
+    next = b.addSubgraph(std::move(g));
+  }
+  fb::IfParamsT p;
+  p.then_branch = p.else_branch = next;
+  b.addOutput(b.addOp(fb::OpType::If, "top", {c, c}, {"out"}, p)[0]);
+  ExpectError(Load(b).status(), "control flow expands to more than 1024 subgraph instances");
+}
+
 }  // namespace
 }  // namespace kiln
