@@ -17,6 +17,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (op->inputs())
           for (int32_t t : *op->inputs())
             if (t >= 0) sum += net.tensors()->Get(static_cast<flatbuffers::uoffset_t>(t))->name()->size();
+    // And inside control flow's subgraphs, each indexing its own tensors.
+    if (net.subgraphs())
+      for (const kiln::fb::SubGraph* g : *net.subgraphs())
+        if (g->ops())
+          for (const kiln::fb::Op* op : *g->ops())
+            if (op->inputs())
+              for (int32_t t : *op->inputs())
+                if (t >= 0) sum += g->tensors()->Get(static_cast<flatbuffers::uoffset_t>(t))->name()->size();
     (void)sum;
   }
   return 0;

@@ -1,5 +1,5 @@
 // Writes the fuzzers' starting corpora, at build time, from the test models:
-//   DIR/loader  a .kiln model (TinyCnn);
+//   DIR/loader  .kiln models (TinyCnn; If, Loop and Scan with subgraphs);
 //   DIR/onnx    every model of ONNX's backend test data (libonnx-testdata),
 //               which covers each op the importer maps;
 //   DIR/tflite  small TFLite models written with the tests' TfliteBuilder:
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/control_flow_models.h"
 #include "support/test_models.h"
 #include "tflite/tflite_builder.h"
 
@@ -130,6 +131,14 @@ int main(int argc, char** argv) {
   for (const char* sub : {"loader", "onnx", "tflite", "run"}) fs::create_directories(dir / sub);
   auto kiln_model = kiln::test::TinyCnn().finish();
   if (!kiln_model.ok() || !Write(dir / "loader" / "tiny_cnn.kiln", *kiln_model)) return 1;
+  // Control flow: subgraphs, captures, If / Loop / Scan params.
+  for (auto [name, builder] : {std::pair<const char*, kiln::NetBuilder (*)()>{"if.kiln", &kiln::test::IfOnData},
+                               {"scan.kiln", &kiln::test::ScanReverse}}) {
+    auto m = builder().finish();
+    if (!m.ok() || !Write(dir / "loader" / name, *m)) return 1;
+  }
+  auto loop = kiln::test::LoopWithTripCount().finish();
+  if (!loop.ok() || !Write(dir / "loader" / "loop.kiln", *loop)) return 1;
   int n = 0;
   for (const auto& seed : TfliteSeeds()) {
     const std::string name = "seed" + std::to_string(n++) + ".tflite";
@@ -148,6 +157,6 @@ int main(int argc, char** argv) {
       ++onnx;
     }
   }
-  std::printf("kiln-fuzz-seeds: 1 loader, %d tflite, %d onnx seeds in %s\n", n, onnx, argv[1]);
+  std::printf("kiln-fuzz-seeds: 4 loader, %d tflite, %d onnx seeds in %s\n", n, onnx, argv[1]);
   return 0;
 }
