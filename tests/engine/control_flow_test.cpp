@@ -280,12 +280,13 @@ TEST(ControlFlowErrors, RecursiveSubgraph) {
   ExpectError(Load(b).status(), "subgraph 0 runs itself (recursive control flow)");
 }
 
-// 20 Ifs, each in the then-branch of the one before.
-TEST(ControlFlowErrors, NestingBeyondTheDepthLimit) {
-  NetBuilder b("deep");
+// `levels` subgraphs, each an If naming the next level as both branches
+// (the last a Not), under a top-level If.
+NetBuilder NestedIfs(int levels) {
+  NetBuilder b("nested");
   int c = b.addInput("c", fb::DataType::BOOL, {});
   int next = -1;
-  for (int level = 19; level >= 0; --level) {
+  for (int level = levels - 1; level >= 0; --level) {
     NetBuilder g("level" + std::to_string(level));
     int gc = g.addInput("c", fb::DataType::BOOL, {});
     if (next < 0) {
@@ -302,33 +303,16 @@ TEST(ControlFlowErrors, NestingBeyondTheDepthLimit) {
   fb::IfParamsT p;
   p.then_branch = p.else_branch = next;
   b.addOutput(b.addOp(fb::OpType::If, "top", {c, c}, {"out"}, p)[0]);
-  ExpectError(Load(b).status(), "is nested 17 deep (the limit is 16)");
+  return b;
 }
 
-// 12 levels, each an If naming the next level as both branches: 2^13 - 2
-// child sessions: refused by the verifier.
+TEST(ControlFlowErrors, NestingBeyondTheDepthLimit) {
+  ExpectError(Load(NestedIfs(20)).status(), "is nested 17 deep (the limit is 16)");
+}
+
+// 12 levels naming the next one twice: 2^13 - 2 child sessions, refused.
 TEST(ControlFlowErrors, SubgraphsThatFanOut) {
-  NetBuilder b("fan_out");
-  int c = b.addInput("c", fb::DataType::BOOL, {});
-  int next = -1;
-  for (int level = 11; level >= 0; --level) {
-    NetBuilder g("level" + std::to_string(level));
-    int gc = g.addInput("c", fb::DataType::BOOL, {});
-    if (next < 0) {
-      g.addOutput(g.addOp(fb::OpType::Not, "not", {gc}, {"o"})[0]);
-    } else {
-      fb::IfParamsT p;
-      p.then_branch = p.else_branch = next;
-      int o = g.addOp(fb::OpType::If, "if", {gc, gc}, {"o"}, p)[0];
-      g.net().tensors[static_cast<size_t>(o)]->dtype = fb::DataType::BOOL;
-      g.addOutput(o);
-    }
-    next = b.addSubgraph(std::move(g));
-  }
-  fb::IfParamsT p;
-  p.then_branch = p.else_branch = next;
-  b.addOutput(b.addOp(fb::OpType::If, "top", {c, c}, {"out"}, p)[0]);
-  ExpectError(Load(b).status(), "control flow expands to more than 1024 subgraph instances");
+  ExpectError(Load(NestedIfs(12)).status(), "control flow expands to more than 1024 subgraph instances");
 }
 
 }  // namespace
