@@ -69,94 +69,10 @@ class OnnxImporter {
 
  private:
   // Initializers, inputs and nodes of g (the model's graph or a subgraph,
-  // whose inputs may leave their types to `formal`, the op's).
-  Status ImportGraph(const onnx::GraphProto& g, const std::vector<fb::DataType>& formal) {
-    std::set<std::string> initializer_names;
-    for (const auto& init : g.initializer()) {
-      KILN_ASSIGN_OR_RETURN(TensorData d, ReadTensor(init, base_dir_), "initializer");
-      tensors_[init.name()] = b_.addConstant(init.name(), d.dtype, d.shape, d.bytes.data(), d.bytes.size());
-      report_->weight_bytes += d.bytes.size();
-      initializer_names.insert(init.name());
-    }
-    int k = 0;
-    for (const auto& in : g.input()) {
-      if (initializer_names.count(in.name())) continue;
-      const fb::DataType* hint = k < static_cast<int>(formal.size()) ? &formal[static_cast<size_t>(k)] : nullptr;
-      ++k;
-      KILN_RETURN_IF_ERROR(AddInput(in, hint), "graph input '%s'", in.name().c_str());
-    }
-    KILN_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(g));
-    for (int i : order) {
-      const onnx::NodeProto* n = &g.node(i);
-      onnx::NodeProto named;
-      if (n->name().empty()) {  // messages and placements need a name: use the first output's
-        named = *n;
-        named.set_name(n->output_size() ? n->output(0) : n->op_type() + std::to_string(i));
-        n = &named;
-      }
-      KILN_RETURN_IF_ERROR(ImportNode(*n), "node %d '%s' (%s)", i, n->name().c_str(), n->op_type().c_str());
-      if (opt_.progress && g.node_size() > 200 && (++imported_ % 200) == 0)
-        opt_.progress(StrFormat("imported %d of %d nodes", imported_, g.node_size()));
-    }
-    return Status::Ok();
-  }
-
-  Status AddInput(const onnx::ValueInfoProto& in, const fb::DataType* hint = nullptr) {
-    if (in.type().has_optional_type()) {  // an optional tensor or sequence: a placeholder holding it
-      const auto& elem = in.type().optional_type().elem_type();
-      const bool seq = elem.has_sequence_type();
-      const auto& tt = seq ? elem.sequence_type().elem_type().tensor_type() : elem.tensor_type();
-      if (!seq && !elem.has_tensor_type()) return Unsupported("only optional tensors and sequences are supported");
-      KILN_ASSIGN_OR_RETURN(fb::DataType dtype, MapDataType(tt.elem_type()));
-      tensors_[in.name()] = b_.addInput(in.name(), dtype, {});
-      fb::TensorT& t = *b_.net().tensors[static_cast<size_t>(tensors_[in.name()])];
-      t.optional = true;
-      t.sequence = seq;
-      return Status::Ok();
-    }
-    if (in.type().has_sequence_type()) {  // a sequence of tensors: a scalar placeholder holding them
-      const auto& elem = in.type().sequence_type().elem_type();
-      if (!elem.has_tensor_type()) return Unsupported("only sequences of tensors are supported");
-      fb::DataType dtype;
-      if (hint && elem.tensor_type().elem_type() == 0) {
-        dtype = *hint;
-      } else {
-        KILN_ASSIGN_OR_RETURN(dtype, MapDataType(elem.tensor_type().elem_type()));
-      }
-      tensors_[in.name()] = b_.addInput(in.name(), dtype, {});
-      b_.net().tensors[static_cast<size_t>(tensors_[in.name()])]->sequence = true;
-      return Status::Ok();
-    }
-    if (!in.type().has_tensor_type() && !(hint && !in.has_type()))
-      return Unsupported("only tensor and sequence inputs are supported");
-    const auto& tt = in.type().tensor_type();
-    fb::DataType dtype;
-    if (hint && tt.elem_type() == 0) {
-      dtype = *hint;
-    } else {
-      KILN_ASSIGN_OR_RETURN(dtype, MapDataType(tt.elem_type()));
-    }
-    std::vector<Dim> dims;
-    auto over = opt_.input_shapes.find(in.name());
-    if (!tt.has_shape()) {  // a subgraph input of unknown rank
-      tensors_[in.name()] = b_.addInput(in.name(), dtype, dims);
-      b_.net().tensors[static_cast<size_t>(tensors_[in.name()])]->unknown_rank = true;
-      return Status::Ok();
-    }
-    if (over != opt_.input_shapes.end() && !parent_) {
-      for (int64_t d : over->second) dims.emplace_back(d);
-    } else {
-      for (const auto& d : tt.shape().dim()) {
-        if (d.has_dim_value() && d.dim_value() >= 0)
-          dims.emplace_back(d.dim_value());
-        else
-          dims.emplace_back(d.has_dim_param() ? d.dim_param().c_str() : "");
-      }
-    }
-    tensors_[in.name()] = b_.addInput(in.name(), dtype, dims);
-    ranks_[in.name()] = static_cast<int>(dims.size());
-    return Status::Ok();
-  }
+  // whose inputs may leave their types to `formal`, the op's); in
+  // onnx_importer.cpp with the entry points.
+  Status ImportGraph(const onnx::GraphProto& g, const std::vector<fb::DataType>& formal);
+  Status AddInput(const onnx::ValueInfoProto& in, const fb::DataType* hint = nullptr);
 
   StatusOr<int> Input(const onnx::NodeProto& n, int k) {
     if (k >= n.input_size() || n.input(k).empty()) return -1;
