@@ -27,15 +27,6 @@ bool Truthy(const Tensor& t) {
   return t.elementCount() > 0 && LoadDouble(t.hostData(), t.dtype(), 0) != 0;
 }
 
-std::unique_ptr<Tensor> HostCopy(const Tensor& src) {
-  auto t = Tensor::create(src.shape(), src.dtype());
-  if (src.isContainer())
-    (void)src.copyToHostTensor(t.get());  // the kind and the shared elements
-  else if (src.byteSize() && src.hostData())
-    std::memcpy(t->hostData(), src.hostData(), src.byteSize());
-  return t;
-}
-
 // Feeds a child session: shapes first (resizing it when one changed), the
 // values that decide its shapes before that resize, then, with
 // `write_values`, every other value. A null value is already in place (a
@@ -225,13 +216,11 @@ std::string ControlFlow::fallbacks() const {
 }
 
 Status ControlFlow::inferShapes(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
-  Status s;
   switch (op_->type) {
-    case fb::OpType::If: s = inferIf(in, out); break;
-    case fb::OpType::Loop: s = inferLoop(in, out); break;
-    default: s = inferScan(in, out); break;
+    case fb::OpType::If: return inferIf(in, out);
+    case fb::OpType::Loop: return inferLoop(in, out);
+    default: return inferScan(in, out);
   }
-  return s;
 }
 
 Status ControlFlow::execute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
@@ -373,7 +362,10 @@ Status ControlFlow::runLoop(const std::vector<Tensor*>& in, const std::vector<Te
   KILN_ASSIGN_OR_RETURN(int64_t limit, tripLimit(in));
   const bool has_m = in[0] != nullptr;
   std::vector<std::unique_ptr<Tensor>> carried;
-  for (int j = 0; j < num_carried_; ++j) carried.push_back(HostCopy(*in[2 + static_cast<size_t>(j)]));
+  for (int j = 0; j < num_carried_; ++j) {
+    KILN_ASSIGN_OR_RETURN(auto v, Tensor::createHostTensorFromDevice(*in[2 + static_cast<size_t>(j)]));
+    carried.push_back(std::move(v));
+  }
   std::vector<std::vector<uint8_t>> scans(static_cast<size_t>(num_scan_out_));
   std::vector<std::vector<int64_t>> scan_shapes(static_cast<size_t>(num_scan_out_));
   std::vector<fb::DataType> scan_types(static_cast<size_t>(num_scan_out_));
@@ -595,7 +587,10 @@ Status ControlFlow::runScanOne(const std::vector<Tensor*>& in, const std::vector
   auto* p = op_->params<fb::ScanParams>();
   SessionImpl& body = *children_[0];
   std::vector<std::unique_ptr<Tensor>> state, slices;
-  for (int j = 0; j < num_carried_; ++j) state.push_back(HostCopy(*in[static_cast<size_t>(j)]));
+  for (int j = 0; j < num_carried_; ++j) {
+    KILN_ASSIGN_OR_RETURN(auto v, Tensor::createHostTensorFromDevice(*in[static_cast<size_t>(j)]));
+    state.push_back(std::move(v));
+  }
   for (int m = 0; m < num_scan_in_; ++m) {
     const Tensor& x = *in[static_cast<size_t>(num_carried_ + m)];
     slices.push_back(Tensor::create(WithoutAxis(x.shape(), ScanAxis(p->input_axes(), m, x.dimensions())), x.dtype()));

@@ -19,10 +19,10 @@ StatusOr<int64_t> Position(const Tensor* t, int64_t n, bool insert, const char* 
   return p < 0 ? p + n : p;
 }
 
-std::shared_ptr<Tensor> CopyOf(const Tensor& t) {
-  std::shared_ptr<Tensor> c = Tensor::create(t.shape(), t.dtype());
-  if (t.byteSize() && t.hostData()) std::memcpy(c->hostData(), t.hostData(), t.byteSize());
-  return c;
+// A host copy (a sequence's or an optional's elements shared).
+StatusOr<std::shared_ptr<Tensor>> CopyOf(const Tensor& t) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Tensor> c, Tensor::createHostTensorFromDevice(t));
+  return std::shared_ptr<Tensor>(std::move(c));
 }
 
 const std::vector<std::shared_ptr<const Tensor>>& Items(const Tensor& t) { return t.sequence(); }
@@ -147,7 +147,8 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
       for (const Tensor* t : in) {
         if (t->dtype() != in[0]->dtype()) return InvalidArgument("SequenceConstruct: inputs of dtypes %s and %s",
                                                                  DataTypeName(in[0]->dtype()), DataTypeName(t->dtype()));
-        r.items.push_back(CopyOf(*t));
+        KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> c, CopyOf(*t));
+        r.items.push_back(std::move(c));
       }
       return r;
     case fb::OpType::SequenceLength:
@@ -159,7 +160,7 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
       KILN_RETURN_IF_ERROR(NeedSequence(*in[0], name));
       const auto& items = Items(*in[0]);
       KILN_ASSIGN_OR_RETURN(int64_t p, Position(in[1], static_cast<int64_t>(items.size()), false, name));
-      r.tensor = CopyOf(*items[static_cast<size_t>(p)]);
+      KILN_ASSIGN_OR_RETURN(r.tensor, CopyOf(*items[static_cast<size_t>(p)]));
       return r;
     }
     case fb::OpType::SequenceInsert: {
@@ -170,7 +171,8 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
       r.is_sequence = true;
       r.items = Items(*in[0]);
       KILN_ASSIGN_OR_RETURN(int64_t p, Position(in.size() > 2 ? in[2] : nullptr, static_cast<int64_t>(r.items.size()), true, name));
-      r.items.insert(r.items.begin() + p, CopyOf(*in[1]));
+      KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> c, CopyOf(*in[1]));
+      r.items.insert(r.items.begin() + p, std::move(c));
       return r;
     }
     case fb::OpType::SequenceErase: {
@@ -186,13 +188,8 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
     case fb::OpType::Optional:
       r.is_optional = true;
       if (!in.empty() && in[0]) {
-        if (in[0]->isContainer()) {
-          std::shared_ptr<Tensor> v = Tensor::create({}, in[0]->dtype());
-          KILN_RETURN_IF_ERROR(in[0]->copyToHostTensor(v.get()));
-          r.items.push_back(v);
-        } else {
-          r.items.push_back(CopyOf(*in[0]));
-        }
+        KILN_ASSIGN_OR_RETURN(std::shared_ptr<Tensor> v, CopyOf(*in[0]));
+        r.items.push_back(std::move(v));
       }
       return r;
     case fb::OpType::OptionalHasElement:
@@ -209,7 +206,7 @@ StatusOr<SequenceResult> EvalSequenceOp(const GraphOp& op, const std::vector<Ten
         r.is_sequence = true;
         r.items = v->sequence();
       } else {
-        r.tensor = CopyOf(*v);
+        KILN_ASSIGN_OR_RETURN(r.tensor, CopyOf(*v));
       }
       return r;
     }
