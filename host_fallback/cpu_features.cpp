@@ -1,6 +1,6 @@
-// cpu_features.h. Only asimd is used by a kernel today (Sgemm's NEON kernel);
-// asimdhp, asimddp, sve, i8mm and bf16 are reported, not used: no host
-// kernel computes in fp16 or int8 yet.
+// cpu_features.h. asimd is used by Sgemm's NEON kernel,
+// asimddp by QGemm's NEON kernel (sdot); asimdhp, sve, i8mm and bf16 are
+// reported, not used.
 #include "cpu_features.h"
 
 #if defined(__aarch64__) && defined(__linux__)
@@ -26,6 +26,7 @@ std::string HostCpuFeatures() {
   Add(s, __builtin_cpu_supports("avx2"), "avx2");
   Add(s, __builtin_cpu_supports("fma"), "fma");
   Add(s, __builtin_cpu_supports("avx512f"), "avx512f");
+  Add(s, __builtin_cpu_supports("avx512vnni"), "avx512vnni");
 #elif defined(__aarch64__) && defined(__linux__)
   const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
   Add(s, hw & HWCAP_ASIMD, "asimd");
@@ -48,6 +49,14 @@ bool CpuHasNeon() {
   return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
 #elif defined(__aarch64__)
   return true;  // Advanced SIMD is part of the AArch64 base architecture
+#else
+  return false;
+#endif
+}
+
+bool CpuHasDotProd() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #else
   return false;
 #endif

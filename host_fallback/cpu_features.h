@@ -8,7 +8,7 @@
 namespace kiln {
 
 // The features the host kernels could use, space-separated, in a fixed
-// order: "avx2 fma avx512f" on x86-64; "asimd asimdhp asimddp sve i8mm bf16"
+// order: "avx2 fma avx512f avx512vnni" on x86-64; "asimd asimdhp asimddp sve i8mm bf16"
 // on arm64 (asimdhp: fp16 arithmetic, asimddp: int8 dot product), each only
 // when present; "" elsewhere. Shown in HostBackend::deviceName().
 std::string HostCpuFeatures();
@@ -16,5 +16,9 @@ std::string HostCpuFeatures();
 // Advanced SIMD (NEON) on an arm64 CPU (HWCAP_ASIMD); false on every other
 // architecture. Sgemm's NEON kernel runs only when this holds.
 bool CpuHasNeon();
+
+// The Advanced SIMD int8 dot product (sdot/udot, HWCAP_ASIMDDP) on an arm64
+// Linux CPU; false elsewhere. QGemm's NEON kernel runs only when this holds.
+bool CpuHasDotProd();
 
 }  // namespace kiln

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -305,6 +306,39 @@ __attribute__((target("avx512f"))) void FlatPlaneAvx512(const float* __restrict 
 }
 #endif
 
+// CopyIn from an 8-bit plane (DepthwiseQuant): each value as x - x_zero.
+KILN_SIMD_CLONES
+void CopyInQuant(const uint8_t* __restrict xp, const CopyGeom& g, uint8_t flip, float zero, float* __restrict xs) {
+  if (g.ix_end <= 0) return;
+  const int64_t s = int64_t{1} << g.sw_log;
+  // Column phase ph takes input columns ph, ph + s, ...: at scratch column
+  // (pl + ph) >> sw_log of phase (pl + ph) & (s - 1).
+  for (int64_t iy = 0; iy < g.iy_end; ++iy) {
+    const uint8_t* __restrict src = xp + iy * g.w;
+    float* __restrict base = xs + g.RowBase(iy);
+    for (int64_t ph = 0; ph < s; ++ph) {
+      const int64_t col = g.pl + ph, n = (g.ix_end - ph + s - 1) / s;
+      float* __restrict d = base + (col & (s - 1)) * g.plane + (col >> g.sw_log);
+      for (int64_t j = 0; j < n; ++j) d[j] = static_cast<float>(src[j * s + ph] ^ flip) - zero;
+    }
+  }
+}
+
+// CopyOut to an 8-bit plane: requantized (DepthwiseQuant).
+KILN_SIMD_CLONES
+void CopyOutQuant(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, double mult, double zero,
+                  double lo, double hi, uint8_t* __restrict y) {
+  // [lo, hi] lies in the output type's range: int8 values wrap to their bytes.
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* __restrict src = acc + oy * wq;
+    uint8_t* __restrict dst = y + oy * ow;
+    for (int64_t i = 0; i < ow; ++i) {
+      const double r = std::nearbyint(static_cast<double>(src[i]) * mult) + zero;
+      dst[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
+    }
+  }
+}
+
 // y (oh x ow) = the valid columns of the flat result, clamped when `clamp`.
 KILN_SIMD_CLONES
 void CopyOut(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, bool clamp, float lo, float hi,
@@ -489,8 +523,15 @@ bool DepthwiseFlatSuits(const DepthwiseArgs& a) {
   return hp * wp <= (int64_t{1} << 18);
 }
 
-bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
-                     float* y) {
+namespace {
+
+// DepthwiseFlat2D on float planes, or on bytes when a.quant.
+bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const float* w, const float* bias, void* yv) {
+  const DepthwiseQuant* qz = a.quant;
+  const float* x = static_cast<const float*>(xv);
+  float* y = static_cast<float*>(yv);
+  const uint8_t* xb = static_cast<const uint8_t*>(xv);
+  uint8_t* yb = static_cast<uint8_t*>(yv);
   const FlatPlan p = MakePlan(a);
   const int64_t mult = a.m / a.c, in_plane = a.h * a.w, out_plane = a.oh * a.ow, taps = a.kh * a.kw;
   const int64_t work = std::max<int64_t>(1, p.n_out * taps);
@@ -524,6 +565,10 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
       const int64_t src = src_of(nm);
       if (held[0] == src) return 0;
       if (held[1] == src) return 1;
+      if (qz)
+        CopyInQuant(xb + src * in_plane, cg, qz->x_signed ? 0x80 : 0,
+                    static_cast<float>(qz->x_signed ? qz->x_zero + 128 : qz->x_zero), xs + prefer * in_stride);
+      else
 #if KILN_DW_AVX512
       if (avx512)
         CopyInAvx512(x + src * in_plane, cg, xs + prefer * in_stride);
@@ -534,6 +579,11 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
       return prefer;
     };
     auto store = [&](int64_t nm, const float* from) {
+      if (qz) {
+        CopyOutQuant(from, p.wq, a.oh, a.ow, qz->y_mult[nm % a.m], qz->y_zero, qz->q_lo, qz->q_hi,
+                     yb + nm * out_plane);
+        return;
+      }
 #if KILN_DW_AVX512
       if (avx512)
         CopyOutAvx512(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
@@ -559,6 +609,18 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
     store(end - 1, acc + ((end - 1 - begin) & 1) * out_stride);
   }, std::max<int64_t>(1, 16384 / work));
   return !failed.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
+                     float* y) {
+  return FlatRun(pool, a, x, w, bias, y);
+}
+
+bool DepthwiseFlat2DQuant(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w, const float* bias,
+                          void* y) {
+  return a.quant && FlatRun(pool, a, x, w, bias, y);
 }
 
 }  // namespace kiln::nn

@@ -12,6 +12,19 @@
 
 namespace kiln::nn {
 
+// 8-bit input and output (QLinearConv, quant_conv.cpp): x holds uint8
+// (int8 when x_signed), each value read as x - x_zero; the weights and bias
+// hold the centered integer weights and the int32 bias as floats, so every
+// sum is an exact integer below 2^24; y(m) = clamp(round_half_even(acc *
+// y_mult[m]) + y_zero, q_lo, q_hi), as a byte ([q_lo, q_hi] lies in
+// the output type's range).
+struct DepthwiseQuant {
+  int32_t x_zero = 0;
+  bool x_signed = false;
+  const double* y_mult = nullptr;
+  int32_t y_zero = 0, q_lo = 0, q_hi = 255;
+};
+
 struct DepthwiseArgs {
   int64_t n = 1, c = 1, m = 1;        // batch, input channels, output channels (m = c * multiplier)
   int64_t h = 1, w = 1, oh = 1, ow = 1;  // input and output plane
@@ -22,6 +35,8 @@ struct DepthwiseArgs {
   // activation that is no clamp (Silu, Sigmoid, HardSwish, ...), or null.
   void (*plane_act)(const void* ctx, float* y, int64_t n) = nullptr;
   const void* plane_ctx = nullptr;
+  // Set: x and y are 8-bit (DepthwiseFlat2D only; clamp and plane_act unused).
+  const DepthwiseQuant* quant = nullptr;
 };
 
 // True when DepthwiseFlat2D handles this shape (strides 1 or 2) and is
@@ -46,5 +61,8 @@ bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* 
 // False when a thread's scratch (a few KiB to a few MiB) cannot be allocated.
 bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
                      float* y);
+// The same on 8-bit planes (a.quant set): x and y as bytes.
+bool DepthwiseFlat2DQuant(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w, const float* bias,
+                          void* y);
 
 }  // namespace kiln::nn

@@ -13,15 +13,15 @@
 
 #include "elements.h"
 #include "host_backend.h"
+#include "ops/nn_common.h"
 #include "ops/op_params.h"
+#include "ops/quant.h"
 #include "ops/shape_inference.h"
 
 namespace kiln {
-namespace {
+namespace quant {
 
 using IntVec = std::vector<int64_t>;
-
-const Tensor* Opt(const std::vector<Tensor*>& in, size_t k) { return k < in.size() ? in[k] : nullptr; }
 
 const char* NameOf(const Tensor& t) { return t.name().empty() ? "<unnamed>" : t.name().c_str(); }
 
@@ -77,6 +77,35 @@ StatusOr<IntVec> ZeroPoints(const GraphOp& op, const Tensor* z, const char* what
   }
   return v;
 }
+
+Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t* lo, int64_t* hi) {
+  const auto* p = op.params<fb::ConvParams>();
+  if (!p || p->activation() == fb::Activation::None) return Status::Ok();
+  float flo = 0, fhi = 0;
+  if (!nn::ActivationAsClamp(p->activation(), p->activation_min(), p->activation_max(), &flo, &fhi))
+    return Unsupported("%s: fused activation %s has no integer form (only Relu, Relu6 and Clip)", op.typeName(),
+                       fb::EnumNameActivation(p->activation()));
+  // Quantizing is monotonic and maps 0 to the zero point, so the clamp of
+  // the real value is the clamp of the quantized one at the bounds' images.
+  if (std::isfinite(flo))
+    *lo = std::max(*lo, y_zero + static_cast<int64_t>(std::nearbyint(static_cast<double>(flo / y_scale))));
+  if (std::isfinite(fhi))
+    *hi = std::min(*hi, y_zero + static_cast<int64_t>(std::nearbyint(static_cast<double>(fhi / y_scale))));
+  if (*hi < *lo) *hi = *lo;
+  return Status::Ok();
+}
+
+}  // namespace quant
+
+namespace {
+
+using IntVec = std::vector<int64_t>;
+using quant::NameOf;
+using quant::QuantRange;
+using quant::Scales;
+using quant::ZeroPoints;
+
+const Tensor* Opt(const std::vector<Tensor*>& in, size_t k) { return k < in.size() ? in[k] : nullptr; }
 
 // How a scale (and zero point) of `count` values applies to x: one value for
 // all (count 1), or one per index along the axis (*inner, *n set so that
@@ -359,7 +388,9 @@ std::vector<int64_t> IntConv(const GraphOp& op, const std::vector<int32_t>& x, c
   return y;
 }
 
-Status RunConvInteger(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+}  // namespace
+
+Status quant::RunConvIntegerReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   KILN_RETURN_IF_ERROR(CheckHostWork("ConvInteger", static_cast<double>(out[0]->elementCount()) *
@@ -376,7 +407,8 @@ Status RunConvInteger(const GraphOp& op, const std::vector<Tensor*>& in, const s
   return Status::Ok();
 }
 
-Status RunQLinearConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+Status quant::RunQLinearConvReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                                      HostBackend&) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[3];
   const Tensor& y = *out[0];
@@ -403,6 +435,7 @@ Status RunQLinearConv(const GraphOp& op, const std::vector<Tensor*>& in, const s
   std::vector<int64_t> acc = IntConv(op, xv, x.shape(), wv, w.shape(), y.shape());
   int64_t lo = 0, hi = 0;
   QuantRange(y.dtype(), &lo, &hi);
+  KILN_RETURN_IF_ERROR(quant::ActivationRange(op, sy[0], yzp[0], &lo, &hi));
   const int64_t ysp = y.elementCount() / std::max<int64_t>(y.length(0) * cout, 1);
   for (size_t i = 0; i < acc.size(); ++i) {
     const int64_t m = (static_cast<int64_t>(i) / std::max<int64_t>(ysp, 1)) % cout;
@@ -416,14 +449,10 @@ Status RunQLinearConv(const GraphOp& op, const std::vector<Tensor*>& in, const s
   return Status::Ok();
 }
 
-}  // namespace
-
 KILN_HOST_FN_FACTORY(Quantize)
 KILN_HOST_FN_FACTORY(Dequantize)
 KILN_HOST_FN_FACTORY(DynamicQuantize)
 KILN_HOST_FN_FACTORY(MatMulInteger)
-KILN_HOST_FN_FACTORY(ConvInteger)
 KILN_HOST_FN_FACTORY(QLinearMatMul)
-KILN_HOST_FN_FACTORY(QLinearConv)
 
 }  // namespace kiln

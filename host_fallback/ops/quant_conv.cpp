@@ -1,0 +1,310 @@
+// Host kernels: QLinearConv and ConvInteger on 1-D and 2-D inputs.
+//  - Convolutions with several input channels a group go through QGemm
+//    (qgemm.h): the weights, centered on their zero points, are packed once
+//    (at resize when they are constants), and the unfolded input is gathered
+//    a column block at a time straight into the GEMM's panels, with the
+//    input's zero point as the padding. sum (w - zw)(x - zx) = sum (w - zw) x
+//    - zx * rowsum, so the zero point of x is a per-channel offset folded
+//    into the bias; int8 inputs are read as x + 128 with zx + 128.
+//  - Depthwise 2-D convolutions (QLinearConv, strides 1 or 2) go through the
+//    flat depthwise kernel in its 8-bit mode (nn_depthwise.h): exact integer
+//    sums in float, requantized on the way out.
+//  - Anything else (3-D and wider, weights whose centered values leave int8,
+//    per-channel x zero points) runs the reference kernels (quant.cpp).
+// The requantization is the reference's, double(int32 sum) * float(x_scale
+// * w_scale / y_scale), rounded half to even, so the paths agree bit for bit.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "host_backend.h"
+#include "ops/nn_depthwise.h"
+#include "ops/op_params.h"
+#include "ops/quant.h"
+#include "qgemm.h"
+
+namespace kiln {
+namespace {
+
+using IntVec = std::vector<int64_t>;
+
+// The unfolded input of one group of one image, a row at a time (QBSource).
+struct ConvRows {
+  const uint8_t* x = nullptr;  // the group's first input plane
+  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
+  uint8_t flip = 0;  // 0x80: x is int8, read as x + 128
+  uint8_t pad = 0;   // the zero point as read
+  bool pointwise = false;
+  IntVec lo, hi;  // per kernel column kx: output columns [lo, hi) read inside the input row
+};
+
+void ConvRow(const void* ctx, int64_t k, int64_t j0, int64_t n, uint8_t* __restrict dst) {
+  const ConvRows& r = *static_cast<const ConvRows*>(ctx);
+  const int64_t taps = r.kh * r.kw, c = k / taps, t = k % taps, ky = t / r.kw, kx = t % r.kw;
+  const uint8_t* __restrict plane = r.x + c * r.h * r.w;
+  const uint8_t flip = r.flip;
+  if (r.pointwise) {
+    if (!flip) std::memcpy(dst, plane + j0, static_cast<size_t>(n));
+    else
+      for (int64_t i = 0; i < n; ++i) dst[i] = plane[j0 + i] ^ flip;
+    return;
+  }
+  const int64_t lo = r.lo[static_cast<size_t>(kx)], hi = r.hi[static_cast<size_t>(kx)];
+  int64_t q = 0, oy = j0 / r.ow, ox = j0 % r.ow;
+  while (q < n) {
+    const int64_t run = std::min(n - q, r.ow - ox);
+    const int64_t iy = oy * r.sh - r.pt + ky * r.dh;
+    const int64_t a = std::max(ox, lo), b = std::min(ox + run, hi);
+    if (iy < 0 || iy >= r.h || a >= b) {
+      std::memset(dst + q, r.pad, static_cast<size_t>(run));
+    } else {
+      uint8_t* __restrict o = dst + q - ox;  // o[x]: output column x of this run
+      for (int64_t x = ox; x < a; ++x) o[x] = r.pad;
+      const uint8_t* __restrict src = plane + iy * r.w + a * r.sw - r.pl + kx * r.dw;
+      if (r.sw == 1)
+        for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i] ^ flip;
+      else
+        for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i * r.sw] ^ flip;
+      for (int64_t x = b; x < ox + run; ++x) o[x] = r.pad;
+    }
+    q += run;
+    ox += run;
+    if (ox == r.ow) {
+      ox = 0;
+      ++oy;
+    }
+  }
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+class QConvExecution final : public Execution {
+ public:
+  // qlinear: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
+  // B); else ConvInteger (x, w, x_zp, w_zp).
+  QConvExecution(HostBackend* b, const GraphOp& op, bool qlinear, bool constant_w)
+      : Execution(b), op_(op), qlinear_(qlinear), constant_w_(constant_w) {}
+
+  Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
+    packed_.clear();
+    dw_w_.clear();
+    packed_ok_ = false;
+    if (constant_w_) packWeights(in);
+    return Status::Ok();
+  }
+
+  Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    HostBackend& be = *static_cast<HostBackend*>(backend());
+    auto reference = [&] {
+      return qlinear_ ? quant::RunQLinearConvReference(op_, in, out, be)
+                      : quant::RunConvIntegerReference(op_, in, out, be);
+    };
+    if (out[0]->elementCount() == 0) return Status::Ok();
+    if (!constant_w_) packWeights(in);
+    if (!packed_ok_ || !geometry(in, out)) return reference();
+    const Tensor& x = *in[0];
+    const Tensor* xz = in.size() > 2 ? in[2] : nullptr;
+    KILN_ASSIGN_OR_RETURN(IntVec zx, quant::ZeroPoints(op_, xz, "x_zero_point", x.dtype(), 1));
+    if (zx.size() != 1) return reference();  // per-channel x zero points (the reference rejects them)
+    const int32_t zxr = static_cast<int32_t>(zx[0] + (x_signed_ ? 128 : 0));  // as read
+    // Per output channel: the offset added to the sum, and the scale.
+    row_add_.assign(static_cast<size_t>(M_), 0);
+    const Tensor* bias = qlinear_ && in.size() > 8 ? in[8] : nullptr;
+    int64_t lo = 0, hi = 0;
+    quant::QuantRange(out[0]->dtype(), &lo, &hi);
+    if (qlinear_) {
+      KILN_ASSIGN_OR_RETURN(std::vector<float> sx, quant::Scales(op_, *in[1], "x_scale"));
+      KILN_ASSIGN_OR_RETURN(std::vector<float> sw, quant::Scales(op_, *in[4], "w_scale"));
+      KILN_ASSIGN_OR_RETURN(std::vector<float> sy, quant::Scales(op_, *in[6], "y_scale"));
+      KILN_ASSIGN_OR_RETURN(IntVec zy, quant::ZeroPoints(op_, in[7], "y_zero_point", out[0]->dtype(), 1));
+      if (sx.size() != 1 || sy.size() != 1 || zy.size() != 1 || (sw.size() != 1 && static_cast<int64_t>(sw.size()) != M_) ||
+          (bias && (bias->dtype() != fb::DataType::I32 || bias->elementCount() != M_)))
+        return reference();  // which names the problem
+      KILN_RETURN_IF_ERROR(quant::ActivationRange(op_, sy[0], zy[0], &lo, &hi));
+      row_scale_.resize(static_cast<size_t>(M_));
+      for (int64_t m = 0; m < M_; ++m)
+        row_scale_[static_cast<size_t>(m)] = static_cast<double>(sx[0] * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)] / sy[0]);
+      y_zero_ = static_cast<int32_t>(zy[0]);
+    }
+    const int32_t* bv = bias ? bias->host<int32_t>() : nullptr;
+    const int64_t in_plane = h_ * w_, out_plane = oh_ * ow_;
+    if (depthwise_) {
+      // Exact float sums: bias + (w - zw)(x - zx), the zero point subtracted on the way in.
+      dw_bias_.assign(static_cast<size_t>(M_), 0.f);
+      for (int64_t m = 0; m < M_; ++m) dw_bias_[static_cast<size_t>(m)] = bv ? static_cast<float>(bv[m]) : 0.f;
+      nn::DepthwiseQuant q;
+      q.x_zero = static_cast<int32_t>(zx[0]);
+      q.x_signed = x_signed_;
+      q.y_mult = row_scale_.data();
+      q.y_zero = y_zero_;
+      q.q_lo = static_cast<int32_t>(lo);
+      q.q_hi = static_cast<int32_t>(hi);
+      nn::DepthwiseArgs a = dw_args_;
+      a.quant = &q;
+      if (!nn::DepthwiseFlat2DQuant(be.pool(), a, x.hostData(), dw_w_.data(), dw_bias_.data(), out[0]->hostData()))
+        return Status(StatusCode::kOutOfMemory, "QLinearConv: cannot allocate the depthwise scratch");
+      return Status::Ok();
+    }
+    for (int64_t m = 0; m < M_; ++m) {
+      const uint32_t s = static_cast<uint32_t>(packed_[static_cast<size_t>(m / Mg_)].row_sum[static_cast<size_t>(m % Mg_)]);
+      row_add_[static_cast<size_t>(m)] =
+          static_cast<int32_t>((bv ? static_cast<uint32_t>(bv[m]) : 0u) - static_cast<uint32_t>(zxr) * s);
+    }
+    QEpilogue ep;
+    ep.y_zero = y_zero_;
+    ep.lo = static_cast<int32_t>(lo);
+    ep.hi = static_cast<int32_t>(hi);
+    ep.out_i8 = out[0]->dtype() == fb::DataType::I8;
+    rows_.pad = static_cast<uint8_t>(zxr);
+    const size_t elem = qlinear_ ? 1 : sizeof(int32_t);
+    const uint8_t* xb = static_cast<const uint8_t*>(x.hostData());
+    uint8_t* yb = static_cast<uint8_t*>(out[0]->hostData());
+    for (int64_t n = 0; n < batch_; ++n)
+      for (int64_t g = 0; g < group_; ++g) {
+        ConvRows rows = rows_;
+        rows.x = xb + (n * C_ + g * Cg_) * in_plane;
+        ep.row_add = row_add_.data() + g * Mg_;
+        ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
+        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvRow, &rows}, ep,
+                   yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem), out_plane))
+          return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
+      }
+    return Status::Ok();
+  }
+
+ private:
+  const Tensor& weights(const std::vector<Tensor*>& in) const { return *in[qlinear_ ? 3 : 1]; }
+  const Tensor* weightZero(const std::vector<Tensor*>& in) const {
+    const size_t k = qlinear_ ? 5 : 3;
+    return k < in.size() ? in[k] : nullptr;
+  }
+
+  // Packs the centered weights (GEMM panels, or floats for the depthwise
+  // kernel); packed_ok_ stays false where the fast paths do not apply.
+  void packWeights(const std::vector<Tensor*>& in) {
+    packed_ok_ = false;
+    packed_.clear();
+    const Tensor& w = weights(in);
+    const Tensor* wz = weightZero(in);
+    const int rank = w.dimensions();
+    if ((rank != 3 && rank != 4) || in[0]->dimensions() != rank) return;
+    if (w.dtype() != fb::DataType::I8 && w.dtype() != fb::DataType::U8) return;
+    if (in[0]->dtype() != fb::DataType::I8 && in[0]->dtype() != fb::DataType::U8) return;
+    const auto* p = op_.params<fb::ConvParams>();
+    const int64_t M = w.length(0), per = w.elementCount() / std::max<int64_t>(M, 1);
+    const int64_t group = p ? p->group() : 1;
+    if (M <= 0 || group <= 0 || M % group != 0) return;
+    StatusOr<IntVec> zw = quant::ZeroPoints(op_, wz, "w_zero_point", w.dtype(), 1);
+    if (!zw.ok() || (zw->size() != 1 && static_cast<int64_t>(zw->size()) != M)) return;
+    std::vector<int8_t> centered(static_cast<size_t>(M * per));
+    const bool u8 = w.dtype() == fb::DataType::U8;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t z = (*zw)[zw->size() == 1 ? 0 : static_cast<size_t>(m)];
+      for (int64_t k = 0; k < per; ++k) {
+        const int64_t i = m * per + k;
+        const int64_t v = (u8 ? int64_t{w.host<uint8_t>()[i]} : int64_t{w.host<int8_t>()[i]}) - z;
+        if (v < -128 || v > 127) return;  // e.g. uint8 weights with zero point 0
+        centered[static_cast<size_t>(i)] = static_cast<int8_t>(v);
+      }
+    }
+    const int64_t Mg = M / group;
+    const bool depthwise = qlinear_ && rank == 4 && group == M && per == w.length(2) * w.length(3) &&
+                           in[0]->length(1) == group;
+    if (depthwise) {
+      dw_w_.assign(centered.begin(), centered.end());
+    } else {
+      for (int64_t g = 0; g < group; ++g)
+        packed_.push_back(QPackA(QBestIsa(), Mg, per, centered.data() + g * Mg * per, per));
+    }
+    packed_ok_ = true;
+  }
+
+  // The shapes of this run; false where the fast paths do not apply.
+  bool geometry(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+    const Tensor& x = *in[0];
+    const Tensor& w = weights(in);
+    const Tensor& y = *out[0];
+    const auto* p = op_.params<fb::ConvParams>();
+    const size_t nsp = static_cast<size_t>(x.dimensions() - 2);
+    const IntVec xin(x.shape().begin() + 2, x.shape().end()), yout(y.shape().begin() + 2, y.shape().end());
+    const IntVec kernel(w.shape().begin() + 2, w.shape().end());
+    const IntVec strides = nn::IntsOr(p ? p->strides() : nullptr, nsp, 1);
+    const IntVec dil = nn::IntsOr(p ? p->dilations() : nullptr, nsp, 1);
+    const IntVec pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet, nn::IntsOr(p ? p->pads() : nullptr, 0, 0),
+                                       xin, yout, kernel, strides, dil);
+    batch_ = x.length(0);
+    C_ = x.length(1);
+    M_ = w.length(0);
+    group_ = p ? p->group() : 1;
+    if (group_ <= 0 || C_ % group_ != 0 || M_ % group_ != 0 || w.length(1) * group_ != C_) return false;
+    Cg_ = C_ / group_;
+    Mg_ = M_ / group_;
+    x_signed_ = x.dtype() == fb::DataType::I8;
+    const bool two = nsp == 2;
+    h_ = two ? xin[0] : 1;
+    w_ = xin[nsp - 1];
+    oh_ = two ? yout[0] : 1;
+    ow_ = yout[nsp - 1];
+    ConvRows& r = rows_;
+    r.h = h_, r.w = w_, r.oh = oh_, r.ow = ow_;
+    r.kh = two ? kernel[0] : 1, r.kw = kernel[nsp - 1];
+    r.sh = two ? strides[0] : 1, r.sw = strides[nsp - 1];
+    r.dh = two ? dil[0] : 1, r.dw = dil[nsp - 1];
+    r.pt = two ? pads[0] : 0, r.pl = pads[nsp - 1];
+    r.flip = x_signed_ ? 0x80 : 0;
+    r.pointwise = r.kh == 1 && r.kw == 1 && r.sh == 1 && r.sw == 1 && r.pt == 0 && r.pl == 0 && h_ == oh_ && w_ == ow_;
+    r.lo.clear();
+    r.hi.clear();
+    for (int64_t kx = 0; kx < r.kw; ++kx) {
+      const int64_t shift = kx * r.dw - r.pl;  // input column = ox * sw + shift
+      const int64_t lo = std::max<int64_t>(0, -FloorDiv(shift, r.sw));
+      const int64_t hi = std::min<int64_t>(ow_, FloorDiv(w_ - 1 - shift, r.sw) + 1);
+      r.lo.push_back(lo);
+      r.hi.push_back(std::max(lo, hi));
+    }
+    depthwise_ = !dw_w_.empty();
+    if (depthwise_) {
+      nn::DepthwiseArgs& a = dw_args_;
+      a.n = batch_, a.c = C_, a.m = M_;
+      a.h = h_, a.w = w_, a.oh = oh_, a.ow = ow_;
+      a.kh = r.kh, a.kw = r.kw, a.sh = r.sh, a.sw = r.sw, a.dh = r.dh, a.dw = r.dw, a.pt = r.pt, a.pl = r.pl;
+      if (!nn::DepthwiseFlatSuits(a)) return false;
+    } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ || packed_[0].K != Cg_ * r.kh * r.kw) {
+      return false;
+    }
+    return true;
+  }
+
+  const GraphOp& op_;
+  const bool qlinear_, constant_w_;
+  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false;
+  std::vector<QPackedA> packed_;  // per group
+  std::vector<float> dw_w_, dw_bias_;
+  nn::DepthwiseArgs dw_args_;
+  ConvRows rows_;
+  int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
+  std::vector<int32_t> row_add_;
+  std::vector<double> row_scale_;
+  int32_t y_zero_ = 0;
+};
+
+bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
+  if (k >= op.inputs.size()) return true;  // absent: nothing to change
+  const int t = op.inputs[k];
+  return t < 0 || (static_cast<size_t>(t) < graph.tensors.size() && graph.tensors[static_cast<size_t>(t)].isConstant());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostQLinearConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  const bool constant = ConstantInput(op, graph, 3) && ConstantInput(op, graph, 5);
+  return std::unique_ptr<Execution>(new QConvExecution(b, op, true, constant));
+}
+
+StatusOr<std::unique_ptr<Execution>> CreateHostConvInteger(const GraphOp& op, const Graph& graph, HostBackend* b) {
+  const bool constant = ConstantInput(op, graph, 1) && ConstantInput(op, graph, 3);
+  return std::unique_ptr<Execution>(new QConvExecution(b, op, false, constant));
+}
+
+}  // namespace kiln

@@ -1,0 +1,290 @@
+// QGemm (qgemm.h): the ISA dispatch, packing, the column-block driver, the
+// requantizing epilogue and the portable micro-kernel.
+#include "qgemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "cpu_features.h"
+#include "scratch.h"
+#include "simd_clones.h"
+#include "thread_pool.h"
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define KILN_QGEMM_SSE2 1
+#else
+#define KILN_QGEMM_SSE2 0
+#endif
+
+namespace kiln {
+namespace qgemm_detail {
+namespace {
+
+// c[r * 16 + j] = sum_q sum_g a[(q * 4 + r) * 4 + g] * b[(q * 16 + j) * 4 + g].
+void MicroScalar(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
+  int32_t acc[4][16] = {};
+  for (int64_t q = 0; q < kq; ++q, a += 16, b += 64)
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 16; ++j)
+        for (int g = 0; g < 4; ++g) acc[r][j] += int32_t{a[r * 4 + g]} * int32_t{b[j * 4 + g]};
+  std::memcpy(c, acc, sizeof(acc));
+}
+
+const QKernel kScalar{4, 16, 4, false, &MicroScalar};
+
+}  // namespace
+
+#if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
+const QKernel* Avx512VnniKernel() { return nullptr; }
+const QKernel* Avx2QKernel() { return nullptr; }
+#endif
+#if !(defined(__aarch64__) && defined(__ARM_NEON))
+const QKernel* NeonDotKernel() { return nullptr; }
+#endif
+
+}  // namespace qgemm_detail
+
+using qgemm_detail::QKernel;
+
+namespace {
+
+const QKernel& KernelFor(QIsa isa) {
+  const QKernel* k = nullptr;
+  switch (isa) {
+    case QIsa::kAvx512Vnni: k = qgemm_detail::Avx512VnniKernel(); break;
+    case QIsa::kAvx2: k = qgemm_detail::Avx2QKernel(); break;
+    case QIsa::kNeonDot: k = qgemm_detail::NeonDotKernel(); break;
+    case QIsa::kScalar: break;
+  }
+  return k ? *k : qgemm_detail::kScalar;
+}
+
+// The NEON kernel multiplies int8 by int8: its B bytes are stored offset by
+// -128 (x ^ 0x80), which the epilogue puts back as 128 * row_sum.
+bool OffsetB(QIsa isa) { return isa == QIsa::kNeonDot; }
+
+thread_local ScratchBuffer tl_qb, tl_qrows;
+
+// Four rows of n bytes interleaved into nr-wide panels of kg = 4:
+// dst[p * pstride + (c * 4 + g)] = rows[g][p * nr + c] (x ^ flip).
+void Interleave4(const uint8_t* const rows[4], int64_t n, int nr, int64_t pstride, uint8_t flip, uint8_t* dst) {
+  for (int64_t p = 0; p * nr < n; ++p) {
+    uint8_t* d = dst + p * pstride;
+    const int64_t j0 = p * nr;
+    int c = 0;
+#if KILN_QGEMM_SSE2
+    const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+    for (; c + 16 <= nr; c += 16) {
+      const __m128i r0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + j0 + c)), f);
+      const __m128i r1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + j0 + c)), f);
+      const __m128i r2 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + j0 + c)), f);
+      const __m128i r3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + j0 + c)), f);
+      const __m128i ab_lo = _mm_unpacklo_epi8(r0, r1), ab_hi = _mm_unpackhi_epi8(r0, r1);
+      const __m128i cd_lo = _mm_unpacklo_epi8(r2, r3), cd_hi = _mm_unpackhi_epi8(r2, r3);
+      __m128i* o = reinterpret_cast<__m128i*>(d + c * 4);
+      _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+      _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+      _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+    }
+#endif
+    for (; c < nr; ++c)
+      for (int g = 0; g < 4; ++g) d[c * 4 + g] = static_cast<uint8_t>(rows[g][j0 + c] ^ flip);
+  }
+}
+
+// The same for kg = 2.
+void Interleave2(const uint8_t* const rows[2], int64_t n, int nr, int64_t pstride, uint8_t* dst) {
+  for (int64_t p = 0; p * nr < n; ++p) {
+    uint8_t* d = dst + p * pstride;
+    const int64_t j0 = p * nr;
+    int c = 0;
+#if KILN_QGEMM_SSE2
+    for (; c + 16 <= nr; c += 16) {
+      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + j0 + c));
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + j0 + c));
+      __m128i* o = reinterpret_cast<__m128i*>(d + c * 2);
+      _mm_storeu_si128(o + 0, _mm_unpacklo_epi8(r0, r1));
+      _mm_storeu_si128(o + 1, _mm_unpackhi_epi8(r0, r1));
+    }
+#endif
+    for (; c < nr; ++c)
+      for (int g = 0; g < 2; ++g) d[c * 2 + g] = rows[g][j0 + c];
+  }
+}
+
+// One row of a finished tile: out[j] = ep(c[j] + add) for j < cols.
+KILN_SIMD_CLONES
+void FinishRow(const int32_t* __restrict c, int64_t cols, int32_t add, double scale, const QEpilogue& ep,
+               void* out) {
+  if (!ep.row_scale) {
+    int32_t* o = static_cast<int32_t*>(out);
+    for (int64_t j = 0; j < cols; ++j)
+      o[j] = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
+    return;
+  }
+  const double lo = ep.lo, hi = ep.hi, zero = ep.y_zero;
+  if (ep.out_i8) {
+    int8_t* o = static_cast<int8_t*>(out);
+    for (int64_t j = 0; j < cols; ++j) {
+      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
+      const double r = std::nearbyint(static_cast<double>(v) * scale) + zero;
+      o[j] = static_cast<int8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
+    }
+  } else {
+    uint8_t* o = static_cast<uint8_t*>(out);
+    for (int64_t j = 0; j < cols; ++j) {
+      const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
+      const double r = std::nearbyint(static_cast<double>(v) * scale) + zero;
+      o[j] = static_cast<uint8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
+    }
+  }
+}
+
+}  // namespace
+
+bool QIsaSupported(QIsa isa) {
+  if (isa == QIsa::kScalar) return true;
+  switch (isa) {
+    case QIsa::kAvx512Vnni:
+      if (!qgemm_detail::Avx512VnniKernel()) return false;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+#else
+      return false;
+#endif
+    case QIsa::kAvx2:
+      if (!qgemm_detail::Avx2QKernel()) return false;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      return __builtin_cpu_supports("avx2");
+#else
+      return false;
+#endif
+    case QIsa::kNeonDot: return qgemm_detail::NeonDotKernel() && CpuHasDotProd();
+    default: return false;
+  }
+}
+
+QIsa QBestIsa() {
+  static const QIsa best = QIsaSupported(QIsa::kAvx512Vnni) ? QIsa::kAvx512Vnni
+                           : QIsaSupported(QIsa::kAvx2)     ? QIsa::kAvx2
+                           : QIsaSupported(QIsa::kNeonDot)  ? QIsa::kNeonDot
+                                                            : QIsa::kScalar;
+  return best;
+}
+
+const char* QIsaName(QIsa isa) {
+  switch (isa) {
+    case QIsa::kAvx512Vnni: return "avx512-vnni";
+    case QIsa::kAvx2: return "avx2";
+    case QIsa::kNeonDot: return "neon-dot";
+    case QIsa::kScalar: return "scalar";
+  }
+  return "?";
+}
+
+QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
+  const QKernel& k = KernelFor(isa);
+  QPackedA p;
+  p.isa = isa;
+  p.M = M;
+  p.K = K;
+  p.kq = (K + k.kg - 1) / k.kg;
+  p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
+  const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
+  p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
+  p.row_sum.assign(static_cast<size_t>(M), 0);
+  for (int64_t i = 0; i < M; ++i) {
+    const int64_t panel = i / k.mr, r = i % k.mr;
+    int32_t sum = 0;
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const int8_t v = A[i * lda + kk];
+      sum += v;
+      const int64_t q = kk / k.kg, g = kk % k.kg;
+      const int64_t at = ((panel * p.kq + q) * k.mr + r) * k.kg + g;
+      if (k.a16) {
+        const int16_t w = v;
+        std::memcpy(p.data.data() + at * 2, &w, 2);
+      } else {
+        p.data[static_cast<size_t>(at)] = v;
+      }
+    }
+    p.row_sum[static_cast<size_t>(i)] = sum;
+  }
+  return p;
+}
+
+bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, const QEpilogue& ep, void* C,
+           int64_t ldc) {
+  const QKernel& k = KernelFor(a.isa);
+  if (a.M <= 0 || N <= 0) return true;
+  const int nr = k.nr, mr = k.mr, kg = k.kg;
+  const int64_t depth = a.kq * kg;
+  const int64_t n_pad = (N + nr - 1) / nr * nr;
+  // A column block of B (depth x nc bytes) sized to stay in L2 with room.
+  const int64_t nc = std::min(n_pad, std::max<int64_t>(nr, (int64_t{160} << 10) / std::max<int64_t>(depth, 1) / nr * nr));
+  const int64_t blocks = (N + nc - 1) / nc;
+  const int64_t panels_m = a.m_pad / mr;
+  // Split M too when there are fewer column blocks than threads can share
+  // (late layers: 7x7 outputs, one block).
+  const int64_t split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * pool.threads() + blocks - 1) / blocks));
+  const int64_t per_split = (panels_m + split - 1) / split;
+  const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
+  const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
+  const int64_t pstride = a.kq * nr * kg;  // bytes of one B panel
+  const int64_t work = a.m_pad * depth * n_pad / std::max<int64_t>(blocks * split, 1);
+  std::atomic<bool> failed{false};
+  pool.parallelFor(blocks * split, [&](int64_t begin, int64_t end) {
+    uint8_t* bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
+    uint8_t* rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kg * (nc + 16) + 3) / 4)));
+    if (!bbuf || !rbuf) {
+      failed.store(true, std::memory_order_relaxed);
+      return;
+    }
+    int64_t packed_block = -1;
+    alignas(64) int32_t tile[8 * 32];
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t blk = t / split, ms = t % split;
+      const int64_t j0 = blk * nc, ncols = std::min(nc, N - j0), ncols_pad = (ncols + nr - 1) / nr * nr;
+      if (packed_block != blk) {
+        const uint8_t* rows[4];
+        for (int g = 0; g < kg; ++g) rows[g] = rbuf + g * (nc + 16);
+        for (int64_t q = 0; q < a.kq; ++q) {
+          for (int g = 0; g < kg; ++g) {
+            uint8_t* r = rbuf + g * (nc + 16);
+            const int64_t kk = q * kg + g;
+            if (kk < a.K) b.row(b.ctx, kk, j0, ncols, r);
+            else std::memset(r, flip, static_cast<size_t>(ncols));  // A is zero there; B's value is irrelevant
+            std::memset(r + ncols, flip, static_cast<size_t>(ncols_pad - ncols));
+          }
+          if (kg == 4) Interleave4(rows, ncols_pad, nr, pstride, flip, bbuf + q * nr * 4);
+          else Interleave2(rows, ncols_pad, nr, pstride, bbuf + q * nr * 2);
+        }
+        packed_block = blk;
+      }
+      const int64_t p0 = ms * per_split, p1 = std::min(panels_m, p0 + per_split);
+      for (int64_t pm = p0; pm < p1; ++pm) {
+        const int8_t* ap = a.data.data() + pm * a.kq * mr * kg * (k.a16 ? 2 : 1);
+        const int64_t m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
+        for (int64_t pn = 0; pn * nr < ncols; ++pn) {
+          k.micro(a.kq, ap, bbuf + pn * pstride, tile);
+          const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t m = m0 + r;
+            int32_t add = ep.row_add ? ep.row_add[m] : 0;
+            if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.row_sum[static_cast<size_t>(m)]));
+            FinishRow(tile + r * nr, cols, add, ep.row_scale ? ep.row_scale[m] : 0.0, ep,
+                      static_cast<uint8_t*>(C) + (m * ldc + jj) * static_cast<int64_t>(elem));
+          }
+        }
+      }
+    }
+  }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1)));
+  return !failed.load(std::memory_order_relaxed);
+}
+
+}  // namespace kiln

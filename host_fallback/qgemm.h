@@ -1,0 +1,82 @@
+// QGemm: the host backend's 8-bit integer GEMM, behind QLinearConv and
+// ConvInteger. C = ep(A * B): A is int8 [M x K] (weights, packed once at
+// resize), B is uint8 [K x N] (activations, gathered a column block at a
+// time by the caller's row function, so an unfolded convolution input is
+// never stored whole), the products are summed exactly in int32, and the
+// epilogue adds a per-row offset and requantizes (or stores the int32 sums).
+//
+// Micro-kernels, picked at run time by CPU features:
+//   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane)
+//   AVX2          6 x 16 tile, u8 widened to i16 and vpmaddwd (exact; the
+//                 vpmaddubsw shortcut saturates at i16 and is not used)
+//   NEON dotprod  8 x 8 tile, sdot on activations offset back to int8
+//   scalar        4 x 16 tile, plain loops
+// Operands are laid out in groups of `kg` consecutive k (the kernel's dot
+// width): B panels b[(q * nr + c) * kg + g] = B(q * kg + g, p * nr + c).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kiln {
+
+class ThreadPool;
+
+enum class QIsa { kScalar, kAvx2, kAvx512Vnni, kNeonDot };
+
+bool QIsaSupported(QIsa isa);
+QIsa QBestIsa();
+const char* QIsaName(QIsa isa);
+
+// A packed once: mr-row panels of kq groups of kg values (int8, or int16 for
+// the AVX2 kernel), zero past M and K; row_sum[i] = sum_k A(i, k) (for the
+// caller's zero-point correction).
+struct QPackedA {
+  QIsa isa = QIsa::kScalar;
+  int64_t M = 0, K = 0, kq = 0, m_pad = 0;
+  std::vector<int8_t> data;
+  std::vector<int32_t> row_sum;
+  size_t bytes() const { return data.size() + row_sum.size() * sizeof(int32_t); }
+};
+QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda);
+
+// The implicit B: row(ctx, k, j0, n, dst) writes B(k, j0 .. j0 + n) into
+// dst. Called from the pool's threads at once, so it must only read shared
+// state.
+struct QBSource {
+  void (*row)(const void* ctx, int64_t k, int64_t j0, int64_t n, uint8_t* dst);
+  const void* ctx;
+};
+
+// What becomes of sum = A(i, :) * B(:, j) + row_add[i]:
+//  - row_scale null: C is int32, C(i, j) = sum (ConvInteger);
+//  - else C is uint8 (int8 with out_i8), C(i, j) = clamp(round_half_even(
+//    double(sum) * row_scale[i]) + y_zero, lo, hi), the clamp also being
+//    the fused activation's (Relu: lo = y_zero).
+struct QEpilogue {
+  const int32_t* row_add = nullptr;  // [M] or null
+  const double* row_scale = nullptr;  // [M] or null
+  int32_t y_zero = 0, lo = 0, hi = 255;
+  bool out_i8 = false;
+};
+
+// C (row stride ldc, in elements) = ep(a * B), B [a.K x N] from `b`.
+// False when a thread's scratch cannot be allocated.
+bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, const QEpilogue& ep, void* C,
+           int64_t ldc);
+
+namespace qgemm_detail {
+// c[r * nr + j] = sum over kq groups of a panel (mr rows) times a B panel.
+using QMicro = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c);
+struct QKernel {
+  int mr, nr, kg;
+  bool a16;  // A stored as int16 (kg values a group)
+  QMicro micro;
+};
+const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
+const QKernel* Avx2QKernel();
+const QKernel* NeonDotKernel();
+}  // namespace qgemm_detail
+
+}  // namespace kiln
