@@ -17,21 +17,10 @@ try {
   process.exit(2);
 }
 
-// A .npy file (v1-v3, little-endian, C order) as an ort.Tensor.
+// A .npy file as an ort.Tensor.
 function readNpy(file) {
-  const buf = require('fs').readFileSync(file);
-  const major = buf[6];
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', start, start + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((x) => x.trim()).filter((x) => x).map(Number);
-  const body = buf.subarray(start + hlen);
-  const copy = (Type) => new Type(body.buffer.slice(body.byteOffset, body.byteOffset + body.length));
-  const types = {'<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
-                 '|b1': ['bool', Uint8Array], '|u1': ['uint8', Uint8Array]};
-  if (!types[descr]) throw new Error(file + ': dtype ' + descr + ' is not supported');
-  return new ort.Tensor(types[descr][0], copy(types[descr][1]), shape);
+  const t = require('./npy').readNpy(file);
+  return new ort.Tensor(t.dtype, t.data, t.shape);
 }
 
 async function main() {

@@ -118,7 +118,7 @@ void Interleave2(const uint8_t* const rows[2], int64_t n, int nr, int64_t pstrid
 
 // One row of a finished tile: out[j] = ep(c[j] + add) for j < cols.
 KILN_SIMD_CLONES
-void FinishRow(const int32_t* __restrict c, int64_t cols, int32_t add, double scale, const QEpilogue& ep,
+void FinishRow(const int32_t* __restrict c, int64_t cols, int32_t add, float scale, const QEpilogue& ep,
                void* out) {
   if (!ep.row_scale) {
     int32_t* o = static_cast<int32_t*>(out);
@@ -126,19 +126,19 @@ void FinishRow(const int32_t* __restrict c, int64_t cols, int32_t add, double sc
       o[j] = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
     return;
   }
-  const double lo = ep.lo, hi = ep.hi, zero = ep.y_zero;
+  const float lo = static_cast<float>(ep.lo), hi = static_cast<float>(ep.hi), zero = static_cast<float>(ep.y_zero);
   if (ep.out_i8) {
     int8_t* o = static_cast<int8_t*>(out);
     for (int64_t j = 0; j < cols; ++j) {
       const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
-      const double r = std::nearbyint(static_cast<double>(v) * scale) + zero;
+      const float r = std::nearbyint(static_cast<float>(v) * scale) + zero;
       o[j] = static_cast<int8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
     }
   } else {
     uint8_t* o = static_cast<uint8_t*>(out);
     for (int64_t j = 0; j < cols; ++j) {
       const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(add));
-      const double r = std::nearbyint(static_cast<double>(v) * scale) + zero;
+      const float r = std::nearbyint(static_cast<float>(v) * scale) + zero;
       o[j] = static_cast<uint8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
     }
   }
@@ -277,7 +277,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
             const int64_t m = m0 + r;
             int32_t add = ep.row_add ? ep.row_add[m] : 0;
             if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.row_sum[static_cast<size_t>(m)]));
-            FinishRow(tile + r * nr, cols, add, ep.row_scale ? ep.row_scale[m] : 0.0, ep,
+            FinishRow(tile + r * nr, cols, add, ep.row_scale ? ep.row_scale[m] : 0.f, ep,
                       static_cast<uint8_t*>(C) + (m * ldc + jj) * static_cast<int64_t>(elem));
           }
         }

@@ -52,11 +52,12 @@ struct QBSource {
 // What becomes of sum = A(i, :) * B(:, j) + row_add[i]:
 //  - row_scale null: C is int32, C(i, j) = sum (ConvInteger);
 //  - else C is uint8 (int8 with out_i8), C(i, j) = clamp(round_half_even(
-//    double(sum) * row_scale[i]) + y_zero, lo, hi), the clamp also being
-//    the fused activation's (Relu: lo = y_zero).
+//    float(sum) * row_scale[i]) + y_zero, lo, hi) in f32 arithmetic (as
+//    onnxruntime requantizes), the clamp also being the fused activation's
+//    (Relu: lo = y_zero).
 struct QEpilogue {
   const int32_t* row_add = nullptr;  // [M] or null
-  const double* row_scale = nullptr;  // [M] or null
+  const float* row_scale = nullptr;  // [M] or null
   int32_t y_zero = 0, lo = 0, hi = 255;
   bool out_i8 = false;
 };

@@ -326,14 +326,14 @@ void CopyInQuant(const uint8_t* __restrict xp, const CopyGeom& g, uint8_t flip, 
 
 // CopyOut to an 8-bit plane: requantized (DepthwiseQuant).
 KILN_SIMD_CLONES
-void CopyOutQuant(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, double mult, double zero,
-                  double lo, double hi, uint8_t* __restrict y) {
+void CopyOutQuant(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, float mult, float zero,
+                  float lo, float hi, uint8_t* __restrict y) {
   // [lo, hi] lies in the output type's range: int8 values wrap to their bytes.
   for (int64_t oy = 0; oy < oh; ++oy) {
     const float* __restrict src = acc + oy * wq;
     uint8_t* __restrict dst = y + oy * ow;
     for (int64_t i = 0; i < ow; ++i) {
-      const double r = std::nearbyint(static_cast<double>(src[i]) * mult) + zero;
+      const float r = std::nearbyint(src[i] * mult) + zero;
       dst[i] = static_cast<uint8_t>(static_cast<int32_t>(std::min(hi, std::max(lo, r))));
     }
   }
@@ -580,7 +580,8 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
     };
     auto store = [&](int64_t nm, const float* from) {
       if (qz) {
-        CopyOutQuant(from, p.wq, a.oh, a.ow, qz->y_mult[nm % a.m], qz->y_zero, qz->q_lo, qz->q_hi,
+        CopyOutQuant(from, p.wq, a.oh, a.ow, qz->y_mult[nm % a.m], static_cast<float>(qz->y_zero),
+                     static_cast<float>(qz->q_lo), static_cast<float>(qz->q_hi),
                      yb + nm * out_plane);
         return;
       }

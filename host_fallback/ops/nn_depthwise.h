@@ -16,12 +16,12 @@ namespace kiln::nn {
 // (int8 when x_signed), each value read as x - x_zero; the weights and bias
 // hold the centered integer weights and the int32 bias as floats, so every
 // sum is an exact integer below 2^24; y(m) = clamp(round_half_even(acc *
-// y_mult[m]) + y_zero, q_lo, q_hi), as a byte ([q_lo, q_hi] lies in
+// y_mult[m]) + y_zero, q_lo, q_hi) in f32 (QGemm's requantization), as a byte ([q_lo, q_hi] lies in
 // the output type's range).
 struct DepthwiseQuant {
   int32_t x_zero = 0;
   bool x_signed = false;
-  const double* y_mult = nullptr;
+  const float* y_mult = nullptr;
   int32_t y_zero = 0, q_lo = 0, q_hi = 255;
 };
 

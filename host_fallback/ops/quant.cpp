@@ -87,10 +87,11 @@ Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t
                        fb::EnumNameActivation(p->activation()));
   // Quantizing is monotonic and maps 0 to the zero point, so the clamp of
   // the real value is the clamp of the quantized one at the bounds' images.
-  if (std::isfinite(flo))
-    *lo = std::max(*lo, y_zero + static_cast<int64_t>(std::nearbyint(static_cast<double>(flo / y_scale))));
-  if (std::isfinite(fhi))
-    *hi = std::min(*hi, y_zero + static_cast<int64_t>(std::nearbyint(static_cast<double>(fhi / y_scale))));
+  auto image = [&](float v) {  // round(v / y_scale), kept far inside int64
+    return static_cast<int64_t>(std::min(1e9, std::max(-1e9, std::nearbyint(static_cast<double>(v / y_scale)))));
+  };
+  if (std::isfinite(flo)) *lo = std::max(*lo, y_zero + image(flo));
+  if (std::isfinite(fhi)) *hi = std::min(*hi, y_zero + image(fhi));
   if (*hi < *lo) *hi = *lo;
   return Status::Ok();
 }
@@ -335,7 +336,9 @@ Status RunQLinearMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const
   for (size_t i = 0; i < c.size(); ++i) {
     const size_t r = static_cast<size_t>((static_cast<int64_t>(i) / n) % m), j = static_cast<size_t>(static_cast<int64_t>(i) % n);
     const float mult = sa[sa.size() == 1 ? 0 : r] * sb[sb.size() == 1 ? 0 : j] / sy[0];
-    StoreInt(y, static_cast<int64_t>(i), Requantize(static_cast<double>(c[i]) * static_cast<double>(mult), yzp[0], lo, hi));
+    // The int32 sum as f32 times the f32 multiplier (onnxruntime's arithmetic).
+    StoreInt(y, static_cast<int64_t>(i),
+             Requantize(static_cast<double>(static_cast<float>(static_cast<int32_t>(c[i])) * mult), yzp[0], lo, hi));
   }
   return Status::Ok();
 }
@@ -442,9 +445,10 @@ Status quant::RunQLinearConvReference(const GraphOp& op, const std::vector<Tenso
     int64_t v = acc[i];
     if (bias) v += static_cast<const int32_t*>(bias->hostData())[m];
     const float mult = sx[0] * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)] / sy[0];
-    // The int32 accumulator (wrapping as the reference's), then the f32 product.
+    // The int32 accumulator (wrapping as the reference's), as f32, times the
+    // f32 multiplier in f32 (onnxruntime's arithmetic).
     StoreInt(y, static_cast<int64_t>(i),
-             Requantize(static_cast<double>(static_cast<int32_t>(v)) * static_cast<double>(mult), yzp[0], lo, hi));
+             Requantize(static_cast<double>(static_cast<float>(static_cast<int32_t>(v)) * mult), yzp[0], lo, hi));
   }
   return Status::Ok();
 }

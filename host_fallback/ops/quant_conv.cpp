@@ -11,8 +11,9 @@
 //    sums in float, requantized on the way out.
 //  - Anything else (3-D and wider, weights whose centered values leave int8,
 //    per-channel x zero points) runs the reference kernels (quant.cpp).
-// The requantization is the reference's, double(int32 sum) * float(x_scale
-// * w_scale / y_scale), rounded half to even, so the paths agree bit for bit.
+// The requantization is the reference's (and onnxruntime's), float(int32
+// sum) * (x_scale * w_scale / y_scale) in f32, rounded half to even, so the
+// paths agree bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -124,7 +125,7 @@ class QConvExecution final : public Execution {
       KILN_RETURN_IF_ERROR(quant::ActivationRange(op_, sy[0], zy[0], &lo, &hi));
       row_scale_.resize(static_cast<size_t>(M_));
       for (int64_t m = 0; m < M_; ++m)
-        row_scale_[static_cast<size_t>(m)] = static_cast<double>(sx[0] * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)] / sy[0]);
+        row_scale_[static_cast<size_t>(m)] = sx[0] * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)] / sy[0];
       y_zero_ = static_cast<int32_t>(zy[0]);
     }
     const int32_t* bv = bias ? bias->host<int32_t>() : nullptr;
@@ -285,7 +286,7 @@ class QConvExecution final : public Execution {
   ConvRows rows_;
   int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
   std::vector<int32_t> row_add_;
-  std::vector<double> row_scale_;
+  std::vector<float> row_scale_;
   int32_t y_zero_ = 0;
 };
 

@@ -1,6 +1,6 @@
 // ConvInteger and QLinearConv, direct, one work item an output element, as
 // shaders/vulkan/qconv.comp (spec 3 XT, 4 WT, 5 YT, 6 FLAGS; the same
-// flags). KILN_F64 (qconv_f64) requantizes in double.
+// flags). KILN_F64 (qconv_f64) divides the multiplier in double.
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
@@ -26,6 +26,7 @@ typedef struct {
   uint stride[3];
   uint dil[3];
   uint pad[3];
+  float act_lo, act_hi;
 } QConvPush;
 
 __kernel void qconv(__global const uchar* x, __global const uchar* w, __global const uchar* zx,
@@ -67,6 +68,11 @@ __kernel void qconv(__global const uchar* x, __global const uchar* w, __global c
     ((__global int*)y)[i] = acc;
   } else {
     const float mult = QDIV(sx[0] * sw[(FLAGS & 32) != 0 ? m : 0], sy[0]);
-    y[i] = (uchar)(Requantize(acc, mult, LoadQ(zy[0], YT), QLo(YT), QHi(YT)) & 0xff);
+    const int zyv = LoadQ(zy[0], YT);
+    int lo = QLo(YT), hi = QHi(YT);
+    // A fused Relu / Relu6 / Clip: the bounds' quantized images (the host's ActivationRange).
+    if ((FLAGS & 256) != 0) lo = max(lo, zyv + (int)clamp(rint(QDIV(p.act_lo, sy[0])), -1e9f, 1e9f));
+    if ((FLAGS & 512) != 0) hi = min(hi, zyv + (int)clamp(rint(QDIV(p.act_hi, sy[0])), -1e9f, 1e9f));
+    y[i] = (uchar)(Requantize(acc, mult, zyv, lo, max(lo, hi)) & 0xff);
   }
 }

@@ -10,9 +10,10 @@
 // window positions outside x skipped (the zero point's padding). Up to
 // three spatial dims, right-aligned (missing ones of size 1). Types and
 // FLAGS as qmatmul.comp (1 zx, 4 zw, 8 zw per output channel, 32 w_scale
-// per output channel, 64 bias, 128 requantize: QLinearConv, whose
-// multiplier sx sw[m] / sy is f32 and product with acc + bias double in
-// the _f64 variant, KILN_F64).
+// per output channel, 64 bias, 128 requantize, 256 / 512 the fused
+// activation's lower / upper bound: QLinearConv, whose
+// multiplier sx sw[m] / sy is f32, its division correctly rounded in the
+// _f64 variant, KILN_F64, and its product with acc + bias f32).
 layout(constant_id = 3) const uint XT = 0;
 layout(constant_id = 4) const uint WT = 0;
 layout(constant_id = 5) const uint YT = 0;
@@ -36,6 +37,7 @@ layout(push_constant) uniform P {
   uint stride[3];
   uint dil[3];
   uint pad[3];
+  float act_lo, act_hi;
 } p;
 
 void main() {
@@ -78,7 +80,12 @@ void main() {
     y[4u * i + 3u] = uint8_t(v >> 24);
   } else {
     const float mult = QDIV(sx[0] * sw[(FLAGS & 32u) != 0u ? m : 0u], sy[0]);
-    const int v = Requantize(acc, mult, LoadQ(uint(zy[0]), YT), QLo(YT), QHi(YT));
+    const int zyv = LoadQ(uint(zy[0]), YT);
+    int lo = QLo(YT), hi = QHi(YT);
+    // A fused Relu / Relu6 / Clip: the bounds' quantized images (the host's ActivationRange).
+    if ((FLAGS & 256u) != 0u) lo = max(lo, zyv + int(clamp(roundEven(QDIV(p.act_lo, sy[0])), -1e9, 1e9)));
+    if ((FLAGS & 512u) != 0u) hi = min(hi, zyv + int(clamp(roundEven(QDIV(p.act_hi, sy[0])), -1e9, 1e9)));
+    const int v = Requantize(acc, mult, zyv, lo, max(lo, hi));
     y[i] = uint8_t(uint(v) & 0xffu);
   }
 }

@@ -11,9 +11,9 @@
 // y's (0 u8, 1 i8, 2 i32: the sum itself, MatMulInteger). FLAGS (as
 // gpu_quant.cpp's QFlags): 1 za, 2 za per row, 4 zb, 8 zb per column,
 // 16 sa per row, 32 sb per column, 128 requantize (QLinearMatMul):
-// y = saturate(round_half_even(acc * (sa sb / sy)) + zy), the multiplier
-// in f32, the product in double in the _f64 variant (KILN_F64), which
-// QLinearMatMul needs. y is byte-addressed: each invocation writes its own
+// y = saturate(round_half_even(acc * (sa sb / sy)) + zy), all in f32, the
+// multiplier's division correctly rounded in the _f64 variant (KILN_F64),
+// which QLinearMatMul needs. y is byte-addressed: each invocation writes its own
 // element's bytes.
 layout(constant_id = 3) const uint AT = 0;
 layout(constant_id = 4) const uint BT = 0;

@@ -28,17 +28,8 @@ int QuantizeValue(float q, int zp, int lo, int hi) {
   return int(r);
 }
 
-// An int32 sum times an f32 multiplier, rounded half to even in double (the
-// host's), plus zp, saturated.
-int Requantize(int acc, float mult, int zp, int lo, int hi) {
-#ifdef KILN_F64
-  const double r = roundEven(double(acc) * double(mult)) + double(zp);
-  if (r < double(lo)) return lo;
-  if (r > double(hi)) return hi;
-  return int(r);
-#else
-  return QuantizeValue(float(acc) * mult, zp, lo, hi);
-#endif
-}
+// An int32 sum as f32 times an f32 multiplier, in f32 (the host's and
+// onnxruntime's arithmetic), rounded half to even, plus zp, saturated.
+int Requantize(int acc, float mult, int zp, int lo, int hi) { return QuantizeValue(float(acc) * mult, zp, lo, hi); }
 
 #endif

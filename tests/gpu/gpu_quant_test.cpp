@@ -164,6 +164,13 @@ TEST(GpuQuant, QLinearConv) {
   p.strides = {2, 1};
   p.pads = {1, 1, 0, 2};
   ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv grouped, strided, padded, bias");
+  // The fused activations fuse_qdq writes: clamps of the quantized output.
+  p.activation = fb::Activation::Relu;
+  ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv with a fused Relu");
+  p.activation = fb::Activation::Clip;
+  p.activation_min = -1.5f;
+  p.activation_max = 2.f;
+  ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv with a fused Clip");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The fast int8 paths against references written here, bit for bit:
+// The fast int8 paths against references written here, bit for bit
+// (requantizing as onnxruntime does: float(int32 sum) * multiplier in f32):
 //  - QGemm on every micro-kernel this CPU (or qemu) runs: the int32 sums
 //    exactly, and the requantizing epilogue;
 //  - QLinearConv and ConvInteger through the host backend over shapes that
@@ -61,8 +62,8 @@ TEST(QGemm, EveryKernelSumsExactly) {
       QEpilogue raw;
       raw.row_add = add.data();
       ASSERT_TRUE(QGemm(pool, pa, N, src, raw, C.data(), N));
-      std::vector<double> scale(static_cast<size_t>(M));
-      for (auto& s : scale) s = static_cast<double>(0.0004f * static_cast<float>(1 + u8(rng) % 7));
+      std::vector<float> scale(static_cast<size_t>(M));
+      for (auto& s : scale) s = 0.0004f * static_cast<float>(1 + u8(rng) % 7);
       QEpilogue q;
       q.row_add = add.data();
       q.row_scale = scale.data();
@@ -78,7 +79,7 @@ TEST(QGemm, EveryKernelSumsExactly) {
           int64_t s = add[static_cast<size_t>(i)];
           for (int64_t k = 0; k < K; ++k) s += int64_t{A[static_cast<size_t>(i * K + k)]} * B[static_cast<size_t>(k * N + j)];
           const int32_t want = static_cast<int32_t>(s);
-          const int64_t wq = std::min<int64_t>(120, std::max<int64_t>(-100, RoundHalfEven(want * scale[static_cast<size_t>(i)]) - 3));
+          const int64_t wq = std::min<int64_t>(120, std::max<int64_t>(-100, RoundHalfEven(static_cast<float>(want) * scale[static_cast<size_t>(i)]) - 3));
           bad += C[static_cast<size_t>(i * N + j)] != want || Q[static_cast<size_t>(i * N + j)] != wq;
         }
       EXPECT_EQ(bad, 0) << QIsaName(isa) << " M=" << M << " K=" << K << " N=" << N;
@@ -220,7 +221,8 @@ void RunCase(const ConvCase& k, uint32_t seed) {
     const int64_t m = static_cast<int64_t>(i) / (oh * ow) % k.m;
     const int32_t s = static_cast<int32_t>(acc[i] + (k.bias ? bias[static_cast<size_t>(m)] : 0));
     const float mult = sx * sw[k.per_channel ? static_cast<size_t>(m) : 0] / sy;
-    const int64_t want = std::min(hi, std::max(lo, RoundHalfEven(static_cast<double>(s) * static_cast<double>(mult)) + zyv));
+    // f32 arithmetic, as onnxruntime: float(sum) * multiplier.
+    const int64_t want = std::min(hi, std::max(lo, RoundHalfEven(static_cast<float>(s) * mult) + zyv));
     clamped += want == lo || want == hi;
     const int64_t got = ys ? int64_t{static_cast<int8_t>(bytes[i])} : int64_t{static_cast<uint8_t>(bytes[i])};
     bad += got != want;

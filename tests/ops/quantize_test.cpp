@@ -176,7 +176,7 @@ TEST(Quantize, QLinearMatMulRequantizes) {
     for (int j = 0; j < 3; ++j) {
       int64_t acc = 0;
       for (int k = 0; k < 4; ++k) acc += (a[static_cast<size_t>(i * 4 + k)] - azp) * (b[static_cast<size_t>(k * 3 + j)] - bzp);
-      EXPECT_EQ(y[static_cast<size_t>(i * 3 + j)], Sat(RefRound(static_cast<double>(acc) * mult) + yzp, 0, 255));
+      EXPECT_EQ(y[static_cast<size_t>(i * 3 + j)], Sat(RefRound(static_cast<float>(acc) * mult) + yzp, 0, 255));
     }
   // ONNX's example (test_qlinearmatmul_2D): [[168, 115, 255], [1, 66, 151]].
   EXPECT_EQ(y, (std::vector<uint8_t>{168, 115, 255, 1, 66, 151}));
@@ -249,7 +249,7 @@ TEST(Quantize, ConvIntegerAndQLinearConv) {
     for (size_t i = 0; i < ref.size(); ++i) {
       const size_t o = i / static_cast<size_t>(oh * ow);
       const float mult = sx * sw[o] / sy;
-      const int64_t want = Sat(RefRound(static_cast<double>(ref[i] + bias[o]) * mult) + yzp, -128, 127);
+      const int64_t want = Sat(RefRound(static_cast<float>(ref[i] + bias[o]) * mult) + yzp, -128, 127);
       saturated = saturated || want == 127 || want == -128;
       EXPECT_EQ(y[i], want) << i;
     }

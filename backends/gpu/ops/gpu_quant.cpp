@@ -15,7 +15,9 @@
 // f16 / bf16 / f64 floats, 16-bit and i32 quantized types stay on the host.
 // Correctness first: no tiling.
 #include <algorithm>
+#include <cmath>
 
+#include "ops/nn_common.h"
 #include "ops/op_params.h"
 #include "gpu_layout.h"
 
@@ -119,7 +121,8 @@ class QuantizeExecution final : public GpuExecution {
 
 // Zero-point and scale flags of qmatmul.comp / qconv.comp (spec constant 6).
 enum QFlags : uint32_t {
-  kAZp = 1, kAZpPer = 2, kBZp = 4, kBZpPer = 8, kASPer = 16, kBSPer = 32, kBias = 64, kRequant = 128
+  kAZp = 1, kAZpPer = 2, kBZp = 4, kBZpPer = 8, kASPer = 16, kBSPer = 32, kBias = 64, kRequant = 128,
+  kActLo = 256, kActHi = 512  // QLinearConv's fused Relu / Relu6 / Clip bounds (qconv only)
 };
 
 // The count of a zero point / scale: 1 (per tensor) or `per`; else an error.
@@ -209,6 +212,7 @@ class QMatMulExecution final : public GpuExecution {
 struct QConvPush {
   uint32_t n, cin, cout, cg, mg;
   uint32_t in[3], out[3], kernel[3], stride[3], dil[3], pad[3];
+  float act_lo, act_hi;  // the fused activation's bounds on the real output (kActLo / kActHi)
 };
 
 class QConvExecution final : public GpuExecution {
@@ -286,6 +290,14 @@ class QConvExecution final : public GpuExecution {
       KILN_RETURN_IF_ERROR(PerOrOne(sw, push.cout, op_.typeName(), "w_scale", kBSPer, &flags));
       if (!yz || yz->elementCount() != 1) return InvalidArgument("QLinearConv: y_zero_point must be one value");
       KILN_RETURN_IF_ERROR(CheckZeroPoint(yz, y.dtype(), op_.typeName()));
+      // A fused clamp (fuse_qdq): bounds of the real value, quantized in the shader.
+      const fb::Activation act = p ? p->activation() : fb::Activation::None;
+      float lo = 0, hi = 0;
+      if (!nn::ActivationAsClamp(act, p ? p->activation_min() : 0.f, p ? p->activation_max() : 0.f, &lo, &hi))
+        return Unsupported("QLinearConv: fused activation %s has no integer form (only Relu, Relu6 and Clip)",
+                           fb::EnumNameActivation(act));
+      if (std::isfinite(lo)) flags |= kActLo, push.act_lo = lo;
+      if (std::isfinite(hi)) flags |= kActHi, push.act_hi = hi;
       if (const Tensor* bt = Opt(in, 8)) {
         if (bt->dtype() != fb::DataType::I32 || bt->elementCount() != ws[0])
           return InvalidArgument("QLinearConv: bias '%s' must be int32 with %lld values", bt->name().c_str(),

@@ -37,9 +37,10 @@ struct PassReport {
   std::string toString() const;
 };
 
-// Runs, in order: RemoveIdentity, FoldConstants, FoldBatchNorm, FuseGelu,
-// FuseLayerNorm, FuseActivation, MatMulToGemm (then FuseActivation again on
-// the Gemms it made), RemoveDeadCode.
+// Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
+// FuseGelu, FuseLayerNorm, FuseActivation, FuseQdq, FoldDequantize,
+// MatMulToGemm (then FuseActivation again on the Gemms it made),
+// RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
 
 // "remove_identity": Identity ops (ONNX Dropout is imported as Identity).
@@ -63,7 +64,20 @@ StatusOr<int> InferDtypes(fb::NetT& net);
 // kMaxFoldedBytes, graph outputs, Custom ops and ops the host cannot run are
 // left alone.
 constexpr size_t kMaxFoldedBytes = 16u << 20;
+// A DequantizeLinear of constant integers (quantized weights) is not
+// folded here: FuseQdq takes them as they are, FoldDequantize folds the rest.
 StatusOr<int> FoldConstants(fb::NetT& net);
+
+// "fuse_qdq": DequantizeLinear(xq) -> Conv(DequantizeLinear(wq), bias)
+// [fused Relu / Relu6 / Clip] -> QuantizeLinear becomes one QLinearConv on
+// the 8-bit tensors (per-tensor activations, per-tensor or per-channel
+// weights, the bias made int32 at x_scale * w_scale), so activations stay
+// 8-bit between quantized convolutions (engine/src/passes/fuse_qdq.cpp).
+StatusOr<int> FuseQdq(fb::NetT& net);
+
+// "fold_dequantize": the DequantizeLinear of constants that FuseQdq left
+// become f32 constants (FoldConstants' evaluation).
+StatusOr<int> FoldDequantize(fb::NetT& net);
 
 // "lower_einsum": an f32 Einsum without diagonals becomes ReduceSum,
 // Transpose, Reshape, Unsqueeze / Squeeze and one batched MatMul per pair of

@@ -88,6 +88,14 @@ std::vector<int64_t> ShapeValue(const fb::OpT& op, const std::vector<int64_t>& i
   return std::vector<int64_t>(in.begin() + start, in.begin() + end);
 }
 
+// A DequantizeLinear of constant integers: quantized weights, kept so that
+// fuse_qdq can take them as they are (and the file stays a quarter the
+// size); FoldDequantize folds those it leaves.
+bool DequantizesConstant(const fb::NetT& net, const fb::OpT& op) {
+  return op.type == fb::OpType::DequantizeLinear && !op.inputs.empty() && op.inputs[0] >= 0 &&
+         IsConstant(net, op.inputs[0]) && net.tensors[static_cast<size_t>(op.inputs[0])]->dtype != fb::DataType::F32;
+}
+
 bool Foldable(const fb::NetT& net, const fb::OpT& op) {
   if (op.type == fb::OpType::Constant || op.type == fb::OpType::Custom || op.type == fb::OpType::Invalid) return false;
   // Control flow needs its subgraphs, which a one-op model does not carry.
@@ -105,8 +113,11 @@ bool Foldable(const fb::NetT& net, const fb::OpT& op) {
 
 }  // namespace
 
-StatusOr<int> FoldConstants(fb::NetT& net) {
-  KILN_RETURN_IF_ERROR(CheckIndices(net, "fold_constants"));
+namespace {
+
+enum class FoldWhat { kAllButDequantize, kDequantizeOnly };
+
+StatusOr<int> Fold(fb::NetT& net, FoldWhat what) {
   std::vector<uint8_t> is_output(net.tensors.size(), 0);
   for (int t : net.outputs) is_output[static_cast<size_t>(t)] = 1;
   StaticShapes s = SeedShapes(net);
@@ -120,7 +131,7 @@ StatusOr<int> FoldConstants(fb::NetT& net) {
       InferOpShapes(net, i, &s);
       continue;
     }
-    if (op.type == fb::OpType::Shape && op.inputs.size() == 1 && op.outputs.size() == 1 && s.has(op.inputs[0])) {
+    if (what == FoldWhat::kAllButDequantize && op.type == fb::OpType::Shape && op.inputs.size() == 1 && op.outputs.size() == 1 && s.has(op.inputs[0])) {
       std::vector<int64_t> v = ShapeValue(op, s.shape[static_cast<size_t>(op.inputs[0])]);
       std::vector<uint8_t> bytes(v.size() * 8);
       if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
@@ -136,6 +147,7 @@ StatusOr<int> FoldConstants(fb::NetT& net) {
     }
     const bool inferred = InferOpShapes(net, i, &s);
     if (!inferred || !Foldable(net, op)) continue;
+    if (DequantizesConstant(net, op) != (what == FoldWhat::kDequantizeOnly)) continue;
     uint64_t bytes = 0;
     bool fits = true;
     for (int t : op.outputs) {
@@ -159,6 +171,18 @@ StatusOr<int> FoldConstants(fb::NetT& net) {
   }
   EraseOps(net, removed);
   return folded;
+}
+
+}  // namespace
+
+StatusOr<int> FoldConstants(fb::NetT& net) {
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fold_constants"));
+  return Fold(net, FoldWhat::kAllButDequantize);
+}
+
+StatusOr<int> FoldDequantize(fb::NetT& net) {
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fold_dequantize"));
+  return Fold(net, FoldWhat::kDequantizeOnly);
 }
 
 }  // namespace kiln

@@ -77,6 +77,7 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report) {
       {"lower_einsum", &LowerEinsum},       {"fold_batchnorm", &FoldBatchNorm},
       {"fuse_gelu", &FuseGelu},
       {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
+      {"fuse_qdq", &FuseQdq},               {"fold_dequantize", &FoldDequantize},
       {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
   };
   for (const Step& step : kPipeline) {

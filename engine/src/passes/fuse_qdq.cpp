@@ -1,0 +1,189 @@
+// fuse_qdq: QDQ-format convolutions become integer ones.
+//
+//   xq -> DequantizeLinear -> Conv(w = DequantizeLinear(wq), b) -> QuantizeLinear -> yq
+//     becomes  QLinearConv(xq, x_scale, x_zero, wq, w_scale, w_zero, y_scale, y_zero, bq) -> yq
+//
+// so the activations stay 8-bit from one quantized convolution to the next
+// and the host runs them through QGemm. Conditions, so that the result is
+// the QDQ graph's up to the rounding of the Conv's float sum:
+//  - x's DequantizeLinear is per tensor with constant scale and zero point;
+//  - w's is a constant int8 / uint8 tensor, per tensor or per output
+//    channel (axis 0), constant scale and zero point;
+//  - the bias is absent, an f32 constant, or a DequantizeLinear of an int32
+//    constant; it becomes int32 at scale x_scale * w_scale[m] (taken as it
+//    is when the file's scale is that product, re-rounded otherwise);
+//  - the Conv's only reader is a per-tensor QuantizeLinear with constant
+//    scale and zero point, and its fused activation (fuse_activation runs
+//    first) is None, Relu, Relu6 or Clip, which QLinearConv applies as a
+//    clamp of the quantized output.
+// The DequantizeLinear ops stay for their other readers; dead_code removes
+// those left without one. FoldDequantize then folds the DequantizeLinear
+// of constants that no fusion took (kiln/passes.h).
+#include <cmath>
+#include <cstring>
+
+#include "kiln/passes.h"
+#include "passes/pass_util.h"
+
+namespace kiln {
+
+using namespace passes;
+
+namespace {
+
+bool IsQuantType(fb::DataType t) { return t == fb::DataType::U8 || t == fb::DataType::I8; }
+
+const fb::TensorT& T(const fb::NetT& net, int t) { return *net.tensors[static_cast<size_t>(t)]; }
+
+// A DequantizeLinear / QuantizeLinear's scale and zero point (the zero
+// point made a constant of `type` when the op has none).
+struct QuantArgs {
+  int scale = -1, zero = -1;
+  std::vector<float> scales;
+  int64_t axis = 1;
+};
+
+bool ReadArgs(fb::NetT& net, const fb::OpT& op, fb::DataType type, QuantArgs* q) {
+  if (op.inputs.size() < 2 || op.inputs[1] < 0 || !ConstFloats(net, op.inputs[1], &q->scales) || q->scales.empty())
+    return false;
+  for (float s : q->scales)
+    if (!(s > 0) || !std::isfinite(s)) return false;  // the kernels name the problem
+  q->scale = op.inputs[1];
+  if (op.inputs.size() > 2 && op.inputs[2] >= 0) {
+    if (!IsConstant(net, op.inputs[2]) || T(net, op.inputs[2]).dtype != type) return false;
+    q->zero = op.inputs[2];
+  } else {
+    const std::vector<uint8_t> zeros(q->scales.size(), 0);
+    const std::vector<int64_t> shape = q->scales.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(q->scales.size())};
+    q->zero = AddConstant(net, T(net, op.inputs[1]).name + "_zero", type, shape, zeros.data(), zeros.size());
+  }
+  if (const fb::AxisParamsT* p = op.params.AsAxisParams()) q->axis = p->axis;
+  return true;
+}
+
+// The op producing `t` if it is a DequantizeLinear (of an 8-bit tensor when
+// `eight`), else -1.
+int DequantizeOf(const fb::NetT& net, const NetIndex& idx, int t) {
+  const int p = idx.producerOf(t);
+  if (p < 0) return -1;
+  const fb::OpT& op = *net.ops[static_cast<size_t>(p)];
+  if (op.type != fb::OpType::DequantizeLinear || op.inputs.empty() || op.inputs[0] < 0) return -1;
+  return p;
+}
+
+// The Conv's bias as int32 at scale x_scale * w_scale[m], or false.
+bool QuantizedBias(fb::NetT& net, const NetIndex& idx, int b, float sx, const std::vector<float>& sw, int64_t M,
+                   std::vector<int32_t>* out, int* reuse) {
+  *reuse = -1;
+  std::vector<float> real;
+  const int dq = DequantizeOf(net, idx, b);
+  if (dq >= 0) {
+    const fb::OpT& op = *net.ops[static_cast<size_t>(dq)];
+    const int bq = op.inputs[0];
+    if (!IsConstant(net, bq) || T(net, bq).dtype != fb::DataType::I32) return false;
+    std::vector<int64_t> q;
+    std::vector<float> sb;
+    if (!ConstInts(net, bq, &q) || static_cast<int64_t>(q.size()) != M) return false;
+    if (op.inputs.size() < 2 || !ConstFloats(net, op.inputs[1], &sb) || (sb.size() != 1 && static_cast<int64_t>(sb.size()) != M))
+      return false;
+    std::vector<int64_t> zb(1, 0);
+    if (op.inputs.size() > 2 && op.inputs[2] >= 0 && !ConstInts(net, op.inputs[2], &zb)) return false;
+    bool same = true;
+    for (int64_t m = 0; m < M; ++m) {
+      const float want = sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)];
+      const float have = sb[sb.size() == 1 ? 0 : static_cast<size_t>(m)];
+      same = same && std::fabs(have - want) <= 1e-6f * want;
+      for (int64_t z : zb) same = same && z == 0;
+    }
+    if (same) {
+      *reuse = bq;
+      return true;
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t z = zb[zb.size() == 1 ? 0 : static_cast<size_t>(m)];
+      real.push_back(static_cast<float>(q[static_cast<size_t>(m)] - z) * sb[sb.size() == 1 ? 0 : static_cast<size_t>(m)]);
+    }
+  } else if (!ConstFloats(net, b, &real) || static_cast<int64_t>(real.size()) != M) {
+    return false;
+  }
+  out->resize(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) {
+    const double v = std::nearbyint(static_cast<double>(real[static_cast<size_t>(m)]) /
+                                    static_cast<double>(sx * sw[sw.size() == 1 ? 0 : static_cast<size_t>(m)]));
+    if (!(std::fabs(v) < 2147483647.0)) return false;
+    (*out)[static_cast<size_t>(m)] = static_cast<int32_t>(v);
+  }
+  return true;
+}
+
+bool ClampActivation(const fb::ConvParamsT* p) {
+  if (!p) return true;
+  switch (p->activation) {
+    case fb::Activation::None:
+    case fb::Activation::Relu:
+    case fb::Activation::Relu6:
+    case fb::Activation::Clip: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+StatusOr<int> FuseQdq(fb::NetT& net) {
+  KILN_RETURN_IF_ERROR(CheckIndices(net, "fuse_qdq"));
+  std::vector<uint8_t> removed(net.ops.size(), 0);
+  int n = 0;
+  NetIndex idx(net, removed);
+  size_t indexed = net.tensors.size();
+  for (size_t i = 0; i < net.ops.size(); ++i) {
+    if (indexed != net.tensors.size()) {  // constants added since: index them too
+      idx = NetIndex(net, removed);
+      indexed = net.tensors.size();
+    }
+    fb::OpT& conv = *net.ops[i];
+    if (conv.type != fb::OpType::Conv || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
+    if (!ClampActivation(conv.params.AsConvParams())) continue;
+    const int y = conv.outputs[0];
+    if (!idx.singleUse(y)) continue;
+    const int qi = idx.consumers[static_cast<size_t>(y)][0];
+    fb::OpT& qop = *net.ops[static_cast<size_t>(qi)];
+    if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != y || qop.outputs.size() != 1) continue;
+    const int dxi = DequantizeOf(net, idx, conv.inputs[0]), dwi = DequantizeOf(net, idx, conv.inputs[1]);
+    if (dxi < 0 || dwi < 0) continue;
+    const fb::OpT& dx = *net.ops[static_cast<size_t>(dxi)];
+    const fb::OpT& dw = *net.ops[static_cast<size_t>(dwi)];
+    const int xq = dx.inputs[0], wq = dw.inputs[0], yq = qop.outputs[0];
+    const fb::DataType xt = T(net, xq).dtype, wt = T(net, wq).dtype, yt = T(net, yq).dtype;
+    if (!IsQuantType(xt) || !IsQuantType(wt) || !IsQuantType(yt) || !IsConstant(net, wq)) continue;
+    std::vector<int64_t> wshape;
+    if (!StaticShapeOf(T(net, wq), &wshape) || wshape.size() < 3) continue;
+    const int64_t M = wshape[0];
+    QuantArgs ax, aw, ay;
+    if (!ReadArgs(net, dx, xt, &ax) || ax.scales.size() != 1) continue;
+    if (!ReadArgs(net, dw, wt, &aw)) continue;
+    if (aw.scales.size() != 1 && (static_cast<int64_t>(aw.scales.size()) != M || (aw.axis != 0 && aw.axis != -static_cast<int64_t>(wshape.size()))))
+      continue;
+    if (!ReadArgs(net, qop, yt, &ay) || ay.scales.size() != 1) continue;
+    int bias = -1;
+    if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
+      std::vector<int32_t> bq;
+      int reuse = -1;
+      if (!QuantizedBias(net, idx, conv.inputs[2], ax.scales[0], aw.scales, M, &bq, &reuse)) continue;
+      bias = reuse >= 0 ? reuse
+                        : AddConstant(net, T(net, conv.inputs[2]).name + "_i32", fb::DataType::I32, {M}, bq.data(),
+                                      bq.size() * sizeof(int32_t));
+    }
+    conv.type = fb::OpType::QLinearConv;
+    conv.inputs = {xq, ax.scale, ax.zero, wq, aw.scale, aw.zero, ay.scale, ay.zero};
+    if (bias >= 0) conv.inputs.push_back(bias);
+    conv.outputs[0] = yq;
+    removed[static_cast<size_t>(qi)] = 1;
+    ++n;
+    idx = NetIndex(net, removed);
+    indexed = net.tensors.size();
+  }
+  EraseOps(net, removed);
+  return n;
+}
+
+}  // namespace kiln
