@@ -68,6 +68,10 @@ bool OffsetB(QIsa isa) { return isa == QIsa::kNeonDot; }
 
 thread_local ScratchBuffer tl_qb, tl_qrows;
 
+// Rows of B gathered at a time before they are interleaved (a multiple of
+// every kernel's kg).
+constexpr int64_t kChunk = 32;
+
 // Four rows of n bytes interleaved into nr-wide panels of kg = 4:
 // dst[p * pstride + (c * 4 + g)] = rows[g][p * nr + c] (x ^ flip).
 void Interleave4(const uint8_t* const rows[4], int64_t n, int nr, int64_t pstride, uint8_t flip, uint8_t* dst) {
@@ -240,7 +244,8 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   std::atomic<bool> failed{false};
   pool.parallelFor(blocks * split, [&](int64_t begin, int64_t end) {
     uint8_t* bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
-    uint8_t* rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kg * (nc + 16) + 3) / 4)));
+    const int64_t rstride = nc + 16;
+    uint8_t* rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
     if (!bbuf || !rbuf) {
       failed.store(true, std::memory_order_relaxed);
       return;
@@ -251,18 +256,23 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
       const int64_t blk = t / split, ms = t % split;
       const int64_t j0 = blk * nc, ncols = std::min(nc, N - j0), ncols_pad = (ncols + nr - 1) / nr * nr;
       if (packed_block != blk) {
-        const uint8_t* rows[4];
-        for (int g = 0; g < kg; ++g) rows[g] = rbuf + g * (nc + 16);
-        for (int64_t q = 0; q < a.kq; ++q) {
-          for (int g = 0; g < kg; ++g) {
-            uint8_t* r = rbuf + g * (nc + 16);
-            const int64_t kk = q * kg + g;
-            if (kk < a.K) b.row(b.ctx, kk, j0, ncols, r);
-            else std::memset(r, flip, static_cast<size_t>(ncols));  // A is zero there; B's value is irrelevant
-            std::memset(r + ncols, flip, static_cast<size_t>(ncols_pad - ncols));
+        // B's block kChunk rows at a time (kept in L1), then interleaved
+        // into panels kg rows at a time; columns and rows past B are zero
+        // (A is zero past K, so rows there are irrelevant but defined).
+        for (int64_t k0 = 0; k0 < depth; k0 += kChunk) {
+          const int64_t kn = std::min(kChunk, depth - k0), real = std::max<int64_t>(0, std::min(kn, a.K - k0));
+          if (real > 0) b.block(b.ctx, k0, real, j0, ncols, rbuf, rstride);
+          for (int64_t kk = 0; kk < kn; ++kk) {
+            uint8_t* r = rbuf + kk * rstride;
+            if (kk >= real) std::memset(r, 0, static_cast<size_t>(ncols));
+            std::memset(r + ncols, 0, static_cast<size_t>(ncols_pad - ncols));
           }
-          if (kg == 4) Interleave4(rows, ncols_pad, nr, pstride, flip, bbuf + q * nr * 4);
-          else Interleave2(rows, ncols_pad, nr, pstride, bbuf + q * nr * 2);
+          for (int64_t q = k0 / kg; q < (k0 + kn) / kg; ++q) {
+            const uint8_t* rows[4];
+            for (int g = 0; g < kg; ++g) rows[g] = rbuf + (q * kg + g - k0) * rstride;
+            if (kg == 4) Interleave4(rows, ncols_pad, nr, pstride, flip, bbuf + q * nr * 4);
+            else Interleave2(rows, ncols_pad, nr, pstride, bbuf + q * nr * 2);
+          }
         }
         packed_block = blk;
       }

@@ -41,11 +41,14 @@ struct QPackedA {
 };
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda);
 
-// The implicit B: row(ctx, k, j0, n, dst) writes B(k, j0 .. j0 + n) into
-// dst. Called from the pool's threads at once, so it must only read shared
-// state.
+// The implicit B: block(ctx, k0, kn, j0, n, dst, stride) writes columns j0
+// .. j0 + n of rows k0 .. k0 + kn of B to dst + (k - k0) * stride (and may
+// write up to 16 bytes past each row's n: the stride has the room). Called
+// for a few dozen rows at a time (an L1-sized piece of a column block), so
+// the caller works out where the columns come from once for all of them.
+// Called from the pool's threads at once, so it must only read shared state.
 struct QBSource {
-  void (*row)(const void* ctx, int64_t k, int64_t j0, int64_t n, uint8_t* dst);
+  void (*block)(const void* ctx, int64_t k0, int64_t kn, int64_t j0, int64_t n, uint8_t* dst, int64_t stride);
   const void* ctx;
 };
 

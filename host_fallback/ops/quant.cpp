@@ -17,6 +17,7 @@
 #include "ops/op_params.h"
 #include "ops/quant.h"
 #include "ops/shape_inference.h"
+#include "simd_clones.h"
 
 namespace kiln {
 namespace quant {
@@ -152,7 +153,43 @@ void StoreInt(const Tensor& t, int64_t i, int64_t v) {
 
 // ---- QuantizeLinear, DequantizeLinear ----
 
-Status RunQuantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+// The common forms as vector loops (f32 <-> 8-bit, one scale and zero point
+// for the range), each the reference's arithmetic: x / scale in f32, round
+// half to even, saturate (NaN to the zero point); (q - zero) * scale in f32.
+KILN_SIMD_CLONES
+void QuantizeRow(const float* __restrict x, int64_t n, float scale, float zero, float lo, float hi, bool to_i8,
+                 uint8_t* __restrict y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = std::nearbyint(x[i] / scale) + zero;
+    const float c = r >= lo ? (r <= hi ? r : hi) : (r == r ? lo : zero);
+    y[i] = to_i8 ? static_cast<uint8_t>(static_cast<int8_t>(c)) : static_cast<uint8_t>(c);
+  }
+}
+
+KILN_SIMD_CLONES
+void DequantizeRow(const uint8_t* __restrict q, int64_t n, bool from_i8, float zero, float scale, float* __restrict y) {
+  if (from_i8)
+    for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(static_cast<int8_t>(q[i])) - zero) * scale;
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = (static_cast<float>(q[i]) - zero) * scale;
+}
+
+bool IsByte(fb::DataType t) { return t == fb::DataType::U8 || t == fb::DataType::I8; }
+
+// Runs row(begin, count, channel) over [0, count) in runs of one channel
+// (per-tensor: one run), split over the pool's threads.
+template <typename Row>
+void ForChannelRuns(ThreadPool& pool, int64_t count, int64_t n, int64_t inner, const Row& row) {
+  pool.parallelFor(count, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e;) {
+      const int64_t c = (i / inner) % n, end = n == 1 ? e : std::min(e, (i / inner + 1) * inner);
+      row(i, end - i, c);
+      i = end;
+    }
+  }, 16384);
+}
+
+Status RunQuantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
   const Tensor& x = *in[0];
   const Tensor& y = *out[0];
   const Tensor* z = Opt(in, 2);
@@ -164,6 +201,16 @@ Status RunQuantize(const GraphOp& op, const std::vector<Tensor*>& in, const std:
   QuantRange(y.dtype(), &lo, &hi);
   const bool f64 = x.dtype() == fb::DataType::F64;
   const int64_t count = x.elementCount();
+  if (x.dtype() == fb::DataType::F32 && IsByte(y.dtype())) {
+    const float* xv = x.host<float>();
+    uint8_t* yv = static_cast<uint8_t*>(y.hostData());
+    const bool i8 = y.dtype() == fb::DataType::I8;
+    ForChannelRuns(be.pool(), count, n, inner, [&](int64_t b, int64_t len, int64_t c) {
+      QuantizeRow(xv + b, len, scale[static_cast<size_t>(c)], static_cast<float>(zp[static_cast<size_t>(c)]),
+                  static_cast<float>(lo), static_cast<float>(hi), i8, yv + b);
+    });
+    return Status::Ok();
+  }
   for (int64_t i = 0; i < count; ++i) {
     const size_t c = static_cast<size_t>((i / inner) % n);
     const double xv = LoadDouble(x.hostData(), x.dtype(), i);
@@ -174,7 +221,8 @@ Status RunQuantize(const GraphOp& op, const std::vector<Tensor*>& in, const std:
   return Status::Ok();
 }
 
-Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend&) {
+Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                     HostBackend& be) {
   const Tensor& x = *in[0];
   const Tensor& y = *out[0];
   const Tensor* z = Opt(in, 2);
@@ -183,6 +231,16 @@ Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const st
   KILN_ASSIGN_OR_RETURN(std::vector<float> scale, Scales(op, *in[1], "x_scale"));
   KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, "x_zero_point", x.dtype(), n));
   const int64_t count = x.elementCount();
+  if (IsByte(x.dtype()) && y.dtype() == fb::DataType::F32) {
+    const uint8_t* xv = static_cast<const uint8_t*>(x.hostData());
+    float* yv = y.host<float>();
+    const bool i8 = x.dtype() == fb::DataType::I8;
+    ForChannelRuns(be.pool(), count, n, inner, [&](int64_t b, int64_t len, int64_t c) {
+      DequantizeRow(xv + b, len, i8, static_cast<float>(zp[static_cast<size_t>(c)]), scale[static_cast<size_t>(c)],
+                    yv + b);
+    });
+    return Status::Ok();
+  }
   for (int64_t i = 0; i < count; ++i) {
     const size_t c = static_cast<size_t>((i / inner) % n);
     const int64_t d = LoadInt64(x.hostData(), x.dtype(), i) - zp[c];

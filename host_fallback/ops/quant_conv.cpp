@@ -19,6 +19,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "host_backend.h"
 #include "ops/nn_depthwise.h"
 #include "ops/op_params.h"
@@ -30,55 +34,76 @@ namespace {
 
 using IntVec = std::vector<int64_t>;
 
-// The unfolded input of one group of one image, a row at a time (QBSource).
+// The unfolded input of one group of one image (QBSource), read from a
+// padded copy of the group's planes (the zero point in the border, int8
+// values offset to uint8 already). A column block is the same runs of
+// output rows for every kernel tap, so they are worked out once a block;
+// each tap's row is then its plane offset plus those runs, each copied in
+// 16-byte chunks (stride 1) that may run past its end (the next run
+// overwrites them; the padded planes and B's rows have the slack).
 struct ConvRows {
-  const uint8_t* x = nullptr;  // the group's first input plane
-  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0;
-  uint8_t flip = 0;  // 0x80: x is int8, read as x + 128
-  uint8_t pad = 0;   // the zero point as read
-  bool pointwise = false;
-  IntVec lo, hi;  // per kernel column kx: output columns [lo, hi) read inside the input row
+  const uint8_t* x = nullptr;  // the group's first padded plane
+  int64_t oh = 1, ow = 1, sh = 1, sw = 1, wp = 1;
+  bool pointwise = false;      // x is the input itself: B's rows are its planes
+  const int64_t* tap_off = nullptr;  // [K]: offset of row k's first read in x
 };
 
-void ConvRow(const void* ctx, int64_t k, int64_t j0, int64_t n, uint8_t* __restrict dst) {
+constexpr int64_t kRowSlack = 32;  // bytes a copy may read past a run (writes: 16)
+
+// d[i] = src[2 * i] for i < n: even bytes, 16 from each 32 (SSE2 where
+// x86-64 has it); may read up to 32 bytes and write up to 16 past n.
+inline void EvenBytes(const uint8_t* __restrict src, int64_t n, uint8_t* __restrict d) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i lo = _mm_set1_epi16(0x00ff);
+  for (; i < n; i += 16) {
+    const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i)), lo);
+    const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i + 16)), lo);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_packus_epi16(a, b));
+  }
+#endif
+  for (; i < n; ++i) d[i] = src[2 * i];
+}
+
+void ConvBlock(const void* ctx, int64_t k0, int64_t kn, int64_t j0, int64_t n, uint8_t* __restrict dst,
+               int64_t stride) {
   const ConvRows& r = *static_cast<const ConvRows*>(ctx);
-  const int64_t taps = r.kh * r.kw, c = k / taps, t = k % taps, ky = t / r.kw, kx = t % r.kw;
-  const uint8_t* __restrict plane = r.x + c * r.h * r.w;
-  const uint8_t flip = r.flip;
   if (r.pointwise) {
-    if (!flip) std::memcpy(dst, plane + j0, static_cast<size_t>(n));
-    else
-      for (int64_t i = 0; i < n; ++i) dst[i] = plane[j0 + i] ^ flip;
+    for (int64_t k = 0; k < kn; ++k)
+      std::memcpy(dst + k * stride, r.x + (k0 + k) * r.oh * r.ow + j0, static_cast<size_t>(n));
     return;
   }
-  const int64_t lo = r.lo[static_cast<size_t>(kx)], hi = r.hi[static_cast<size_t>(kx)];
-  int64_t q = 0, oy = j0 / r.ow, ox = j0 % r.ow;
-  while (q < n) {
-    const int64_t run = std::min(n - q, r.ow - ox);
-    const int64_t iy = oy * r.sh - r.pt + ky * r.dh;
-    const int64_t a = std::max(ox, lo), b = std::min(ox + run, hi);
-    if (iy < 0 || iy >= r.h || a >= b) {
-      std::memset(dst + q, r.pad, static_cast<size_t>(run));
-    } else {
-      uint8_t* __restrict o = dst + q - ox;  // o[x]: output column x of this run
-      for (int64_t x = ox; x < a; ++x) o[x] = r.pad;
-      const uint8_t* __restrict src = plane + iy * r.w + a * r.sw - r.pl + kx * r.dw;
-      if (r.sw == 1)
-        for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i] ^ flip;
-      else
-        for (int64_t i = 0; i < b - a; ++i) o[a + i] = src[i * r.sw] ^ flip;
-      for (int64_t x = b; x < ox + run; ++x) o[x] = r.pad;
-    }
-    q += run;
-    ox += run;
-    if (ox == r.ow) {
-      ox = 0;
-      ++oy;
+  struct Run {
+    int64_t at, src, len;
+  };
+  thread_local std::vector<Run> runs;  // the output rows the block spans
+  runs.clear();
+  for (int64_t q = 0, oy = j0 / r.ow, ox = j0 % r.ow; q < n;) {
+    const int64_t len = std::min(n - q, r.ow - ox);
+    runs.push_back({q, oy * r.sh * r.wp + ox * r.sw, len});
+    q += len;
+    ox = 0;
+    ++oy;
+  }
+  const int64_t count = static_cast<int64_t>(runs.size());
+  for (int64_t k = 0; k < kn; ++k) {
+    const uint8_t* __restrict plane = r.x + r.tap_off[k0 + k];
+    uint8_t* __restrict row = dst + k * stride;
+    for (int64_t i = 0; i < count; ++i) {
+      const Run& run = runs[static_cast<size_t>(i)];
+      const uint8_t* __restrict src = plane + run.src;
+      uint8_t* __restrict d = row + run.at;
+      const int64_t len = run.len;
+      if (r.sw == 1) {
+        for (int64_t c = 0; c < len; c += 16) std::memcpy(d + c, src + c, 16);
+      } else if (r.sw == 2) {
+        EvenBytes(src, len, d);
+      } else {
+        for (int64_t c = 0; c < len; ++c) d[c] = src[c * r.sw];
+      }
     }
   }
 }
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 class QConvExecution final : public Execution {
  public:
@@ -157,17 +182,22 @@ class QConvExecution final : public Execution {
     ep.lo = static_cast<int32_t>(lo);
     ep.hi = static_cast<int32_t>(hi);
     ep.out_i8 = out[0]->dtype() == fb::DataType::I8;
-    rows_.pad = static_cast<uint8_t>(zxr);
     const size_t elem = qlinear_ ? 1 : sizeof(int32_t);
     const uint8_t* xb = static_cast<const uint8_t*>(x.hostData());
     uint8_t* yb = static_cast<uint8_t*>(out[0]->hostData());
     for (int64_t n = 0; n < batch_; ++n)
       for (int64_t g = 0; g < group_; ++g) {
         ConvRows rows = rows_;
-        rows.x = xb + (n * C_ + g * Cg_) * in_plane;
+        const uint8_t* planes = xb + (n * C_ + g * Cg_) * in_plane;
+        if (rows.pointwise && !x_signed_) {
+          rows.x = planes;
+        } else {
+          padPlanes(planes, static_cast<uint8_t>(zxr));
+          rows.x = padded_.data();
+        }
         ep.row_add = row_add_.data() + g * Mg_;
         ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
-        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvRow, &rows}, ep,
+        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows}, ep,
                    yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem), out_plane))
           return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
       }
@@ -179,6 +209,25 @@ class QConvExecution final : public Execution {
   const Tensor* weightZero(const std::vector<Tensor*>& in) const {
     const size_t k = qlinear_ ? 5 : 3;
     return k < in.size() ? in[k] : nullptr;
+  }
+
+  // padded_ = the group's Cg_ planes with pt_ / pl_ rows and columns of
+  // `pad` before and enough after, int8 values offset to uint8 (^ 0x80).
+  void padPlanes(const uint8_t* planes, uint8_t pad) {
+    const ConvRows& r = rows_;
+    const size_t bytes = static_cast<size_t>(Cg_ * hp_ * wp_ + kRowSlack * r.sw + kRowSlack);
+    padded_.resize(bytes);
+    std::memset(padded_.data(), pad, bytes);
+    const uint8_t flip = x_signed_ ? 0x80 : 0;
+    for (int64_t c = 0; c < Cg_; ++c)
+      for (int64_t y = 0; y < h_; ++y) {
+        const int64_t py = y + pt_;
+        if (py >= hp_) break;
+        const uint8_t* __restrict src = planes + (c * h_ + y) * w_;
+        uint8_t* __restrict dst = padded_.data() + (c * hp_ + py) * wp_ + pl_;
+        const int64_t cols = std::min(w_, wp_ - pl_);
+        for (int64_t i = 0; i < cols; ++i) dst[i] = src[i] ^ flip;
+      }
   }
 
   // Packs the centered weights (GEMM panels, or floats for the depthwise
@@ -248,30 +297,31 @@ class QConvExecution final : public Execution {
     oh_ = two ? yout[0] : 1;
     ow_ = yout[nsp - 1];
     ConvRows& r = rows_;
-    r.h = h_, r.w = w_, r.oh = oh_, r.ow = ow_;
-    r.kh = two ? kernel[0] : 1, r.kw = kernel[nsp - 1];
+    r.oh = oh_, r.ow = ow_;
+    const int64_t kh = two ? kernel[0] : 1, kw = kernel[nsp - 1];
     r.sh = two ? strides[0] : 1, r.sw = strides[nsp - 1];
-    r.dh = two ? dil[0] : 1, r.dw = dil[nsp - 1];
-    r.pt = two ? pads[0] : 0, r.pl = pads[nsp - 1];
-    r.flip = x_signed_ ? 0x80 : 0;
-    r.pointwise = r.kh == 1 && r.kw == 1 && r.sh == 1 && r.sw == 1 && r.pt == 0 && r.pl == 0 && h_ == oh_ && w_ == ow_;
-    r.lo.clear();
-    r.hi.clear();
-    for (int64_t kx = 0; kx < r.kw; ++kx) {
-      const int64_t shift = kx * r.dw - r.pl;  // input column = ox * sw + shift
-      const int64_t lo = std::max<int64_t>(0, -FloorDiv(shift, r.sw));
-      const int64_t hi = std::min<int64_t>(ow_, FloorDiv(w_ - 1 - shift, r.sw) + 1);
-      r.lo.push_back(lo);
-      r.hi.push_back(std::max(lo, hi));
-    }
+    const int64_t dh = two ? dil[0] : 1, dw = dil[nsp - 1];
+    pt_ = two ? pads[0] : 0, pl_ = pads[nsp - 1];
+    if (pt_ < 0 || pl_ < 0) return false;
+    // The padded planes cover every input position the taps read (an
+    // output may read past the input's end: the far padding).
+    hp_ = std::max(h_ + pt_, (oh_ - 1) * r.sh + (kh - 1) * dh + 1);
+    r.wp = wp_ = std::max(w_ + pl_, (ow_ - 1) * r.sw + (kw - 1) * dw + 1);
+    r.pointwise = kh == 1 && kw == 1 && r.sh == 1 && r.sw == 1 && pt_ == 0 && pl_ == 0 && h_ == oh_ && w_ == ow_;
+    // Row k = (c, ky, kx) of B starts at plane c, row ky * dh, column kx * dw;
+    tap_off_.clear();
+    for (int64_t c = 0; c < Cg_; ++c)
+      for (int64_t ky = 0; ky < kh; ++ky)
+        for (int64_t kx = 0; kx < kw; ++kx) tap_off_.push_back((c * hp_ + ky * dh) * wp_ + kx * dw);
+    r.tap_off = tap_off_.data();
     depthwise_ = !dw_w_.empty();
     if (depthwise_) {
       nn::DepthwiseArgs& a = dw_args_;
       a.n = batch_, a.c = C_, a.m = M_;
       a.h = h_, a.w = w_, a.oh = oh_, a.ow = ow_;
-      a.kh = r.kh, a.kw = r.kw, a.sh = r.sh, a.sw = r.sw, a.dh = r.dh, a.dw = r.dw, a.pt = r.pt, a.pl = r.pl;
+      a.kh = kh, a.kw = kw, a.sh = r.sh, a.sw = r.sw, a.dh = dh, a.dw = dw, a.pt = pt_, a.pl = pl_;
       if (!nn::DepthwiseFlatSuits(a)) return false;
-    } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ || packed_[0].K != Cg_ * r.kh * r.kw) {
+    } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ || packed_[0].K != Cg_ * kh * kw) {
       return false;
     }
     return true;
@@ -284,6 +334,9 @@ class QConvExecution final : public Execution {
   std::vector<float> dw_w_, dw_bias_;
   nn::DepthwiseArgs dw_args_;
   ConvRows rows_;
+  std::vector<uint8_t> padded_;
+  std::vector<int64_t> tap_off_;
+  int64_t pt_ = 0, pl_ = 0, hp_ = 1, wp_ = 1;
   int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
   std::vector<int32_t> row_add_;
   std::vector<float> row_scale_;

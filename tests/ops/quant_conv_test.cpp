@@ -51,11 +51,12 @@ TEST(QGemm, EveryKernelSumsExactly) {
       for (auto& v : add) v = s8(rng) * 1000;
       struct Ctx {
         const uint8_t* b;
-        int64_t n;
-      } ctx{B.data(), N};
-      const QBSource src{[](const void* c, int64_t k, int64_t j0, int64_t n, uint8_t* dst) {
+        int64_t n, k;
+      } ctx{B.data(), N, K};
+      const QBSource src{[](const void* c, int64_t k0, int64_t kn, int64_t j0, int64_t n, uint8_t* dst, int64_t stride) {
                            const Ctx& x = *static_cast<const Ctx*>(c);
-                           for (int64_t j = 0; j < n; ++j) dst[j] = x.b[k * x.n + j0 + j];
+                           for (int64_t k = 0; k < kn; ++k)
+                             for (int64_t j = 0; j < n; ++j) dst[k * stride + j] = x.b[(k0 + k) * x.n + j0 + j];
                          },
                          &ctx};
       std::vector<int32_t> C(static_cast<size_t>(M * N), -1);
