@@ -283,6 +283,17 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           k.micro(a.kq, ap, bbuf + pn * pstride, tile);
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
+          if (k.finish && ep.row_scale) {
+            int32_t add[8];
+            for (int64_t r = 0; r < rows; ++r) {
+              const int64_t m = m0 + r;
+              add[r] = ep.row_add ? ep.row_add[m] : 0;
+              if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.row_sum[static_cast<size_t>(m)]));
+            }
+            k.finish(tile, nr, rows, cols, add, ep.row_scale + m0, static_cast<float>(ep.y_zero),
+                     static_cast<float>(ep.lo), static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
+            continue;
+          }
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t m = m0 + r;
             int32_t add = ep.row_add ? ep.row_add[m] : 0;

@@ -73,10 +73,16 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
 namespace qgemm_detail {
 // c[r * nr + j] = sum over kq groups of a panel (mr rows) times a B panel.
 using QMicro = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c);
+// The requantizing epilogue on a finished tile (rows x cols of c, row
+// stride nr): out[r * ldc + j] = byte(clamp(round(float(c + add[r]) *
+// scale[r]) + zero, lo, hi)).
+using QFinish = void (*)(const int32_t* c, int nr, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
+                         float zero, float lo, float hi, uint8_t* out, int64_t ldc);
 struct QKernel {
   int mr, nr, kg;
   bool a16;  // A stored as int16 (kg values a group)
   QMicro micro;
+  QFinish finish = nullptr;  // null: the portable loop
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* Avx2QKernel();

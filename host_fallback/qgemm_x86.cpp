@@ -69,7 +69,30 @@ __attribute__((target("avx2"))) void MicroAvx2(int64_t kq, const int8_t* a, cons
   for (int i = 0; i < 12; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * 8), out[i]);
 }
 
-const QKernel kVnni{8, 32, 4, false, &MicroVnni};
+// Zero-masked forms with every lane set: GCC 12's plain ones warn inside its
+// header (an "undefined" source vector).
+constexpr __mmask16 kAll = 0xFFFF;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void FinishAvx512(const int32_t* c, int nr, int64_t rows,
+                                                                         int64_t cols, const int32_t* add,
+                                                                         const float* scale, float zero, float lo,
+                                                                         float hi, uint8_t* out, int64_t ldc) {
+  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512i va = _mm512_set1_epi32(add[r]);
+    const __m512 vs = _mm512_set1_ps(scale[r]);
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = cols - j >= 16 ? kAll : static_cast<__mmask16>((1u << (cols - j)) - 1u);
+      const __m512i s = _mm512_maskz_add_epi32(kAll, _mm512_maskz_loadu_epi32(m, c + r * nr + j), va);
+      __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, s), vs);
+      v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
+      _mm512_mask_cvtepi32_storeu_epi8(out + r * ldc + j, m, _mm512_maskz_cvtps_epi32(kAll, v));
+    }
+  }
+}
+
+const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 
 }  // namespace

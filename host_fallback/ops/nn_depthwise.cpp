@@ -339,6 +339,70 @@ void CopyOutQuant(const float* __restrict acc, int64_t wq, int64_t oh, int64_t o
   }
 }
 
+#if KILN_DW_AVX512
+// The 8-bit copies with AVX-512 (BW and VL for the byte masks): 16 values a
+// step, tails through masks (the generic loops did not vectorize the
+// strided reads or the rounding: a third of a quantized MobileNetV2's time).
+#define KILN_DW_Q_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+// Zero-masked forms with every lane set: GCC 12's plain ones warn inside its
+// header (an "undefined" source vector).
+constexpr __mmask16 kQAll = 0xFFFF;
+
+KILN_DW_Q_TARGET inline __mmask32 Lanes32(int64_t n) {
+  return n >= 32 ? static_cast<__mmask32>(0xFFFFFFFFu) : static_cast<__mmask32>((1u << n) - 1u);
+}
+
+KILN_DW_Q_TARGET void CopyInQuantAvx512(const uint8_t* __restrict xp, const CopyGeom& g, uint8_t flip, float zero,
+                                        float* __restrict xs) {
+  const int64_t n = g.ix_end, w = g.w, pl = g.pl;
+  if (n <= 0) return;
+  const __m512 vz = _mm512_set1_ps(zero);
+  const __m128i f16 = _mm_set1_epi8(static_cast<char>(flip));
+  const __m256i f32 = _mm256_set1_epi8(static_cast<char>(flip));
+  for (int64_t iy = 0; iy < g.iy_end; ++iy) {
+    const uint8_t* src = xp + iy * w;
+    float* base = xs + g.RowBase(iy);
+    if (g.sw_log == 0) {
+      float* d = base + pl;
+      for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = TailMask(n - j);
+        const __m128i b = _mm_xor_si128(_mm_maskz_loadu_epi8(m, src + j), f16);
+        _mm512_mask_storeu_ps(d + j, m, _mm512_maskz_sub_ps(kQAll, _mm512_maskz_cvtepi32_ps(kQAll, _mm512_maskz_cvtepu8_epi32(kQAll, b)), vz));
+      }
+      continue;
+    }
+    // Stride 2: even input columns to one phase plane, odd ones to the other.
+    float* de = base + (pl & 1) * g.plane + (pl >> 1);
+    float* dodd = base + ((pl + 1) & 1) * g.plane + ((pl + 1) >> 1);
+    const int64_t ne = (n + 1) >> 1, no = n >> 1;
+    for (int64_t j = 0; j < ne; j += 16) {
+      const __m256i b = _mm256_xor_si256(_mm256_maskz_loadu_epi8(Lanes32(n - 2 * j), src + 2 * j), f32);
+      const __m512i pairs = _mm512_maskz_cvtepu16_epi32(kQAll, b);
+      const __m512i even = _mm512_maskz_and_epi32(kQAll, pairs, _mm512_set1_epi32(0xff)), odd = _mm512_maskz_srli_epi32(kQAll, pairs, 8);
+      _mm512_mask_storeu_ps(de + j, TailMask(ne - j), _mm512_maskz_sub_ps(kQAll, _mm512_maskz_cvtepi32_ps(kQAll, even), vz));
+      if (j < no) _mm512_mask_storeu_ps(dodd + j, TailMask(no - j), _mm512_maskz_sub_ps(kQAll, _mm512_maskz_cvtepi32_ps(kQAll, odd), vz));
+    }
+  }
+}
+
+KILN_DW_Q_TARGET void CopyOutQuantAvx512(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, float mult,
+                                         float zero, float lo, float hi, uint8_t* __restrict y) {
+  const __m512 vm = _mm512_set1_ps(mult), vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* src = acc + oy * wq;
+    uint8_t* dst = y + oy * ow;
+    for (int64_t i = 0; i < ow; i += 16) {
+      const __mmask16 m = TailMask(ow - i);
+      __m512 v = _mm512_maskz_roundscale_ps(kQAll, _mm512_maskz_mul_ps(kQAll, _mm512_maskz_loadu_ps(m, src + i), vm),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_maskz_min_ps(kQAll, _mm512_maskz_max_ps(kQAll, _mm512_maskz_add_ps(kQAll, v, vz), vlo), vhi);  // max_ps(NaN, lo) is lo
+      _mm512_mask_cvtepi32_storeu_epi8(dst + i, m, _mm512_maskz_cvtps_epi32(kQAll, v));
+    }
+  }
+}
+#undef KILN_DW_Q_TARGET
+#endif
+
 // y (oh x ow) = the valid columns of the flat result, clamped when `clamp`.
 KILN_SIMD_CLONES
 void CopyOut(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, bool clamp, float lo, float hi,
@@ -537,8 +601,9 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
   const int64_t work = std::max<int64_t>(1, p.n_out * taps);
 #if KILN_DW_AVX512
   static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx512bw = avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 #else
-  [[maybe_unused]] constexpr bool avx512 = false;
+  [[maybe_unused]] constexpr bool avx512 = false, avx512bw = false;
 #endif
   // Two input scratches and two result blocks, used in turn: plane k + 1 is
   // copied in and plane k - 1 copied out around plane k's taps, so no load
@@ -565,10 +630,16 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
       const int64_t src = src_of(nm);
       if (held[0] == src) return 0;
       if (held[1] == src) return 1;
-      if (qz)
-        CopyInQuant(xb + src * in_plane, cg, qz->x_signed ? 0x80 : 0,
-                    static_cast<float>(qz->x_signed ? qz->x_zero + 128 : qz->x_zero), xs + prefer * in_stride);
-      else
+      if (qz) {
+        const uint8_t flip = qz->x_signed ? 0x80 : 0;
+        const float zero = static_cast<float>(qz->x_signed ? qz->x_zero + 128 : qz->x_zero);
+#if KILN_DW_AVX512
+        if (avx512bw)
+          CopyInQuantAvx512(xb + src * in_plane, cg, flip, zero, xs + prefer * in_stride);
+        else
+#endif
+          CopyInQuant(xb + src * in_plane, cg, flip, zero, xs + prefer * in_stride);
+      } else
 #if KILN_DW_AVX512
       if (avx512)
         CopyInAvx512(x + src * in_plane, cg, xs + prefer * in_stride);
@@ -580,9 +651,14 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
     };
     auto store = [&](int64_t nm, const float* from) {
       if (qz) {
-        CopyOutQuant(from, p.wq, a.oh, a.ow, qz->y_mult[nm % a.m], static_cast<float>(qz->y_zero),
-                     static_cast<float>(qz->q_lo), static_cast<float>(qz->q_hi),
-                     yb + nm * out_plane);
+        const float mult = qz->y_mult[nm % a.m], zero = static_cast<float>(qz->y_zero);
+        const float lo = static_cast<float>(qz->q_lo), hi = static_cast<float>(qz->q_hi);
+#if KILN_DW_AVX512
+        if (avx512bw)
+          CopyOutQuantAvx512(from, p.wq, a.oh, a.ow, mult, zero, lo, hi, yb + nm * out_plane);
+        else
+#endif
+          CopyOutQuant(from, p.wq, a.oh, a.ow, mult, zero, lo, hi, yb + nm * out_plane);
         return;
       }
 #if KILN_DW_AVX512
