@@ -1,0 +1,166 @@
+// fuse_qdq: DequantizeLinear -> Conv (DequantizeLinear weights, int32 or
+// float bias) [-> fused Relu / Clip] -> QuantizeLinear becomes one
+// QLinearConv whose output is within one step of the QDQ graph's; not when
+// the pattern is broken (a second reader of the Conv's output, an activation
+// without an integer form, per-axis activation scales, weights that are not
+// constants). FoldConstants keeps DequantizeLinear of 8-bit constants for
+// it; FoldDequantize folds what it left.
+#include <cmath>
+
+#include "passes/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+using test::CountOps;
+using test::OpTypes;
+using test::RandomFeeds;
+using test::RunNet;
+
+constexpr float kSx = 0.02f, kSy = 0.05f;
+
+struct Options {
+  bool relu = false;
+  bool sigmoid = false;      // a fused activation with no integer form
+  bool second_reader = false;
+  bool per_axis_x = false;   // activations quantized per channel
+  bool weights_input = false;  // quantized weights from a graph input
+  bool float_bias = false;
+};
+
+// x [1, 4, 6, 6] -> Q -> DQ -> Conv(DQ(w int8, per channel), bias) [-> Relu]
+// -> Q -> DQ -> y (and the Conv's output as a second output when asked).
+fb::NetT QdqConv(const Options& o) {
+  NetBuilder b("qdq");
+  const int x = b.addInput("x", fb::DataType::F32, {1, 4, 6, 6});
+  const std::vector<int64_t> xs_shape = o.per_axis_x ? std::vector<int64_t>{4} : std::vector<int64_t>{};
+  const int sx = b.addConstant("sx", xs_shape, std::vector<float>(o.per_axis_x ? 4 : 1, kSx));
+  const std::vector<uint8_t> zx(o.per_axis_x ? 4 : 1, 128);
+  const int zxt = b.addConstant("zx", fb::DataType::U8, xs_shape, zx.data(), zx.size());
+  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zxt}, {"xq"})[0];
+  const int xd = b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zxt}, {"xd"})[0];
+  std::vector<int8_t> w(6 * 4 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 37 + 11) % 255) - 127);
+  const int wq = o.weights_input ? b.addInput("wq", fb::DataType::I8, {6, 4, 3, 3})
+                                 : b.addConstant("wq", fb::DataType::I8, {6, 4, 3, 3}, w.data(), w.size());
+  const std::vector<float> sw = {0.01f, 0.02f, 0.005f, 0.015f, 0.008f, 0.011f};
+  const int swt = b.addConstant("sw", {6}, sw);
+  const std::vector<int8_t> zw(6, 0);
+  const int zwt = b.addConstant("zw", fb::DataType::I8, {6}, zw.data(), zw.size());
+  fb::AxisParamsT axis;
+  axis.axis = 0;
+  const int wd = b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, axis)[0];
+  int bias;
+  if (o.float_bias) {
+    bias = b.addConstant("bias", {6}, std::vector<float>{0.1f, -0.2f, 0.05f, 0.f, 0.3f, -0.07f});
+  } else {
+    std::vector<float> sb(6);
+    for (size_t i = 0; i < 6; ++i) sb[i] = kSx * sw[i];
+    const int bq = b.addConstant("bq", {6}, std::vector<int32_t>{250, -500, 500, 0, 1000, -350});
+    const int sbt = b.addConstant("sb", {6}, sb);
+    const int zbt = b.addConstant("zb", {6}, std::vector<int32_t>(6, 0));
+    bias = b.addOp(fb::OpType::DequantizeLinear, "dqb", {bq, sbt, zbt}, {"bd"}, axis)[0];
+  }
+  fb::ConvParamsT p;
+  p.kernel_shape = {3, 3};
+  p.pads = {1, 1, 1, 1};
+  if (o.sigmoid) p.activation = fb::Activation::Sigmoid;
+  int c = b.addOp(fb::OpType::Conv, "conv", {xd, wd, bias}, {"c"}, p)[0];
+  if (o.relu) c = b.addOp(fb::OpType::Relu, "relu", {c}, {"r"})[0];
+  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
+  const uint8_t zy_v = 3;
+  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
+  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {c, sy, zy}, {"yq"})[0];
+  const int y = b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0];
+  b.addOutput(y);
+  if (o.second_reader) b.addOutput(c);
+  // The 8-bit intermediates' dtypes, as the ONNX importer gives them.
+  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  return b.net();
+}
+
+// The pass pipeline up to fuse_qdq (fuse_activation first, as OptimizeNet).
+fb::NetT Fused(const fb::NetT& net, int want_fused) {
+  fb::NetT after = net;
+  EXPECT_TRUE(FuseActivation(after).ok());
+  StatusOr<int> n = FuseQdq(after);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  if (n.ok()) {
+    EXPECT_EQ(*n, want_fused) << OpTypes(after);
+  }
+  EXPECT_TRUE(RemoveDeadCode(after).ok());
+  return after;
+}
+
+// y of both nets on the same inputs: within one step of kSy, and mostly equal.
+void ExpectWithinOneStep(const fb::NetT& before, const fb::NetT& after) {
+  test::Feeds feeds = RandomFeeds(before, 11);
+  for (auto& [name, f] : feeds)
+    for (float& v : f.values) v *= 2.f;
+  auto want = RunNet(before, feeds);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  auto got = RunNet(after, feeds);
+  ASSERT_TRUE(got.ok()) << got.status().ToString() << "\nops: " << OpTypes(after);
+  size_t differ = 0;
+  for (size_t i = 0; i < (*want)[0].size(); ++i) {
+    const float d = std::fabs((*got)[0][i] - (*want)[0][i]);
+    EXPECT_LE(d, kSy * 1.001f) << i;
+    differ += d > 0;
+  }
+  EXPECT_LT(differ, (*want)[0].size() / 20);
+}
+
+TEST(PassesFuseQdq, ConvBecomesQLinearConv) {
+  for (bool relu : {false, true})
+    for (bool float_bias : {false, true}) {
+      SCOPED_TRACE(std::string(relu ? "relu" : "none") + (float_bias ? ", float bias" : ", int32 bias"));
+      Options o;
+      o.relu = relu;
+      o.float_bias = float_bias;
+      const fb::NetT net = QdqConv(o);
+      const fb::NetT after = Fused(net, 1);
+      EXPECT_EQ(CountOps(after, fb::OpType::QLinearConv), 1) << OpTypes(after);
+      EXPECT_EQ(CountOps(after, fb::OpType::Conv), 0) << OpTypes(after);
+      EXPECT_EQ(CountOps(after, fb::OpType::Relu), 0) << OpTypes(after);
+      // Only the graph's own Q (input) and DQ (output) are left.
+      EXPECT_EQ(CountOps(after, fb::OpType::DequantizeLinear), 1) << OpTypes(after);
+      ExpectWithinOneStep(net, after);
+    }
+}
+
+TEST(PassesFuseQdq, BrokenPatternsStay) {
+  Options two;
+  two.second_reader = true;
+  Options sig;
+  sig.sigmoid = true;
+  Options axis;
+  axis.per_axis_x = true;
+  Options dyn;
+  dyn.weights_input = true;
+  for (const Options& o : {two, sig, axis, dyn}) {
+    const fb::NetT after = Fused(QdqConv(o), 0);
+    EXPECT_EQ(CountOps(after, fb::OpType::QLinearConv), 0) << OpTypes(after);
+    EXPECT_EQ(CountOps(after, fb::OpType::Conv), 1) << OpTypes(after);
+  }
+}
+
+TEST(PassesFuseQdq, QuantizedWeightsStayForTheFusionThenFold) {
+  Options sig;  // not fusable: its weights' DequantizeLinear is folded last
+  sig.sigmoid = true;
+  fb::NetT net = QdqConv(sig);
+  const int dq = CountOps(net, fb::OpType::DequantizeLinear);
+  ASSERT_TRUE(FoldConstants(net).ok());
+  EXPECT_EQ(CountOps(net, fb::OpType::DequantizeLinear), dq) << OpTypes(net);
+  StatusOr<int> n = FoldDequantize(net);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 2);  // weights and bias
+  EXPECT_EQ(CountOps(net, fb::OpType::DequantizeLinear), dq - 2) << OpTypes(net);
+  // The whole pipeline on the fusable form leaves one QLinearConv.
+  fb::NetT full = QdqConv(Options{});
+  ASSERT_TRUE(OptimizeNet(full).ok());
+  EXPECT_EQ(CountOps(full, fb::OpType::QLinearConv), 1) << OpTypes(full);
+  EXPECT_EQ(CountOps(full, fb::OpType::Conv), 0) << OpTypes(full);
+}
+
+}  // namespace
+}  // namespace kiln
