@@ -12,7 +12,7 @@
 namespace kiln::qgemm_detail {
 namespace {
 
-__attribute__((target("+dotprod"))) void MicroNeonDot(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
+__attribute__((target("arch=armv8.2-a+dotprod"))) void MicroNeonDot(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
   int32x4_t acc[8][2];
   for (int r = 0; r < 8; ++r) acc[r][0] = acc[r][1] = vdupq_n_s32(0);
   for (int64_t q = 0; q < kq; ++q, a += 32, b += 32) {

@@ -293,7 +293,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
   int fallbacks = 0;
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const GraphOp& op = g.ops[i];
-    OpPlacement pl{op.name, op.typeName(), "", ""};
+    OpPlacement pl{op.name, op.typeName(), "", "", ""};
     std::vector<ForwardType> order;
     bool touches_sequence = false;
     auto container = [&](int t) {

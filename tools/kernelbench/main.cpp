@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "qgemm.h"
 #include "session_impl.h"
 
 namespace {
@@ -39,7 +40,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: kiln-kernelbench [--backend host|vulkan|opencl[,...]] [--kernels K,...] [--quick]\n"
                "                        [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]\n"
-               "kernels: gemm conv1x1 conv3x3 dw3x3 add reduce copy\n");
+               "kernels: gemm conv1x1 conv3x3 dw3x3 qconv1x1 qconv3x3 qdw3x3 add reduce copy\n");
   return 2;
 }
 
@@ -57,8 +58,9 @@ std::vector<std::string> Split(const std::string& s) {
 // One kernel at one size: a one-op model and its work.
 struct Case {
   std::string kernel, size;
-  double flops = 0, bytes = 0;  // per run
+  double flops = 0, bytes = 0;  // per run (int8 kernels: 2 ops a multiply-add)
   std::vector<uint8_t> model;
+  bool int8 = false;  // an 8-bit kernel: its roof is the integer dot product's
 };
 
 std::vector<float> Weights(size_t n) {
@@ -104,6 +106,51 @@ Case Conv(const char* kernel, int64_t c, int64_t hw, int k, int64_t group) {
                 2.0 * static_cast<double>(wn) * px, 4.0 * (2.0 * c * px + static_cast<double>(wn) + c));
 }
 
+// QLinearConv (uint8 activations, per-channel int8 weights, int32 bias),
+// stride 1, "same" padding; group == c for depthwise.
+Case QConv(const char* kernel, int64_t c, int64_t hw, int k, int64_t group) {
+  NetBuilder b(kernel);
+  int x = b.addInput("x", fb::DataType::U8, {1, c, hw, hw});
+  const int64_t wn = c * (c / group) * k * k;
+  std::mt19937 rng(5);
+  std::vector<int8_t> w(static_cast<size_t>(wn));
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint8_t zx = 128, zy = 128;
+  const int8_t zw0 = 0;
+  int sx = b.addConstant("sx", {}, std::vector<float>{0.02f});
+  int zxt = b.addConstant("zx", fb::DataType::U8, {}, &zx, 1);
+  int wt = b.addConstant("w", fb::DataType::I8, {c, c / group, k, k}, w.data(), w.size());
+  int sw = b.addConstant("sw", {c}, std::vector<float>(static_cast<size_t>(c), 0.004f));
+  std::vector<int8_t> zw(static_cast<size_t>(c), zw0);
+  int zwt = b.addConstant("zw", fb::DataType::I8, {c}, zw.data(), zw.size());
+  int sy = b.addConstant("sy", {}, std::vector<float>{0.05f});
+  int zyt = b.addConstant("zy", fb::DataType::U8, {}, &zy, 1);
+  int bias = b.addConstant("bias", {c}, std::vector<int32_t>(static_cast<size_t>(c), 100));
+  fb::ConvParamsT p;
+  p.kernel_shape = {k, k};
+  p.pads = {k / 2, k / 2, k / 2, k / 2};
+  p.group = static_cast<int32_t>(group);
+  int o = b.addOp(fb::OpType::QLinearConv, kernel, {x, sx, zxt, wt, sw, zwt, sy, zyt, bias}, {"y"}, p)[0];
+  b.net().tensors[static_cast<size_t>(o)]->dtype = fb::DataType::U8;
+  const double px = static_cast<double>(hw) * hw;
+  Case cs = Finish(b, o, kernel, StrFormat("c%lld %lldx%lld", (long long)c, (long long)hw, (long long)hw),
+                   2.0 * static_cast<double>(wn) * px, 2.0 * c * px + static_cast<double>(wn) + 12.0 * c);
+  cs.int8 = true;
+  return cs;
+}
+
+// The multiply-adds a 32-bit lane of the host's int8 kernel does for each
+// FMA of the f32 peak probe: 4 with VNNI or sdot, 2 with AVX2's vpmaddwd.
+double HostInt8Factor() {
+  switch (QBestIsa()) {
+    case QIsa::kAvx512Vnni:
+    case QIsa::kNeonDot: return 4;
+    case QIsa::kAvx2: return 2;
+    case QIsa::kScalar: return 1;
+  }
+  return 1;
+}
+
 Case Add(int64_t n) {
   NetBuilder b("add");
   int x = b.addInput("x", fb::DataType::F32, {n});
@@ -147,6 +194,12 @@ std::vector<Case> Sweep(const std::vector<std::string>& kernels, bool quick) {
                              Conv("conv3x3", 512, 7, 3, 1)});
   if (want("dw3x3")) take({Conv("dw3x3", 32, 112, 3, 32), Conv("dw3x3", 144, 56, 3, 144), Conv("dw3x3", 192, 28, 3, 192),
                            Conv("dw3x3", 576, 14, 3, 576)});
+  if (want("qconv1x1")) take({QConv("qconv1x1", 64, 56, 1, 1), QConv("qconv1x1", 128, 28, 1, 1),
+                              QConv("qconv1x1", 256, 14, 1, 1), QConv("qconv1x1", 512, 7, 1, 1)});
+  if (want("qconv3x3")) take({QConv("qconv3x3", 64, 56, 3, 1), QConv("qconv3x3", 128, 28, 3, 1),
+                              QConv("qconv3x3", 256, 14, 3, 1), QConv("qconv3x3", 512, 7, 3, 1)});
+  if (want("qdw3x3")) take({QConv("qdw3x3", 32, 112, 3, 32), QConv("qdw3x3", 144, 56, 3, 144),
+                            QConv("qdw3x3", 192, 28, 3, 192), QConv("qdw3x3", 576, 14, 3, 576)});
   if (want("add")) take({Add(1 << 16), Add(1 << 20), Add(1 << 22)});
   if (want("reduce")) take({Reduce(256, 1024), Reduce(1024, 4096), Reduce(4096, 256)});
   if (want("copy")) take({Copy(64, 56), Copy(64, 112), Copy(256, 56)});
@@ -155,7 +208,8 @@ std::vector<Case> Sweep(const std::vector<std::string>& kernels, bool quick) {
 
 struct Options {
   std::vector<std::string> backends = {"host"};
-  std::vector<std::string> kernels = {"gemm", "conv1x1", "conv3x3", "dw3x3", "add", "reduce", "copy"};
+  std::vector<std::string> kernels = {"gemm", "conv1x1", "conv3x3", "dw3x3", "qconv1x1", "qconv3x3", "qdw3x3",
+                                      "add", "reduce", "copy"};
   bool quick = false;
   int threads = 1, loops = 20, warmup = 3;
   std::string csv, plot;
@@ -185,7 +239,10 @@ Status TimeCase(const Case& c, ForwardType type, const Options& o, Line* line) {
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (auto& [name, t] : s->getInputAll()) {
     auto host = Tensor::create(t->shape(), t->dtype());
-    for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = d(rng);
+    if (t->dtype() == fb::DataType::U8)
+      for (int64_t i = 0; i < host->elementCount(); ++i) host->host<uint8_t>()[i] = static_cast<uint8_t>(rng() & 255);
+    else
+      for (int64_t i = 0; i < host->elementCount(); ++i) host->host<float>()[i] = d(rng);
     KILN_RETURN_IF_ERROR(t->copyFromHostTensor(*host));
   }
   for (int i = 0; i < o.warmup; ++i) KILN_RETURN_IF_ERROR(s->run());
@@ -295,7 +352,8 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  const std::vector<std::string> known = {"gemm", "conv1x1", "conv3x3", "dw3x3", "add", "reduce", "copy"};
+  const std::vector<std::string> known = {"gemm",     "conv1x1",  "conv3x3", "dw3x3", "qconv1x1",
+                                          "qconv3x3", "qdw3x3",   "add",     "reduce", "copy"};
   for (const std::string& k : o.kernels)
     if (std::find(known.begin(), known.end(), k) == known.end()) return Usage();
   std::vector<ForwardType> types;
@@ -359,15 +417,25 @@ int main(int argc, char** argv) {
       l.gflops = s > 0 ? c.flops / s / 1e9 : 0;
       l.gbps = s > 0 ? c.bytes / s / 1e9 : 0;
       l.intensity = c.flops / c.bytes;
-      l.roof_fraction = RoofFraction(l, *p);
-      const double roof = l.intensity == 0 ? p->gbps : std::min(p->gflops, l.intensity * p->gbps);
+      // An int8 kernel's compute roof: the f32 peak times the dot product's
+      // multiply-adds a lane (host), or the f32 peak (the GPUs' int8
+      // kernels have no dot product yet).
+      DevicePeaks pk = *p;
+      const double factor = c.int8 && types[bi] == ForwardType::kHost ? HostInt8Factor() : 1.0;
+      pk.gflops *= factor;
+      pk.core_gflops *= factor;
+      l.roof_fraction = RoofFraction(l, pk);
+      const double roof = l.intensity == 0 ? pk.gbps : std::min(pk.gflops, l.intensity * pk.gbps);
       std::printf("  %-8s %-24s %9.4f%s %10.2f %9.2f %8.2f %8.1f %6.1f%%", c.kernel.c_str(), c.size.c_str(), l.ms,
                   l.device_timer ? "*" : " ", l.gflops, l.gbps, l.intensity, roof, 100 * l.roof_fraction);
-      if (p->core_gflops > 0 && l.intensity > 0) std::printf(" %7.1f%%", 100 * l.gflops / p->core_gflops);
+      if (pk.core_gflops > 0 && l.intensity > 0) std::printf(" %7.1f%%", 100 * l.gflops / pk.core_gflops);
       std::printf("\n");
       lines.push_back(l);
     }
-    std::printf("  (* device timestamps; roof: GFLOP/s, or GB/s for the copy)\n");
+    std::printf("  (* device timestamps; roof: GFLOP/s, or GB/s for the copy; q* kernels: int8 GOP/s against %s)\n",
+                types[bi] == ForwardType::kHost ? StrFormat("%.0fx the f32 peak (%s dot product)", HostInt8Factor(),
+                                                            QIsaName(QBestIsa())).c_str()
+                                                : "the f32 peak");
     std::fflush(stdout);
   }
   if (!o.csv.empty() && !WriteCsv(o.csv, lines, peaks)) {
