@@ -16,7 +16,9 @@
 // paths agree bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -45,6 +47,10 @@ struct ConvRows {
   const uint8_t* x = nullptr;  // the group's first padded plane
   int64_t oh = 1, ow = 1, sh = 1, sw = 1, wp = 1;
   bool pointwise = false;      // x is the input itself: B's rows are its planes
+  // Stride 1: the GEMM computes "wide" output rows, wp columns each (the
+  // last wp - ow of a row are junk, dropped afterwards), so that B's row for
+  // a tap is one contiguous stretch of the padded planes: no gather at all.
+  bool wide = false;
   const int64_t* tap_off = nullptr;  // [K]: offset of row k's first read in x
 };
 
@@ -71,6 +77,11 @@ void ConvBlock(const void* ctx, int64_t k0, int64_t kn, int64_t j0, int64_t n, u
   if (r.pointwise) {
     for (int64_t k = 0; k < kn; ++k)
       std::memcpy(dst + k * stride, r.x + (k0 + k) * r.oh * r.ow + j0, static_cast<size_t>(n));
+    return;
+  }
+  if (r.wide) {
+    for (int64_t k = 0; k < kn; ++k)
+      std::memcpy(dst + k * stride, r.x + r.tap_off[k0 + k] + j0, static_cast<size_t>(n));
     return;
   }
   struct Run {
@@ -197,9 +208,24 @@ class QConvExecution final : public Execution {
         }
         ep.row_add = row_add_.data() + g * Mg_;
         ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
-        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows}, ep,
-                   yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem), out_plane))
+        uint8_t* y = yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem);
+        if (!rows.wide) {
+          if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows}, ep, y,
+                     out_plane))
+            return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
+          continue;
+        }
+        // Wide rows into a scratch, then each row's first ow columns out.
+        const int64_t wide = oh_ * wp_;
+        wide_out_.resize(static_cast<size_t>(Mg_ * wide) * elem);
+        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, QBSource{&ConvBlock, &rows}, ep, wide_out_.data(),
+                   wide))
           return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
+        const size_t row = static_cast<size_t>(ow_) * elem;
+        for (int64_t m = 0; m < Mg_; ++m)
+          for (int64_t oy = 0; oy < oh_; ++oy)
+            std::memcpy(y + (m * out_plane + oy * ow_) * static_cast<int64_t>(elem),
+                        wide_out_.data() + (m * wide + oy * wp_) * static_cast<int64_t>(elem), row);
       }
     return Status::Ok();
   }
@@ -308,6 +334,7 @@ class QConvExecution final : public Execution {
     hp_ = std::max(h_ + pt_, (oh_ - 1) * r.sh + (kh - 1) * dh + 1);
     r.wp = wp_ = std::max(w_ + pl_, (ow_ - 1) * r.sw + (kw - 1) * dw + 1);
     r.pointwise = kh == 1 && kw == 1 && r.sh == 1 && r.sw == 1 && pt_ == 0 && pl_ == 0 && h_ == oh_ && w_ == ow_;
+    r.wide = !r.pointwise && r.sh == 1 && r.sw == 1 && wide_on_;
     // Row k = (c, ky, kx) of B starts at plane c, row ky * dh, column kx * dw;
     tap_off_.clear();
     for (int64_t c = 0; c < Cg_; ++c)
@@ -329,12 +356,17 @@ class QConvExecution final : public Execution {
 
   const GraphOp& op_;
   const bool qlinear_, constant_w_;
+  // KILN_HOST_QCONV_WIDE=0 turns the wide stride-1 path off (kiln-bench comparisons, tests).
+  const bool wide_on_ = [] {
+    const char* v = std::getenv("KILN_HOST_QCONV_WIDE");
+    return !v || std::string(v) != "0";
+  }();
   bool packed_ok_ = false, depthwise_ = false, x_signed_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
   nn::DepthwiseArgs dw_args_;
   ConvRows rows_;
-  std::vector<uint8_t> padded_;
+  std::vector<uint8_t> padded_, wide_out_;
   std::vector<int64_t> tap_off_;
   int64_t pt_ = 0, pl_ = 0, hp_ = 1, wp_ = 1;
   int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
