@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "broadcast.h"
 #include "elements.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
@@ -80,12 +81,18 @@ StatusOr<IntVec> ZeroPoints(const GraphOp& op, const Tensor* z, const char* what
 }
 
 Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t* lo, int64_t* hi) {
-  const auto* p = op.params<fb::ConvParams>();
-  if (!p || p->activation() == fb::Activation::None) return Status::Ok();
+  fb::Activation act = fb::Activation::None;
+  float amin = 0, amax = 0;
+  if (const auto* p = op.params<fb::ConvParams>()) {
+    act = p->activation(), amin = p->activation_min(), amax = p->activation_max();
+  } else if (const auto* q = op.params<fb::QuantActivationParams>()) {
+    act = q->activation(), amin = q->activation_min(), amax = q->activation_max();
+  }
+  if (act == fb::Activation::None) return Status::Ok();
   float flo = 0, fhi = 0;
-  if (!nn::ActivationAsClamp(p->activation(), p->activation_min(), p->activation_max(), &flo, &fhi))
+  if (!nn::ActivationAsClamp(act, amin, amax, &flo, &fhi))
     return Unsupported("%s: fused activation %s has no integer form (only Relu, Relu6 and Clip)", op.typeName(),
-                       fb::EnumNameActivation(p->activation()));
+                       fb::EnumNameActivation(act));
   // Quantizing is monotonic and maps 0 to the zero point, so the clamp of
   // the real value is the clamp of the quantized one at the bounds' images.
   auto image = [&](float v) {  // round(v / y_scale), kept far inside int64
@@ -249,6 +256,80 @@ Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const st
     else
       StoreDouble(y.hostData(), y.dtype(), i, static_cast<double>(static_cast<float>(d) * scale[c]));
   }
+  return Status::Ok();
+}
+
+// ---- QLinearAdd ----
+
+// c = quantize(dequantize(a) + dequantize(b)) over one row, each step the
+// f32 operation of the DequantizeLinear -> Add -> QuantizeLinear it fuses
+// (so the fused graph gives the same bytes): (a - za) * sa, the sum, / sc,
+// round half to even, + zc, clamped to [lo, hi] (the type's range narrowed
+// by a fused Relu / Clip). SA / SB: 1, or 0 where that input broadcasts.
+// No multiply-add contraction: the separate ops round each product first.
+template <bool I8, int SA, int SB>
+__attribute__((always_inline, optimize("fp-contract=off"))) inline void QAddLoop(
+    const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, float za, float sa, float zb, float sb,
+    float zc, float sc, float lo, float hi, uint8_t* __restrict c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t ab = a[i * SA], bb = b[i * SB];
+    const float av = I8 ? static_cast<float>(static_cast<int8_t>(ab)) : static_cast<float>(ab);
+    const float bv = I8 ? static_cast<float>(static_cast<int8_t>(bb)) : static_cast<float>(bb);
+    const float fa = (av - za) * sa, fb = (bv - zb) * sb;
+    const float r = std::nearbyint((fa + fb) / sc) + zc;
+    const float q = r >= lo ? (r <= hi ? r : hi) : lo;
+    c[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
+  }
+}
+
+KILN_SIMD_CLONES __attribute__((optimize("fp-contract=off")))
+void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __restrict b, int64_t sb_step, int64_t n,
+             bool i8, float za, float sa, float zb, float sb, float zc, float sc, float lo, float hi,
+             uint8_t* __restrict c) {
+#define KILN_QADD(S_A, S_B)                                                          \
+  (i8 ? QAddLoop<true, S_A, S_B>(a, b, n, za, sa, zb, sb, zc, sc, lo, hi, c)         \
+      : QAddLoop<false, S_A, S_B>(a, b, n, za, sa, zb, sb, zc, sc, lo, hi, c))
+  if (sa_step && sb_step) KILN_QADD(1, 1);
+  else if (sa_step) KILN_QADD(1, 0);
+  else if (sb_step) KILN_QADD(0, 1);
+  else KILN_QADD(0, 0);
+#undef KILN_QADD
+}
+
+Status RunQLinearAdd(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                     HostBackend& be) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[3];
+  const Tensor& c = *out[0];
+  if (!IsByte(a.dtype()) || b.dtype() != a.dtype() || c.dtype() != a.dtype())
+    return InvalidArgument("QLinearAdd: A '%s', B '%s' and C must be the same 8-bit type, are %s, %s and %s",
+                           NameOf(a), NameOf(b), DataTypeName(a.dtype()), DataTypeName(b.dtype()),
+                           DataTypeName(c.dtype()));
+  float s[3];
+  int64_t z[3];
+  const int sk[3] = {1, 4, 6};
+  const char* names[3] = {"A_scale", "B_scale", "C_scale"};
+  const char* znames[3] = {"A_zero_point", "B_zero_point", "C_zero_point"};
+  for (int k = 0; k < 3; ++k) {
+    KILN_ASSIGN_OR_RETURN(std::vector<float> sv, Scales(op, *in[static_cast<size_t>(sk[k])], names[k]));
+    KILN_ASSIGN_OR_RETURN(IntVec zv, ZeroPoints(op, Opt(in, static_cast<size_t>(sk[k] + 1)), znames[k], a.dtype(), 1));
+    if (sv.size() != 1 || zv.size() != 1)
+      return InvalidArgument("QLinearAdd: %s and %s must be one value each (per tensor)", names[k], znames[k]);
+    s[k] = sv[0];
+    z[k] = zv[0];
+  }
+  int64_t lo = 0, hi = 0;
+  QuantRange(c.dtype(), &lo, &hi);
+  KILN_RETURN_IF_ERROR(quant::ActivationRange(op, s[2], z[2], &lo, &hi));
+  const uint8_t* av = static_cast<const uint8_t*>(a.hostData());
+  const uint8_t* bv = static_cast<const uint8_t*>(b.hostData());
+  uint8_t* cv = static_cast<uint8_t*>(c.hostData());
+  const bool i8 = a.dtype() == fb::DataType::I8;
+  ForEachBroadcastRow<2>(be.pool(), c.shape(), {&a.shape(), &b.shape()}, [&](const BroadcastRow<2>& r) {
+    QAddRow(av + r.in[0], r.stride[0], bv + r.in[1], r.stride[1], r.count, i8, static_cast<float>(z[0]), s[0],
+            static_cast<float>(z[1]), s[1], static_cast<float>(z[2]), s[2], static_cast<float>(lo),
+            static_cast<float>(hi), cv + r.out);
+  });
   return Status::Ok();
 }
 
@@ -516,5 +597,6 @@ KILN_HOST_FN_FACTORY(Dequantize)
 KILN_HOST_FN_FACTORY(DynamicQuantize)
 KILN_HOST_FN_FACTORY(MatMulInteger)
 KILN_HOST_FN_FACTORY(QLinearMatMul)
+KILN_HOST_FN_FACTORY(QLinearAdd)
 
 }  // namespace kiln

@@ -2,7 +2,7 @@
 // with tools/models/quantize_qdq.py from a small torch CNN: Conv + Relu,
 // Conv + Relu6, a strided depthwise Conv, a pointwise Conv, a residual Add,
 // MaxPool, GlobalAveragePool, Gemm) convert with every Conv fused into a
-// QLinearConv (fuse_qdq) and run on the host, Vulkan and OpenCL, each op on
+// QLinearConv and the residual Add into a QLinearAdd (fuse_qdq) and run on the host, Vulkan and OpenCL, each op on
 // the backend asked for, within one step of the output's scale of
 // onnxruntime's output on the same QDQ model (cnn_<form>.ort.npy). Two
 // forms: uint8 activations with per-channel int8 weights (onnxruntime's
@@ -46,13 +46,16 @@ TEST_P(QuantModels, WithinOneStepOfOnnxRuntime) {
   config.type = c.backend;
   auto s = (*interp)->createSession(config);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  int qconv = 0;
+  int qconv = 0, qadd = 0;
   for (const OpPlacement& p : (*s)->placement().ops) {
     EXPECT_TRUE(p.reason.empty()) << p.type << ": " << p.reason;
     EXPECT_NE(p.type, "Conv") << "a Conv was left unfused";
+    EXPECT_NE(p.type, "Add") << "the residual Add was left unfused";
     qconv += p.type == "QLinearConv";
+    qadd += p.type == "QLinearAdd";
   }
   EXPECT_EQ(qconv, 5);  // every Conv of the model
+  EXPECT_EQ(qadd, 1);   // its residual Add
   ASSERT_TRUE((*s)->getInput()->copyFromHostTensor(*Tensor::wrap(x->shape, fb::DataType::F32, x->bytes.data())).ok());
   Status st = (*s)->run();
   ASSERT_TRUE(st.ok()) << st.ToString();

@@ -65,7 +65,9 @@ void RunModel(const std::string& name, ForwardType backend) {
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     ASSERT_TRUE((*s)->resizeTensor(t, a->shape).ok());
     // Inputs that decide the plan (the VAD's sample rate) are written first.
-    if (t->hostData()) ASSERT_TRUE(Write(*s, in, *a).ok());
+    if (t->hostData()) {
+      ASSERT_TRUE(Write(*s, in, *a).ok());
+    }
     ins[in] = std::move(a).value();
   }
   Status st = (*s)->resize();

@@ -274,6 +274,22 @@ fb::OpParamsUnion FilledParams(fb::OpParams type) {
       u.Set(std::move(p));
       break;
     }
+    case fb::OpParams::SequenceParams:
+      u.Set(fb::SequenceParamsT{});
+      u.AsSequenceParams()->axis = 2;
+      u.AsSequenceParams()->keepdims = false;
+      u.AsSequenceParams()->new_axis = true;
+      u.AsSequenceParams()->dtype = fb::DataType::I64;
+      break;
+    case fb::OpParams::QuantActivationParams:
+      u.Set(fb::QuantActivationParamsT{});
+      u.AsQuantActivationParams()->activation = fb::Activation::Clip;
+      u.AsQuantActivationParams()->activation_min = -1.5f;
+      u.AsQuantActivationParams()->activation_max = 4.f;
+      break;
+    case fb::OpParams::IfParams:
+    case fb::OpParams::LoopParams:
+    case fb::OpParams::ScanParams: break;  // need subgraphs: ControlFlowRoundTrip
   }
   return u;
 }

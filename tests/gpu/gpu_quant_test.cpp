@@ -173,5 +173,28 @@ TEST(GpuQuant, QLinearConv) {
   ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv with a fused Clip");
 }
 
+TEST(GpuQuant, QLinearAdd) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  for (const bool i8 : {false, true}) {
+    const fb::DataType dt = i8 ? fb::DataType::I8 : fb::DataType::U8;
+    for (const int form : {0, 1, 2}) {  // same shapes; B one value; a fused Relu, no C zero point
+      OpTest t(fb::OpType::QLinearAdd);
+      In(t, "a", {2, 3, 5, 7}, dt, Bytes<uint8_t>(210, 0, 255, 3));
+      t.constant("sa", {}, std::vector<float>{0.031f});
+      Const(t, "za", {}, dt, std::vector<uint8_t>{i8 ? uint8_t{0xF3} : uint8_t{121}});
+      if (form == 1) In(t, "b", {}, dt, std::vector<uint8_t>{200});
+      else In(t, "b", {2, 3, 5, 7}, dt, Bytes<uint8_t>(210, 0, 255, 4));
+      t.constant("sb", {}, std::vector<float>{0.017f});
+      Const(t, "zb", {}, dt, std::vector<uint8_t>{i8 ? uint8_t{5} : uint8_t{130}});
+      t.constant("sc", {}, std::vector<float>{0.043f});
+      if (form != 2) Const(t, "zc", {}, dt, std::vector<uint8_t>{i8 ? uint8_t{0xFE} : uint8_t{99}});
+      fb::QuantActivationParamsT p;
+      if (form == 2) p.activation = fb::Activation::Relu;
+      ExpectSameAsHost(t.params(p), kGpu, 0.f, std::string("QLinearAdd ") + (i8 ? "i8" : "u8") + " form " +
+                                                   std::to_string(form));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

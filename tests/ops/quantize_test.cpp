@@ -257,6 +257,52 @@ TEST(Quantize, ConvIntegerAndQLinearConv) {
   }
 }
 
+// (a - za) sa + (b - zb) sb in f32, each product rounded (no contraction
+// into a multiply-add: arm64's baseline has FMA).
+__attribute__((optimize("fp-contract=off"))) float DequantizedSum(int a, int za, float sa, int b, int zb, float sb) {
+  const float fa = static_cast<float>(a - za) * sa;
+  const float fb = static_cast<float>(b - zb) * sb;
+  return fa + fb;
+}
+
+// QLinearAdd against the DequantizeLinear -> Add -> [Relu] ->
+// QuantizeLinear it stands for, written out here step by step in f32.
+TEST(Quantize, QLinearAddIsTheQdqChain) {
+  const float sa = 0.031f, sb = 0.017f, sc = 0.043f;
+  for (const bool i8 : {false, true})
+    for (const bool relu : {false, true})
+      for (const bool broadcast : {false, true}) {
+        SCOPED_TRACE(std::string(i8 ? "i8" : "u8") + (relu ? " relu" : "") + (broadcast ? " broadcast" : ""));
+        const fb::DataType dt = i8 ? fb::DataType::I8 : fb::DataType::U8;
+        const int lo_t = i8 ? -128 : 0, hi_t = i8 ? 127 : 255;
+        const int za = i8 ? -13 : 121, zb = i8 ? 5 : 130, zc = i8 ? -2 : 99;
+        std::vector<uint8_t> a(2 * 3 * 4), b(broadcast ? 4 : 2 * 3 * 4);
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 53 + 7);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 97 + 200);
+        auto val = [&](uint8_t v) { return i8 ? static_cast<int>(static_cast<int8_t>(v)) : static_cast<int>(v); };
+        const uint8_t zab = static_cast<uint8_t>(za), zbb = static_cast<uint8_t>(zb), zcb = static_cast<uint8_t>(zc);
+        OpTest t(fb::OpType::QLinearAdd);
+        In(t, "a", {2, 3, 4}, dt, a).constant("sa", {}, std::vector<float>{sa});
+        t.constant("za", {}, dt, &zab, 1);
+        In(t, "b", broadcast ? std::vector<int64_t>{4} : std::vector<int64_t>{2, 3, 4}, dt, b)
+            .constant("sb", {}, std::vector<float>{sb});
+        t.constant("zb", {}, dt, &zbb, 1).constant("sc", {}, std::vector<float>{sc}).constant("zc", {}, dt, &zcb, 1);
+        fb::QuantActivationParamsT p;
+        if (relu) p.activation = fb::Activation::Relu;
+        auto out = t.params(p).run();
+        ASSERT_TRUE(out.ok()) << out.status().ToString();
+        ASSERT_EQ(out->at(0).dtype, dt);
+        const auto& got = out->at(0).bytes;
+        ASSERT_EQ(got.size(), a.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          float sum = DequantizedSum(val(a[i]), za, sa, val(b[broadcast ? i % 4 : i]), zb, sb);
+          if (relu) sum = std::max(sum, 0.f);
+          const int64_t want = Sat(RefRound(static_cast<double>(sum / sc)) + zc, lo_t, hi_t);
+          EXPECT_EQ(val(got[i]), want) << i;
+        }
+      }
+}
+
 TEST(Quantize, BadScalesAreRefusedByName) {
   const std::vector<float> x = {1.f, 2.f};
   for (float s : {0.f, -1.f, std::numeric_limits<float>::quiet_NaN()}) {

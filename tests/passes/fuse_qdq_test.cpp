@@ -1,6 +1,8 @@
 // fuse_qdq: DequantizeLinear -> Conv (DequantizeLinear weights, int32 or
 // float bias) [-> fused Relu / Clip] -> QuantizeLinear becomes one
-// QLinearConv whose output is within one step of the QDQ graph's; not when
+// QLinearConv whose output is within one step of the QDQ graph's, and a
+// DequantizeLinear pair -> Add [-> Relu] -> QuantizeLinear one QLinearAdd
+// with the same bytes; not when
 // the pattern is broken (a second reader of the Conv's output, an activation
 // without an integer form, per-axis activation scales, weights that are not
 // constants). FoldConstants keeps DequantizeLinear of 8-bit constants for
@@ -126,6 +128,50 @@ TEST(PassesFuseQdq, ConvBecomesQLinearConv) {
       EXPECT_EQ(CountOps(after, fb::OpType::DequantizeLinear), 1) << OpTypes(after);
       ExpectWithinOneStep(net, after);
     }
+}
+
+// x, r [1, 8, 5, 5] -> Q -> DQ each -> Add [-> Relu] -> Q -> DQ -> y.
+fb::NetT QdqAdd(bool relu, bool mixed_types) {
+  NetBuilder b("qdq_add");
+  int dq[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string n = k == 0 ? "x" : "r";
+    const int x = b.addInput(n, fb::DataType::F32, {1, 8, 5, 5});
+    const int s = b.addConstant(n + "_s", {}, std::vector<float>{k == 0 ? 0.02f : 0.03f});
+    const bool i8 = mixed_types && k == 1;
+    const uint8_t z = i8 ? 0 : 128;
+    const int zt = b.addConstant(n + "_z", i8 ? fb::DataType::I8 : fb::DataType::U8, {}, &z, 1);
+    const int q = b.addOp(fb::OpType::QuantizeLinear, n + "_q", {x, s, zt}, {n + "q"})[0];
+    dq[k] = b.addOp(fb::OpType::DequantizeLinear, n + "_dq", {q, s, zt}, {n + "d"})[0];
+  }
+  int sum = b.addOp(fb::OpType::Add, "add", {dq[0], dq[1]}, {"sum"})[0];
+  if (relu) sum = b.addOp(fb::OpType::Relu, "relu", {sum}, {"sum_relu"})[0];
+  const int sy = b.addConstant("sy", {}, std::vector<float>{0.04f});
+  const uint8_t zy_v = 100;
+  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
+  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {sum, sy, zy}, {"yq"})[0];
+  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
+  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  return b.net();
+}
+
+TEST(PassesFuseQdq, AddBecomesQLinearAddWithTheSameBytes) {
+  for (bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "relu" : "none");
+    const fb::NetT net = QdqAdd(relu, false);
+    const fb::NetT after = Fused(net, 1);
+    EXPECT_EQ(CountOps(after, fb::OpType::QLinearAdd), 1) << OpTypes(after);
+    EXPECT_EQ(CountOps(after, fb::OpType::Add) + CountOps(after, fb::OpType::Relu), 0) << OpTypes(after);
+    // Each f32 step of the chain is the kernel's: not one value differs.
+    test::Feeds feeds = RandomFeeds(net, 5);
+    auto want = RunNet(net, feeds);
+    auto got = RunNet(after, feeds);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ((*got)[0], (*want)[0]);
+  }
+  // int8 and uint8 operands: QLinearAdd takes one type, so the chain stays.
+  const fb::NetT mixed = Fused(QdqAdd(false, true), 0);
+  EXPECT_EQ(CountOps(mixed, fb::OpType::Add), 1) << OpTypes(mixed);
 }
 
 TEST(PassesFuseQdq, BrokenPatternsStay) {

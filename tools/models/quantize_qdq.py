@@ -9,8 +9,8 @@ pass turns into integer ops:
   - activations: each input of a Conv / Gemm / MatMul and each output of the
     ops below gets QuantizeLinear -> DequantizeLinear, per tensor, uint8
     asymmetric (or int8), its range the min / max over the calibration
-    inputs (always including 0). A Conv or Gemm whose only reader is a Relu
-    or Clip is quantized after the activation, as one unit;
+    inputs (always including 0). A Conv, Gemm or Add whose only reader is a
+    Relu or Clip is quantized after the activation, as one unit;
   - weights of Conv / Gemm / MatMul: int8, symmetric, per output channel
     (axis 0 of a Conv's weights, the output axis of a Gemm's / MatMul's);
   - biases: int32 at scale x_scale * w_scale, zero point 0.
@@ -83,7 +83,7 @@ def activation_tensors(model, float_outputs):
         if node.op_type in OUTPUT_OPS:
             out = node.output[0]
             readers = uses.get(out, [])
-            if node.op_type in ("Conv", "Gemm") and len(readers) == 1 and readers[0].op_type in ACTIVATIONS \
+            if node.op_type in ("Conv", "Gemm", "Add") and len(readers) == 1 and readers[0].op_type in ACTIVATIONS \
                     and out not in outputs:
                 continue  # quantized after its activation
             add(out)

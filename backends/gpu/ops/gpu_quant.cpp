@@ -327,7 +327,68 @@ Status QuantSupported(const GraphOp& op, const Graph& graph, GpuBackend* b, bool
   return Status::Ok();
 }
 
+struct QAddPush {
+  uint32_t n, a_step, b_step;
+  float act_lo, act_hi;
+};
+
+// QLinearAdd (qadd.comp / qadd.cl): same shapes, or A or B one value (other
+// broadcasts run on the host).
+class QAddExecution final : public GpuExecution {
+ public:
+  QAddExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+
+ private:
+  Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor& a = *in[0];
+    const Tensor& b = *in[3];
+    const Tensor& c = *out[0];
+    KILN_ASSIGN_OR_RETURN(uint32_t type, ByteType(a, op_.typeName()));
+    if (b.dtype() != a.dtype() || c.dtype() != a.dtype())
+      return InvalidArgument("QLinearAdd: A, B and C must be the same 8-bit type");
+    KILN_RETURN_IF_ERROR(Require32Bit(a));
+    KILN_RETURN_IF_ERROR(Require32Bit(b));
+    KILN_RETURN_IF_ERROR(Require32Bit(c));
+    QAddPush push{static_cast<uint32_t>(c.elementCount()), 1, 1, 0.f, 0.f};
+    if (a.elementCount() == 1 && c.elementCount() != 1) push.a_step = 0;
+    else if (a.shape() != c.shape()) return Unsupported("GPU QLinearAdd broadcasts only a single value");
+    if (b.elementCount() == 1 && c.elementCount() != 1) push.b_step = 0;
+    else if (b.shape() != c.shape()) return Unsupported("GPU QLinearAdd broadcasts only a single value");
+    uint32_t flags = 0;
+    const Tensor* zs[3] = {Opt(in, 2), Opt(in, 5), Opt(in, 7)};
+    for (int k = 0; k < 3; ++k) {
+      const Tensor* s = in[static_cast<size_t>(k == 0 ? 1 : k == 1 ? 4 : 6)];
+      KILN_RETURN_IF_ERROR(RequireF32Tensor(*s, op_.typeName()));
+      if (s->elementCount() != 1 || (zs[k] && zs[k]->elementCount() != 1))
+        return InvalidArgument("QLinearAdd: scales and zero points must be one value each (per tensor)");
+      KILN_RETURN_IF_ERROR(CheckZeroPoint(zs[k], a.dtype(), op_.typeName()));
+      if (zs[k]) flags |= 1u << k;
+    }
+    const auto* p = op_.params<fb::QuantActivationParams>();
+    const fb::Activation act = p ? p->activation() : fb::Activation::None;
+    float lo = 0, hi = 0;
+    if (!nn::ActivationAsClamp(act, p ? p->activation_min() : 0.f, p ? p->activation_max() : 0.f, &lo, &hi))
+      return Unsupported("QLinearAdd: fused activation %s has no integer form (only Relu, Relu6 and Clip)",
+                         fb::EnumNameActivation(act));
+    if (std::isfinite(lo)) flags |= 8u, push.act_lo = lo;
+    if (std::isfinite(hi)) flags |= 16u, push.act_hi = hi;
+    if (push.n == 0) return Status::Ok();
+    const Tensor* any = in[1];  // bound where a zero point is absent (not read)
+    return add1D("qadd_f64",
+                 {{&a}, {in[1]}, {zs[0] ? zs[0] : any}, {&b}, {in[4]}, {zs[1] ? zs[1] : any}, {in[6]},
+                  {zs[2] ? zs[2] : any}, {&c, nullptr, true}},
+                 push, push.n, {type, flags});
+  }
+
+  const GraphOp& op_;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateGpuQAdd(const GraphOp& op, const Graph& graph, GpuBackend* b) {
+  KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, true));
+  return Make(std::make_unique<QAddExecution>(b, op));
+}
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuQuantize(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, false));

@@ -38,9 +38,9 @@ struct PassReport {
 };
 
 // Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
-// FuseGelu, FuseLayerNorm, FuseActivation, FuseQdq, FoldDequantize,
-// MatMulToGemm (then FuseActivation again on the Gemms it made),
-// RemoveDeadCode.
+// FuseGelu, FuseLayerNorm, FuseActivation, FuseQdq, RemoveDeadCode,
+// FoldDequantize, MatMulToGemm (then FuseActivation again on the Gemms it
+// made), RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
 
 // "remove_identity": Identity ops (ONNX Dropout is imported as Identity).

@@ -286,6 +286,20 @@ Status InferShapeQLinearConv(ShapeContext& c) {
   return ConvShape(c, 0, 3, 8, false, c.inType(7));
 }
 
+Status InferShapeQLinearAdd(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "A"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 2, 0, "A_zero_point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 3, 0, "B"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 5, 0, "B_zero_point"));
+  KILN_RETURN_IF_ERROR(ZeroPointType(c, 7, 0, "C_zero_point"));
+  KILN_RETURN_IF_ERROR(ScaleType(c, 1, "A_scale"));
+  KILN_RETURN_IF_ERROR(ScaleType(c, 4, "B_scale"));
+  KILN_RETURN_IF_ERROR(ScaleType(c, 6, "C_scale"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, BroadcastShapes(c.inShape(0), c.inShape(3)), "QLinearAdd: A and B");
+  c.setOutput(0, shape, c.inType(0));
+  return Status::Ok();
+}
+
 Status InferShapeMatMulInteger(ShapeContext& c) {
   KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "A"));
   KILN_RETURN_IF_ERROR(NeedQuant8(c, 1, "B"));

@@ -16,6 +16,10 @@
 //    scale and zero point, and its fused activation (fuse_activation runs
 //    first) is None, Relu, Relu6 or Clip, which QLinearConv applies as a
 //    clamp of the quantized output.
+// Likewise DequantizeLinear(a), DequantizeLinear(b) -> Add [-> Relu] ->
+// QuantizeLinear, all per tensor and of one 8-bit type, becomes QLinearAdd
+// (the residual additions of quantized ResNets and MobileNets), whose
+// kernels compute each f32 step of the chain, so the result is the same.
 // The DequantizeLinear ops stay for their other readers; dead_code removes
 // those left without one. FoldDequantize then folds the DequantizeLinear
 // of constants that no fusion took (kiln/passes.h).
@@ -116,6 +120,46 @@ bool QuantizedBias(fb::NetT& net, const NetIndex& idx, int b, float sx, const st
   return true;
 }
 
+// Add's DequantizeLinear -> Add [-> Relu] -> QuantizeLinear -> QLinearAdd,
+// all per tensor and of one 8-bit type; true when it rewrote. `removed`
+// marks the QuantizeLinear and Relu it took.
+bool FuseAdd(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
+  fb::OpT& add = *net.ops[i];
+  if (add.inputs.size() != 2 || add.outputs.size() != 1) return false;
+  int y = add.outputs[0];
+  if (!idx.singleUse(y)) return false;
+  int relu = -1;
+  int next = idx.consumers[static_cast<size_t>(y)][0];
+  if (net.ops[static_cast<size_t>(next)]->type == fb::OpType::Relu) {
+    relu = next;
+    y = net.ops[static_cast<size_t>(relu)]->outputs[0];
+    if (!idx.singleUse(y)) return false;
+    next = idx.consumers[static_cast<size_t>(y)][0];
+  }
+  const fb::OpT& qop = *net.ops[static_cast<size_t>(next)];
+  if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != y || qop.outputs.size() != 1) return false;
+  const int da = DequantizeOf(net, idx, add.inputs[0]), db = DequantizeOf(net, idx, add.inputs[1]);
+  if (da < 0 || db < 0) return false;
+  const fb::OpT& dqa = *net.ops[static_cast<size_t>(da)];
+  const fb::OpT& dqb = *net.ops[static_cast<size_t>(db)];
+  const int aq = dqa.inputs[0], bq = dqb.inputs[0], cq = qop.outputs[0];
+  const fb::DataType t = T(net, aq).dtype;
+  if (!IsQuantType(t) || T(net, bq).dtype != t || T(net, cq).dtype != t) return false;
+  QuantArgs qa, qb, qc;
+  if (!ReadArgs(net, dqa, t, &qa) || qa.scales.size() != 1) return false;
+  if (!ReadArgs(net, dqb, t, &qb) || qb.scales.size() != 1) return false;
+  if (!ReadArgs(net, qop, t, &qc) || qc.scales.size() != 1) return false;
+  add.type = fb::OpType::QLinearAdd;
+  add.inputs = {aq, qa.scale, qa.zero, bq, qb.scale, qb.zero, qc.scale, qc.zero};
+  fb::QuantActivationParamsT p;
+  if (relu >= 0) p.activation = fb::Activation::Relu;
+  add.params.Set(std::move(p));
+  add.outputs[0] = cq;
+  (*removed)[static_cast<size_t>(next)] = 1;
+  if (relu >= 0) (*removed)[static_cast<size_t>(relu)] = 1;
+  return true;
+}
+
 bool ClampActivation(const fb::ConvParamsT* p) {
   if (!p) return true;
   switch (p->activation) {
@@ -139,6 +183,14 @@ StatusOr<int> FuseQdq(fb::NetT& net) {
     if (indexed != net.tensors.size()) {  // constants added since: index them too
       idx = NetIndex(net, removed);
       indexed = net.tensors.size();
+    }
+    if (net.ops[i]->type == fb::OpType::Add) {
+      if (FuseAdd(net, idx, i, &removed)) {
+        ++n;
+        idx = NetIndex(net, removed);
+        indexed = net.tensors.size();
+      }
+      continue;
     }
     fb::OpT& conv = *net.ops[i];
     if (conv.type != fb::OpType::Conv || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;

@@ -77,7 +77,10 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report) {
       {"lower_einsum", &LowerEinsum},       {"fold_batchnorm", &FoldBatchNorm},
       {"fuse_gelu", &FuseGelu},
       {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
-      {"fuse_qdq", &FuseQdq},               {"fold_dequantize", &FoldDequantize},
+      // dead_code first: the weights' DequantizeLinear that fuse_qdq took
+      // have no reader left, and folding them would be wasted.
+      {"fuse_qdq", &FuseQdq},               {"dead_code", &RemoveDeadCode},
+      {"fold_dequantize", &FoldDequantize},
       {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
   };
   for (const Step& step : kPipeline) {
