@@ -66,6 +66,41 @@ TEST_P(QuantModels, WithinOneStepOfOnnxRuntime) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(std::fabs(got[i] - ref[i]), step * 1.0001f) << i;
 }
 
+// onnxruntime's com.microsoft QLinearAdd (its QOperator form) imports as
+// Kiln's QLinearAdd and matches onnxruntime within one step (its own
+// arithmetic rounds the sum another way) on each backend.
+class MicrosoftQLinearAdd : public ::testing::TestWithParam<ForwardType> {};
+
+TEST_P(MicrosoftQLinearAdd, ImportsAndMatchesOnnxRuntime) {
+  const ForwardType backend = GetParam();
+  KILN_REQUIRE_BACKEND(backend);
+  auto a = ReadNpy(kDir + "qadd_ms.a.npy");
+  auto b = ReadNpy(kDir + "qadd_ms.b.npy");
+  auto want = ReadNpy(kDir + "qadd_ms.ort.npy");
+  ASSERT_TRUE(a.ok() && b.ok() && want.ok());
+  auto interp = LoadAnyModel(kDir + "qadd_ms.onnx");
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  ScheduleConfig config;
+  config.type = backend;
+  auto s = (*interp)->createSession(config);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ((*s)->placement().ops.size(), 1u);
+  EXPECT_EQ((*s)->placement().ops[0].type, "QLinearAdd");
+  EXPECT_TRUE((*s)->placement().ops[0].reason.empty()) << (*s)->placement().ops[0].reason;
+  ASSERT_TRUE((*s)->getInput("a")->copyFromHostTensor(*Tensor::wrap(a->shape, fb::DataType::U8, a->bytes.data())).ok());
+  ASSERT_TRUE((*s)->getInput("b")->copyFromHostTensor(*Tensor::wrap(b->shape, fb::DataType::U8, b->bytes.data())).ok());
+  Status st = (*s)->run();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<uint8_t> got(want->bytes.size());
+  ASSERT_TRUE((*s)->getOutput()->copyToHostTensor(Tensor::wrap(want->shape, fb::DataType::U8, got.data()).get()).ok());
+  int exact = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LE(std::abs(int{got[i]} - int{want->bytes[i]}), 1) << i;
+    exact += got[i] == want->bytes[i];
+  }
+  EXPECT_GT(exact, static_cast<int>(got.size() * 9 / 10));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, QuantModels,
                          ::testing::Values(Case{ForwardType::kHost, "qdq_u8"}, Case{ForwardType::kHost, "qdq_s8"},
                                            Case{ForwardType::kVulkan, "qdq_u8"}, Case{ForwardType::kVulkan, "qdq_s8"},
@@ -73,6 +108,10 @@ INSTANTIATE_TEST_SUITE_P(Backends, QuantModels,
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return std::string(ForwardTypeName(i.param.backend)) + "_" + i.param.form;
                          });
+
+INSTANTIATE_TEST_SUITE_P(Backends, MicrosoftQLinearAdd,
+                         ::testing::Values(ForwardType::kHost, ForwardType::kVulkan, ForwardType::kOpenCL),
+                         [](const ::testing::TestParamInfo<ForwardType>& i) { return ForwardTypeName(i.param); });
 
 }  // namespace
 }  // namespace kiln

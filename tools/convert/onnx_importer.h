@@ -217,6 +217,10 @@ class OnnxImporter {
   }
 
   Status ImportNode(const onnx::NodeProto& n) {
+    if (n.domain() == "com.microsoft" && n.op_type() == "QLinearAdd") {  // onnxruntime's QOperator form
+      KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
+      return Emit(fb::OpType::QLinearAdd, n, in, U(fb::QuantActivationParamsT{}));
+    }
     if (!n.domain().empty() && n.domain() != "ai.onnx") return Keep(n, "domain " + n.domain());
     const std::string& t = n.op_type();
     if (t == "Constant") return ImportConstant(n);

@@ -11,7 +11,9 @@ GlobalAveragePool, Gemm) on a 1x3x32x32 input, random weights with a fixed
 seed. Writes cnn.onnx, cnn.input.npy, and for each of qdq_u8 (uint8
 activations, per-channel int8 weights) and qdq_s8 (int8 activations,
 per-tensor weights): cnn_<form>.onnx, cnn_<form>.ort.npy (onnxruntime-node's
-output, bench/ort_run.js) and cnn_<form>.scale.txt (the output's scale).
+output, bench/ort_run.js) and cnn_<form>.scale.txt (the output's scale);
+and qadd_ms.onnx, onnxruntime's com.microsoft QLinearAdd alone, with its
+inputs (qadd_ms.a.npy, qadd_ms.b.npy) and onnxruntime's output.
 Uses python3-torch, tools/models/quantize_qdq.py (Kiln's Python module for
 the calibration) and node with bench/node_modules/onnxruntime-node.
 """
@@ -80,7 +82,39 @@ def main():
             dq = next(n for n in m.graph.node if n.output[0] == m.graph.output[0].name)
             with open(os.path.join(out, "cnn_%s.scale.txt" % form), "w") as f:
                 f.write("%.9g\n" % float(inits[dq.input[1]].reshape(-1)[0]))
+    write_ms_qlinear_add(out)
     print("make_quant_models: wrote", out)
+
+
+def write_ms_qlinear_add(out):
+    """qadd_ms.onnx: onnxruntime's com.microsoft QLinearAdd (the QOperator
+    form) on two uint8 inputs [1, 8, 6, 6], with onnxruntime's output."""
+    out = os.path.abspath(out)
+    from onnx import helper, TensorProto
+    init = [numpy_helper.from_array(np.array(v, dtype=t), n) for n, v, t in
+            [("a_s", 0.031, np.float32), ("a_z", 121, np.uint8), ("b_s", 0.017, np.float32),
+             ("b_z", 130, np.uint8), ("c_s", 0.043, np.float32), ("c_z", 99, np.uint8)]]
+    node = helper.make_node("QLinearAdd", ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"], ["c"],
+                            domain="com.microsoft", name="qadd")
+    shape = [1, 8, 6, 6]
+    g = helper.make_graph([node], "qadd_ms", [helper.make_tensor_value_info("a", TensorProto.UINT8, shape),
+                                              helper.make_tensor_value_info("b", TensorProto.UINT8, shape)],
+                          [helper.make_tensor_value_info("c", TensorProto.UINT8, shape)], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    path = os.path.join(out, "qadd_ms.onnx")
+    onnx.save(m, path)
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 256, shape, dtype=np.uint8)
+    b = rng.integers(0, 256, shape, dtype=np.uint8)
+    np.save(os.path.join(out, "qadd_ms.a.npy"), a)
+    np.save(os.path.join(out, "qadd_ms.b.npy"), b)
+    script = ("const ort=require('onnxruntime-node');const {readNpy,writeNpy}=require('%s');"
+              "(async()=>{const s=await ort.InferenceSession.create('%s');const f=(p)=>{const t=readNpy(p);"
+              "return new ort.Tensor(t.dtype,t.data,t.shape)};const r=await s.run({a:f('%s'),b:f('%s')});"
+              "writeNpy('%s','uint8',r.c.data,r.c.dims)})()") % (
+        os.path.join(ROOT, "bench", "npy.js"), path, os.path.join(out, "qadd_ms.a.npy"),
+        os.path.join(out, "qadd_ms.b.npy"), os.path.join(out, "qadd_ms.ort.npy"))
+    subprocess.run(["node", "-e", script], check=True, cwd=os.path.join(ROOT, "bench"))
 
 
 if __name__ == "__main__":
