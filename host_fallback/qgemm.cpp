@@ -202,22 +202,27 @@ QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
+  // Row i's k-th value lands at ((panel * kq + k / kg) * mr + r) * kg + k % kg
+  // (panel, r = i / mr, i % mr): walked without divisions, kg values a step.
+  const int kg = k.kg, mr = k.mr;
   for (int64_t i = 0; i < M; ++i) {
-    const int64_t panel = i / k.mr, r = i % k.mr;
+    const int8_t* row = A + i * lda;
+    const int64_t base = ((i / mr) * p.kq * mr + i % mr) * kg;
     int32_t sum = 0;
-    for (int64_t kk = 0; kk < K; ++kk) {
-      const int8_t v = A[i * lda + kk];
-      sum += v;
-      const int64_t q = kk / k.kg, g = kk % k.kg;
-      const int64_t at = ((panel * p.kq + q) * k.mr + r) * k.kg + g;
-      if (k.a16) {
-        const int16_t w = v;
-        std::memcpy(p.data.data() + at * 2, &w, 2);
-      } else {
-        p.data[static_cast<size_t>(at)] = v;
-      }
-    }
+    for (int64_t kk = 0; kk < K; ++kk) sum += row[kk];
     p.row_sum[static_cast<size_t>(i)] = sum;
+    if (k.a16) {  // int16 values in the byte vector (written bytewise: no aliasing)
+      int8_t* d = p.data.data() + base * 2;
+      for (int64_t q = 0, kk = 0; q < p.kq; ++q, d += mr * kg * 2)
+        for (int g = 0; g < kg && kk < K; ++g, ++kk) {
+          const int16_t w = row[kk];
+          std::memcpy(d + 2 * g, &w, 2);
+        }
+    } else {
+      int8_t* d = p.data.data() + base;
+      for (int64_t q = 0, kk = 0; q < p.kq; ++q, d += mr * kg)
+        for (int g = 0; g < kg && kk < K; ++g, ++kk) d[g] = row[kk];
+    }
   }
   return p;
 }
