@@ -12,7 +12,11 @@ namespace kiln::nn {
 Status NeedF32(const GraphOp& op, const std::vector<Tensor*>& in) {
   for (size_t k = 0; k < in.size(); ++k)
     if (in[k] && in[k]->dtype() != fb::DataType::F32)
-      return Unsupported("host %s supports f32 only; input %zu is %s", op.typeName(), k, DataTypeName(in[k]->dtype()));
+      return Unsupported("host %s supports f32 only; input %zu '%s' is %s%s", op.typeName(), k,
+                         in[k]->name().c_str(), DataTypeName(in[k]->dtype()),
+                         in[k]->dtype() == fb::DataType::U8 || in[k]->dtype() == fb::DataType::I8
+                             ? " (a quantized tensor needs a DequantizeLinear first)"
+                             : "");
   return Status::Ok();
 }
 

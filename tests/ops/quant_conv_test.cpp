@@ -327,5 +327,20 @@ TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
   EXPECT_NE(out.status().message().find("Sigmoid"), std::string::npos) << out.status().ToString();
 }
 
+// An 8-bit tensor fed to a float-only op without a DequantizeLinear: the
+// error names the tensor and the missing step.
+TEST(QLinearConvFast, QuantizedTensorIntoFloatOpIsRefusedByName) {
+  const std::vector<uint8_t> x(2 * 5 * 5, 7);
+  fb::ConvParamsT p;
+  p.kernel_shape = {3, 3};
+  OpTest t(fb::OpType::Conv);
+  t.input("activations_q", {1, 2, 5, 5}, fb::DataType::U8, x.data(), x.size());
+  t.constant("w", {4, 2, 3, 3}, std::vector<float>(72, 0.5f)).params(p);
+  auto out = t.run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("'activations_q'"), std::string::npos) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("DequantizeLinear"), std::string::npos) << out.status().ToString();
+}
+
 }  // namespace
 }  // namespace kiln

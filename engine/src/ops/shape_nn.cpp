@@ -78,9 +78,12 @@ StatusOr<IntVec> WindowOutput(const char* op, const IntVec& in, const IntVec& ke
 }
 
 Status SameType(ShapeContext& c, int a, int b, const char* what_a, const char* what_b) {
-  if (c.hasInput(a) && c.hasInput(b) && c.inType(a) != c.inType(b))
-    return InvalidArgument("%s: %s is %s but %s is %s", c.op().typeName(), what_a, DataTypeName(c.inType(a)), what_b,
-                           DataTypeName(c.inType(b)));
+  if (c.hasInput(a) && c.hasInput(b) && c.inType(a) != c.inType(b)) {
+    const bool quant = c.inType(a) == fb::DataType::U8 || c.inType(a) == fb::DataType::I8;
+    return InvalidArgument("%s: %s '%s' is %s but %s '%s' is %s%s", c.op().typeName(), what_a, c.input(a).name().c_str(),
+                           DataTypeName(c.inType(a)), what_b, c.input(b).name().c_str(), DataTypeName(c.inType(b)),
+                           quant ? " (a quantized tensor needs a DequantizeLinear first)" : "");
+  }
   return Status::Ok();
 }
 
