@@ -237,12 +237,20 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   // A column block of B (depth x nc bytes) of up to 384 KiB, in L2 (1 MiB on
   // Zen 4 and 5): fewer blocks read the packed A fewer times (512 channels
   // of 7x7: 2.4 MB of weights, read once a block).
-  const int64_t nc = std::min(n_pad, std::max<int64_t>(nr, (int64_t{384} << 10) / std::max<int64_t>(depth, 1) / nr * nr));
-  const int64_t blocks = (N + nc - 1) / nc;
+  // The blocks are then made equal, and a multiple of the threads where
+  // there are columns enough (3136 columns of K = 144 made one block of 2720
+  // and one of 416: the second thread idled half the op).
+  const int64_t panels_n = n_pad / nr, threads = pool.threads();
+  const int64_t nc_max = std::max<int64_t>(1, (int64_t{384} << 10) / std::max<int64_t>(depth, 1) / nr);  // in panels
+  int64_t blocks = std::max((panels_n + nc_max - 1) / nc_max, std::min(threads, panels_n));
+  if (blocks % threads != 0 && (blocks + threads - 1) / threads * threads <= panels_n)
+    blocks = (blocks + threads - 1) / threads * threads;
+  const int64_t nc = (panels_n + blocks - 1) / blocks * nr;
+  blocks = (N + nc - 1) / nc;
   const int64_t panels_m = a.m_pad / mr;
   // Split M too when there are fewer column blocks than threads can share
   // (late layers: 7x7 outputs, one block).
-  const int64_t split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * pool.threads() + blocks - 1) / blocks));
+  const int64_t split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * threads + blocks - 1) / blocks));
   const int64_t per_split = (panels_m + split - 1) / split;
   const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
   const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
