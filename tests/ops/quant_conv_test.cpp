@@ -258,6 +258,9 @@ TEST(QLinearConvFast, GemmPaths) {
   ConvCase odd;  // dilation, asymmetric pads, a 2x5 kernel, stride 3
   odd.kh = 2, odd.kw = 5, odd.dh = 2, odd.dw = 1, odd.sh = 1, odd.sw = 3, odd.pads = {0, 2, 1, 0};
   RunCase(odd, seed++);
+  ConvCase wide;  // stride 1 with dilation and uneven pads: the wide-row path's taps and junk columns
+  wide.kh = 3, wide.kw = 2, wide.dh = 2, wide.dw = 3, wide.pads = {2, 0, 1, 3}, wide.h = 11, wide.w = 13, wide.n = 2;
+  RunCase(wide, seed++);
   ConvCase grouped;
   grouped.c = 12, grouped.m = 18, grouped.group = 3;
   RunCase(grouped, seed++);
