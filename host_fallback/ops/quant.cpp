@@ -104,6 +104,12 @@ Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t
   return Status::Ok();
 }
 
+bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
+  if (k >= op.inputs.size()) return true;  // absent: nothing to change
+  const int t = op.inputs[k];
+  return t < 0 || (static_cast<size_t>(t) < graph.tensors.size() && graph.tensors[static_cast<size_t>(t)].isConstant());
+}
+
 }  // namespace quant
 
 namespace {
@@ -447,8 +453,10 @@ Status RunMatMulInteger(const GraphOp& op, const std::vector<Tensor*>& in, const
 
 // The multiplier of output column / channel j: s_a * s_b[j] / s_y (f32, as
 // the reference), one a-scale per row i when per-row.
-Status RunQLinearMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
-                        HostBackend&) {
+}  // namespace
+
+Status quant::RunQLinearMatMulReference(const GraphOp& op, const std::vector<Tensor*>& in,
+                                        const std::vector<Tensor*>& out, HostBackend&) {
   const IntVec as = MatShape(in[0]->shape(), true), bs = MatShape(in[3]->shape(), false);
   const int64_t rows = as[as.size() - 2], cols = bs.back();
   KILN_RETURN_IF_ERROR(CheckHostWork("QLinearMatMul", static_cast<double>(out[0]->elementCount()) *
@@ -481,6 +489,8 @@ Status RunQLinearMatMul(const GraphOp& op, const std::vector<Tensor*>& in, const
   }
   return Status::Ok();
 }
+
+namespace {
 
 // Direct N-d convolution of centered integers (zero padding, which is the
 // zero point before centering), exact sums.
@@ -596,7 +606,6 @@ KILN_HOST_FN_FACTORY(Quantize)
 KILN_HOST_FN_FACTORY(Dequantize)
 KILN_HOST_FN_FACTORY(DynamicQuantize)
 KILN_HOST_FN_FACTORY(MatMulInteger)
-KILN_HOST_FN_FACTORY(QLinearMatMul)
 KILN_HOST_FN_FACTORY(QLinearAdd)
 
 }  // namespace kiln

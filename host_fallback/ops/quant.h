@@ -23,9 +23,15 @@ StatusOr<std::vector<int64_t>> ZeroPoints(const GraphOp& op, const Tensor* z, co
 // quantized output; others are Unsupported.
 Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t* lo, int64_t* hi);
 
+// True when input k of op is absent or a constant of the graph (weights a
+// kernel may pack once, at resize).
+bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k);
+
 // The reference kernels (any rank, group, zero points; exact int64 sums).
 Status RunQLinearConvReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                                HostBackend& be);
+Status RunQLinearMatMulReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                                 HostBackend& be);
 Status RunConvIntegerReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                                HostBackend& be);
 

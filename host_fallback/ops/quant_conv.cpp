@@ -375,21 +375,16 @@ class QConvExecution final : public Execution {
   int32_t y_zero_ = 0;
 };
 
-bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
-  if (k >= op.inputs.size()) return true;  // absent: nothing to change
-  const int t = op.inputs[k];
-  return t < 0 || (static_cast<size_t>(t) < graph.tensors.size() && graph.tensors[static_cast<size_t>(t)].isConstant());
-}
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateHostQLinearConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
-  const bool constant = ConstantInput(op, graph, 3) && ConstantInput(op, graph, 5);
+  const bool constant = quant::ConstantInput(op, graph, 3) && quant::ConstantInput(op, graph, 5);
   return std::unique_ptr<Execution>(new QConvExecution(b, op, true, constant));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateHostConvInteger(const GraphOp& op, const Graph& graph, HostBackend* b) {
-  const bool constant = ConstantInput(op, graph, 1) && ConstantInput(op, graph, 3);
+  const bool constant = quant::ConstantInput(op, graph, 1) && quant::ConstantInput(op, graph, 3);
   return std::unique_ptr<Execution>(new QConvExecution(b, op, false, constant));
 }
 

@@ -330,6 +330,55 @@ TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
   EXPECT_NE(out.status().message().find("Sigmoid"), std::string::npos) << out.status().ToString();
 }
 
+// QLinearMatMul with constant 2-D weights (QGemm on B^T X^T): a batched X
+// of u8 or i8, int8 weights with per-column or per-tensor scales and zero
+// points, bit for bit against the sums written here.
+TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
+  std::mt19937 rng(21);
+  for (const bool xi8 : {false, true})
+    for (const bool per_column : {false, true}) {
+      SCOPED_TRACE(std::string(xi8 ? "x i8" : "x u8") + (per_column ? ", per column" : ", per tensor"));
+      const int64_t B = 3, M = 5, K = 37, N = 19;
+      std::vector<uint8_t> x(static_cast<size_t>(B * M * K));
+      std::vector<int8_t> w(static_cast<size_t>(K * N));
+      for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
+      for (auto& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 241) - 120);  // w - zw stays int8
+      const uint8_t zx = xi8 ? 0xFB : 117;
+      const int64_t zxv = xi8 ? -5 : 117;
+      const size_t nz = per_column ? static_cast<size_t>(N) : 1;
+      std::vector<int8_t> zw(nz);
+      std::vector<float> sw(nz);
+      for (size_t i = 0; i < nz; ++i) zw[i] = static_cast<int8_t>(static_cast<int>(i % 3) - 1), sw[i] = 0.003f + 0.0007f * static_cast<float>(i % 4);
+      const float sx = 0.05f, sy = 0.11f;
+      const uint8_t zy = 100;
+      const fb::DataType xt = xi8 ? fb::DataType::I8 : fb::DataType::U8;
+      OpTest t(fb::OpType::QLinearMatMul);
+      t.input("x", {B, M, K}, xt, x.data(), x.size()).constant("sx", {}, std::vector<float>{sx});
+      t.constant("zx", {}, xt, &zx, 1).constant("w", {K, N}, fb::DataType::I8, w.data(), w.size());
+      const std::vector<int64_t> zshape = per_column ? std::vector<int64_t>{N} : std::vector<int64_t>{};
+      t.constant("sw", zshape, sw).constant("zw", zshape, fb::DataType::I8, zw.data(), zw.size());
+      t.constant("sy", {}, std::vector<float>{sy}).constant("zy", {}, fb::DataType::U8, &zy, 1);
+      auto out = t.run();
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      const auto& got = out->at(0).bytes;
+      ASSERT_EQ(got.size(), static_cast<size_t>(B * M * N));
+      int64_t bad = 0;
+      for (int64_t r = 0; r < B * M; ++r)
+        for (int64_t n = 0; n < N; ++n) {
+          int64_t s = 0;
+          const size_t c = per_column ? static_cast<size_t>(n) : 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t xv = xi8 ? int64_t{static_cast<int8_t>(x[static_cast<size_t>(r * K + k)])} : int64_t{x[static_cast<size_t>(r * K + k)]};
+            s += (xv - zxv) * (int64_t{w[static_cast<size_t>(k * N + n)]} - zw[c]);
+          }
+          const float mult = sx * sw[c] / sy;
+          const int64_t want = std::min<int64_t>(255, std::max<int64_t>(0, RoundHalfEven(static_cast<float>(s) * mult) + zy));
+          bad += got[static_cast<size_t>(r * N + n)] != want;
+        }
+      EXPECT_EQ(bad, 0);
+    }
+}
+
 // An 8-bit tensor fed to a float-only op without a DequantizeLinear: the
 // error names the tensor and the missing step.
 TEST(QLinearConvFast, QuantizedTensorIntoFloatOpIsRefusedByName) {

@@ -2,7 +2,8 @@
 // float bias) [-> fused Relu / Clip] -> QuantizeLinear becomes one
 // QLinearConv whose output is within one step of the QDQ graph's, and a
 // DequantizeLinear pair -> Add [-> Relu] -> QuantizeLinear one QLinearAdd
-// with the same bytes; not when
+// with the same bytes, and a QDQ MatMul with constant weights one
+// QLinearMatMul; not when
 // the pattern is broken (a second reader of the Conv's output, an activation
 // without an integer form, per-axis activation scales, weights that are not
 // constants). FoldConstants keeps DequantizeLinear of 8-bit constants for
@@ -172,6 +173,44 @@ TEST(PassesFuseQdq, AddBecomesQLinearAddWithTheSameBytes) {
   // int8 and uint8 operands: QLinearAdd takes one type, so the chain stays.
   const fb::NetT mixed = Fused(QdqAdd(false, true), 0);
   EXPECT_EQ(CountOps(mixed, fb::OpType::Add), 1) << OpTypes(mixed);
+}
+
+// x [2, 3, 16] -> Q -> DQ -> MatMul(DQ(w int8 [16, 8], per column)) -> Q -> DQ -> y.
+fb::NetT QdqMatMul() {
+  NetBuilder b("qdq_matmul");
+  const int x = b.addInput("x", fb::DataType::F32, {2, 3, 16});
+  const int sx = b.addConstant("sx", {}, std::vector<float>{kSx});
+  const uint8_t zx_v = 128;
+  const int zx = b.addConstant("zx", fb::DataType::U8, {}, &zx_v, 1);
+  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zx}, {"xq"})[0];
+  const int xd = b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zx}, {"xd"})[0];
+  std::vector<int8_t> w(16 * 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 53 + 5) % 241) - 120);
+  const int wq = b.addConstant("wq", fb::DataType::I8, {16, 8}, w.data(), w.size());
+  std::vector<float> sw(8);
+  for (size_t i = 0; i < 8; ++i) sw[i] = 0.004f + 0.001f * static_cast<float>(i);
+  const int swt = b.addConstant("sw", {8}, sw);
+  const std::vector<int8_t> zw(8, 0);
+  const int zwt = b.addConstant("zw", fb::DataType::I8, {8}, zw.data(), zw.size());
+  fb::AxisParamsT axis;
+  axis.axis = 1;
+  const int wd = b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, axis)[0];
+  const int mm = b.addOp(fb::OpType::MatMul, "mm", {xd, wd}, {"mm"})[0];
+  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
+  const uint8_t zy_v = 120;
+  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
+  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {mm, sy, zy}, {"yq"})[0];
+  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
+  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  return b.net();
+}
+
+TEST(PassesFuseQdq, MatMulBecomesQLinearMatMul) {
+  const fb::NetT net = QdqMatMul();
+  const fb::NetT after = Fused(net, 1);
+  EXPECT_EQ(CountOps(after, fb::OpType::QLinearMatMul), 1) << OpTypes(after);
+  EXPECT_EQ(CountOps(after, fb::OpType::MatMul), 0) << OpTypes(after);
+  ExpectWithinOneStep(net, after);
 }
 
 TEST(PassesFuseQdq, BrokenPatternsStay) {

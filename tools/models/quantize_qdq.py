@@ -63,16 +63,26 @@ def consumers_of(graph):
     return uses
 
 
+def float_tensors(model):
+    """The names of the f32 tensors (onnx shape inference; shape and index
+    arithmetic in int64 is never quantized)."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    g = inferred.graph
+    return {v.name for v in list(g.input) + list(g.value_info) + list(g.output)
+            if v.type.tensor_type.elem_type == TensorProto.FLOAT}
+
+
 def activation_tensors(model, float_outputs):
     """The float tensors to quantize, in a stable order."""
     g = model.graph
     inits = {i.name for i in g.initializer}
     outputs = {o.name for o in g.output} if float_outputs else set()
+    floats = float_tensors(model)
     uses = consumers_of(g)
     chosen = []
 
     def add(t):
-        if t and t not in inits and t not in outputs and t not in chosen:
+        if t and t in floats and t not in inits and t not in outputs and t not in chosen:
             chosen.append(t)
 
     for node in g.node:

@@ -16,6 +16,9 @@
 //    scale and zero point, and its fused activation (fuse_activation runs
 //    first) is None, Relu, Relu6 or Clip, which QLinearConv applies as a
 //    clamp of the quantized output.
+// DequantizeLinear(x) -> MatMul(DequantizeLinear(w), w a constant 2-D 8-bit
+// matrix, per tensor or per column) -> QuantizeLinear becomes QLinearMatMul
+// (the host runs it on QGemm as B^T X^T).
 // Likewise DequantizeLinear(a), DequantizeLinear(b) -> Add [-> Relu] ->
 // QuantizeLinear, all per tensor and of one 8-bit type, becomes QLinearAdd
 // (the residual additions of quantized ResNets and MobileNets), whose
@@ -160,6 +163,38 @@ bool FuseAdd(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>*
   return true;
 }
 
+// DequantizeLinear(x) -> MatMul(DequantizeLinear(w: a constant 2-D 8-bit
+// [K, N], per tensor or per column)) -> QuantizeLinear -> QLinearMatMul;
+// true when it rewrote.
+bool FuseMatMul(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
+  fb::OpT& mm = *net.ops[i];
+  if (mm.inputs.size() != 2 || mm.outputs.size() != 1 || !idx.singleUse(mm.outputs[0])) return false;
+  const int qi = idx.consumers[static_cast<size_t>(mm.outputs[0])][0];
+  const fb::OpT& qop = *net.ops[static_cast<size_t>(qi)];
+  if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != mm.outputs[0] || qop.outputs.size() != 1) return false;
+  const int dxi = DequantizeOf(net, idx, mm.inputs[0]), dwi = DequantizeOf(net, idx, mm.inputs[1]);
+  if (dxi < 0 || dwi < 0) return false;
+  const fb::OpT& dx = *net.ops[static_cast<size_t>(dxi)];
+  const fb::OpT& dw = *net.ops[static_cast<size_t>(dwi)];
+  const int xq = dx.inputs[0], wq = dw.inputs[0], yq = qop.outputs[0];
+  const fb::DataType xt = T(net, xq).dtype, wt = T(net, wq).dtype, yt = T(net, yq).dtype;
+  if (!IsQuantType(xt) || !IsQuantType(wt) || !IsQuantType(yt) || !IsConstant(net, wq)) return false;
+  std::vector<int64_t> wshape;
+  if (!StaticShapeOf(T(net, wq), &wshape) || wshape.size() != 2) return false;
+  QuantArgs ax, aw, ay;
+  if (!ReadArgs(net, dx, xt, &ax) || ax.scales.size() != 1) return false;
+  if (!ReadArgs(net, dw, wt, &aw)) return false;
+  if (aw.scales.size() != 1 && (static_cast<int64_t>(aw.scales.size()) != wshape[1] || (aw.axis != 1 && aw.axis != -1)))
+    return false;
+  if (!ReadArgs(net, qop, yt, &ay) || ay.scales.size() != 1) return false;
+  mm.type = fb::OpType::QLinearMatMul;
+  mm.inputs = {xq, ax.scale, ax.zero, wq, aw.scale, aw.zero, ay.scale, ay.zero};
+  mm.params.Reset();
+  mm.outputs[0] = yq;
+  (*removed)[static_cast<size_t>(qi)] = 1;
+  return true;
+}
+
 bool ClampActivation(const fb::ConvParamsT* p) {
   if (!p) return true;
   switch (p->activation) {
@@ -184,8 +219,8 @@ StatusOr<int> FuseQdq(fb::NetT& net) {
       idx = NetIndex(net, removed);
       indexed = net.tensors.size();
     }
-    if (net.ops[i]->type == fb::OpType::Add) {
-      if (FuseAdd(net, idx, i, &removed)) {
+    if (net.ops[i]->type == fb::OpType::Add || net.ops[i]->type == fb::OpType::MatMul) {
+      if (net.ops[i]->type == fb::OpType::Add ? FuseAdd(net, idx, i, &removed) : FuseMatMul(net, idx, i, &removed)) {
         ++n;
         idx = NetIndex(net, removed);
         indexed = net.tensors.size();
