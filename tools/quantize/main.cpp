@@ -1,5 +1,5 @@
 // kiln-quantize MODEL(.kiln|.onnx|.tflite) --calib DIR -o OUT.kiln [--count N] [--activations uint8|int8]
-//               [--per-tensor-weights] [--max-weight-error X] [--threads N]
+//               [--calibration minmax|entropy] [--per-tensor-weights] [--max-weight-error X] [--threads N]
 //
 // Post-training static quantization of a float model (the host runs the
 // calibration):
@@ -7,7 +7,10 @@
 //     activations fused into their Conv / Gemm);
 //  2. calibration: the first N .npy inputs of DIR (sorted) run through it;
 //     the range of every activation that will be quantized is its min / max
-//     over them (always including 0);
+//     over them (always including 0), or with --calibration entropy the
+//     clipping threshold whose quantized histogram is closest to the full
+//     one (least KL divergence; a second pass builds 2048-bin histograms of
+//     |x|);
 //  3. weights of Conv / Gemm / constant 2-D MatMul: int8, symmetric, per
 //     output channel (or per tensor); a layer whose weights lose more than
 //     --max-weight-error (RMS error / RMS weight, default 0.02) stays float;
@@ -40,7 +43,7 @@ namespace kiln {
 namespace {
 
 struct Options {
-  std::string model, calib, out, activations = "uint8";
+  std::string model, calib, out, activations = "uint8", calibration = "minmax";
   int count = 100, threads = 2;
   bool per_tensor_weights = false;
   double max_weight_error = 0.02;
@@ -49,7 +52,8 @@ struct Options {
 int Usage() {
   std::fprintf(stderr,
                "usage: kiln-quantize MODEL(.kiln|.onnx|.tflite) --calib DIR -o OUT.kiln [--count N]\n"
-               "                     [--activations uint8|int8] [--per-tensor-weights] [--max-weight-error X]\n"
+               "                     [--activations uint8|int8] [--calibration minmax|entropy] [--per-tensor-weights]\n"
+               "                     [--max-weight-error X]\n"
                "                     [--threads N]\n");
   return 2;
 }
@@ -141,6 +145,44 @@ struct Range {
   float lo = 0, hi = 0;
 };
 
+constexpr int kBins = 2048;
+
+// The threshold T of |x| (histogram `h` of kBins bins over [0, amax]) whose
+// quantization to `levels` levels on [0, T], outliers clipped into the last
+// bin, keeps the distribution closest to the full one (least KL(P || Q)).
+float EntropyThreshold(const std::vector<double>& h, float amax, int levels) {
+  double best = INFINITY;
+  int best_i = kBins;
+  for (int i = levels; i <= kBins; ++i) {
+    std::vector<double> p(h.begin(), h.begin() + i);
+    for (int k = i; k < kBins; ++k) p[static_cast<size_t>(i - 1)] += h[static_cast<size_t>(k)];
+    double psum = 0;
+    for (double v : p) psum += v;
+    if (psum <= 0) continue;
+    // Q: the clipped histogram's i bins (without the outliers P folded into
+    // its last bin) merged into `levels` chunks, each chunk's mass spread
+    // over its bins that held any value.
+    std::vector<double> q(static_cast<size_t>(i), 0.0);
+    for (int c = 0; c < levels; ++c) {
+      const int b0 = c * i / levels, b1 = (c + 1) * i / levels;
+      double mass = 0;
+      int nonzero = 0;
+      for (int k = b0; k < b1; ++k) mass += h[static_cast<size_t>(k)], nonzero += h[static_cast<size_t>(k)] > 0;
+      for (int k = b0; k < b1; ++k)
+        if (p[static_cast<size_t>(k)] > 0 && nonzero > 0) q[static_cast<size_t>(k)] = mass / nonzero;
+    }
+    double qsum = 0;
+    for (double v : q) qsum += v;
+    double kl = 0;
+    for (int k = 0; k < i; ++k) {
+      const double pk = p[static_cast<size_t>(k)] / psum, qk = q[static_cast<size_t>(k)] / qsum;
+      if (pk > 0) kl += pk * std::log(pk / std::max(qk, 1e-12));
+    }
+    if (kl < best) best = kl, best_i = i;
+  }
+  return (static_cast<float>(best_i) + 0.5f) * amax / kBins;
+}
+
 // The ops whose outputs are quantized, and those whose float inputs are.
 bool QuantizesOutput(fb::OpType t) {
   switch (t) {
@@ -209,6 +251,34 @@ int Run(const Options& o) {
     for (int64_t i = 0; i < t.elementCount(); ++i) r.lo = std::min(r.lo, v[i]), r.hi = std::max(r.hi, v[i]);
   }, "calibration");
   if (!probe.ok()) return std::fprintf(stderr, "kiln-quantize: calibration: %s\n", probe.status().ToString().c_str()), 1;
+  if (o.calibration == "entropy") {
+    // A second pass: histograms of |x| over [0, max |x|], then each range
+    // clipped at its threshold (nonnegative ranges: 256 levels on [0, T];
+    // signed: 128 a side).
+    std::map<int, std::vector<double>> hist;
+    std::map<int, float> amax;
+    for (int t : acts) hist[t].assign(kBins, 0.0), amax[t] = std::max(-range[t].lo, range[t].hi);
+    auto pass2 = RunAll(net, *calib, o.threads, [&](const Tensor& t) {
+      auto it = by_name.find(t.name());
+      if (it == by_name.end() || amax[it->second] <= 0) return;
+      std::vector<double>& h = hist[it->second];
+      const float k = kBins / amax[it->second];
+      const float* v = t.host<float>();
+      for (int64_t i = 0; i < t.elementCount(); ++i)
+        h[static_cast<size_t>(std::min<float>(kBins - 1, std::fabs(v[i]) * k))] += 1;
+    }, "histograms");
+    if (!pass2.ok()) return std::fprintf(stderr, "kiln-quantize: calibration: %s\n", pass2.status().ToString().c_str()), 1;
+    for (int t : acts) {
+      if (amax[t] <= 0 || t == net.inputs[0]) continue;
+      const bool nonneg = range[t].lo >= 0;
+      // A rectified tensor's zeros (bin 0) are exact at any threshold: left
+      // in, their mass drowns the tail the divergence should weigh.
+      if (nonneg) hist[t][0] = 0;
+      const float th = EntropyThreshold(hist[t], amax[t], nonneg ? 256 : 128);
+      range[t].lo = std::max(range[t].lo, -th);
+      range[t].hi = std::min(range[t].hi, th);
+    }
+  }
   // The graph input's range from the files themselves.
   for (int t : acts)
     if (t == net.inputs[0])
@@ -363,13 +433,15 @@ int main(int argc, char** argv) {
     else if (a == "--count" && (v = next())) o.count = std::atoi(v);
     else if (a == "--threads" && (v = next())) o.threads = std::atoi(v);
     else if (a == "--activations" && (v = next())) o.activations = v;
+    else if (a == "--calibration" && (v = next())) o.calibration = v;
     else if (a == "--max-weight-error" && (v = next())) o.max_weight_error = std::atof(v);
     else if (a == "--per-tensor-weights") o.per_tensor_weights = true;
     else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
     else return kiln::Usage();
   }
   if (o.model.empty() || o.calib.empty() || o.out.empty() || o.count < 1 || o.threads < 1 ||
-      (o.activations != "uint8" && o.activations != "int8"))
+      (o.activations != "uint8" && o.activations != "int8") ||
+      (o.calibration != "minmax" && o.calibration != "entropy"))
     return kiln::Usage();
   return kiln::Run(o);
 }
