@@ -267,6 +267,15 @@ Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const st
 
 // ---- QLinearAdd ----
 
+// No multiply-add contraction in a function: GCC's attribute; clang
+// contracts only within one expression by default, which the kernels avoid
+// by rounding each product in its own statement.
+#if defined(__clang__)
+#define KILN_NO_FP_CONTRACT
+#else
+#define KILN_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#endif
+
 // c = quantize(dequantize(a) + dequantize(b)) over one row, each step the
 // f32 operation of the DequantizeLinear -> Add -> QuantizeLinear it fuses
 // (so the fused graph gives the same bytes): (a - za) * sa, the sum, / sc,
@@ -274,7 +283,7 @@ Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const st
 // by a fused Relu / Clip). SA / SB: 1, or 0 where that input broadcasts.
 // No multiply-add contraction: the separate ops round each product first.
 template <bool I8, int SA, int SB>
-__attribute__((always_inline, optimize("fp-contract=off"))) inline void QAddLoop(
+__attribute__((always_inline)) KILN_NO_FP_CONTRACT inline void QAddLoop(
     const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, float za, float sa, float zb, float sb,
     float zc, float sc, float lo, float hi, uint8_t* __restrict c) {
   for (int64_t i = 0; i < n; ++i) {
@@ -288,7 +297,7 @@ __attribute__((always_inline, optimize("fp-contract=off"))) inline void QAddLoop
   }
 }
 
-KILN_SIMD_CLONES __attribute__((optimize("fp-contract=off")))
+KILN_SIMD_CLONES KILN_NO_FP_CONTRACT
 void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __restrict b, int64_t sb_step, int64_t n,
              bool i8, float za, float sa, float zb, float sb, float zc, float sc, float lo, float hi,
              uint8_t* __restrict c) {
