@@ -181,14 +181,19 @@ class ModelVerifier {
       return counts(p->else_branch(), nin - 1, nout, "else_branch");
     }
     if (auto* p = op.params_as_LoopParams()) {
-      const int c = p->num_captures(), n = nin - 2 - c;
-      if (c < 0 || n < 0) return InvalidArgument("Loop: %d captures for %d inputs", c, nin);
+      // In 64 bits: the counts come from the file and may be anything.
+      const int c = p->num_captures();
+      const int64_t n64 = int64_t{nin} - 2 - c;
+      if (c < 0 || n64 < 0) return InvalidArgument("Loop: %d captures for %d inputs", c, nin);
+      const int n = static_cast<int>(n64);  // below nin now
       if (nout < n) return InvalidArgument("Loop: %d outputs for %d loop-carried values", nout, n);
       return counts(p->body(), nin, 1 + nout, "body");
     }
     const fb::ScanParams* p = op.params_as_ScanParams();
-    const int m = p->num_scan_inputs(), c = p->num_captures(), n = nin - m - c;
-    if (m < 1 || c < 0 || n < 0) return InvalidArgument("Scan: %d scan inputs and %d captures for %d inputs", m, c, nin);
+    const int m = p->num_scan_inputs(), c = p->num_captures();
+    const int64_t n64 = int64_t{nin} - m - c;
+    if (m < 1 || c < 0 || n64 < 0) return InvalidArgument("Scan: %d scan inputs and %d captures for %d inputs", m, c, nin);
+    const int n = static_cast<int>(n64);  // below nin now
     if (nout < n) return InvalidArgument("Scan: %d outputs for %d state values", nout, n);
     auto check = [](const flatbuffers::Vector<int32_t>* v, int count, int lo, int hi, const char* what) -> Status {
       if (!v) return Status::Ok();
