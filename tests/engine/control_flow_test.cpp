@@ -315,5 +315,31 @@ TEST(ControlFlowErrors, SubgraphsThatFanOut) {
   ExpectError(Load(NestedIfs(12)).status(), "control flow expands to more than 1024 subgraph instances");
 }
 
+// Counts from the file so large that nin - num_scan_inputs - num_captures
+// overflows int (found by kiln-fuzz-loader): an error, not undefined
+// arithmetic.
+TEST(ControlFlowErrors, ScanCountsThatOverflow) {
+  for (const bool loop : {false, true}) {
+    NetBuilder b(loop ? "huge_loop" : "huge_scan");
+    int x = b.addInput("x", fb::DataType::F32, {2});
+    NetBuilder g("body");
+    g.addOutput(g.addOp(fb::OpType::Relu, "relu", {g.addInput("x", fb::DataType::F32, {2})}, {"y"})[0]);
+    const int body = b.addSubgraph(std::move(g));
+    if (loop) {
+      fb::LoopParamsT p;
+      p.body = body;
+      p.num_captures = INT32_MIN + 1;
+      b.addOutput(b.addOp(fb::OpType::Loop, "loop", {-1, -1, x}, {"out"}, p)[0]);
+    } else {
+      fb::ScanParamsT p;
+      p.body = body;
+      p.num_scan_inputs = INT32_MAX;
+      p.num_captures = INT32_MAX;
+      b.addOutput(b.addOp(fb::OpType::Scan, "scan", {x}, {"out"}, p)[0]);
+    }
+    ExpectError(Load(b).status(), loop ? "Loop: " : "Scan: ");
+  }
+}
+
 }  // namespace
 }  // namespace kiln
