@@ -27,6 +27,7 @@
 // those left without one. FoldDequantize then folds the DequantizeLinear
 // of constants that no fusion took (kiln/passes.h).
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kiln/passes.h"
@@ -68,8 +69,7 @@ bool ReadArgs(fb::NetT& net, const fb::OpT& op, fb::DataType type, QuantArgs* q)
   return true;
 }
 
-// The op producing `t` if it is a DequantizeLinear (of an 8-bit tensor when
-// `eight`), else -1.
+// The op producing `t` if it is a DequantizeLinear, else -1.
 int DequantizeOf(const fb::NetT& net, const NetIndex& idx, int t) {
   const int p = idx.producerOf(t);
   if (p < 0) return -1;
@@ -163,35 +163,52 @@ bool FuseAdd(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>*
   return true;
 }
 
-// DequantizeLinear(x) -> MatMul(DequantizeLinear(w: a constant 2-D 8-bit
-// [K, N], per tensor or per column)) -> QuantizeLinear -> QLinearMatMul;
-// true when it rewrote.
-bool FuseMatMul(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
-  fb::OpT& mm = *net.ops[i];
-  if (mm.inputs.size() != 2 || mm.outputs.size() != 1 || !idx.singleUse(mm.outputs[0])) return false;
-  const int qi = idx.consumers[static_cast<size_t>(mm.outputs[0])][0];
-  const fb::OpT& qop = *net.ops[static_cast<size_t>(qi)];
-  if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != mm.outputs[0] || qop.outputs.size() != 1) return false;
-  const int dxi = DequantizeOf(net, idx, mm.inputs[0]), dwi = DequantizeOf(net, idx, mm.inputs[1]);
+// DequantizeLinear(x) -> op(DequantizeLinear(w: a constant 8-bit tensor,
+// per tensor or per channel along `channel_axis`)) -> QuantizeLinear, the
+// shape the Conv and MatMul fusions share: x and y per tensor; op's output
+// read by the QuantizeLinear only.
+struct WeightedQdq {
+  int xq = -1, wq = -1, yq = -1, quantize = -1;  // the 8-bit tensors; the QuantizeLinear op
+  QuantArgs ax, aw, ay;
+  std::vector<int64_t> wshape;
+};
+
+bool MatchWeighted(fb::NetT& net, const NetIndex& idx, const fb::OpT& op, size_t rank_min, size_t rank_max,
+                   int channel_axis, WeightedQdq* m) {
+  if (op.inputs.size() < 2 || op.outputs.size() != 1 || !idx.singleUse(op.outputs[0])) return false;
+  m->quantize = idx.consumers[static_cast<size_t>(op.outputs[0])][0];
+  const fb::OpT& qop = *net.ops[static_cast<size_t>(m->quantize)];
+  if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != op.outputs[0] || qop.outputs.size() != 1) return false;
+  const int dxi = DequantizeOf(net, idx, op.inputs[0]), dwi = DequantizeOf(net, idx, op.inputs[1]);
   if (dxi < 0 || dwi < 0) return false;
   const fb::OpT& dx = *net.ops[static_cast<size_t>(dxi)];
   const fb::OpT& dw = *net.ops[static_cast<size_t>(dwi)];
-  const int xq = dx.inputs[0], wq = dw.inputs[0], yq = qop.outputs[0];
-  const fb::DataType xt = T(net, xq).dtype, wt = T(net, wq).dtype, yt = T(net, yq).dtype;
-  if (!IsQuantType(xt) || !IsQuantType(wt) || !IsQuantType(yt) || !IsConstant(net, wq)) return false;
-  std::vector<int64_t> wshape;
-  if (!StaticShapeOf(T(net, wq), &wshape) || wshape.size() != 2) return false;
-  QuantArgs ax, aw, ay;
-  if (!ReadArgs(net, dx, xt, &ax) || ax.scales.size() != 1) return false;
-  if (!ReadArgs(net, dw, wt, &aw)) return false;
-  if (aw.scales.size() != 1 && (static_cast<int64_t>(aw.scales.size()) != wshape[1] || (aw.axis != 1 && aw.axis != -1)))
+  m->xq = dx.inputs[0], m->wq = dw.inputs[0], m->yq = qop.outputs[0];
+  const fb::DataType xt = T(net, m->xq).dtype, wt = T(net, m->wq).dtype, yt = T(net, m->yq).dtype;
+  if (!IsQuantType(xt) || !IsQuantType(wt) || !IsQuantType(yt) || !IsConstant(net, m->wq)) return false;
+  if (!StaticShapeOf(T(net, m->wq), &m->wshape) || m->wshape.size() < rank_min || m->wshape.size() > rank_max)
     return false;
-  if (!ReadArgs(net, qop, yt, &ay) || ay.scales.size() != 1) return false;
+  if (!ReadArgs(net, dx, xt, &m->ax) || m->ax.scales.size() != 1) return false;
+  if (!ReadArgs(net, dw, wt, &m->aw)) return false;
+  const int64_t rank = static_cast<int64_t>(m->wshape.size());
+  const int64_t axis = m->aw.axis < 0 ? m->aw.axis + rank : m->aw.axis;
+  if (m->aw.scales.size() != 1 && (static_cast<int64_t>(m->aw.scales.size()) != m->wshape[static_cast<size_t>(channel_axis)] ||
+                                   axis != channel_axis))
+    return false;
+  return ReadArgs(net, qop, yt, &m->ay) && m->ay.scales.size() == 1;
+}
+
+// ... -> MatMul(w [K, N], per tensor or per column) -> ... becomes
+// QLinearMatMul; true when it rewrote.
+bool FuseMatMul(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
+  fb::OpT& mm = *net.ops[i];
+  WeightedQdq m;
+  if (mm.inputs.size() != 2 || !MatchWeighted(net, idx, mm, 2, 2, 1, &m)) return false;
   mm.type = fb::OpType::QLinearMatMul;
-  mm.inputs = {xq, ax.scale, ax.zero, wq, aw.scale, aw.zero, ay.scale, ay.zero};
+  mm.inputs = {m.xq, m.ax.scale, m.ax.zero, m.wq, m.aw.scale, m.aw.zero, m.ay.scale, m.ay.zero};
   mm.params.Reset();
-  mm.outputs[0] = yq;
-  (*removed)[static_cast<size_t>(qi)] = 1;
+  mm.outputs[0] = m.yq;
+  (*removed)[static_cast<size_t>(m.quantize)] = 1;
   return true;
 }
 
@@ -204,6 +221,30 @@ bool ClampActivation(const fb::ConvParamsT* p) {
     case fb::Activation::Clip: return true;
     default: return false;
   }
+}
+
+// ... -> Conv(w [M, C/g, k...], per tensor or per output channel; bias)
+// [fused clamp] -> ... becomes QLinearConv; true when it rewrote.
+bool FuseConv(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
+  fb::OpT& conv = *net.ops[i];
+  WeightedQdq m;
+  if (!ClampActivation(conv.params.AsConvParams()) || !MatchWeighted(net, idx, conv, 3, SIZE_MAX, 0, &m)) return false;
+  const int64_t M = m.wshape[0];
+  int bias = -1;
+  if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
+    std::vector<int32_t> bq;
+    int reuse = -1;
+    if (!QuantizedBias(net, idx, conv.inputs[2], m.ax.scales[0], m.aw.scales, M, &bq, &reuse)) return false;
+    bias = reuse >= 0 ? reuse
+                      : AddConstant(net, T(net, conv.inputs[2]).name + "_i32", fb::DataType::I32, {M}, bq.data(),
+                                    bq.size() * sizeof(int32_t));
+  }
+  conv.type = fb::OpType::QLinearConv;
+  conv.inputs = {m.xq, m.ax.scale, m.ax.zero, m.wq, m.aw.scale, m.aw.zero, m.ay.scale, m.ay.zero};
+  if (bias >= 0) conv.inputs.push_back(bias);
+  conv.outputs[0] = m.yq;
+  (*removed)[static_cast<size_t>(m.quantize)] = 1;
+  return true;
 }
 
 }  // namespace
@@ -219,52 +260,12 @@ StatusOr<int> FuseQdq(fb::NetT& net) {
       idx = NetIndex(net, removed);
       indexed = net.tensors.size();
     }
-    if (net.ops[i]->type == fb::OpType::Add || net.ops[i]->type == fb::OpType::MatMul) {
-      if (net.ops[i]->type == fb::OpType::Add ? FuseAdd(net, idx, i, &removed) : FuseMatMul(net, idx, i, &removed)) {
-        ++n;
-        idx = NetIndex(net, removed);
-        indexed = net.tensors.size();
-      }
-      continue;
-    }
-    fb::OpT& conv = *net.ops[i];
-    if (conv.type != fb::OpType::Conv || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
-    if (!ClampActivation(conv.params.AsConvParams())) continue;
-    const int y = conv.outputs[0];
-    if (!idx.singleUse(y)) continue;
-    const int qi = idx.consumers[static_cast<size_t>(y)][0];
-    fb::OpT& qop = *net.ops[static_cast<size_t>(qi)];
-    if (qop.type != fb::OpType::QuantizeLinear || qop.inputs[0] != y || qop.outputs.size() != 1) continue;
-    const int dxi = DequantizeOf(net, idx, conv.inputs[0]), dwi = DequantizeOf(net, idx, conv.inputs[1]);
-    if (dxi < 0 || dwi < 0) continue;
-    const fb::OpT& dx = *net.ops[static_cast<size_t>(dxi)];
-    const fb::OpT& dw = *net.ops[static_cast<size_t>(dwi)];
-    const int xq = dx.inputs[0], wq = dw.inputs[0], yq = qop.outputs[0];
-    const fb::DataType xt = T(net, xq).dtype, wt = T(net, wq).dtype, yt = T(net, yq).dtype;
-    if (!IsQuantType(xt) || !IsQuantType(wt) || !IsQuantType(yt) || !IsConstant(net, wq)) continue;
-    std::vector<int64_t> wshape;
-    if (!StaticShapeOf(T(net, wq), &wshape) || wshape.size() < 3) continue;
-    const int64_t M = wshape[0];
-    QuantArgs ax, aw, ay;
-    if (!ReadArgs(net, dx, xt, &ax) || ax.scales.size() != 1) continue;
-    if (!ReadArgs(net, dw, wt, &aw)) continue;
-    if (aw.scales.size() != 1 && (static_cast<int64_t>(aw.scales.size()) != M || (aw.axis != 0 && aw.axis != -static_cast<int64_t>(wshape.size()))))
-      continue;
-    if (!ReadArgs(net, qop, yt, &ay) || ay.scales.size() != 1) continue;
-    int bias = -1;
-    if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
-      std::vector<int32_t> bq;
-      int reuse = -1;
-      if (!QuantizedBias(net, idx, conv.inputs[2], ax.scales[0], aw.scales, M, &bq, &reuse)) continue;
-      bias = reuse >= 0 ? reuse
-                        : AddConstant(net, T(net, conv.inputs[2]).name + "_i32", fb::DataType::I32, {M}, bq.data(),
-                                      bq.size() * sizeof(int32_t));
-    }
-    conv.type = fb::OpType::QLinearConv;
-    conv.inputs = {xq, ax.scale, ax.zero, wq, aw.scale, aw.zero, ay.scale, ay.zero};
-    if (bias >= 0) conv.inputs.push_back(bias);
-    conv.outputs[0] = yq;
-    removed[static_cast<size_t>(qi)] = 1;
+    const fb::OpType type = net.ops[i]->type;
+    const bool fused = type == fb::OpType::Add      ? FuseAdd(net, idx, i, &removed)
+                       : type == fb::OpType::MatMul ? FuseMatMul(net, idx, i, &removed)
+                       : type == fb::OpType::Conv   ? FuseConv(net, idx, i, &removed)
+                                                    : false;
+    if (!fused) continue;
     ++n;
     idx = NetIndex(net, removed);
     indexed = net.tensors.size();
