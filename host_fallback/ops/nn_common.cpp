@@ -64,6 +64,20 @@ void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, f
   }
 }
 
+Status QuantFusedClamp(const GraphOp& op, float* lo, float* hi) {
+  fb::Activation act = fb::Activation::None;
+  float amin = 0, amax = 0;
+  if (const auto* p = op.params<fb::ConvParams>()) {
+    act = p->activation(), amin = p->activation_min(), amax = p->activation_max();
+  } else if (const auto* q = op.params<fb::QuantActivationParams>()) {
+    act = q->activation(), amin = q->activation_min(), amax = q->activation_max();
+  }
+  if (!ActivationAsClamp(act, amin, amax, lo, hi))
+    return Unsupported("%s: fused activation %s has no integer form (only Relu, Relu6 and Clip)", op.typeName(),
+                       fb::EnumNameActivation(act));
+  return Status::Ok();
+}
+
 bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* lo, float* hi) {
   switch (act) {
     case fb::Activation::None: *lo = -INFINITY; *hi = INFINITY; return true;

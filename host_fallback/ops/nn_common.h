@@ -20,4 +20,10 @@ void ApplyFusedActivation(fb::Activation act, float lo, float hi, float alpha, f
 // False for the others, which go through ApplyFusedActivation.
 bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* lo, float* hi);
 
+// The bounds, on the real value, of a quantized op's fused activation
+// (QLinearConv's ConvParams, QLinearAdd's QuantActivationParams): infinite
+// for none; Unsupported, naming the op, for an activation that is no clamp.
+// The host kernels and the GPU shaders both quantize these bounds.
+Status QuantFusedClamp(const GraphOp& op, float* lo, float* hi);
+
 }  // namespace kiln::nn

@@ -81,18 +81,8 @@ StatusOr<IntVec> ZeroPoints(const GraphOp& op, const Tensor* z, const char* what
 }
 
 Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t* lo, int64_t* hi) {
-  fb::Activation act = fb::Activation::None;
-  float amin = 0, amax = 0;
-  if (const auto* p = op.params<fb::ConvParams>()) {
-    act = p->activation(), amin = p->activation_min(), amax = p->activation_max();
-  } else if (const auto* q = op.params<fb::QuantActivationParams>()) {
-    act = q->activation(), amin = q->activation_min(), amax = q->activation_max();
-  }
-  if (act == fb::Activation::None) return Status::Ok();
   float flo = 0, fhi = 0;
-  if (!nn::ActivationAsClamp(act, amin, amax, &flo, &fhi))
-    return Unsupported("%s: fused activation %s has no integer form (only Relu, Relu6 and Clip)", op.typeName(),
-                       fb::EnumNameActivation(act));
+  KILN_RETURN_IF_ERROR(nn::QuantFusedClamp(op, &flo, &fhi));
   // Quantizing is monotonic and maps 0 to the zero point, so the clamp of
   // the real value is the clamp of the quantized one at the bounds' images.
   auto image = [&](float v) {  // round(v / y_scale), kept far inside int64

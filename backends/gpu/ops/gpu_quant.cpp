@@ -291,11 +291,8 @@ class QConvExecution final : public GpuExecution {
       if (!yz || yz->elementCount() != 1) return InvalidArgument("QLinearConv: y_zero_point must be one value");
       KILN_RETURN_IF_ERROR(CheckZeroPoint(yz, y.dtype(), op_.typeName()));
       // A fused clamp (fuse_qdq): bounds of the real value, quantized in the shader.
-      const fb::Activation act = p ? p->activation() : fb::Activation::None;
       float lo = 0, hi = 0;
-      if (!nn::ActivationAsClamp(act, p ? p->activation_min() : 0.f, p ? p->activation_max() : 0.f, &lo, &hi))
-        return Unsupported("QLinearConv: fused activation %s has no integer form (only Relu, Relu6 and Clip)",
-                           fb::EnumNameActivation(act));
+      KILN_RETURN_IF_ERROR(nn::QuantFusedClamp(op_, &lo, &hi));
       if (std::isfinite(lo)) flags |= kActLo, push.act_lo = lo;
       if (std::isfinite(hi)) flags |= kActHi, push.act_hi = hi;
       if (const Tensor* bt = Opt(in, 8)) {
@@ -364,12 +361,8 @@ class QAddExecution final : public GpuExecution {
       KILN_RETURN_IF_ERROR(CheckZeroPoint(zs[k], a.dtype(), op_.typeName()));
       if (zs[k]) flags |= 1u << k;
     }
-    const auto* p = op_.params<fb::QuantActivationParams>();
-    const fb::Activation act = p ? p->activation() : fb::Activation::None;
     float lo = 0, hi = 0;
-    if (!nn::ActivationAsClamp(act, p ? p->activation_min() : 0.f, p ? p->activation_max() : 0.f, &lo, &hi))
-      return Unsupported("QLinearAdd: fused activation %s has no integer form (only Relu, Relu6 and Clip)",
-                         fb::EnumNameActivation(act));
+    KILN_RETURN_IF_ERROR(nn::QuantFusedClamp(op_, &lo, &hi));
     if (std::isfinite(lo)) flags |= 8u, push.act_lo = lo;
     if (std::isfinite(hi)) flags |= 16u, push.act_hi = hi;
     if (push.n == 0) return Status::Ok();
