@@ -94,6 +94,15 @@ Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t
   return Status::Ok();
 }
 
+bool NarrowToInt8(const std::vector<int32_t>& v, std::vector<int8_t>* out) {
+  out->resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] < -128 || v[i] > 127) return false;
+    (*out)[i] = static_cast<int8_t>(v[i]);
+  }
+  return true;
+}
+
 bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
   if (k >= op.inputs.size()) return true;  // absent: nothing to change
   const int t = op.inputs[k];
@@ -105,6 +114,7 @@ bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
 namespace {
 
 using IntVec = std::vector<int64_t>;
+using quant::Centered;
 using quant::NameOf;
 using quant::QuantRange;
 using quant::Scales;
@@ -365,11 +375,13 @@ Status RunDynamicQuantize(const GraphOp&, const std::vector<Tensor*>& in, const 
 
 // ---- integer products ----
 
+}  // namespace
+
 // Values of an 8-bit operand minus its zero point, as int32. The zero point
 // is per tensor (one value) or, with `per` > 1 values, per index along
 // (element / inner) % per.
-StatusOr<std::vector<int32_t>> Centered(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what,
-                                        int64_t per, int64_t inner) {
+StatusOr<std::vector<int32_t>> quant::Centered(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what,
+                                               int64_t per, int64_t inner) {
   if (t.dtype() != fb::DataType::I8 && t.dtype() != fb::DataType::U8)
     return InvalidArgument("%s: '%s' must be int8 or uint8, is %s", op.typeName(), NameOf(t), DataTypeName(t.dtype()));
   KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, what, t.dtype(), 1));
@@ -384,6 +396,8 @@ StatusOr<std::vector<int32_t>> Centered(const GraphOp& op, const Tensor& t, cons
   }
   return v;
 }
+
+namespace {
 
 // The ranks of a matmul operand: [K] -> [1, K] (a), [K] -> [K, 1] (b).
 IntVec MatShape(const IntVec& s, bool is_a) {

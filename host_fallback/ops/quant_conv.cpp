@@ -271,19 +271,9 @@ class QConvExecution final : public Execution {
     const int64_t M = w.length(0), per = w.elementCount() / std::max<int64_t>(M, 1);
     const int64_t group = p ? p->group() : 1;
     if (M <= 0 || group <= 0 || M % group != 0) return;
-    StatusOr<IntVec> zw = quant::ZeroPoints(op_, wz, "w_zero_point", w.dtype(), 1);
-    if (!zw.ok() || (zw->size() != 1 && static_cast<int64_t>(zw->size()) != M)) return;
-    std::vector<int8_t> centered(static_cast<size_t>(M * per));
-    const bool u8 = w.dtype() == fb::DataType::U8;
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t z = (*zw)[zw->size() == 1 ? 0 : static_cast<size_t>(m)];
-      for (int64_t k = 0; k < per; ++k) {
-        const int64_t i = m * per + k;
-        const int64_t v = (u8 ? int64_t{w.host<uint8_t>()[i]} : int64_t{w.host<int8_t>()[i]}) - z;
-        if (v < -128 || v > 127) return;  // e.g. uint8 weights with zero point 0
-        centered[static_cast<size_t>(i)] = static_cast<int8_t>(v);
-      }
-    }
+    StatusOr<std::vector<int32_t>> wide = quant::Centered(op_, w, wz, "w_zero_point", M, per);
+    std::vector<int8_t> centered;
+    if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
     const int64_t Mg = M / group;
     const bool depthwise = qlinear_ && rank == 4 && group == M && per == w.length(2) * w.length(3) &&
                            in[0]->length(1) == group;

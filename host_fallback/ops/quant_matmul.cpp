@@ -97,17 +97,13 @@ class QMatMulExecution final : public Execution {
     const Tensor& b = *in[3];
     if (b.dimensions() != 2 || (b.dtype() != fb::DataType::I8 && b.dtype() != fb::DataType::U8)) return;
     K_ = b.length(0), N_ = b.length(1);
-    StatusOr<IntVec> zb = quant::ZeroPoints(op_, in[5], "b_zero_point", b.dtype(), 1);
-    if (!zb.ok() || (zb->size() != 1 && static_cast<int64_t>(zb->size()) != N_) || K_ <= 0 || N_ <= 0) return;
-    std::vector<int8_t> bt(static_cast<size_t>(N_ * K_));
-    const bool u8 = b.dtype() == fb::DataType::U8;
+    if (K_ <= 0 || N_ <= 0) return;
+    StatusOr<std::vector<int32_t>> wide = quant::Centered(op_, b, in[5], "b_zero_point", N_, 1);  // per column
+    std::vector<int8_t> centered;
+    if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
+    std::vector<int8_t> bt(static_cast<size_t>(N_ * K_));  // B^T
     for (int64_t k = 0; k < K_; ++k)
-      for (int64_t n = 0; n < N_; ++n) {
-        const int64_t v = (u8 ? int64_t{b.host<uint8_t>()[k * N_ + n]} : int64_t{b.host<int8_t>()[k * N_ + n]}) -
-                          (*zb)[zb->size() == 1 ? 0 : static_cast<size_t>(n)];
-        if (v < -128 || v > 127) return;
-        bt[static_cast<size_t>(n * K_ + k)] = static_cast<int8_t>(v);
-      }
+      for (int64_t n = 0; n < N_; ++n) bt[static_cast<size_t>(n * K_ + k)] = centered[static_cast<size_t>(k * N_ + n)];
     packed_ = QPackA(QBestIsa(), N_, K_, bt.data(), K_);
     packed_ok_ = true;
   }
