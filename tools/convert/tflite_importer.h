@@ -15,11 +15,28 @@
 // Shapes: the importer uses the static shapes the file records (reshape
 // targets, resize sizes, transpose-conv padding).
 //
+// Quantized models (full-integer int8 / uint8, and quantized ops inside float
+// models) are imported in QDQ form. A quantized activation is an 8-bit Kiln
+// tensor; an op reading one reads its DequantizeLinear (made once per
+// tensor), computes in f32, and a QuantizeLinear with the output tensor's
+// scale and zero point makes its 8-bit output, which keeps the TFLite name.
+// Quantized conv and fully-connected weights become 8-bit constants behind a
+// DequantizeLinear (per output channel where the file quantizes per channel),
+// int32 biases too. The optimizer's fuse_qdq then turns the convolutions,
+// additions and matmuls into QLinearConv / QLinearAdd / QLinearMatMul, which
+// keep the activations 8-bit between them; every other op runs in f32
+// between its DequantizeLinear and QuantizeLinear. TFLite requantizes with
+// a fixed-point multiplier, Kiln in f32 (onnxruntime's arithmetic), so an
+// output may differ from TFLite's by one quantization step. Dynamic-range
+// models (int8 weights, f32 activations) compute in f32 with the weights
+// dequantized. 16-bit quantized activations are reported unsupported.
+//
 // TfliteImporter lives in this header so that its op families can be split
 // over several files (tflite_rnn.cpp: the sequence LSTMs).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -117,7 +134,7 @@ class TfliteImporter {
       if (op.outputs.empty()) return InvalidArgument("operator %zu (%s) has no outputs", k, type.c_str());
       name_ = T(op.outputs[0]).name.empty() ? StrFormat("op%zu", k) : T(op.outputs[0]).name;
       KILN_RETURN_IF_ERROR(CheckArity(op, code), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
-      KILN_RETURN_IF_ERROR(ImportOp(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
+      KILN_RETURN_IF_ERROR(ImportOpQuantized(op, code, type), "operator %zu '%s' (%s)", k, name_.c_str(), type.c_str());
       if (opt_.progress && g_.operators.size() > 200 && (k + 1) % 200 == 0)
         opt_.progress(StrFormat("imported %zu of %zu operators", k + 1, g_.operators.size()));
     }
@@ -215,13 +232,16 @@ class TfliteImporter {
     if (f != folded_.end()) return f->second;
     if (i < 0) return InvalidArgument("a required input is missing");
     if (!IsConst(i)) return Unsupported("tensor '%s' must be a constant", T(i).name.c_str());
-    return tfl::ReadData(m_, T(i));
+    KILN_ASSIGN_OR_RETURN(ConstData d, tfl::ReadData(m_, T(i)));
+    if (tfl::IsQuantized(T(i)))  // an 8-bit quantized constant read by an op computing in f32
+      KILN_RETURN_IF_ERROR(tfl::ToFloat32(&d, T(i).quant), "constant '%s'", T(i).name.c_str());
+    return d;
   }
   // A float constant (weights, biases) as f32; f16 widened.
   StatusOr<ConstData> ConstF32(int i) {
     KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
     if (d.type != tfl::kFloat32 && d.type != tfl::kFloat16)
-      return Unsupported("constant '%s' is %s, not float (quantized weights are not supported)", T(i).name.c_str(),
+      return Unsupported("constant '%s' is %s, not float (nor 8-bit with quantization scales)", T(i).name.c_str(),
                          tfl::TensorTypeName(d.type));
     KILN_RETURN_IF_ERROR(tfl::ToFloat32(&d, T(i).quant), "constant '%s'", T(i).name.c_str());
     return d;
@@ -229,6 +249,143 @@ class TfliteImporter {
   StatusOr<int> F32Const(int i, const char* what) {
     KILN_ASSIGN_OR_RETURN(ConstData d, ConstF32(i), "%s", what);
     return AddConst(T(i).name, d);
+  }
+  // ---- quantization (the QDQ form, see the top of this file) ----
+  // Tensor i's scale and zero point as Kiln constants of its type (scalars
+  // per tensor, vectors per channel), checked.
+  StatusOr<std::pair<int, int>> QuantConsts(int i) {
+    const tfl::Tensor& t = T(i);
+    const tfl::Quantization& q = t.quant;
+    const size_t n = q.scale.size();
+    if (n == 0) return InvalidArgument("tensor '%s' has no quantization scale", t.name.c_str());
+    if (!q.zero_point.empty() && q.zero_point.size() != n)
+      return InvalidArgument("tensor '%s' has %zu scales and %zu zero points", t.name.c_str(), n, q.zero_point.size());
+    fb::DataType dtype = fb::DataType::I32;
+    int64_t lo = INT32_MIN, hi = INT32_MAX;
+    if (t.type == tfl::kInt8) dtype = fb::DataType::I8, lo = -128, hi = 127;
+    else if (t.type == tfl::kUInt8) dtype = fb::DataType::U8, lo = 0, hi = 255;
+    else if (t.type != tfl::kInt32)
+      return Unsupported("tensor '%s': %s quantization (8-bit tensors and int32 biases are supported)",
+                         t.name.c_str(), tfl::TensorTypeName(t.type));
+    std::vector<uint8_t> zeros;
+    for (size_t k = 0; k < n; ++k) {
+      if (!(q.scale[k] > 0) || !std::isfinite(q.scale[k]))
+        return InvalidArgument("tensor '%s': quantization scale %g is not positive and finite", t.name.c_str(),
+                               static_cast<double>(q.scale[k]));
+      const int64_t z = q.zero_point.empty() ? 0 : q.zero_point[k];
+      if (z < lo || z > hi)
+        return InvalidArgument("tensor '%s': zero point %lld is out of the range of %s", t.name.c_str(),
+                               static_cast<long long>(z), tfl::TensorTypeName(t.type));
+      const int32_t z32 = static_cast<int32_t>(z);
+      const uint8_t* b = reinterpret_cast<const uint8_t*>(&z32);
+      if (dtype == fb::DataType::I32) zeros.insert(zeros.end(), b, b + 4);
+      else zeros.push_back(static_cast<uint8_t>(z32 & 0xff));
+    }
+    const Ints shape = n == 1 ? Ints{} : Ints{static_cast<int64_t>(n)};
+    const int scale = b_.addConstant(Unique(t.name + "/scale"), shape, q.scale);
+    const int zero = b_.addConstant(Unique(t.name + "/zero_point"), dtype, shape, zeros.data(), zeros.size());
+    return std::make_pair(scale, zero);
+  }
+  // A (De)QuantizeLinear of Kiln tensor x with TFLite tensor i's quantization;
+  // per-channel along Kiln axis `axis`.
+  StatusOr<int> QdqOp(OpType type, int x, int i, int64_t axis, const std::string& name) {
+    KILN_ASSIGN_OR_RETURN(auto sz, QuantConsts(i));
+    fb::OpParamsUnion p;
+    if (T(i).quant.scale.size() > 1) p = Make<fb::AxisParamsT>([&](auto& a) { a.axis = static_cast<int32_t>(axis); });
+    const int y = Op(type, {x, sz.first, sz.second}, name, std::move(p));
+    if (type == OpType::QuantizeLinear)  // the passes read an 8-bit tensor's type before shape inference
+      b_.net().tensors[static_cast<size_t>(y)]->dtype = b_.net().tensors[static_cast<size_t>(sz.second)]->dtype;
+    return y;
+  }
+  // The Kiln axis of a per-channel activation's quantized dimension.
+  int64_t QuantAxis(int i) const { return Is4D(i) ? NchwAxis(T(i).quant.dimension) : T(i).quant.dimension; }
+  // The f32 view of quantized activation i: its DequantizeLinear, made once.
+  StatusOr<int> FloatView(int i) {
+    auto f = fview_.find(i);
+    if (f != fview_.end()) return f->second;
+    KILN_ASSIGN_OR_RETURN(int q, Act(i));
+    KILN_ASSIGN_OR_RETURN(int y, QdqOp(OpType::DequantizeLinear, q, i, QuantAxis(i), T(i).name + "/dequantized"));
+    return fview_[i] = y;
+  }
+  // Constant weights in Kiln's layout (dims permuted by `perm`): f32, or for
+  // 8-bit quantized weights the 8-bit constant behind a DequantizeLinear
+  // (per channel along the permuted quantized dimension).
+  StatusOr<int> Weights(int i, const Ints& perm) {
+    if (!tfl::IsQuantized(T(i)) || folded_.count(i)) {
+      KILN_ASSIGN_OR_RETURN(ConstData d, ConstF32(i));
+      KILN_RETURN_IF_ERROR(PermuteConst(&d, perm), "constant '%s'", T(i).name.c_str());
+      return AddConst(T(i).name, d);
+    }
+    if (!IsConst(i)) return Unsupported("tensor '%s' must be a constant", T(i).name.c_str());
+    KILN_ASSIGN_OR_RETURN(ConstData d, tfl::ReadData(m_, T(i)));
+    KILN_RETURN_IF_ERROR(PermuteConst(&d, perm), "constant '%s'", T(i).name.c_str());
+    KILN_ASSIGN_OR_RETURN(int w, AddConst(T(i).name, d));
+    const int64_t dim = T(i).quant.dimension;
+    const int64_t axis = std::find(perm.begin(), perm.end(), dim) - perm.begin();
+    if (T(i).quant.scale.size() > 1 &&
+        (dim < 0 || dim >= static_cast<int64_t>(perm.size()) ||
+         d.shape[static_cast<size_t>(axis)] != static_cast<int64_t>(T(i).quant.scale.size())))
+      return InvalidArgument("constant '%s': %zu scales do not match its dimension %lld", T(i).name.c_str(),
+                             T(i).quant.scale.size(), static_cast<long long>(dim));
+    return QdqOp(OpType::DequantizeLinear, w, i, axis, T(i).name + "/dequantized");
+  }
+  // A conv's or fully-connected's bias: f32, or an int32 quantized one behind a DequantizeLinear.
+  StatusOr<int> Bias(int i) {
+    if (T(i).type != tfl::kInt32 || T(i).quant.scale.empty()) return F32Const(i, "bias");
+    if (!IsConst(i)) return Unsupported("bias '%s' must be a constant", T(i).name.c_str());
+    if (Rank(i) != 1) return InvalidArgument("bias '%s' must be 1-D", T(i).name.c_str());
+    KILN_ASSIGN_OR_RETURN(ConstData d, tfl::ReadData(m_, T(i)));
+    KILN_ASSIGN_OR_RETURN(int b, AddConst(T(i).name, d));
+    return QdqOp(OpType::DequantizeLinear, b, i, 0, T(i).name + "/dequantized");
+  }
+  // Imports one operator in QDQ form where it reads or writes quantized
+  // activations: its quantized inputs are replaced by their f32 views while
+  // ImportOp runs, and each quantized output it defined in f32 is quantized.
+  Status ImportOpQuantized(const tfl::Operator& op, const tfl::OperatorCode& code, const std::string& type) {
+    auto quantized = [&](int32_t i) { return i >= 0 && tfl::IsQuantized(T(i)); };
+    for (int32_t i : op.inputs)
+      if (quantized(i) && T(i).type == tfl::kInt16) return Keep(op, type, "16-bit quantized activations");
+    for (int32_t o : op.outputs)
+      if (quantized(o) && T(o).type == tfl::kInt16) return Keep(op, type, "16-bit quantized activations");
+    struct Swapped {
+      int tensor, q;
+    };
+    std::vector<Swapped> swapped;
+    for (int32_t i : op.inputs) {
+      if (!quantized(i) || IsConst(i) || std::any_of(swapped.begin(), swapped.end(), [&](auto& s) { return s.tensor == i; }))
+        continue;
+      KILN_ASSIGN_OR_RETURN(int q, Act(i), "input '%s'", T(i).name.c_str());
+      KILN_ASSIGN_OR_RETURN(int f, FloatView(i), "input '%s'", T(i).name.c_str());
+      swapped.push_back({i, q});
+      kiln_[static_cast<size_t>(i)] = f;
+      auto v = fview_nhwc_.find(i);
+      if (v != fview_nhwc_.end()) nhwc_[i] = v->second;
+    }
+    const size_t kept = kept_;
+    const int first_new = b_.tensorCount();
+    Status s = ImportOp(op, code, type);
+    for (const Swapped& w : swapped) {  // the 8-bit tensors back; NHWC views of the f32 ones kept for later readers
+      auto v = nhwc_.find(w.tensor);
+      if (v != nhwc_.end()) fview_nhwc_[w.tensor] = v->second, nhwc_.erase(v);
+      kiln_[static_cast<size_t>(w.tensor)] = w.q;
+    }
+    KILN_RETURN_IF_ERROR(s);
+    if (kept_ != kept) return Status::Ok();  // kept unsupported: nothing to quantize
+    for (int32_t o : op.outputs) {
+      if (!quantized(o) || kiln_[static_cast<size_t>(o)] < 0) continue;
+      const int f = kiln_[static_cast<size_t>(o)];
+      nhwc_.erase(o);  // an unrounded view: readers take the quantized tensor's
+      KILN_ASSIGN_OR_RETURN(int q, QdqOp(OpType::QuantizeLinear, f, o, QuantAxis(o), T(o).name + "/quantize"),
+                            "output '%s'", T(o).name.c_str());
+      if (f >= first_new) {  // made by this op: the 8-bit tensor takes its (the TFLite) name
+        auto& tensors = b_.net().tensors;
+        const std::string name = tensors[static_cast<size_t>(f)]->name;
+        tensors[static_cast<size_t>(f)]->name = Unique(name + "/f32");
+        tensors[static_cast<size_t>(q)]->name = name;
+      }
+      kiln_[static_cast<size_t>(o)] = q;
+    }
+    return Status::Ok();
   }
   StatusOr<Ints> ConstInts(int i) {
     KILN_ASSIGN_OR_RETURN(ConstData d, Const(i));
@@ -348,10 +505,8 @@ class TfliteImporter {
     if (!Is4D(x_in) || !Is4D(out) || Rank(w_in) != 4) return InvalidArgument("conv needs 4-D input, output, weights");
     if (!IsConst(w_in)) return Keep(op, code == tfl::CONV_2D ? "CONV_2D" : "conv", "non-constant weights");
     KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
-    KILN_ASSIGN_OR_RETURN(ConstData w, ConstF32(w_in), "weights");
-    const Ints ws = w.shape;  // OHWI; depthwise 1HWO
+    const Ints ws = Shape(w_in);  // OHWI; depthwise 1HWO
     const bool depthwise = code == tfl::DEPTHWISE_CONV_2D, transposed = code == tfl::TRANSPOSE_CONV;
-    KILN_RETURN_IF_ERROR(PermuteConst(&w, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2}), "weights");
     fb::ConvParamsT p;
     p.kernel_shape = {static_cast<int32_t>(ws[1]), static_cast<int32_t>(ws[2])};
     p.strides = {win.stride_h, win.stride_w};
@@ -373,10 +528,11 @@ class TfliteImporter {
     }
     int8_t rest = win.activation;
     if (FuseInto(rest, &p.activation, &p.activation_min, &p.activation_max)) rest = tfl::kActNone;
-    KILN_ASSIGN_OR_RETURN(int wt, AddConst(T(w_in).name, w));
+    KILN_ASSIGN_OR_RETURN(int wt, Weights(w_in, depthwise || transposed ? Ints{3, 0, 1, 2} : Ints{0, 3, 1, 2}),
+                          "weights");
     std::vector<int> in = {x, wt};
     if (b_in >= 0) {
-      KILN_ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
+      KILN_ASSIGN_OR_RETURN(in.emplace_back(), Bias(b_in));
     }
     return Emit(transposed ? OpType::ConvTranspose : OpType::Conv, in, out, U(p), false, rest);
   }
@@ -439,10 +595,10 @@ class TfliteImporter {
     if (Rank(w_in) != 2) return InvalidArgument("weights must be 2-D");
     KILN_ASSIGN_OR_RETURN(int x, Nhwc(x_in));  // flattened in TFLite's order
     if (Rank(x_in) != 2) x = Op(OpType::Reshape, {x, IntsConst(Tmp("flat_shape"), {-1, Shape(w_in)[1]})}, Tmp("flat"));
-    KILN_ASSIGN_OR_RETURN(int w, IsConst(w_in) ? F32Const(w_in, "weights") : Act(w_in));
+    KILN_ASSIGN_OR_RETURN(int w, IsConst(w_in) ? Weights(w_in, {0, 1}) : Act(w_in), "weights");
     std::vector<int> in = {x, w};
     if (b_in >= 0) {
-      KILN_ASSIGN_OR_RETURN(in.emplace_back(), F32Const(b_in, "bias"));
+      KILN_ASSIGN_OR_RETURN(in.emplace_back(), Bias(b_in));
     }
     fb::GemmParamsT p;
     p.trans_b = true;
@@ -621,7 +777,13 @@ class TfliteImporter {
   // DEQUANTIZE of a constant (f16, or int8/uint8 with scales) folds to f32.
   Status Dequantize(const tfl::Operator& op) {
     const int x_in = In(op, 0);
-    if (!IsConst(x_in)) return Keep(op, "DEQUANTIZE", "of a non-constant tensor");
+    if (!IsConst(x_in)) {  // ImportOpQuantized made x_in's f32 view; f16 activations are cast
+      KILN_ASSIGN_OR_RETURN(int x, Act(x_in));
+      if (T(x_in).type == tfl::kFloat16)
+        return Unary(OpType::Cast, op, Make<fb::CastParamsT>([](auto& p) { p.to = fb::DataType::F32; }));
+      if (!tfl::IsQuantized(T(x_in))) return Keep(op, "DEQUANTIZE", "of a tensor without quantization scales");
+      return Emit(OpType::Identity, {x}, op.outputs[0]);
+    }
     KILN_ASSIGN_OR_RETURN(ConstData d, Const(x_in));
     Status s = tfl::ToFloat32(&d, T(x_in).quant);
     if (s.code() == StatusCode::kUnsupported) return Keep(op, "DEQUANTIZE", s.message());
@@ -648,6 +810,7 @@ class TfliteImporter {
   // An op Kiln cannot run: recorded, and kept as a Custom op when allowed.
   Status Keep(const tfl::Operator& op, const std::string& type, const std::string& why) {
     missing_[type + (why.empty() ? "" : " (" + why + ")")].push_back(name_);
+    ++kept_;
     report_->unsupported[type]++;
     std::vector<int> in;
     for (int32_t i : op.inputs) in.push_back(Act(i).ok() ? *Act(i) : -1);
@@ -660,8 +823,6 @@ class TfliteImporter {
   Status ImportOp(const tfl::Operator& op, const tfl::OperatorCode& code, const std::string& type) {
     const tfl::Options& o = op.options;
     const int32_t c = code.builtin;
-    for (int32_t i : op.inputs)  // quantized activations (not weights behind a DEQUANTIZE)
-      if (i >= 0 && !IsConst(i) && tfl::IsQuantized(T(i))) return Keep(op, type, "quantized");
     auto in = [&](size_t k) { return k < op.inputs.size() ? op.inputs[k] : -1; };
     static const std::map<int32_t, OpType> kUnary = {
         {tfl::RELU, OpType::Relu}, {tfl::LOGISTIC, OpType::Sigmoid}, {tfl::TANH, OpType::Tanh},
@@ -765,6 +926,11 @@ class TfliteImporter {
       case tfl::ARG_MIN: return ArgMax(OpType::ArgMin, op);
       case tfl::BATCH_MATMUL: return BatchMatMul(op);
       case tfl::DEQUANTIZE: return Dequantize(op);
+      case tfl::QUANTIZE: {  // f32 (or another quantization's f32 view) -> ImportOpQuantized quantizes the output
+        if (!tfl::IsQuantized(T(op.outputs[0]))) return Keep(op, type, "output without quantization scales");
+        KILN_ASSIGN_OR_RETURN(int x, Act(in(0)));
+        return Emit(OpType::Identity, {x}, op.outputs[0]);
+      }
       case tfl::DENSIFY: return Densify(op);
       case tfl::CUSTOM:
         if (code.custom_code == "MaxUnpooling2D") return MaxUnpool(op, code, type);
@@ -781,6 +947,8 @@ class TfliteImporter {
   std::vector<int> kiln_;            // TFLite tensor -> Kiln tensor (NCHW for 4-D); -1 until produced
   std::map<int, int> nhwc_;          // TFLite tensor -> Kiln tensor in NHWC (4-D only)
   std::map<int, ConstData> folded_;  // DEQUANTIZE outputs folded to f32, DENSIFY outputs (dense)
+  std::map<int, int> fview_;         // quantized TFLite tensor -> its DequantizeLinear (f32, NCHW for 4-D)
+  std::map<int, int> fview_nhwc_;    // ... and that f32 view in NHWC
   struct ArgmaxPool {
     tfl::Window window;
     int input;  // the pooled TFLite tensor
@@ -789,6 +957,7 @@ class TfliteImporter {
   std::set<std::string> names_;
   std::map<std::string, std::vector<std::string>> missing_;  // unsupported "TYPE (why)" -> op names
   std::string name_;                 // the current operator's name (its first output's)
+  size_t kept_ = 0;                  // operators kept unsupported so far
   size_t graph_ = 0;                 // the TFLite subgraph this importer reads
   TfliteImporter* parent_ = nullptr;  // the importer of the graph whose IF / WHILE runs this one
 };
