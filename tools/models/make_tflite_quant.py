@@ -368,6 +368,7 @@ def mobile_s8(x):
     t13 = n.fc(n.reshape(t12, [1, 48]), 10)
     y = n.output(n.softmax(t13))
     n.output(t10, "features")  # a second output: 768 values of the middle of the graph
+    n.features_step = t10[2][0][0]
     return n, y
 
 
@@ -423,6 +424,9 @@ def main():
         np.save(os.path.join(out, name + ".input.npy"), x)
         with open(os.path.join(out, name + ".input.nhwc"), "wb") as f:
             f.write(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).tobytes())
+        if hasattr(net, "features_step"):  # one quantization step of the second output
+            with open(os.path.join(out, name + ".features.scale.txt"), "w") as f:
+                f.write("%.9g\n" % net.features_step)
         if name == "dynamic":  # f32 arithmetic with the dequantized weights: what Kiln computes
             np.save(os.path.join(out, name + ".f32.npy"), y[0][:1].numpy().astype(np.float32))
         print(name, "ops", len(net.w.ops), "tensors", len(net.w.tensors))
