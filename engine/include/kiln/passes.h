@@ -38,7 +38,7 @@ struct PassReport {
 };
 
 // Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
-// FuseGelu, FuseLayerNorm, FuseActivation, FuseQdq, RemoveDeadCode,
+// FuseGelu, FuseLayerNorm, FuseActivation, SinkDequantize, FuseQdq, RemoveDeadCode,
 // FoldDequantize, MatMulToGemm (then FuseActivation again on the Gemms it
 // made), RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
@@ -67,6 +67,14 @@ constexpr size_t kMaxFoldedBytes = 16u << 20;
 // A DequantizeLinear of constant integers (quantized weights) is not
 // folded here: FuseQdq takes them as they are, FoldDequantize folds the rest.
 StatusOr<int> FoldConstants(fb::NetT& net);
+
+// "sink_dequantize": a per-tensor DequantizeLinear of an 8-bit activation
+// moves below the Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice,
+// DepthToSpace, SpaceToDepth, Identity and Concat ops that read it (which
+// then run on the 8-bit tensor), and a QuantizeLinear of a DequantizeLinear
+// with the same scale, zero point and type goes
+// (engine/src/passes/sink_dequantize.cpp).
+StatusOr<int> SinkDequantize(fb::NetT& net);
 
 // "fuse_qdq": DequantizeLinear(xq) -> Conv(DequantizeLinear(wq), bias)
 // [fused Relu / Relu6 / Clip] -> QuantizeLinear becomes one QLinearConv on

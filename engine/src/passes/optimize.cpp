@@ -79,7 +79,8 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report) {
       {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
       // dead_code first: the weights' DequantizeLinear that fuse_qdq took
       // have no reader left, and folding them would be wasted.
-      {"fuse_qdq", &FuseQdq},               {"dead_code", &RemoveDeadCode},
+      {"sink_dequantize", &SinkDequantize}, {"fuse_qdq", &FuseQdq},
+      {"dead_code", &RemoveDeadCode},
       {"fold_dequantize", &FoldDequantize},
       {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
   };
