@@ -1,10 +1,12 @@
 // Host kernels: MaxPool (with the optional Indices output), AveragePool,
-// GlobalAveragePool, GlobalMaxPool, MaxUnpool. f32, any number of spatial
+// GlobalAveragePool, GlobalMaxPool, MaxUnpool. f32 (MaxPool also u8 and i8:
+// the max of quantized values is the quantized max), any number of spatial
 // axes. Pool work is split over batch x channels; each output value visits its
 // window tap by tap.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "host_backend.h"
@@ -23,7 +25,15 @@ int64_t Prod(const IntVec& v) {
 }
 
 // a > b ? a : b: a NaN `a` is skipped (vmaxps with b second).
-inline float MaxSkipNaN(float a, float b) { return a > b ? a : b; }
+template <typename T>
+inline T MaxSkipNaN(T a, T b) {
+  return a > b ? a : b;
+}
+// The value an empty window gives: -inf, or the integer type's lowest.
+template <typename T>
+constexpr T Lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+}
 
 // One plane of a 2-D MaxPool without Indices, row by row: for each output
 // row, the max over the kernel's input rows is first taken column by column
@@ -32,44 +42,46 @@ inline float MaxSkipNaN(float a, float b) { return a > b ? a : b; }
 // instead of kh * kw strided ones. vbuf holds the padded row (input column
 // c at vbuf[c + pl]) with -inf in the padding and past the input, so the
 // horizontal pass has no bounds to check; it is wide enough for the last
-// window (ceil_mode). A NaN input is skipped.
-KILN_SIMD_CLONES
-void MaxPoolPlane2D(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp, int64_t oh, int64_t ow,
-                    int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t py, int64_t pl, int64_t dy, int64_t dx,
-                    float* __restrict vbuf) {
-  float* __restrict v = vbuf + pl;
+// window (ceil_mode). A NaN input is skipped. T: float, uint8_t, int8_t
+// (-inf is then the type's lowest value).
+template <typename T>
+KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih, int64_t iw, T* __restrict yp,
+                                              int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sy, int64_t sx,
+                                              int64_t py, int64_t pl, int64_t dy, int64_t dx, T* __restrict vbuf) {
+  constexpr T kLow = Lowest<T>();
+  T* __restrict v = vbuf + pl;
   for (int64_t oy = 0; oy < oh; ++oy) {
-    float* __restrict yr = yp + oy * ow;
+    T* __restrict yr = yp + oy * ow;
     // The first three rows inside the input in one pass into v; any
     // further ones (kernels taller than 3) one pass each.
-    const float* rows[3];
+    const T* rows[3];
     int nrows = 0;
     bool in_v = false;
     for (int64_t ky = 0; ky < kh; ++ky) {
       const int64_t iy = oy * sy - py + ky * dy;
       if (iy < 0 || iy >= ih) continue;
-      const float* __restrict xr = xp + iy * iw;
+      const T* __restrict xr = xp + iy * iw;
       if (nrows < 3) {
         rows[nrows++] = xr;
         continue;
       }
       if (!in_v) {
         for (int64_t i = 0; i < iw; ++i)
-          v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY)));
+          v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
         in_v = true;
       }
       for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(xr[i], v[i]);
     }
     if (in_v) {
     } else if (nrows == 0) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = -INFINITY;
+      for (int64_t i = 0; i < iw; ++i) v[i] = kLow;
     } else if (nrows == 1) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[0][i], -INFINITY);
+      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[0][i], kLow);
     } else if (nrows == 2) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY));
+      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow));
     } else {
       for (int64_t i = 0; i < iw; ++i)
-        v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], -INFINITY)));
+        v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
     }
     if (kw == 3 && sx == 2 && dx == 1) {
       for (int64_t a = 0; a < ow; ++a)
@@ -86,13 +98,11 @@ void MaxPoolPlane2D(const float* __restrict xp, int64_t ih, int64_t iw, float* _
   }
 }
 
-Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
-  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
-  const fb::PoolParams* p = op.params<fb::PoolParams>();
-  if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
+// The pool of X (T: f32, or u8 / i8 for MaxPool) into Y.
+template <typename T>
+Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor& Y, const std::vector<Tensor*>& out,
+            HostBackend& be) {
   const bool is_max = op.type == fb::OpType::MaxPool;
-  const Tensor& X = *in[0];
-  Tensor& Y = *out[0];
   int64_t* indices = out.size() > 1 && out[1] ? out[1]->host<int64_t>() : nullptr;
   const size_t n = static_cast<size_t>(X.dimensions() - 2);
   const IntVec xin(X.shape().begin() + 2, X.shape().end());
@@ -113,14 +123,14 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
       taps[static_cast<size_t>(kk) * n + j] = static_cast<int64_t>(rem % static_cast<size_t>(kernel[j])) * dilations[j];
       rem /= static_cast<size_t>(kernel[j]);
     }
-  const float* x = X.host<float>();
-  float* y = Y.host<float>();
+  const T* x = static_cast<const T*>(X.hostData());
+  T* y = static_cast<T*>(Y.hostData());
 
   if (is_max && !indices && n == 2) {
     // The padded row: every window's columns, -inf outside the input.
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
-      std::vector<float> vbuf(static_cast<size_t>(width), -INFINITY);
+      std::vector<T> vbuf(static_cast<size_t>(width), Lowest<T>());
       for (int64_t pl = begin; pl < end; ++pl)
         MaxPoolPlane2D(x + pl * in_plane, xin[0], xin[1], y + pl * out_plane, yout[0], yout[1], kernel[0], kernel[1],
                        strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1], vbuf.data());
@@ -131,14 +141,15 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
     IntVec oidx(n), start(n);
     for (int64_t pl = begin; pl < end; ++pl) {
-      const float* xp = x + pl * in_plane;
+      const T* xp = x + pl * in_plane;
       for (int64_t o = 0; o < out_plane; ++o) {
         for (size_t j = n, rem = static_cast<size_t>(o); j-- > 0;) {
           oidx[j] = static_cast<int64_t>(rem % static_cast<size_t>(yout[j]));
           rem /= static_cast<size_t>(yout[j]);
           start[j] = oidx[j] * strides[j] - pads[j];
         }
-        float best = -INFINITY, sum = 0.f;
+        T best = Lowest<T>();
+        float sum = 0.f;
         int64_t best_at = 0, valid = 0, in_padded = 0;
         for (int64_t kk = 0; kk < ksize; ++kk) {
           const int64_t* tap = taps.data() + kk * static_cast<int64_t>(n);
@@ -153,7 +164,7 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
           if (inside_padded) ++in_padded;
           if (!inside) continue;
           ++valid;
-          float v = xp[off];
+          const T v = xp[off];
           if (is_max) {
             if (valid == 1 || v > best) {  // the first maximum wins
               best = v;
@@ -169,12 +180,25 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
           if (indices) indices[yi] = pl * in_plane + best_at;
         } else {
           int64_t count = include_pad ? in_padded : valid;
-          y[yi] = count > 0 ? sum / static_cast<float>(count) : 0.f;
+          y[yi] = static_cast<T>(count > 0 ? sum / static_cast<float>(count) : 0.f);  // f32 only
         }
       }
     }
   });
   return Status::Ok();
+}
+
+Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be) {
+  const fb::PoolParams* p = op.params<fb::PoolParams>();
+  if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
+  const Tensor& X = *in[0];
+  Tensor& Y = *out[0];
+  if (op.type == fb::OpType::MaxPool && X.dtype() == Y.dtype()) {
+    if (X.dtype() == fb::DataType::U8) return Pool<uint8_t>(op, p, X, Y, out, be);
+    if (X.dtype() == fb::DataType::I8) return Pool<int8_t>(op, p, X, Y, out, be);
+  }
+  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
+  return Pool<float>(op, p, X, Y, out, be);
 }
 
 // y[p] = the mean of plane p (n elements) for p in [0, planes). 32 float

@@ -441,3 +441,19 @@ int QuantizeValue(float q, int zp, int lo, int hi) {
 // An int32 sum as f32 times an f32 multiplier, in f32 (the host's and
 // onnxruntime's arithmetic), rounded half to even, plus zp, saturated.
 int Requantize(int acc, float mult, int zp, int lo, int hi) { return QuantizeValue((float)acc * mult, zp, lo, hi); }
+
+// The pooling kernels' windows (pool, pool_bytes).
+typedef struct {
+  uint total;  // output elements
+  // ksize: the kernel shape (`kernel` is a keyword of OpenCL C)
+  uint in_size[3], out_size[3], ksize[3], stride[3], dilation[3];
+  int pad_begin[3], pad_end[3];
+} PoolPush;
+
+// Kernel positions k in [0, ksize) with lo <= start + k * dilation < hi.
+uint2 TapRange(int start, uint ksize, uint dilation, int lo, int hi) {
+  const int d = (int)dilation;
+  const int k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
+  const int k1 = start >= hi ? 0 : min((int)ksize, (hi - start + d - 1) / d);
+  return (uint2)((uint)k0, (uint)max(k0, k1));
+}

@@ -26,20 +26,6 @@
 #endif
 #define LANES (KILN_SPEC_6 != 0 ? 4u : 1u)
 
-typedef struct {
-  uint total;  // output elements
-  // ksize: the kernel shape (`kernel` is a keyword of OpenCL C)
-  uint in_size[3], out_size[3], ksize[3], stride[3], dilation[3];
-  int pad_begin[3], pad_end[3];
-} PoolPush;
-
-// Kernel positions k in [0, ksize) with lo <= start + k * dilation < hi.
-uint2 TapRange(int start, uint ksize, uint dilation, int lo, int hi) {
-  const int d = (int)dilation;
-  const int k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
-  const int k1 = start >= hi ? 0 : min((int)ksize, (hi - start + d - 1) / d);
-  return (uint2)((uint)k0, (uint)max(k0, k1));
-}
 
 __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint* indices, PoolPush p) {
   const uint o = KILN_GLOBAL_INDEX;

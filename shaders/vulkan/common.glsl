@@ -92,3 +92,12 @@ float Erf(float x) {
                       exp(-a * a);
   return s * y;
 }
+
+// The pooling kernels' windows (pool, pool_bytes).
+// Kernel positions k in [0, kernel) with lo <= start + k * dilation < hi.
+uvec2 TapRange(int start, uint kernel, uint dilation, int lo, int hi) {
+  const int d = int(dilation);
+  const int k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
+  const int k1 = start >= hi ? 0 : min(int(kernel), (hi - start + d - 1) / d);
+  return uvec2(k0, max(k0, k1));
+}

@@ -29,14 +29,6 @@ layout(push_constant) uniform P {
   int pad_begin[3], pad_end[3];
 } p;
 
-// Kernel positions k in [0, kernel) with lo <= start + k * dilation < hi.
-uvec2 TapRange(int start, uint kernel, uint dilation, int lo, int hi) {
-  const int d = int(dilation);
-  const int k0 = start >= lo ? 0 : (lo - start + d - 1) / d;
-  const int k1 = start >= hi ? 0 : min(int(kernel), (hi - start + d - 1) / d);
-  return uvec2(k0, max(k0, k1));
-}
-
 void main() {
   const uint o = KILN_GLOBAL_INDEX;
   if (o >= p.total) return;

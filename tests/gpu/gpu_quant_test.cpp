@@ -6,7 +6,8 @@
 // all-positive input), MatMulInteger with per-row zero points,
 // QLinearMatMul with broadcast batches and per-column scales and zero
 // points, ConvInteger 1-D and QLinearConv grouped, strided and padded with
-// a bias and per-channel weight scales. Odd sizes throughout.
+// a bias and per-channel weight scales, QLinearAdd, 8-bit MaxPool. Odd
+// sizes throughout.
 #include <cstdint>
 
 #include "support/backend_compare.h"
@@ -194,6 +195,36 @@ TEST(GpuQuant, QLinearAdd) {
                                                    std::to_string(form));
     }
   }
+}
+
+// MaxPool of quantized activations (pool_bytes): 2-D strided with pads and
+// ceil mode, dilated, 1-D and 3-D, u8 and i8, the GPU's every byte as the host's.
+TEST(GpuQuant, MaxPoolEightBit) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int32_t> kernel, strides, pads, dilations;
+    bool ceil;
+  };
+  const Case cases[] = {
+      {{2, 3, 11, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, true},
+      {{1, 5, 9, 13}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 2}, false},
+      {{1, 4, 17}, {3}, {2}, {1, 1}, {}, false},
+      {{1, 2, 5, 6, 7}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0, 1, 1, 1}, {}, true},
+  };
+  for (const bool i8 : {false, true})
+    for (const Case& c : cases) {
+      const fb::DataType dt = i8 ? fb::DataType::I8 : fb::DataType::U8;
+      int64_t n = 1;
+      for (int64_t d : c.shape) n *= d;
+      OpTest t(fb::OpType::MaxPool);
+      In(t, "x", c.shape, dt, Bytes<uint8_t>(static_cast<size_t>(n), 0, 255, 31));
+      fb::PoolParamsT p;
+      p.kernel_shape = c.kernel, p.strides = c.strides, p.pads = c.pads, p.dilations = c.dilations;
+      p.ceil_mode = c.ceil;
+      ExpectSameAsHost(t.params(p), kGpu, 0.f,
+                       std::string("MaxPool ") + (i8 ? "i8 " : "u8 ") + std::to_string(c.shape.size() - 2) + "-D");
+    }
 }
 
 }  // namespace

@@ -24,11 +24,20 @@ int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t
   return o;
 }
 
-void RunPoolCase(fb::OpType type, PoolCase c, bool indices, const std::string& what) {
+// dt: f32, or u8 / i8 (MaxPool: the values are the integers, compared exactly).
+void RunPoolCase(fb::OpType type, PoolCase c, bool indices, const std::string& what,
+                 fb::DataType dt = fb::DataType::F32) {
   SCOPED_TRACE(what);
   const bool one_d = c.xs.size() == 3;
   const int64_t N = c.xs[0], C = c.xs[1], H = one_d ? 1 : c.xs[2], W = c.xs.back();
   std::vector<float> x = Rand(c.xs, 81);
+  std::vector<uint8_t> bytes;
+  if (dt != fb::DataType::F32) {  // x in [-1, 1) as integers over the type's whole range
+    for (float& v : x) {
+      v = std::min(std::round(v * 128.f), 127.f) + (dt == fb::DataType::U8 ? 128.f : 0.f);
+      bytes.push_back(static_cast<uint8_t>(static_cast<int>(v) & 0xff));
+    }
+  }
   int64_t oh, ow;
   if (c.ap == fb::AutoPad::SameUpper || c.ap == fb::AutoPad::SameLower) {
     oh = (H + c.sh - 1) / c.sh;
@@ -85,11 +94,21 @@ void RunPoolCase(fb::OpType type, PoolCase c, bool indices, const std::string& w
   p.auto_pad = c.ap;
   p.ceil_mode = c.ceil;
   p.count_include_pad = c.include_pad;
-  auto out = OpTest(type).input("x", c.xs, x).params(p).outputs(indices ? 2 : 1).run(Threads3());
+  OpTest t(type);
+  if (bytes.empty()) t.input("x", c.xs, x);
+  else t.input("x", c.xs, dt, bytes.data(), bytes.size());
+  auto out = t.params(p).outputs(indices ? 2 : 1).run(Threads3());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   Shape ws = one_d ? Shape{N, C, ow} : Shape{N, C, oh, ow};
   EXPECT_EQ(out->at(0).shape, ws);
-  ExpectNear(out->at(0).f32(), want, kTol);
+  if (bytes.empty()) {
+    ExpectNear(out->at(0).f32(), want, kTol);
+  } else {
+    ASSERT_EQ(out->at(0).dtype, dt);
+    std::vector<float> got;
+    for (uint8_t b : out->at(0).bytes) got.push_back(dt == fb::DataType::I8 ? static_cast<int8_t>(b) : b);
+    EXPECT_EQ(got, want);
+  }
   if (indices) {
     EXPECT_EQ(out->at(1).dtype, fb::DataType::I64);
     EXPECT_EQ(out->at(1).shape, ws);
@@ -167,6 +186,15 @@ TEST(NnPool, MaxPoolValuesOnly) {
   PoolCase tall{{1, 2, 37, 5}, 5, 3, 3, 1};
   tall.pt = 2, tall.pb = 1, tall.pl = 0, tall.pr = 2;
   RunPoolCase(fb::OpType::MaxPool, tall, false, "5x3 s3,1 asymmetric pads on 37x5");
+}
+
+// u8 and i8 (quantized activations): the same windows, exactly, on both
+// paths (values only: row by row; with Indices: tap by tap).
+TEST(NnPool, MaxPoolEightBit) {
+  for (fb::DataType dt : {fb::DataType::U8, fb::DataType::I8})
+    for (bool indices : {false, true})
+      for (auto& [name, c] : PoolCases())
+        RunPoolCase(fb::OpType::MaxPool, c, indices, name + (dt == fb::DataType::U8 ? " u8" : " i8"), dt);
 }
 
 TEST(NnPool, AveragePool) {

@@ -94,6 +94,28 @@ TEST(PassesSinkDequantize, GraphOutputKeepsItsName) {
   EXPECT_EQ(after.tensors[static_cast<size_t>(out)]->dtype, fb::DataType::U8);
 }
 
+// MaxPool keeps the order of values: the pool of the quantized values is
+// the quantized pool; not with Indices (two outputs).
+TEST(PassesSinkDequantize, MaxPoolRunsOnTheEightBitTensor) {
+  for (const bool indices : {false, true}) {
+    NetBuilder b("maxpool");
+    const int x = b.addInput("x", fb::DataType::F32, {1, 3, 6, 6});
+    const Quant q = AddQuant(b, "a", 0.02f, 128);
+    fb::PoolParamsT p;
+    p.kernel_shape = {3, 3};
+    p.strides = {2, 2};
+    p.pads = {1, 1, 1, 1};
+    std::vector<std::string> outs = {"m"};
+    if (indices) outs.push_back("idx");
+    const std::vector<int> m = b.addOp(fb::OpType::MaxPool, "pool", {Qdq(b, x, q, "x")}, outs, p);
+    const int mq = b.addOp(fb::OpType::QuantizeLinear, "q_m", {m[0], q.scale, q.zero}, {"mq"})[0];
+    b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dq_m", {mq, q.scale, q.zero}, {"y"})[0]);
+    EXPECT_TRUE(InferDtypes(b.net()).ok());
+    const fb::NetT after = ApplyPass(b.net(), SinkDequantize, indices ? 0 : 2);  // sunk, then the pair cancelled
+    EXPECT_EQ(InputType(after, fb::OpType::MaxPool), indices ? fb::DataType::F32 : fb::DataType::U8);
+  }
+}
+
 TEST(PassesSinkDequantize, ConstantsAreLeftForFoldDequantize) {
   NetBuilder b("const");
   const int x = b.addInput("x", fb::DataType::F32, {6});

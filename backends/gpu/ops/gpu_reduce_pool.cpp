@@ -1,5 +1,5 @@
 // MaxPool (with the optional int64 Indices output) and AveragePool on GPU
-// (f32), 1 to 3 spatial axes: strides, dilations, explicit pads or auto_pad
+// (f32; MaxPool without Indices also on u8 / i8, pool_bytes), 1 to 3 spatial axes: strides, dilations, explicit pads or auto_pad
 // (the host's nn::WindowPads), ceil_mode (through the output shape, which
 // the shape function computed), count_include_pad. One output element per
 // invocation (shaders/vulkan/pool.comp), which visits only the window's
@@ -16,17 +16,28 @@ class PoolExecution final : public GpuExecution {
       : GpuExecution(b), p_(p), is_max_(is_max) {}
   // A flat kernel over stored elements; zero lanes pool to zero. Not with
   // MaxPool's Indices (flat NCHW indices).
-  PackRule packRule(const std::vector<Tensor*>&, const std::vector<Tensor*>& out) const override {
-    if (out.size() > 1 && out[1]) return {};
+  PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    if ((out.size() > 1 && out[1]) || Bytes(*in[0])) return {};
     return {1, 1, true};
   }
+  static bool Bytes(const Tensor& t) { return t.dtype() == fb::DataType::U8 || t.dtype() == fb::DataType::I8; }
 
  private:
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor& x = *in[0];
     const Tensor& y = *out[0];
-    KILN_RETURN_IF_ERROR(RequireF32Input(x, is_max_ ? "MaxPool" : "AveragePool"));
-    KILN_RETURN_IF_ERROR(Require32Bit(y));
+    const Tensor* indices = out.size() > 1 && out[1] ? out[1] : nullptr;
+    const bool bytes = Bytes(x);
+    if (bytes) {
+      if (!is_max_ || indices || y.dtype() != x.dtype())
+        return Unsupported("GPU MaxPool without Indices takes u8 / i8; not this %s", is_max_ ? "MaxPool" : "AveragePool");
+      if (!gpu()->gpuCaps().storage_8bit)
+        return Unsupported("GPU MaxPool on %s needs 8-bit storage (storageBuffer8BitAccess), which the device lacks",
+                           fb::EnumNameDataType(x.dtype()));
+    } else {
+      KILN_RETURN_IF_ERROR(RequireF32Input(x, is_max_ ? "MaxPool" : "AveragePool"));
+      KILN_RETURN_IF_ERROR(Require32Bit(y));
+    }
     const size_t n = static_cast<size_t>(x.dimensions() - 2);  // 1 to 3: the shape function and onCreate check
     if (n < 1 || n > 3) return Unsupported("pool over %zu spatial axes", n);
     const std::vector<int64_t> xin(x.shape().begin() + 2, x.shape().end());
@@ -53,7 +64,9 @@ class PoolExecution final : public GpuExecution {
       push.pad_begin[j] = real ? static_cast<int32_t>(pads[i]) : 0;
       push.pad_end[j] = real ? static_cast<int32_t>(pads[i + n]) : 0;
     }
-    const Tensor* indices = out.size() > 1 && out[1] ? out[1] : nullptr;
+    if (bytes)
+      return add1D("pool_bytes", {{in[0]}, {out[0], nullptr, true}}, push, push.total,
+                   {x.dtype() == fb::DataType::I8 ? 1u : 0u});
     // Without Indices, Y stands in for the unused (never written) binding.
     return add1D("pool", {{in[0]}, {out[0], nullptr, true}, {indices ? indices : out[0], nullptr, indices != nullptr}},
                  push, push.total, {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y)});
@@ -69,8 +82,11 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuPool(const GraphOp& op, const Grap
   const fb::PoolParams* p = op.params<fb::PoolParams>();
   if (!p) return InvalidArgument("%s: PoolParams are required", op.typeName());
   const GraphTensor& x = graph.tensors[static_cast<size_t>(op.inputs[0])];
-  if (x.dtype != fb::DataType::F32)
-    return Unsupported("%s on %s; the GPU kernel takes f32", op.typeName(), fb::EnumNameDataType(x.dtype));
+  const bool bytes_max = op.type == fb::OpType::MaxPool && (op.outputs.size() < 2 || op.outputs[1] < 0) &&
+                         (x.dtype == fb::DataType::U8 || x.dtype == fb::DataType::I8);
+  if (x.dtype != fb::DataType::F32 && !bytes_max)
+    return Unsupported("%s on %s; the GPU kernel takes f32 (MaxPool without Indices also u8, i8)", op.typeName(),
+                       fb::EnumNameDataType(x.dtype));
   if (x.has_shape && x.dims.size() > 5)
     return Unsupported("%s over %zu spatial axes (the GPU kernel takes 1 to 3)", op.typeName(), x.dims.size() - 2);
   return Make(std::make_unique<PoolExecution>(b, p, op.type == fb::OpType::MaxPool));

@@ -70,8 +70,8 @@ StatusOr<int> FoldConstants(fb::NetT& net);
 
 // "sink_dequantize": a per-tensor DequantizeLinear of an 8-bit activation
 // moves below the Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Slice,
-// DepthToSpace, SpaceToDepth, Identity and Concat ops that read it (which
-// then run on the 8-bit tensor), and a QuantizeLinear of a DequantizeLinear
+// DepthToSpace, SpaceToDepth, Identity, Concat and MaxPool ops that read it
+// (which then run on the 8-bit tensor), and a QuantizeLinear of a DequantizeLinear
 // with the same scale, zero point and type goes
 // (engine/src/passes/sink_dequantize.cpp).
 StatusOr<int> SinkDequantize(fb::NetT& net);

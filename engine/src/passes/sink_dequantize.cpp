@@ -7,7 +7,9 @@
 // SpaceToDepth, Identity and Concat (whose inputs must all be dequantized
 // with one scale and zero point): they pick or reorder elements, so moving
 // them before the (per-tensor) DequantizeLinear changes no value, and every
-// backend runs them on 8-bit tensors. The DequantizeLinear sinks along a
+// backend runs them on 8-bit tensors. Likewise MaxPool without Indices: a
+// DequantizeLinear (scale > 0) keeps the order of values, so the max of the
+// quantized values is the quantized max. The DequantizeLinear sinks along a
 // chain of them, op by op. Then a QuantizeLinear of a DequantizeLinear with
 // the same scale, zero point and type is the identity and goes:
 //
@@ -18,6 +20,7 @@
 // Only activations sink: a DequantizeLinear of a constant is left for
 // fold_dequantize. The DequantizeLinear stays for its other readers;
 // dead_code removes it when none is left.
+#include <cmath>
 #include <cstring>
 
 #include "kiln/passes.h"
@@ -33,7 +36,7 @@ bool Movable(fb::OpType t) {
   switch (t) {
     case fb::OpType::Reshape: case fb::OpType::Flatten: case fb::OpType::Squeeze: case fb::OpType::Unsqueeze:
     case fb::OpType::Transpose: case fb::OpType::Slice: case fb::OpType::DepthToSpace:
-    case fb::OpType::SpaceToDepth: case fb::OpType::Identity: case fb::OpType::Concat:
+    case fb::OpType::SpaceToDepth: case fb::OpType::Identity: case fb::OpType::Concat: case fb::OpType::MaxPool:
       return true;
     default:
       return false;
@@ -57,6 +60,7 @@ bool ReadParams(const fb::NetT& net, const fb::OpT& op, Params* p) {
   std::vector<float> s;
   if (op.inputs.size() < 2 || op.inputs[1] < 0 || !ConstFloats(net, op.inputs[1], &s) || s.size() != 1) return false;
   p->scale = s[0];
+  if (!(p->scale > 0) || !std::isfinite(p->scale)) return false;  // the kernels name the problem
   if (op.inputs.size() > 2 && op.inputs[2] >= 0) {  // one 8-bit constant
     const fb::TensorT& z = *net.tensors[static_cast<size_t>(op.inputs[2])];
     if (!IsConstant(z) || !IsByteType(z.dtype) || z.data.size() != 1) return false;
