@@ -265,6 +265,39 @@ class PySession {
     Check(session_->resetState());
   }
 
+  // kiln::Session::getWeight: a copy of the weight's current value.
+  py::array GetWeight(const std::string& name) {
+    std::unique_ptr<kiln::Tensor> w;
+    {
+      py::gil_scoped_release release;
+      InterpLock lock(*owner_);
+      auto r = session_->getWeight(name);
+      Check(r.status());
+      w = std::move(r).value();
+    }
+    const char* np = NumpyName(w->dtype());
+    if (!np) throw KilnError(std::string("unsupported: weight '") + name + "' is " + kiln::DataTypeName(w->dtype()));
+    py::array a(py::dtype(np), w->shape());
+    if (w->byteSize()) std::memcpy(a.mutable_data(), w->hostData(), w->byteSize());
+    return a;
+  }
+
+  // kiln::Session::setWeight: the array must have the weight's dtype and shape.
+  void SetWeight(const std::string& name, const py::array& value) {
+    kiln::fb::DataType dt;
+    if (!FromNumpy(value.dtype(), &dt)) throw py::type_error("set_weight: an array of a dtype Kiln has is needed");
+    py::array c = py::array::ensure(value, py::array::c_style);
+    if (!c) throw py::type_error("set_weight: the value must be an array");
+    std::vector<int64_t> shape(c.shape(), c.shape() + c.ndim());
+    auto t = kiln::Tensor::wrap(shape, dt, const_cast<void*>(c.data()));
+    py::gil_scoped_release release;
+    InterpLock lock(*owner_);
+    Check(session_->setWeight(name, *t));
+  }
+
+  kiln::Session* raw() const { return session_; }
+  const std::shared_ptr<PyInterpreter>& owner() const { return owner_; }
+
   py::dict RunWithCallback(const py::dict& feeds, const py::object& before, const py::object& after,
                            const py::object& outputs) {
     for (const py::object* f : {&before, &after})
@@ -665,6 +698,20 @@ py::tuple Weights(const PyInterpreter& self) {
   return py::make_tuple(params, inline_bytes, external_bytes);
 }
 
+void UpdateSessionToModel(PyInterpreter& self, const PySession& session) {
+  if (session.owner().get() != &self) throw KilnError("invalid argument: the session belongs to another Interpreter");
+  py::gil_scoped_release release;
+  InterpLock lock(self);
+  Check(self.interp->updateSessionToModel(session.raw()));
+}
+
+void SaveModel(PyInterpreter& self, const py::object& path) {
+  const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+  py::gil_scoped_release release;
+  InterpLock lock(self);
+  Check(self.interp->saveModel(p));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_kiln, m) {
@@ -703,6 +750,13 @@ PYBIND11_MODULE(_kiln, m) {
            "device_index: GPU backends: the device (kiln.devices()' index); -1 picks the\n"
            "  fastest kind (discrete, integrated, virtual, CPU).")
       .def("_weights", &Weights, "(parameters, inline weight bytes, external weight bytes), as kiln-inspect counts them.")
+      .def("update_session_to_model", &UpdateSessionToModel, py::arg("session"),
+           "Writes the weights the session changed (Session.set_weight) into this\n"
+           "Interpreter's model (kiln::Interpreter::updateSessionToModel): sessions\n"
+           "created from now on, and save_model(), see them.")
+      .def("save_model", &SaveModel, py::arg("path"),
+           "Writes the model (with what update_session_to_model wrote) to a\n"
+           "self-contained .kiln file (external weights inline).")
       .def_property_readonly(
           "model_name", [](const PyInterpreter& self) { return self.interp->modelName(); },
           "The model's name: the file path, or '<buffer>'.");
@@ -747,6 +801,11 @@ PYBIND11_MODULE(_kiln, m) {
            "becomes input `input` of the next run, kept on the session's device; run()\n"
            "then needs no array for `input`. Call reset_state() to start a stream.")
       .def("reset_state", &PySession::ResetState, "Zeros every bound state input (a new stream).")
+      .def("get_weight", &PySession::GetWeight, py::arg("name"),
+           "A copy of weight (constant) `name` as this session has it (kiln::Session::getWeight).")
+      .def("set_weight", &PySession::SetWeight, py::arg("name"), py::arg("value"),
+           "Replaces weight `name` for this session, on every backend holding it\n"
+           "(kiln::Session::setWeight); `value` must have its dtype and shape.")
       .def("resize", &PySession::Resize, py::arg("shapes"),
            "Sets input shapes ({name: shape}) and resizes the session (shape inference,\n"
            "memory plan). run() does this by itself when given arrays of other shapes.")

@@ -290,6 +290,11 @@ bool GpuBackend::copyHostConstant(const Tensor& src, Tensor* dst) const {
   return false;
 }
 
+void GpuBackend::onConstantChanged(const Tensor& src) {
+  for (const Constant& c : constants_)
+    if (c.src == &src) constants_dirty_ = true;  // uploadConstants copies them all again
+}
+
 void GpuBackend::onClearBuffer() {
   planner_.clear();
   buffer_of_.clear();

@@ -169,6 +169,7 @@ class GpuBackend : public Backend {
   Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
   Status onReleaseBuffer(Tensor* t) override;
   StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) override;
+  void onConstantChanged(const Tensor& src) override;
 
   // The op's execution from the one GPU op list (backends/gpu/gpu_ops.inc),
   // for Vulkan and OpenCL alike; Unsupported, naming the backend, for an op

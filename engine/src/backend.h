@@ -137,6 +137,9 @@ class Backend {
   // returns true; it must bind `mirror` by onAllocateBuffer. false: the
   // session plans it like any tensor and copies it at each resize.
   virtual StatusOr<bool> onAcquireConstant(Tensor* mirror, const Tensor& src) { return false; }
+  // The bytes of constant `src` changed (Session::setWeight): a backend that
+  // took a mirror of it must copy it again before the next run.
+  virtual void onConstantChanged(const Tensor& src) {}
   virtual Status onAllocateBuffer() = 0;
   virtual MemoryReport memoryReport() const = 0;
 

@@ -1,6 +1,7 @@
 // The C API (kiln/kiln.h) over the C++ Interpreter and Session.
 #include "kiln/kiln.h"
 
+#include <cstring>
 #include <string>
 
 #include "kiln/interpreter.h"
@@ -123,6 +124,52 @@ KilnStatus kiln_session_reset_state(KilnSession* s) {
   if (!s) return Fail(kiln::InvalidArgument("null session"));
   Status st = AsSession(s)->resetState();
   return st.ok() ? KILN_OK : Fail(st);
+}
+
+size_t kiln_session_weight_byte_size(KilnSession* s, const char* name) {
+  if (!s || !name) return Fail(kiln::InvalidArgument("kiln_session_weight_byte_size: null argument")), 0;
+  auto w = AsSession(s)->getWeight(name);
+  if (!w.ok()) return Fail(w.status()), 0;
+  return (*w)->byteSize();
+}
+
+KilnStatus kiln_session_get_weight(KilnSession* s, const char* name, void* data, size_t bytes) {
+  if (!s || !name || (!data && bytes)) return Fail(kiln::InvalidArgument("kiln_session_get_weight: null argument"));
+  auto w = AsSession(s)->getWeight(name);
+  if (!w.ok()) return Fail(w.status());
+  if (bytes != (*w)->byteSize())
+    return Fail(kiln::InvalidArgument("kiln_session_get_weight '%s': %zu bytes for a weight of %zu", name, bytes,
+                                      (*w)->byteSize()));
+  if (bytes) std::memcpy(data, (*w)->hostData(), bytes);
+  return KILN_OK;
+}
+
+KilnStatus kiln_session_set_weight(KilnSession* s, const char* name, const void* data, size_t bytes) {
+  if (!s || !name || (!data && bytes)) return Fail(kiln::InvalidArgument("kiln_session_set_weight: null argument"));
+  auto w = AsSession(s)->getWeight(name);  // its dtype and shape
+  if (!w.ok()) return Fail(w.status());
+  if (bytes != (*w)->byteSize())
+    return Fail(kiln::InvalidArgument("kiln_session_set_weight '%s': %zu bytes for a weight of %zu", name, bytes,
+                                      (*w)->byteSize()));
+  auto value = Tensor::wrap((*w)->shape(), (*w)->dtype(), const_cast<void*>(data));
+  Status st = AsSession(s)->setWeight(name, *value);
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
+KilnStatus kiln_interpreter_update_session_to_model(KilnInterpreter* i, KilnSession* s) {
+  if (!i) return Fail(kiln::InvalidArgument("null interpreter"));
+  Status st = i->impl->updateSessionToModel(AsSession(s));
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
+KilnStatus kiln_interpreter_save_model(KilnInterpreter* i, const char* path) {
+  if (!i || !path) return Fail(kiln::InvalidArgument("kiln_interpreter_save_model: null argument"));
+  Status st = i->impl->saveModel(path);
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
+void kiln_interpreter_release_model(KilnInterpreter* i) {
+  if (i) i->impl->releaseModel();
 }
 
 int kiln_tensor_rank(const KilnTensor* t) { return t ? AsTensor(t)->dimensions() : -1; }

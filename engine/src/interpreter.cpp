@@ -1,18 +1,23 @@
 #include "kiln/interpreter.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <algorithm>
 
 #include "alloc_guard.h"
 #include "graph.h"
+#include "kiln/net_builder.h"
 #include "model.h"
 #include "session_impl.h"
 
 namespace kiln {
 
-Interpreter::Interpreter(std::shared_ptr<Model> model)
-    : model_(std::move(model)), graph_(std::make_shared<Graph>(Graph::Build(*model_))), name_(model_->name()) {}
+Interpreter::Interpreter(std::shared_ptr<Model> model, std::string weights_dir)
+    : model_(std::move(model)),
+      graph_(std::make_shared<Graph>(Graph::Build(*model_))),
+      name_(model_->name()),
+      weights_dir_(std::move(weights_dir)) {}
 Interpreter::~Interpreter() = default;
 
 namespace {
@@ -108,6 +113,66 @@ Status Interpreter::runSessionWithCallBack(Session* s, const TensorCallBack& bef
   return owns(s) ? s->runWithCallBack(before, after) : NotOurs("runSessionWithCallBack");
 }
 
+namespace {
+
+// The model's net re-serialized, with `values` (net tensor -> new bytes)
+// inline, and every external weight inline too when `inline_external`.
+StatusOr<std::vector<uint8_t>> WriteNet(const Model& model, const std::map<int, ConstantView>& values,
+                                        bool inline_external) {
+  std::unique_ptr<fb::NetT> net(model.net().UnPack());
+  auto put = [](fb::TensorT& t, ConstantView v) {
+    t.data.assign(v.data, v.data + v.size);
+    t.external.reset();
+    t.is_constant = true;
+  };
+  for (size_t i = 0; i < net->tensors.size(); ++i) {
+    fb::TensorT& t = *net->tensors[i];
+    auto v = values.find(static_cast<int>(i));
+    if (v != values.end()) put(t, v->second);
+    else if (inline_external && t.external) put(t, model.constant(static_cast<int>(i)));
+  }
+  for (size_t s = 0; inline_external && s < net->subgraphs.size(); ++s)
+    for (size_t i = 0; i < net->subgraphs[s]->tensors.size(); ++i)
+      if (net->subgraphs[s]->tensors[i]->external)
+        put(*net->subgraphs[s]->tensors[i], model.constant(static_cast<int>(s), static_cast<int>(i)));
+  NetBuilder b(net->name);
+  b.net() = std::move(*net);
+  return b.finish();
+}
+
+}  // namespace
+
+Status Interpreter::updateSessionToModel(Session* session) {
+  if (!owns(session)) return NotOurs("updateSessionToModel");
+  if (!model_) return InvalidArgument("updateSessionToModel after releaseModel(): there is no model to write into");
+  const auto& changed = session->impl_->changedWeights();
+  if (changed.empty()) return Status::Ok();
+  return GuardAlloc("updateSessionToModel", [&]() -> Status {
+    std::map<int, ConstantView> values;
+    for (const auto& [t, bytes] : changed) values[t] = ConstantView{bytes->data(), bytes->size()};
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, WriteNet(*model_, values, false), "updateSessionToModel");
+    KILN_ASSIGN_OR_RETURN(auto region, ByteRegion::Copy(bytes.data(), bytes.size()), "updateSessionToModel");
+    KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(region), name_, weights_dir_), "updateSessionToModel");
+    auto graph = std::make_shared<Graph>(Graph::Build(*model));
+    model_ = std::move(model);
+    graph_ = std::move(graph);
+    return Status::Ok();
+  });
+}
+
+Status Interpreter::saveModel(const std::string& path) const {
+  if (!model_) return InvalidArgument("saveModel after releaseModel(): there is no model to write");
+  return GuardAlloc("saveModel", [&]() -> Status {
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, WriteNet(*model_, {}, true), "saveModel");
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return Status(StatusCode::kIoError, StrFormat("saveModel: cannot open '%s' for writing", path.c_str()));
+    const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    if (std::fclose(f) != 0 || !ok)
+      return Status(StatusCode::kIoError, StrFormat("saveModel: writing '%s' failed", path.c_str()));
+    return Status::Ok();
+  });
+}
+
 void Interpreter::releaseModel() {
   model_.reset();
   graph_.reset();
@@ -128,7 +193,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromFile(const std::st
   auto bytes = ByteRegion::MapFile(path);
   if (!bytes.ok()) return bytes.status();
   KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(bytes).value(), name, dir));
-  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
+  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model)), dir));
 }
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromBuffer(const void* data, size_t size,
@@ -149,7 +214,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromBuffer(const void*
     KILN_ASSIGN_OR_RETURN(region, ByteRegion::Copy(data, size), "%s", name.c_str());
   }
   KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(region), name, options.weights_dir));
-  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model))));
+  return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model)), options.weights_dir));
 }
 
 }  // namespace kiln

@@ -83,6 +83,12 @@ void Session::releaseCache() { impl_->releaseCache(); }
 Status Session::bindState(const std::string& output, const std::string& input) {
   return impl_->bindState(output, input);
 }
+StatusOr<std::unique_ptr<Tensor>> Session::getWeight(const std::string& name) const {
+  return GuardAlloc("getWeight", [&] { return impl_->weight(name); });
+}
+Status Session::setWeight(const std::string& name, const Tensor& value) {
+  return GuardAlloc("setWeight", [&] { return impl_->setWeight(name, value); });
+}
 Status Session::resetState() {
   return GuardAlloc("resetState", [&] { return impl_->resetState(); });
 }

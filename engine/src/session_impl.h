@@ -53,6 +53,8 @@ class SessionImpl {
   std::map<std::string, Tensor*> outputs();
   Status resizeTensor(Tensor* input, const std::vector<int64_t>& shape);
   Status resize();
+  // resize(), keeping the values the app wrote into the inputs.
+  Status resizeKeepingInputs();
   Status run(const TensorCallBack* before, const TensorCallBack* after);
   const Placement& placement() const { return placement_; }
   const std::vector<OpProfile>& profile() const { return profile_result_; }
@@ -64,6 +66,12 @@ class SessionImpl {
   void releaseCache();
   Status bindState(const std::string& output, const std::string& input);
   Status resetState();
+  // Weights (constants of the session's graph): their current value, a new
+  // one for this session (the ops reading it are created again, and the
+  // next run resizes), and the ones set so far, by graph tensor.
+  StatusOr<std::unique_ptr<Tensor>> weight(const std::string& name) const;
+  Status setWeight(const std::string& name, const Tensor& value);
+  const std::map<int, std::shared_ptr<ByteRegion>>& changedWeights() const { return weights_; }
   bool isResizeOp(int op) const { return resize_op_[static_cast<size_t>(op)]; }
   bool hasShapeInputs() const { return !shape_input_memory_.empty(); }
 
@@ -113,8 +121,17 @@ class SessionImpl {
   Status checkParameterWork(const GraphOp& op, const std::vector<Tensor*>& ins, const std::vector<Tensor*>& outs,
                             size_t limit) const;
 
+  // The constant named `name` of the graph, or -1.
+  int weightIndex(const std::string& name) const;
+
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Graph> graph_;
+  // setWeight: the session's own copy of the graph (its constants pointing at
+  // the new values), the values, and the graph it replaced, which the
+  // executions created before still point into (same ops and tensors).
+  std::shared_ptr<Graph> own_graph_;
+  std::map<int, std::shared_ptr<ByteRegion>> weights_;
+  std::vector<std::shared_ptr<const Graph>> replaced_graphs_;
   std::vector<ScheduleConfig> configs_;
   BackendFactory factory_;
   std::vector<std::unique_ptr<ControlFlow>> control_;  // per op: If, Loop, Scan; else null

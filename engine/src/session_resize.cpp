@@ -387,24 +387,27 @@ Status SessionImpl::runStep(const Step& s, const TensorCallBack* before, const T
   return Status::Ok();
 }
 
+Status SessionImpl::resizeKeepingInputs() {
+  std::vector<std::pair<Tensor*, std::unique_ptr<Tensor>>> saved;
+  for (int t : graph_->inputs) {
+    Tensor* in = tensors_[static_cast<size_t>(t)].get();
+    if (isShapeInput(in)) continue;
+    KILN_ASSIGN_OR_RETURN(auto copy, Tensor::createHostTensorFromDevice(*in, true));
+    saved.emplace_back(in, std::move(copy));
+  }
+  KILN_RETURN_IF_ERROR(resize());
+  for (auto& [in, copy] : saved) KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
+  return Status::Ok();
+}
+
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
   bool shape_values_changed = false;
   for (auto& [t, seen] : shape_input_seen_)
     if (t->isContainer() || t->byteSize() != seen.size() || !std::equal(seen.begin(), seen.end(), t->host<uint8_t>()))
       shape_values_changed = true;  // a sequence input: its elements are not compared, planned again
-  if (resized_ && shape_values_changed) {
-    // New shape-input values: plan again, keeping what the app already wrote
-    // into the other inputs (their shapes did not change).
-    std::vector<std::pair<Tensor*, std::unique_ptr<Tensor>>> saved;
-    for (int t : graph_->inputs) {
-      Tensor* in = tensors_[static_cast<size_t>(t)].get();
-      if (isShapeInput(in)) continue;
-      KILN_ASSIGN_OR_RETURN(auto copy, Tensor::createHostTensorFromDevice(*in, true));
-      saved.emplace_back(in, std::move(copy));
-    }
-    KILN_RETURN_IF_ERROR(resize());
-    for (auto& [in, copy] : saved) KILN_RETURN_IF_ERROR(in->copyFromHostTensor(*copy));
-  }
+  // New shape-input values: plan again, keeping what the app already wrote
+  // into the other inputs (their shapes did not change).
+  if (resized_ && shape_values_changed) KILN_RETURN_IF_ERROR(resizeKeepingInputs());
   if (!resized_) KILN_RETURN_IF_ERROR(resize());
   const bool op_by_op = (before && *before) || (after && *after);
   for (auto& b : backends_) b->onExecuteBegin(op_by_op);

@@ -22,6 +22,10 @@ class Interpreter:
         device_index: int = -1,
     ) -> "Session":
         """backend: 'host' | 'vulkan' | 'opencl' | 'auto'; precision: 'normal' | 'high' | 'low'."""
+    def update_session_to_model(self, session: "Session") -> None:
+        """Writes the weights `session` changed (set_weight) into this Interpreter's model."""
+    def save_model(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the model to a self-contained .kiln file."""
     @property
     def model_name(self) -> str:
         """The file path, or '<buffer>'."""
@@ -65,6 +69,10 @@ class Session:
         run() then needs no array for `input`."""
     def reset_state(self) -> None:
         """Zeros every bound state input (a new stream)."""
+    def get_weight(self, name: str) -> np.ndarray:
+        """A copy of weight (constant) `name` as this session has it."""
+    def set_weight(self, name: str, value: np.ndarray) -> None:
+        """Replaces weight `name` for this session (same dtype and shape)."""
     @property
     def input_names(self) -> List[str]: ...
     @property

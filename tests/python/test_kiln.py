@@ -379,6 +379,37 @@ def test_convert_onnx(tmp_path):
 
 
 @needs_converter
+@pytest.mark.parametrize("backend", ["host"] + GPU_BACKENDS)
+def test_weights_set_written_back_and_saved(tmp_path, backend):
+    # The conv's weights ('1', [13, 16, 3, 3]) live in an external file: the
+    # saved model holds them inline.
+    kiln.convert(CONV2D, tmp_path / "conv.kiln", external_weights=True)
+    interp = kiln.Interpreter(tmp_path / "conv.kiln")
+    session, other = interp.create_session(backend=backend), interp.create_session(backend=backend)
+    name, x = only_input(session)
+    before = session.run({name: x})
+    w = session.get_weight("1")
+    assert w.shape == (13, 16, 3, 3) and w.dtype == np.float32
+    session.set_weight("1", 2 * w)  # no bias: twice the weights, twice the output
+    after = session.run({name: x})
+    for n in before:
+        np.testing.assert_allclose(after[n], 2 * before[n], rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(session.get_weight("1"), 2 * w)
+    for n, v in other.run({name: x}).items():  # another session keeps its weights
+        np.testing.assert_array_equal(v, before[n])
+    with pytest.raises(kiln.Error, match="shape"):
+        session.set_weight("1", w[:1])
+    with pytest.raises(kiln.Error, match="not found"):
+        session.get_weight("nope")
+    interp.update_session_to_model(session)
+    interp.save_model(tmp_path / "saved.kiln")
+    assert kiln.inspect(tmp_path / "saved.kiln")["external_weight_bytes"] == 0
+    saved = kiln.Interpreter(tmp_path / "saved.kiln").create_session(backend=backend)
+    for n, v in saved.run({name: x}).items():
+        np.testing.assert_allclose(v, after[n], rtol=1e-5, atol=1e-5)
+
+
+@needs_converter
 def test_convert_errors(tmp_path):
     with pytest.raises(kiln.Error, match="Bernoulli"):  # unsupported ops: type, count, node
         kiln.convert(BERNOULLI, tmp_path / "b.kiln")

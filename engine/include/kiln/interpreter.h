@@ -90,21 +90,37 @@ class Interpreter {
   Status runSession(Session* session);
   Status runSessionWithCallBack(Session* session, const TensorCallBack& before, const TensorCallBack& after);
 
+  // ---- weights written back (MNN's updateSessionToModel) ----
+  // Writes the weights `session` changed (Session::setWeight) into the
+  // Interpreter's model: the model becomes a new in-memory one with those
+  // values inline, which net(), saveModel() and sessions created from now
+  // on see. Existing sessions keep theirs (each has its own weights).
+  // Nothing changed: nothing happens. After releaseModel(): an error
+  // (there is no model to write into).
+  Status updateSessionToModel(Session* session);
+  // Writes the Interpreter's model (with what updateSessionToModel wrote)
+  // to `path` as a self-contained .kiln: weights that lived in external
+  // files are written inline. After releaseModel(): an error.
+  Status saveModel(const std::string& path) const;
+
   // Drops the Interpreter's hold on the model bytes: no new session can be
   // created; existing sessions keep what they use (the host reads weights in
   // place, so the bytes are freed when the last such session is released).
+  // A model written by updateSessionToModel is dropped the same way;
+  // sessions keep the weights they were given with setWeight.
   void releaseModel();
   // Releases resize-time caches of every session.
   void releaseCache();
 
  private:
-  explicit Interpreter(std::shared_ptr<Model> model);
+  Interpreter(std::shared_ptr<Model> model, std::string weights_dir);
   bool owns(const Session* session) const;
   StatusOr<Session*> createSessionUnguarded(const std::vector<ScheduleConfig>& configs);
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Graph> graph_;
   std::vector<std::unique_ptr<Session>> sessions_;
   std::string name_;
+  std::string weights_dir_;  // where the model's external weights files are
 };
 
 }  // namespace kiln

@@ -72,6 +72,21 @@ KilnStatus kiln_session_bind_state(KilnSession* session, const char* output, con
 /* Zeros every bound input (a new stream). */
 KilnStatus kiln_session_reset_state(KilnSession* session);
 
+/* Weights (Session::getWeight / setWeight): constant `name` of the model's
+ * graph as raw bytes in its own dtype and shape (kiln-inspect lists them).
+ * kiln_session_weight_byte_size gives 0, and sets the error, when there is
+ * no such weight. set_weight changes it for this session only, on every
+ * backend holding it; `bytes` must equal the weight's size. */
+size_t kiln_session_weight_byte_size(KilnSession* session, const char* name);
+KilnStatus kiln_session_get_weight(KilnSession* session, const char* name, void* data, size_t bytes);
+KilnStatus kiln_session_set_weight(KilnSession* session, const char* name, const void* data, size_t bytes);
+/* Interpreter::updateSessionToModel: the session's changed weights into the
+ * interpreter's model (sessions created later start from them). */
+KilnStatus kiln_interpreter_update_session_to_model(KilnInterpreter* interpreter, KilnSession* session);
+/* Interpreter::saveModel: the model as a self-contained .kiln file. */
+KilnStatus kiln_interpreter_save_model(KilnInterpreter* interpreter, const char* path);
+/* Interpreter::releaseModel: no new sessions; existing ones keep running. */
+void kiln_interpreter_release_model(KilnInterpreter* interpreter);
 int kiln_tensor_rank(const KilnTensor* tensor);
 int64_t kiln_tensor_dim(const KilnTensor* tensor, int axis);
 KilnDataType kiln_tensor_dtype(const KilnTensor* tensor);

@@ -173,6 +173,17 @@ class Session {
   // Zeros every bound input (a new stream).
   Status resetState();
 
+  // Weights: the constants of the model's graph, by name (kiln-inspect
+  // lists them). getWeight gives a host copy of the current value (the
+  // model's, or the last setWeight's). setWeight replaces it for this
+  // session only, on every backend that holds it, repacked forms included
+  // (the ops reading it are set up again from the new value); the value
+  // must have the weight's dtype and shape and may live on any backend.
+  // Interpreter::updateSessionToModel writes the changed ones into the
+  // model. Constants inside control-flow subgraphs are not reachable here.
+  StatusOr<std::unique_ptr<Tensor>> getWeight(const std::string& name) const;
+  Status setWeight(const std::string& name, const Tensor& value);
+
  private:
   friend class Interpreter;
   explicit Session(std::unique_ptr<SessionImpl> impl);
