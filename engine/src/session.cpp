@@ -79,6 +79,7 @@ const Placement& Session::placement() const { return impl_->placement(); }
 std::vector<MemoryUse> Session::memory() const { return impl_->memory(); }
 const std::vector<OpProfile>& Session::profile() const { return impl_->profile(); }
 std::map<std::string, std::string> Session::devices() const { return impl_->devices(); }
+SessionPhases Session::phases() const { return impl_->phases(); }
 void Session::releaseCache() { impl_->releaseCache(); }
 Status Session::bindState(const std::string& output, const std::string& input) {
   return impl_->bindState(output, input);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "control_flow.h"
@@ -37,6 +38,14 @@ BackendFactory DefaultBackendFactory() {
   };
 }
 
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 SessionImpl::~SessionImpl() = default;
 
 StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const Model> model,
@@ -67,9 +76,16 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
   s->factory_ = factory;
   KILN_RETURN_IF_ERROR(s->createControlFlow(), "%s", s->model_->name().c_str());
   KILN_RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
+  const auto t0 = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
+  SessionPhases& ph = s->phases_;
+  ph.schedule = MsSince(t0) - ph.backends - ph.pack - ph.pipelines;
   KILN_RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
   return s;
+}
+
+void SessionImpl::addSetup(const Backend* b, double ms) {
+  (b == static_cast<const Backend*>(host_) ? phases_.pack : phases_.pipelines) += ms;
 }
 
 std::string SessionImpl::where(int op) const {
@@ -235,7 +251,9 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
         break;
       }
     c.numThread = threads;
+    const auto t0 = std::chrono::steady_clock::now();
     auto b = factory(t, c);
+    phases_.backends += MsSince(t0);
     if (!b.ok()) {
       *why = unavailable[t] = b.status().message();
       by_type[t] = nullptr;
@@ -338,7 +356,9 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
         continue;
       }
       if (!tried.insert(b).second) continue;  // listed twice (type, backup, host)
+      const auto t0 = std::chrono::steady_clock::now();
       auto exec = b->onCreate(op, g);
+      addSetup(b, MsSince(t0));
       if (!exec.ok()) {
         if (exec.status().code() != StatusCode::kUnsupported)
           return exec.status().WithContext(where(static_cast<int>(i)) + " on " + b->name());

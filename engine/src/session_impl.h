@@ -61,6 +61,7 @@ class SessionImpl {
   std::vector<MemoryUse> memory() const;
   // Every backend's device, the subgraphs' sessions' included.
   std::map<std::string, std::string> devices() const;
+  SessionPhases phases() const { return phases_; }
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();
@@ -171,6 +172,9 @@ class SessionImpl {
   std::map<Tensor*, std::vector<int64_t>> requested_shapes_;
   Placement placement_;
   bool resized_ = false;
+  SessionPhases phases_;
+  // An execution's set-up time (ms), into pack (host) or pipelines (GPU).
+  void addSetup(const Backend* b, double ms);
 };
 
 }  // namespace kiln

@@ -283,7 +283,11 @@ Status SessionImpl::planMemory() {
       }
       KILN_RETURN_IF_ERROR(st.backend->onAcquireBuffer(out, share));
     }
-    if (st.exec) KILN_RETURN_IF_ERROR(st.exec->onResize(st.inputs, st.outputs), "%s", where(st.op).c_str());
+    if (st.exec) {
+      const auto t0 = std::chrono::steady_clock::now();
+      KILN_RETURN_IF_ERROR(st.exec->onResize(st.inputs, st.outputs), "%s", where(st.op).c_str());
+      addSetup(st.backend, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
     std::vector<const Tensor*> released;
     for (Tensor* in : st.inputs) {
       if (!in || last_use[in] != s || !releasable(in)) continue;
@@ -293,10 +297,13 @@ Status SessionImpl::planMemory() {
     }
   }
   for (auto& b : backends_) KILN_RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
+  auto t0 = std::chrono::steady_clock::now();
   for (auto& [src, m] : copies) {
     Backend* b = backendOf(m);
     KILN_RETURN_IF_ERROR(b->onCopyBuffer(*src, m), "upload of '%s'", src->name().c_str());
   }
+  phases_.upload += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  t0 = std::chrono::steady_clock::now();
   // Each backend's maximal runs of consecutive steps, for recording.
   for (auto& b : backends_) {
     std::vector<std::vector<Execution*>> runs;
@@ -312,6 +319,7 @@ Status SessionImpl::planMemory() {
     }
     KILN_RETURN_IF_ERROR(b->onRecord(runs), "%s: recording", b->name());
   }
+  phases_.record += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }
 
@@ -336,9 +344,24 @@ void SessionImpl::releaseCache() {
   resize_scratch_ = std::move(kept);
 }
 
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 Status SessionImpl::resize() {
+  // Every resize adds to the phases (kiln/session.h: SessionPhases).
+  const SessionPhases before = phases_;
+  auto t0 = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(inferShapes(), "%s", model_->name().c_str());
+  phases_.shapes += MsSince(t0);
+  t0 = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(planMemory(), "%s", model_->name().c_str());
+  phases_.plan += MsSince(t0) - (phases_.pack - before.pack) - (phases_.pipelines - before.pipelines) -
+                  (phases_.upload - before.upload) - (phases_.record - before.record);
   resized_ = true;
   return Status::Ok();
 }

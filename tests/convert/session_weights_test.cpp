@@ -57,9 +57,10 @@ const std::vector<float> kW1 = Values(kM * kC * 9, 4, 0.3f), kB1 = Values(kM, 5,
 const std::vector<float> kS0 = {0.f, 0.f, 0.f, 0.f}, kS1 = {1.f, -2.f, 3.f, -4.f};
 
 std::vector<float> RunOnce(Session* s, bool feed = true) {
-  if (feed) EXPECT_TRUE(s->getInput("x")->copyFromHostTensor(*Tensor::wrap({1, kC, kH, kH}, fb::DataType::F32,
-                                                                            const_cast<float*>(kX.data())))
-                            .ok());
+  if (feed) {
+    auto x = Tensor::wrap({1, kC, kH, kH}, fb::DataType::F32, const_cast<float*>(kX.data()));
+    EXPECT_TRUE(s->getInput("x")->copyFromHostTensor(*x).ok());
+  }
   Status st = s->run();
   EXPECT_TRUE(st.ok()) << st.ToString();
   std::vector<float> y(4 * kH * kH);

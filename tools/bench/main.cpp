@@ -80,6 +80,7 @@ struct Result {
   std::vector<MemoryUse> memory;
   long peak_rss_kb = 0;
   std::vector<OpProfile> profile;
+  SessionPhases phases_first, phases_warm;  // the first session of the process, the warm-cache one
 };
 
 // Resizes every input (symbolic dims from --shape, else 1) and fills it.
@@ -161,6 +162,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     KILN_RETURN_IF_ERROR(PrepareInputs(s, o, interp->net()), "inputs");
     double ms = Ms(t0, Clock::now());
     (pass == 0 ? r->first_session_ms : pass == 1 ? r->cold_cache_ms : r->warm_cache_ms) = ms;
+    if (pass != 1) (pass == 0 ? r->phases_first : r->phases_warm) = s->phases();
   }
   std::remove(cache.c_str());
   r->ops_per_backend = s->placement().ops_per_backend;
@@ -248,6 +250,11 @@ void PrintText(const Result& r) {
   std::printf("  load           %9.2f ms\n", r.load_ms);
   std::printf("  session        %9.2f ms first in process, %.2f ms empty cache file, %.2f ms warm cache file\n",
               r.first_session_ms, r.cold_cache_ms, r.warm_cache_ms);
+  for (const SessionPhases* p : {&r.phases_first, &r.phases_warm})
+    std::printf("    %-12s backends %.2f, schedule %.2f, pack %.2f, pipelines %.2f, shapes %.2f, plan %.2f, "
+                "upload %.2f, record %.2f ms\n",
+                p == &r.phases_first ? "first:" : "warm cache:", p->backends, p->schedule, p->pack, p->pipelines,
+                p->shapes, p->plan, p->upload, p->record);
   std::printf("  first run      %9.2f ms\n", r.first_run_ms);
   std::printf("  run            %9.3f ms median (min %.3f, max %.3f)\n", r.median_ms, r.min_ms, r.max_ms);
   for (const MemoryUse& m : r.memory)
@@ -312,10 +319,16 @@ void PrintJson(const std::vector<Result>& rs) {
     std::printf("  {\"model\": %s, \"backend\": %s, \"device\": %s, \"error\": %s, \"load_ms\": %.3f, "
                 "\"first_session_ms\": %.3f, \"session_cold_cache_ms\": %.3f, \"session_warm_cache_ms\": %.3f, "
                 "\"first_run_ms\": %.3f, \"min_ms\": %.4f, \"median_ms\": %.4f, \"max_ms\": %.4f, "
-                "\"switches\": %d, \"peak_rss_kb\": %ld, \"ops\": {",
+                "\"switches\": %d, \"peak_rss_kb\": %ld, ",
                 JsonString(Base(r.model)).c_str(), JsonString(r.backend).c_str(), JsonString(r.device).c_str(),
                 JsonString(r.error).c_str(), r.load_ms, r.first_session_ms, r.cold_cache_ms, r.warm_cache_ms,
                 r.first_run_ms, r.min_ms, r.median_ms, r.max_ms, r.switches, r.peak_rss_kb);
+    for (const SessionPhases* p : {&r.phases_first, &r.phases_warm})
+      std::printf("\"phases_%s\": {\"backends\": %.3f, \"schedule\": %.3f, \"pack\": %.3f, \"pipelines\": %.3f, "
+                  "\"shapes\": %.3f, \"plan\": %.3f, \"upload\": %.3f, \"record\": %.3f}, ",
+                  p == &r.phases_first ? "first" : "warm", p->backends, p->schedule, p->pack, p->pipelines, p->shapes,
+                  p->plan, p->upload, p->record);
+    std::printf("\"ops\": {");
     size_t k = 0;
     for (auto& [b, n] : r.ops_per_backend) std::printf("%s%s: %d", k++ ? ", " : "", JsonString(b).c_str(), n);
     std::printf("}, \"planned_bytes\": {");

@@ -139,6 +139,24 @@ struct MemoryUse {
   size_t packed_tensors = 0;     // GPU: activations held channel-packed (GpuLayout)
 };
 
+// Where a session spent its set-up time, in milliseconds, summed over its
+// creation and every resize since (kiln-bench prints them). Creation:
+// backends, schedule and the executions' onCreate; each resize: shapes,
+// plan and the executions' onResize, upload and record. pack and pipelines split the executions'
+// set-up by backend: the host's (weights packed into GEMM panels, Winograd
+// filters transformed) and the GPUs' (pipelines and kernels created,
+// weights repacked, descriptor sets).
+struct SessionPhases {
+  double backends = 0;   // backends created (devices, queues, thread pool)
+  double schedule = 0;   // ops placed, without the executions' set-up
+  double shapes = 0;     // shape inference and the values computed at resize
+  double plan = 0;       // memory planned and allocated, without what follows
+  double pack = 0;       // host executions set up (onCreate + onResize)
+  double pipelines = 0;  // GPU executions set up (onCreate + onResize)
+  double upload = 0;     // constants copied to the devices at resize
+  double record = 0;     // GPU command buffers recorded
+};
+
 class SessionImpl;
 
 class Session {
@@ -161,6 +179,8 @@ class Session {
   const std::vector<OpProfile>& profile() const;
   // Each backend of the session and its device ("vulkan" -> "llvmpipe (...)").
   std::map<std::string, std::string> devices() const;
+  // The set-up time so far, by phase (see SessionPhases).
+  SessionPhases phases() const;
   // Drops resize-only caches (shape computation scratch).
   void releaseCache();
 
