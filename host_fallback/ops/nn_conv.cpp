@@ -546,7 +546,7 @@ class ConvExecution final : public Execution {
     if (winograd_ && !wino_.ready()) {
       // fp32 even at precision low: fp16 transformed weights put errors of
       // about 3% on the outputs (F(4x4, 3x3) amplifies their rounding).
-      wino_.prepare(GemmBestIsa(), W.host<float>(), M_, C_, wino_tile);
+      wino_.prepare(be.pool(), GemmBestIsa(), W.host<float>(), M_, C_, wino_tile);
       be.countWeightBytes(wino_.bytes());
     }
     // Small planes: a GEMM's N (the plane) pads to the micro-kernel's nr

@@ -213,7 +213,40 @@ int WinogradConv::Tile(int64_t C, int64_t M, int64_t OH, int64_t OW) {
   return (OH + 3) / 4 * ((OW + 3) / 4) <= 4 ? 2 : 4;
 }
 
-void WinogradConv::prepare(Isa isa, const float* w, int64_t M, int64_t C, int tile) {
+namespace {
+
+// The transformed weights of one panel and input channel: u[xi * stride + l]
+// = (G g G^T)[xi] of filter l of the panel (g = w + l * w_stride, 3x3), for
+// its `n` filters (the rest of the nr lanes zero). Lanes across filters,
+// so the compiler vectorizes it (16 or 32 lanes: one or two AVX-512 registers).
+template <int A>
+KILN_SIMD_CLONES_TEMPLATE void TransformPanel(const float* w, int64_t w_stride, int n, int nr, float* __restrict u,
+                                              int64_t stride) {
+  constexpr int kMaxLanes = 32;
+  static const float G43[6][3] = {{0.25f, 0, 0},
+                                  {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                  {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                  {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                  {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                  {0, 0, 1}};
+  static const float G23[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+  const float(*G)[3] = A == 6 ? G43 : G23;
+  float g[9][kMaxLanes], gg[A][3][kMaxLanes];
+  for (int l = 0; l < nr; ++l)
+    for (int k = 0; k < 9; ++k) g[k][l] = l < n ? w[l * w_stride + k] : 0.f;
+  for (int i = 0; i < A; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < nr; ++l) gg[i][j][l] = G[i][0] * g[j][l] + G[i][1] * g[3 + j][l] + G[i][2] * g[6 + j][l];
+  for (int i = 0; i < A; ++i)
+    for (int j = 0; j < A; ++j) {
+      float* __restrict out = u + (i * A + j) * stride;
+      for (int l = 0; l < nr; ++l) out[l] = gg[i][0][l] * G[j][0] + gg[i][1][l] * G[j][1] + gg[i][2][l] * G[j][2];
+    }
+}
+
+}  // namespace
+
+void WinogradConv::prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M, int64_t C, int tile) {
   kernel_ = &gemm_detail::KernelForIsa(isa);
   const int nr = kernel_->nr;
   r_ = tile == 2 ? 2 : 4;
@@ -222,25 +255,23 @@ void WinogradConv::prepare(Isa isa, const float* w, int64_t M, int64_t C, int ti
   C_ = C;
   m_panels_ = (M + nr - 1) / nr;
   m_pad_ = m_panels_ * nr;
-  u_.assign(static_cast<size_t>(a_ * a_ * m_pad_ * C), 0.f);
-  static const double G43[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                   {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-  static const double G23[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  const double(*G)[3] = a_ == 6 ? G43 : G23;
-  for (int64_t m = 0; m < M; ++m) {
-    for (int64_t c = 0; c < C; ++c) {
-      const float* g = w + (m * C + c) * 9;
-      double gg[6][3];  // G g
-      for (int i = 0; i < a_; ++i)
-        for (int j = 0; j < 3; ++j) gg[i][j] = G[i][0] * g[j] + G[i][1] * g[3 + j] + G[i][2] * g[6 + j];
-      for (int i = 0; i < a_; ++i)
-        for (int j = 0; j < a_; ++j) {
-          const double uij = gg[i][0] * G[j][0] + gg[i][1] * G[j][1] + gg[i][2] * G[j][2];  // (G g G^T)[i][j]
-          const int64_t xi = i * a_ + j;
-          u_[static_cast<size_t>(((xi * m_panels_ + m / nr) * C + c) * nr + m % nr)] = static_cast<float>(uij);
-        }
+  u_floats_ = static_cast<size_t>(a_ * a_ * m_pad_ * C);
+  u_.reset(new float[u_floats_]);
+  const int64_t panels = m_panels_;
+  float* u = u_.get();
+  // Panel by panel and channel by channel, the panel's nr filters in lanes:
+  // each of the a * a transformed positions is written as one run of nr
+  // floats (in f32; the transform's rounding is far below F(4x4)'s own).
+  pool.parallelFor(panels, [&](int64_t begin, int64_t end) {
+    for (int64_t mp = begin; mp < end; ++mp) {
+      const int n = static_cast<int>(std::min<int64_t>(nr, M - mp * nr));
+      for (int64_t c = 0; c < C; ++c)
+        for (int l0 = 0; l0 < nr; l0 += 32)  // lanes 32 at a time (every kernel's nr is at most 32 today)
+          (a_ == 6 ? &TransformPanel<6> : &TransformPanel<4>)(w + ((mp * nr + l0) * C + c) * 9, C * 9,
+                                                              std::max(0, std::min(32, n - l0)), std::min(32, nr - l0),
+                                                              u + (mp * C + c) * nr + l0, panels * C * nr);
     }
-  }
+  });
 }
 
 // Phase 0: the input transform of channels [begin, end); 1: the products
@@ -256,7 +287,7 @@ void WinogradConv::runBlock(const Block& b, const float* x, float* y, int64_t t0
   } else if (phase == 1) {
     for (int64_t idx = begin; idx < end; ++idx) {
       const int64_t xi = idx / m_panels_, np = idx % m_panels_;
-      const float* bp = u_.data() + (xi * m_panels_ + np) * C_ * nr;
+      const float* bp = u_.get() + (xi * m_panels_ + np) * C_ * nr;
       for (int64_t p = 0; p < b.panels; ++p)
         kernel_->micro(C_, v + (xi * b.panels + p) * C_ * mr, bp, nr, prod + (xi * b.tb + p * mr) * m_pad_ + np * nr,
                        m_pad_, false, nullptr);

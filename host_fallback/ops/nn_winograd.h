@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gemm.h"
@@ -35,12 +36,12 @@ class WinogradConv {
   static int Tile(int64_t C, int64_t M, int64_t OH, int64_t OW);
 
   // Transforms the weights w [M, C, 3, 3] for output tiles of `tile` (4 or
-  // 2) and packs them for `isa`'s micro-kernel. Called once (the weights
-  // are constant).
-  void prepare(Isa isa, const float* w, int64_t M, int64_t C, int tile);
+  // 2) and packs them for `isa`'s micro-kernel, the panels split over
+  // `pool`'s threads. Called once (the weights are constant).
+  void prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M, int64_t C, int tile);
   bool ready() const { return kernel_ != nullptr; }
   int tile() const { return r_; }
-  size_t bytes() const { return u_.size() * sizeof(float); }
+  size_t bytes() const { return u_floats_ * sizeof(float); }
 
   // One image: y [M, OH, OW] = bias + conv(x [C, H, W]) with pads pad_t /
   // pad_l before the first row / column (rows and columns past the input
@@ -56,7 +57,10 @@ class WinogradConv {
   const gemm_detail::GemmKernel* kernel_ = nullptr;
   int a_ = 6, r_ = 4;  // the patch and the output tile (6, 4 or 4, 2)
   int64_t M_ = 0, C_ = 0, m_panels_ = 0, m_pad_ = 0;
-  std::vector<float> u_;  // [a * a][m_panels][C][nr]: transformed weights, nr channels a panel
+  // [a * a][m_panels][C][nr]: transformed weights, nr channels a panel.
+  // Each element is written once by prepare (no zero-filling pass first).
+  std::unique_ptr<float[]> u_;
+  size_t u_floats_ = 0;
 };
 
 }  // namespace kiln
