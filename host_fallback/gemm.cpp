@@ -549,13 +549,61 @@ PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64
   return p;
 }
 
+std::vector<int64_t> PackedMeta(bool trans, bool half, const PackedA& a) {
+  return {static_cast<int64_t>(a.isa), trans, half, a.M, a.K, a.m_pad};
+}
+std::vector<int64_t> PackedMeta(bool trans, bool half, const PackedB& b) {
+  return {static_cast<int64_t>(b.isa), trans, half, b.K, b.N, b.n_pad};
+}
+
+namespace {
+
+// Panels of `count` elements in place, fp16 when `half`.
+bool ViewPanels(bool half, int64_t count, const void* data, size_t bytes, PackedPanels* p) {
+  if (!data || reinterpret_cast<uintptr_t>(data) % 64 != 0 ||
+      bytes != static_cast<size_t>(count) * (half ? sizeof(uint16_t) : sizeof(float)))
+    return false;
+  p->data_view = half ? nullptr : static_cast<const float*>(data);
+  p->half_view = half ? static_cast<const uint16_t*>(data) : nullptr;
+  p->view_bytes = bytes;
+  return true;
+}
+
+}  // namespace
+
+bool ViewPackedA(Isa isa, bool trans_a, int64_t M, int64_t K, bool half, const std::vector<int64_t>& meta,
+                 const void* data, size_t bytes, PackedA* out) {
+  PackedA p;
+  p.isa = isa;
+  p.M = M;
+  p.K = K;
+  const int mr = gemm_detail::KernelForIsa(isa).mr;
+  p.m_pad = (M + mr - 1) / mr * mr;
+  if (meta != PackedMeta(trans_a, half, p) || !ViewPanels(half, p.m_pad * K, data, bytes, &p)) return false;
+  *out = std::move(p);
+  return true;
+}
+
+bool ViewPackedB(Isa isa, bool trans_b, int64_t K, int64_t N, bool half, const std::vector<int64_t>& meta,
+                 const void* data, size_t bytes, PackedB* out) {
+  PackedB p;
+  p.isa = isa;
+  p.K = K;
+  p.N = N;
+  const int nr = gemm_detail::KernelForIsa(isa).nr;
+  p.n_pad = (N + nr - 1) / nr * nr;
+  if (meta != PackedMeta(trans_b, half, p) || !ViewPanels(half, p.n_pad * K, data, bytes, &p)) return false;
+  *out = std::move(p);
+  return true;
+}
+
 void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
                   const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
   using namespace gemm_detail;
   if (M <= 0 || b.N <= 0) return;
   Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
-  pr.packed_b = b.half.empty() ? b.data.data() : nullptr;
-  pr.packed_b_half = b.half.empty() ? nullptr : b.half.data();
+  pr.packed_b = b.f32();
+  pr.packed_b_half = b.f16();
   pr.n_pad = b.n_pad;
   pr.ep = epilogue;
   const GemmKernel& kr = KernelForIsa(b.isa);
@@ -571,8 +619,8 @@ void RunPackedA(ThreadPool& pool, const PackedA& a, int64_t N, bool trans_b, con
   using namespace gemm_detail;
   if (a.M <= 0 || N <= 0) return;
   Problem pr{false, trans_b, a.K, 1.f, nullptr, 0, B, ldb, beta, C, ldc};
-  pr.packed_a = a.half.empty() ? a.data.data() : nullptr;
-  pr.packed_half = a.half.empty() ? nullptr : a.half.data();
+  pr.packed_a = a.f32();
+  pr.packed_half = a.f16();
   pr.m_pad = a.m_pad;
   pr.b_packer = b_packer;
   pr.ep = epilogue;

@@ -50,7 +50,18 @@ struct PackedPanels {
   Isa isa = Isa::kScalar;
   std::vector<float> data;     // fp32 panels, or empty when
   std::vector<uint16_t> half;  // fp16 panels
+  // Or panels that live elsewhere (an ahead-of-time bundle's mapping): used
+  // in place of data / half when set.
+  const float* data_view = nullptr;
+  const uint16_t* half_view = nullptr;
+  size_t view_bytes = 0;
+  const float* f32() const { return data_view ? data_view : half_view ? nullptr : (half.empty() ? data.data() : nullptr); }
+  const uint16_t* f16() const { return half_view ? half_view : data_view ? nullptr : (half.empty() ? nullptr : half.data()); }
+  // The bytes this object holds (a view holds none).
   size_t bytes() const { return data.size() * sizeof(float) + half.size() * sizeof(uint16_t); }
+  // The panels' bytes wherever they are.
+  const void* panels() const { return f16() ? static_cast<const void*>(f16()) : f32(); }
+  size_t panelBytes() const { return data_view || half_view ? view_bytes : bytes(); }
 };
 
 // op(A) * alpha packed once for many products with different B (Conv weights
@@ -76,6 +87,17 @@ struct PackedB : PackedPanels {
   int64_t K = 0, N = 0, n_pad = 0;  // n_pad: N rounded up to the register tile
 };
 PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half = false);
+
+// Ahead-of-time bundles: what PackA / PackB were called with, as stored
+// with their panels, and the panels taken back in place from stored bytes
+// (`data`, 64-byte aligned) when `meta` is what this call would make and
+// the size fits (else false and *out untouched). alpha must be 1.
+std::vector<int64_t> PackedMeta(bool trans, bool half, const PackedA& a);
+std::vector<int64_t> PackedMeta(bool trans, bool half, const PackedB& b);
+bool ViewPackedA(Isa isa, bool trans_a, int64_t M, int64_t K, bool half, const std::vector<int64_t>& meta,
+                 const void* data, size_t bytes, PackedA* out);
+bool ViewPackedB(Isa isa, bool trans_b, int64_t K, int64_t N, bool half, const std::vector<int64_t>& meta,
+                 const void* data, size_t bytes, PackedB* out);
 
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,

@@ -47,7 +47,20 @@ class HostBackend final : public Backend {
   void uncountWeightBytes(size_t bytes) { report_.constant_bytes -= std::min(bytes, report_.constant_bytes); }
   void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }
 
+  // Ahead-of-time bundles: the prepacked forms this session's ops take back
+  // (null: none). bundled() gives op `op`'s form `key` or null; the op then
+  // says whether it could use it (made for these sizes), and the counts
+  // say how much of the bundle served.
+  void setBundle(const fb::Bundle* bundle);
+  const fb::PrepackedBlob* bundled(int op, const std::string& key) const;
+  void noteBundled(bool used) { ++(used ? bundle_used_ : bundle_stale_); }
+  size_t bundleUsed() const { return bundle_used_; }
+  size_t bundleStale() const { return bundle_stale_; }
+  size_t bundleBlobs() const { return bundle_index_.size(); }
+
  private:
+  std::map<std::pair<int, std::string>, const fb::PrepackedBlob*> bundle_index_;
+  size_t bundle_used_ = 0, bundle_stale_ = 0;
   ThreadPool pool_;
   Precision precision_;
   MemoryPlanner planner_;

@@ -45,6 +45,18 @@ class Execution {
   virtual Status onExecute(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
   Backend* backend() const { return backend_; }
 
+  // Ahead-of-time bundles (kiln-compile): the forms this execution made
+  // from constants at creation and resize (packed panels, transformed
+  // filters), each under a key with what it was made for (`meta`), which a
+  // session of a matching bundle takes back in place.
+  struct Prepacked {
+    std::string key;
+    std::vector<int64_t> meta;
+    const void* data = nullptr;
+    size_t bytes = 0;
+  };
+  virtual void prepacked(std::vector<Prepacked>* out) const {}
+
  private:
   Backend* backend_;
 };

@@ -12,6 +12,7 @@ class MappedRegion final : public ByteRegion {
   explicit MappedRegion(std::unique_ptr<MappedFile> f) : file_(std::move(f)) {}
   const uint8_t* data() const override { return file_->data(); }
   size_t size() const override { return file_->size(); }
+  void populate() const override { file_->populate(); }
 
  private:
   std::unique_ptr<MappedFile> file_;

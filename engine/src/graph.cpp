@@ -8,6 +8,7 @@ namespace {
 template <typename G>
 Graph BuildFrom(const G& net, const Model& model, int sub) {
   Graph g;
+  g.subgraph = sub;
   size_t nt = net.tensors() ? net.tensors()->size() : 0;
   g.tensors.resize(nt);
   for (size_t i = 0; i < nt; ++i) {

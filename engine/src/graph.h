@@ -59,6 +59,7 @@ class Graph {
   std::vector<GraphOp> ops;
   std::vector<int> inputs;
   std::vector<int> outputs;
+  int subgraph = -1;  // Net.subgraphs index; -1: the model's graph
 };
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 
 #include "alloc_guard.h"
 #include "graph.h"
+#include "gemm.h"
 #include "kiln/net_builder.h"
 #include "model.h"
 #include "session_impl.h"
@@ -160,16 +161,64 @@ Status Interpreter::updateSessionToModel(Session* session) {
   });
 }
 
+namespace {
+
+Status WriteFile(const char* what, const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return Status(StatusCode::kIoError, StrFormat("%s: cannot open '%s' for writing", what, path.c_str()));
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !ok) return Status(StatusCode::kIoError, StrFormat("%s: writing '%s' failed", what, path.c_str()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Interpreter::saveBundle(Session* session, const std::string& path) const {
+  if (!owns(session)) return NotOurs("saveBundle");
+  if (!model_) return InvalidArgument("saveBundle after releaseModel(): there is no model to write");
+  const SessionImpl& impl = *session->impl_;
+  if (!impl.resized()) return InvalidArgument("saveBundle: resize the session first (its shapes decide the packing)");
+  return GuardAlloc("saveBundle", [&]() -> Status {
+    // The model with every weight inline (as saveModel), ...
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> base, WriteNet(*model_, {}, true), "saveBundle");
+    std::unique_ptr<fb::NetT> net(flatbuffers::GetSizePrefixedRoot<fb::Net>(base.data())->UnPack());
+    for (int t : net->inputs) {  // ... the session's shapes, so that a session of the bundle resizes at creation
+      const Tensor* in = impl.tensorAt(t);
+      if (!in) continue;
+      auto& dims = net->tensors[static_cast<size_t>(t)]->shape;
+      dims.clear();
+      for (int64_t d : in->shape()) {
+        auto dim = std::make_unique<fb::DimT>();
+        dim->size = d;
+        dims.push_back(std::move(dim));
+      }
+    }
+    auto bundle = std::make_unique<fb::BundleT>();
+    bundle->backend = "host";
+    bundle->isa = GemmIsaName(GemmBestIsa());
+    bundle->threads = impl.threads();
+    for (auto& [op, p] : impl.prepacked()) {
+      auto blob = std::make_unique<fb::PrepackedBlobT>();
+      blob->op = op;
+      blob->key = p.key;
+      blob->meta = p.meta;
+      const uint8_t* b = static_cast<const uint8_t*>(p.data);
+      blob->data.assign(b, b + p.bytes);
+      bundle->blobs.push_back(std::move(blob));
+    }
+    net->bundle = std::move(bundle);
+    NetBuilder b(net->name);
+    b.net() = std::move(*net);
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish(), "saveBundle");
+    return WriteFile("saveBundle", path, bytes);
+  });
+}
+
 Status Interpreter::saveModel(const std::string& path) const {
   if (!model_) return InvalidArgument("saveModel after releaseModel(): there is no model to write");
   return GuardAlloc("saveModel", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, WriteNet(*model_, {}, true), "saveModel");
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return Status(StatusCode::kIoError, StrFormat("saveModel: cannot open '%s' for writing", path.c_str()));
-    const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    if (std::fclose(f) != 0 || !ok)
-      return Status(StatusCode::kIoError, StrFormat("saveModel: writing '%s' failed", path.c_str()));
-    return Status::Ok();
+    return WriteFile("saveModel", path, bytes);
   });
 }
 
@@ -193,6 +242,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::createFromFile(const std::st
   auto bytes = ByteRegion::MapFile(path);
   if (!bytes.ok()) return bytes.status();
   KILN_ASSIGN_OR_RETURN(auto model, Model::Load(std::move(bytes).value(), name, dir));
+  if (model->net().bundle()) model->bytes().populate();  // its packed weights are read in place
   return std::unique_ptr<Interpreter>(new Interpreter(std::shared_ptr<Model>(std::move(model)), dir));
 }
 

@@ -21,6 +21,9 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Maps every page now (MADV_POPULATE_READ where the kernel has it, else a
+  // read of each page), so that first reads take no page faults.
+  void populate() const;
 
  private:
   MappedFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}

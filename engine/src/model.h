@@ -29,6 +29,10 @@ class ByteRegion {
   virtual ~ByteRegion() = default;
   virtual const uint8_t* data() const = 0;
   virtual size_t size() const = 0;
+  // Maps every page of a file mapping now (a bundle's packed weights are
+  // read in place: faulting them in at the first run would slow it); no-op
+  // for memory.
+  virtual void populate() const {}
 
   static StatusOr<std::shared_ptr<ByteRegion>> MapFile(const std::string& path);
   // A 64-byte-aligned heap copy of [data, data + size).

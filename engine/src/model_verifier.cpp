@@ -75,10 +75,25 @@ class ModelVerifier {
       KILN_RETURN_IF_ERROR(CheckGraphAndTensors(*g, &m_.sub_constants_[i]), "subgraph %zu %s", i,
                            Quote(g->name()).c_str());
     }
-    return CheckNesting(net);
+    KILN_RETURN_IF_ERROR(CheckNesting(net));
+    return CheckBundle(net);
   }
 
  private:
+  // An ahead-of-time bundle's blobs name ops of the net, each with a key and data.
+  Status CheckBundle(const fb::Net& net) {
+    const fb::Bundle* b = net.bundle();
+    if (!b || !b->blobs()) return Status::Ok();
+    const size_t nops = VecSize(net.ops());
+    for (size_t i = 0; i < b->blobs()->size(); ++i) {
+      const fb::PrepackedBlob* blob = b->blobs()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      if (blob->op() < 0 || static_cast<size_t>(blob->op()) >= nops)
+        return InvalidArgument("bundle blob %zu names op %d of %zu", i, blob->op(), nops);
+      if (!blob->key() || !blob->data()) return InvalidArgument("bundle blob %zu has no key or no data", i);
+    }
+    return Status::Ok();
+  }
+
   // Net and SubGraph have the same fields.
   template <typename G>
   Status CheckGraphAndTensors(const G& g, std::vector<ConstantView>* constants) {

@@ -46,6 +46,7 @@ std::string Placement::toString() const {
   std::string s = "placement:";
   for (auto& [backend, n] : ops_per_backend) s += StrFormat(" %s %d ops,", backend.c_str(), n);
   s += StrFormat(" %d backend switches", switches);
+  if (!bundle.empty()) s += "\n  bundle: " + bundle;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].reason.empty())
       s += StrFormat("\n  op %zu '%s' (%s) runs on %s: %s", i, ops[i].name.c_str(), ops[i].type.c_str(),

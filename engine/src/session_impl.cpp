@@ -7,6 +7,7 @@
 #include <set>
 
 #include "control_flow.h"
+#include "gemm.h"
 #include "host_backend.h"
 #include "log.h"
 #include "ops/op_defs.h"
@@ -82,6 +83,18 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
   ph.schedule = MsSince(t0) - ph.backends - ph.pack - ph.pipelines;
   KILN_RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
   return s;
+}
+
+std::vector<std::pair<int, Execution::Prepacked>> SessionImpl::prepacked() const {
+  std::vector<std::pair<int, Execution::Prepacked>> all;
+  std::vector<Execution::Prepacked> one;
+  for (size_t i = 0; i < execs_.size(); ++i) {
+    if (!execs_[i] || execs_[i]->backend() != host_) continue;
+    one.clear();
+    execs_[i]->prepacked(&one);
+    for (auto& p : one) all.emplace_back(static_cast<int>(i), std::move(p));
+  }
+  return all;
 }
 
 void SessionImpl::addSetup(const Backend* b, double ms) {
@@ -308,6 +321,20 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
   op_backend_.assign(g.ops.size(), -1);
   execs_.resize(g.ops.size());
   placement_ = Placement();
+  // An ahead-of-time bundle (kiln-compile): its prepacked forms go to the
+  // host ops when it was made for this backend and this CPU's GEMM; the
+  // ops then check each was made for their sizes.
+  if (const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr) {
+    const std::string backend = bundle->backend() ? bundle->backend()->str() : "";
+    const std::string isa = bundle->isa() ? bundle->isa()->str() : "";
+    if (backend != "host")
+      placement_.bundle = StrFormat("not used: made for the %s backend (only host bundles are used)", backend.c_str());
+    else if (isa != GemmIsaName(GemmBestIsa()))
+      placement_.bundle = StrFormat("not used: packed for %s, this CPU's GEMM is %s; packing at resize", isa.c_str(),
+                                    GemmIsaName(GemmBestIsa()));
+    else
+      host_->setBundle(bundle);
+  }
   int fallbacks = 0;
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const GraphOp& op = g.ops[i];

@@ -62,6 +62,8 @@ class SessionImpl {
   // Every backend's device, the subgraphs' sessions' included.
   std::map<std::string, std::string> devices() const;
   SessionPhases phases() const { return phases_; }
+  // Every host op's prepacked forms, by op index (an ahead-of-time bundle's content).
+  std::vector<std::pair<int, Execution::Prepacked>> prepacked() const;
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();
@@ -85,6 +87,11 @@ class SessionImpl {
   // Graph input k's values decide shapes: they must be written before resize.
   bool inputDecidesShape(size_t k) const { return isShapeInput(inputAt(k)); }
   const Graph& graph() const { return *graph_; }
+  // The session's tensor for graph tensor t (null when out of range).
+  const Tensor* tensorAt(int t) const {
+    return t >= 0 && static_cast<size_t>(t) < tensors_.size() ? tensors_[static_cast<size_t>(t)].get() : nullptr;
+  }
+  int threads() const { return configs_.empty() ? 1 : configs_[0].numThread; }
   bool resized() const { return resized_; }
   // "12 ops: vulkan 11, host 1".
   std::string describePlacement() const;

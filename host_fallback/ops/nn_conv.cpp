@@ -411,8 +411,20 @@ thread_local ScratchBuffer tl_col, tl_yt;  // tl_yt: the transposed product of s
 // (one input channel a group, several groups) stays on RunConv.
 class ConvExecution final : public Execution {
  public:
-  ConvExecution(HostBackend* b, const GraphOp& op, bool constant_weights)
-      : Execution(b), op_(op), constant_weights_(constant_weights) {}
+  ConvExecution(HostBackend* b, const GraphOp& op, int index, bool constant_weights)
+      : Execution(b), op_(op), index_(index), constant_weights_(constant_weights) {}
+
+  void prepacked(std::vector<Prepacked>* out) const override {
+    if (wino_.ready())
+      out->push_back({"winograd", WinogradMeta(wino_.isa(), wino_.tile()), wino_.transformed(),
+                      wino_.transformedFloats() * sizeof(float)});
+    if (packed_b_.K)
+      out->push_back({"panels_b", PackedMeta(true, packed_b_.f16() != nullptr, packed_b_), packed_b_.panels(),
+                      packed_b_.panelBytes()});
+    for (size_t g = 0; g < packed_.size(); ++g)
+      out->push_back({"panels_a." + std::to_string(g), PackedMeta(false, packed_[g].f16() != nullptr, packed_[g]),
+                      packed_[g].panels(), packed_[g].panelBytes()});
+  }
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     prepared_ = false;
@@ -543,7 +555,7 @@ class ConvExecution final : public Execution {
       be.uncountWeightBytes(wino_.bytes());
       wino_ = WinogradConv();
     }
-    if (winograd_ && !wino_.ready()) {
+    if (winograd_ && !wino_.ready() && !adoptWinograd(be, wino_tile)) {
       // fp32 even at precision low: fp16 transformed weights put errors of
       // about 3% on the outputs (F(4x4, 3x3) amplifies their rounding).
       wino_.prepare(be.pool(), GemmBestIsa(), W.host<float>(), M_, C_, wino_tile);
@@ -570,15 +582,29 @@ class ConvExecution final : public Execution {
       transposed_ = transposed_on_ && saved > static_cast<double>(24 * M_ * out_plane_ + 10 * Cg_ * ksize_ * out_plane_);
     }
     if (transposed_ && packed_b_.K == 0) {
-      packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
-      be.countWeightBytes(packed_b_.bytes());
+      const fb::PrepackedBlob* blob = be.bundled(index_, "panels_b");
+      const bool adopted = blob && ViewPackedB(GemmBestIsa(), true, Cg_ * ksize_, M_, be.halfWeights(), Meta(*blob),
+                                               blob->data()->data(), blob->data()->size(), &packed_b_);
+      if (blob) be.noteBundled(adopted);
+      if (!adopted) {
+        packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
+        be.countWeightBytes(packed_b_.bytes());
+      }
     }
     if (!direct_ && !winograd_ && !transposed_ && constant_weights_ && packed_.empty()) {
       const int64_t kdim = Cg_ * ksize_;
       const float* w = W.host<float>();
       for (int64_t g = 0; g < a_.group; ++g) {
-        packed_.push_back(PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim, be.halfWeights()));
-        be.countWeightBytes(packed_.back().bytes());
+        const fb::PrepackedBlob* blob = be.bundled(index_, "panels_a." + std::to_string(g));
+        PackedA a;
+        const bool adopted = blob && ViewPackedA(GemmBestIsa(), false, Mg_, kdim, be.halfWeights(), Meta(*blob),
+                                                 blob->data()->data(), blob->data()->size(), &a);
+        if (blob) be.noteBundled(adopted);
+        if (!adopted) {
+          a = PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim, be.halfWeights());
+          be.countWeightBytes(a.bytes());
+        }
+        packed_.push_back(std::move(a));
       }
     }
     if (!direct_ && !pointwise_ && !winograd_) {
@@ -637,7 +663,26 @@ class ConvExecution final : public Execution {
     }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
   }
 
+  std::vector<int64_t> WinogradMeta(Isa isa, int tile) const { return {static_cast<int64_t>(isa), M_, C_, tile}; }
+  static std::vector<int64_t> Meta(const fb::PrepackedBlob& b) {
+    return b.meta() ? std::vector<int64_t>(b.meta()->begin(), b.meta()->end()) : std::vector<int64_t>{};
+  }
+  // The bundle's transformed filters for this conv, when made for it.
+  bool adoptWinograd(HostBackend& be, int tile) {
+    const fb::PrepackedBlob* blob = be.bundled(index_, "winograd");
+    if (!blob) return false;
+    const bool fits = Meta(*blob) == WinogradMeta(GemmBestIsa(), tile) &&
+                      reinterpret_cast<uintptr_t>(blob->data()->data()) % 64 == 0;
+    if (fits) {
+      wino_.adopt(GemmBestIsa(), M_, C_, tile, reinterpret_cast<const float*>(blob->data()->data()));
+      if (wino_.transformedFloats() * sizeof(float) != blob->data()->size()) wino_ = WinogradConv();
+    }
+    be.noteBundled(wino_.ready());
+    return wino_.ready();
+  }
+
   const GraphOp& op_;
+  const int index_;  // the op's index in its graph (its bundle key)
   const bool constant_weights_;
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   PackedB packed_b_;             // w^T, once a shape takes the transposed product
@@ -740,7 +785,7 @@ StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Gra
   const int w = op.inputs.size() > 1 ? op.inputs[1] : -1;
   const bool constant = w >= 0 && static_cast<size_t>(w) < graph.tensors.size() &&
                         graph.tensors[static_cast<size_t>(w)].isConstant();
-  return std::unique_ptr<Execution>(new ConvExecution(b, op, constant));
+  return std::unique_ptr<Execution>(new ConvExecution(b, op, static_cast<int>(&op - graph.ops.data()), constant));
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunConvTranspose);

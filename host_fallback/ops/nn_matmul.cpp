@@ -117,7 +117,13 @@ bool ConstantInput(const GraphOp& op, const Graph& graph, size_t i) {
 // otherwise as the plain kernels.
 class MatMulExecution final : public Execution {
  public:
-  MatMulExecution(HostBackend* b, const GraphOp& op, bool constant_b) : Execution(b), op_(op), constant_b_(constant_b) {}
+  MatMulExecution(HostBackend* b, const GraphOp& op, int index, bool constant_b)
+      : Execution(b), op_(op), index_(index), constant_b_(constant_b) {}
+
+  void prepacked(std::vector<Prepacked>* out) const override {
+    if (packed_) out->push_back({"panels_b", PackedMeta(trans_b_, packed_->f16() != nullptr, *packed_),
+                                 packed_->panels(), packed_->panelBytes()});
+  }
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
     if (constant_b_ && !packed_ && nn::NeedF32(op_, in).ok()) pack(in);
@@ -136,25 +142,41 @@ class MatMulExecution final : public Execution {
     HostBackend& be = *static_cast<HostBackend*>(backend());
     const Tensor& B = *in[1];
     const IntVec& s = B.shape();
+    int64_t K, N, ldb;
     if (op_.type == fb::OpType::Gemm) {
       if (s.size() != 2) return;
       const fb::GemmParams* p = op_.params<fb::GemmParams>();
-      const bool tb = p && p->trans_b();
-      packed_ = PackB(GemmBestIsa(), tb, tb ? s[1] : s[0], tb ? s[0] : s[1], B.host<float>(), s[1], be.halfWeights());
-      be.countWeightBytes(packed_->bytes());
-      return;
+      trans_b_ = p && p->trans_b();
+      K = trans_b_ ? s[1] : s[0], N = trans_b_ ? s[0] : s[1], ldb = s[1];
+    } else {
+      // MatMul: B of [K, N], or [1, ..., 1, K, N] (the same matrix for every
+      // batch); a 1-D B is a column, not worth a panel.
+      if (s.size() < 2) return;
+      for (size_t i = 0; i + 2 < s.size(); ++i)
+        if (s[i] != 1) return;
+      trans_b_ = false;
+      K = s[s.size() - 2], N = s.back(), ldb = s.back();
     }
-    // MatMul: B of [K, N], or [1, ..., 1, K, N] (the same matrix for every
-    // batch); a 1-D B is a column, not worth a panel.
-    if (s.size() < 2) return;
-    for (size_t i = 0; i + 2 < s.size(); ++i)
-      if (s[i] != 1) return;
-    packed_ = PackB(GemmBestIsa(), false, s[s.size() - 2], s.back(), B.host<float>(), s.back(), be.halfWeights());
+    if (const fb::PrepackedBlob* blob = be.bundled(index_, "panels_b")) {  // an ahead-of-time bundle's
+      PackedB view;
+      const std::vector<int64_t> meta = blob->meta() ? std::vector<int64_t>(blob->meta()->begin(), blob->meta()->end())
+                                                     : std::vector<int64_t>{};
+      const bool adopted = ViewPackedB(GemmBestIsa(), trans_b_, K, N, be.halfWeights(), meta, blob->data()->data(),
+                                       blob->data()->size(), &view);
+      be.noteBundled(adopted);
+      if (adopted) {
+        packed_ = std::move(view);
+        return;
+      }
+    }
+    packed_ = PackB(GemmBestIsa(), trans_b_, K, N, B.host<float>(), ldb, be.halfWeights());
     be.countWeightBytes(packed_->bytes());
   }
 
   const GraphOp& op_;
+  const int index_;  // the op's index in its graph (its bundle key)
   const bool constant_b_;
+  bool trans_b_ = false;
   std::optional<PackedB> packed_;
 };
 
@@ -212,10 +234,12 @@ Status Gemm(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateHostMatMul(const GraphOp& op, const Graph& graph, HostBackend* b) {
-  return std::unique_ptr<Execution>(new MatMulExecution(b, op, ConstantInput(op, graph, 1)));
+  return std::unique_ptr<Execution>(
+      new MatMulExecution(b, op, static_cast<int>(&op - graph.ops.data()), ConstantInput(op, graph, 1)));
 }
 StatusOr<std::unique_ptr<Execution>> CreateHostGemm(const GraphOp& op, const Graph& graph, HostBackend* b) {
-  return std::unique_ptr<Execution>(new MatMulExecution(b, op, ConstantInput(op, graph, 1)));
+  return std::unique_ptr<Execution>(
+      new MatMulExecution(b, op, static_cast<int>(&op - graph.ops.data()), ConstantInput(op, graph, 1)));
 }
 
 }  // namespace kiln

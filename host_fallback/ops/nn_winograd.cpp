@@ -246,7 +246,8 @@ KILN_SIMD_CLONES_TEMPLATE void TransformPanel(const float* w, int64_t w_stride, 
 
 }  // namespace
 
-void WinogradConv::prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M, int64_t C, int tile) {
+void WinogradConv::setGeometry(Isa isa, int64_t M, int64_t C, int tile) {
+  isa_ = isa;
   kernel_ = &gemm_detail::KernelForIsa(isa);
   const int nr = kernel_->nr;
   r_ = tile == 2 ? 2 : 4;
@@ -256,6 +257,18 @@ void WinogradConv::prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M,
   m_panels_ = (M + nr - 1) / nr;
   m_pad_ = m_panels_ * nr;
   u_floats_ = static_cast<size_t>(a_ * a_ * m_pad_ * C);
+}
+
+void WinogradConv::adopt(Isa isa, int64_t M, int64_t C, int tile, const float* u) {
+  setGeometry(isa, M, C, tile);
+  u_.reset();
+  u_view_ = u;
+}
+
+void WinogradConv::prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M, int64_t C, int tile) {
+  setGeometry(isa, M, C, tile);
+  const int nr = kernel_->nr;
+  u_view_ = nullptr;
   u_.reset(new float[u_floats_]);
   const int64_t panels = m_panels_;
   float* u = u_.get();
@@ -287,7 +300,7 @@ void WinogradConv::runBlock(const Block& b, const float* x, float* y, int64_t t0
   } else if (phase == 1) {
     for (int64_t idx = begin; idx < end; ++idx) {
       const int64_t xi = idx / m_panels_, np = idx % m_panels_;
-      const float* bp = u_.get() + (xi * m_panels_ + np) * C_ * nr;
+      const float* bp = transformed() + (xi * m_panels_ + np) * C_ * nr;
       for (int64_t p = 0; p < b.panels; ++p)
         kernel_->micro(C_, v + (xi * b.panels + p) * C_ * mr, bp, nr, prod + (xi * b.tb + p * mr) * m_pad_ + np * nr,
                        m_pad_, false, nullptr);

@@ -39,9 +39,16 @@ class WinogradConv {
   // 2) and packs them for `isa`'s micro-kernel, the panels split over
   // `pool`'s threads. Called once (the weights are constant).
   void prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M, int64_t C, int tile);
+  // The same state from transformed weights made earlier (an ahead-of-time
+  // bundle: `u` holds prepare's u_ for these arguments, used in place).
+  void adopt(Isa isa, int64_t M, int64_t C, int tile, const float* u);
+  // The transformed weights and their count (for a bundle).
+  const float* transformed() const { return u_view_ ? u_view_ : u_.get(); }
+  size_t transformedFloats() const { return u_floats_; }
   bool ready() const { return kernel_ != nullptr; }
   int tile() const { return r_; }
-  size_t bytes() const { return u_floats_ * sizeof(float); }
+  Isa isa() const { return isa_; }
+  size_t bytes() const { return u_view_ ? 0 : u_floats_ * sizeof(float); }  // held here (a view holds none)
 
   // One image: y [M, OH, OW] = bias + conv(x [C, H, W]) with pads pad_t /
   // pad_l before the first row / column (rows and columns past the input
@@ -55,12 +62,15 @@ class WinogradConv {
                 int64_t begin, int64_t end) const;
 
   const gemm_detail::GemmKernel* kernel_ = nullptr;
+  Isa isa_ = Isa::kScalar;
   int a_ = 6, r_ = 4;  // the patch and the output tile (6, 4 or 4, 2)
   int64_t M_ = 0, C_ = 0, m_panels_ = 0, m_pad_ = 0;
   // [a * a][m_panels][C][nr]: transformed weights, nr channels a panel.
   // Each element is written once by prepare (no zero-filling pass first).
   std::unique_ptr<float[]> u_;
+  const float* u_view_ = nullptr;  // adopt()'s weights, used instead of u_
   size_t u_floats_ = 0;
+  void setGeometry(Isa isa, int64_t M, int64_t C, int tile);
 };
 
 }  // namespace kiln

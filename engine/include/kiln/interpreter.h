@@ -102,6 +102,15 @@ class Interpreter {
   // to `path` as a self-contained .kiln: weights that lived in external
   // files are written inline. After releaseModel(): an error.
   Status saveModel(const std::string& path) const;
+  // An ahead-of-time bundle (kiln-compile): the model, its inputs fixed at
+  // `session`'s current shapes, and what the session's host ops computed at
+  // creation and resize (packed GEMM panels, Winograd filters), each with
+  // what it was made for. createFromFile loads a bundle like a model; a
+  // host session of it takes those forms in place from the file's mapping
+  // when they were made for this CPU's GEMM and the op's sizes, and packs
+  // the rest as usual (Session::placement().bundle says how much served).
+  // The session must be resized; its GPU ops' state is not stored.
+  Status saveBundle(Session* session, const std::string& path) const;
 
   // Drops the Interpreter's hold on the model bytes: no new session can be
   // created; existing sessions keep what they use (the host reads weights in

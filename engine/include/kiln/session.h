@@ -115,6 +115,9 @@ struct Placement {
   std::vector<OpPlacement> ops;
   std::map<std::string, int> ops_per_backend;
   int switches = 0;  // edges between ops on different backends (each a copy)
+  // An ahead-of-time bundle's use ("" for a plain model): how many of its
+  // prepacked forms the ops took, or why it was not used at all.
+  std::string bundle;
   std::string toString() const;
 };
 

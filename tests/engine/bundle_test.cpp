@@ -1,0 +1,185 @@
+// Ahead-of-time bundles (Interpreter::saveBundle, kiln-compile): a host
+// session of a bundle takes every packed form in place (Winograd filters,
+// conv GEMM panels per group, a Gemm's and a MatMul's B panels, fp16 panels
+// at precision low) and computes the same bytes as a session that packs;
+// a bundle made for other sizes, another ISA or another backend is used
+// where it fits and packed again where not, saying so; bad bundles are
+// refused by the verifier.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+
+#include "kiln/format.h"
+#include "kiln/interpreter.h"
+#include "kiln/net_builder.h"
+
+namespace kiln {
+namespace {
+
+std::vector<float> Values(size_t n, uint32_t seed, float scale) {
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = scale * (static_cast<float>(seed >> 8) / 8388608.f - 1.f);
+  }
+  return v;
+}
+
+// x [1, 16, H, H] -> 3x3 conv 16->32 (Winograd) -> 1x1 conv 32->24, 2 groups
+// (two A panels) -> GlobalAveragePool -> Flatten -> Gemm (B [10, 24],
+// transposed) -> MatMul (B [10, 6]) -> y. H symbolic ("h").
+std::vector<uint8_t> Model() {
+  NetBuilder b("bundle");
+  const int x = b.addInput("x", fb::DataType::F32, {1, 16, Dim("h"), Dim("h")});
+  fb::ConvParamsT c3;
+  c3.kernel_shape = {3, 3};
+  c3.pads = {1, 1, 1, 1};
+  c3.activation = fb::Activation::Relu;
+  int t = b.addOp(fb::OpType::Conv, "conv3x3",
+                  {x, b.addConstant("w3", {32, 16, 3, 3}, Values(32 * 16 * 9, 1, 0.1f)),
+                   b.addConstant("b3", {32}, Values(32, 2, 0.1f))},
+                  {"c3"}, c3)[0];
+  fb::ConvParamsT c1;
+  c1.kernel_shape = {1, 1};
+  c1.group = 2;
+  t = b.addOp(fb::OpType::Conv, "conv1x1", {t, b.addConstant("w1", {24, 16, 1, 1}, Values(24 * 16, 3, 0.2f))}, {"c1"},
+              c1)[0];
+  t = b.addOp(fb::OpType::GlobalAveragePool, "gap", {t}, {"gap"})[0];
+  fb::AxisParamsT fl;
+  fl.axis = 1;
+  t = b.addOp(fb::OpType::Flatten, "flat", {t}, {"flat"}, fl)[0];
+  fb::GemmParamsT g;
+  g.trans_b = true;
+  t = b.addOp(fb::OpType::Gemm, "fc", {t, b.addConstant("wf", {10, 24}, Values(240, 4, 0.3f))}, {"fc"}, g)[0];
+  b.addOutput(b.addOp(fb::OpType::MatMul, "mm", {t, b.addConstant("wm", {10, 6}, Values(60, 5, 0.3f))}, {"y"})[0]);
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+// y of a host session of `interp` at spatial size h (resized to it).
+std::vector<float> RunAt(Interpreter& interp, int64_t h, Session** out = nullptr, Precision precision = Precision::kNormal) {
+  ScheduleConfig config;
+  config.precision = precision;
+  auto s = interp.createSession(config);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  if (!s.ok()) return {};
+  Tensor* x = (*s)->getInput("x");
+  EXPECT_TRUE((*s)->resizeTensor(x, {1, 16, h, h}).ok());
+  EXPECT_TRUE((*s)->resize().ok());
+  std::vector<float> xv = Values(static_cast<size_t>(16 * h * h), 9, 1.f);
+  EXPECT_TRUE(x->copyFromHostTensor(*Tensor::wrap({1, 16, h, h}, fb::DataType::F32, xv.data())).ok());
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::vector<float> y(6);
+  EXPECT_TRUE((*s)->getOutput("y")->copyToHostTensor(Tensor::wrap({1, 6}, fb::DataType::F32, y.data()).get()).ok());
+  if (out) *out = *s;
+  return y;
+}
+
+std::string Temp(const char* name) { return ::testing::TempDir() + "/" + name + std::to_string(getpid()) + ".kbundle"; }
+
+// The bundle at `path` rewritten by `edit` (a NetT with its Bundle).
+void Edit(const std::string& path, const std::function<void(fb::NetT&)>& edit) {
+  auto interp = Interpreter::createFromFile(path);
+  ASSERT_TRUE(interp.ok());
+  std::unique_ptr<fb::NetT> net((*interp)->net().UnPack());
+  edit(*net);
+  NetBuilder b(net->name);
+  b.net() = std::move(*net);
+  ASSERT_TRUE(b.writeFile(path).ok());
+}
+
+TEST(Bundle, EveryPackedFormIsTakenInPlaceAndComputesTheSame) {
+  for (Precision precision : {Precision::kNormal, Precision::kLow}) {
+    SCOPED_TRACE(precision == Precision::kLow ? "precision low (fp16 panels)" : "precision normal");
+    const std::vector<uint8_t> model = Model();
+    auto interp = Interpreter::createFromBuffer(model.data(), model.size());
+    ASSERT_TRUE(interp.ok());
+    Session* packing = nullptr;
+    const std::vector<float> want = RunAt(**interp, 12, &packing, precision);
+    EXPECT_EQ(packing->placement().bundle, "");  // a plain model
+    const std::string path = Temp("forms");
+    ASSERT_TRUE((*interp)->saveBundle(packing, path).ok());
+
+    auto bundle = Interpreter::createFromFile(path);
+    ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
+    ASSERT_NE((*bundle)->net().bundle(), nullptr);
+    // Winograd filters, two A panels, the Gemm's and the MatMul's B panels.
+    ASSERT_EQ((*bundle)->net().bundle()->blobs()->size(), 5u);
+    EXPECT_EQ((*bundle)->net().bundle()->backend()->str(), "host");
+    // Its input shape is fixed at the compiled one: the session resizes at creation.
+    ScheduleConfig config;
+    config.precision = precision;
+    auto s = (*bundle)->createSession(config);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ((*s)->getInput("x")->shape(), (std::vector<int64_t>{1, 16, 12, 12}));
+    Session* taking = nullptr;
+    const std::vector<float> got = RunAt(**bundle, 12, &taking, precision);
+    EXPECT_EQ(taking->placement().bundle, "5 of its 5 prepacked forms used");
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "not the same bytes";
+    unlink(path.c_str());
+  }
+}
+
+TEST(Bundle, OtherSizesIsaOrBackendPackAgain) {
+  const std::vector<uint8_t> model = Model();
+  auto interp = Interpreter::createFromBuffer(model.data(), model.size());
+  ASSERT_TRUE(interp.ok());
+  Session* s = nullptr;
+  RunAt(**interp, 12, &s);
+  const std::string path = Temp("sizes");
+  ASSERT_TRUE((*interp)->saveBundle(s, path).ok());
+  // The input fixed at 12 in the bundle: edit it back to symbolic, then run
+  // at 7x7, where the 3x3 conv takes another Winograd tile (F(2x2), not F(4x4)).
+  Edit(path, [](fb::NetT& net) {
+    for (auto& d : net.tensors[static_cast<size_t>(net.inputs[0])]->shape)
+      if (d->size == 12) d->size = -1, d->symbol = "h";
+  });
+  auto other = Interpreter::createFromFile(path);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  const std::vector<float> want = RunAt(**interp, 7);
+  Session* t = nullptr;
+  const std::vector<float> got = RunAt(**other, 7, &t);
+  EXPECT_EQ(t->placement().bundle, "4 of its 5 prepacked forms used, 1 made for other sizes (packed again)");
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
+
+  // Another ISA, another backend: not used at all, and the session says why.
+  Edit(path, [](fb::NetT& net) { net.bundle->isa = "riscv-v"; });
+  auto isa = Interpreter::createFromFile(path);
+  ASSERT_TRUE(isa.ok());
+  RunAt(**isa, 7, &t);
+  EXPECT_NE(t->placement().bundle.find("not used: packed for riscv-v"), std::string::npos) << t->placement().bundle;
+  EXPECT_NE(t->placement().toString().find("bundle: not used"), std::string::npos);
+  Edit(path, [](fb::NetT& net) { net.bundle->backend = "vulkan"; });
+  auto vk = Interpreter::createFromFile(path);
+  ASSERT_TRUE(vk.ok());
+  RunAt(**vk, 7, &t);
+  EXPECT_NE(t->placement().bundle.find("made for the vulkan backend"), std::string::npos) << t->placement().bundle;
+  unlink(path.c_str());
+}
+
+TEST(Bundle, ErrorsAreNamed) {
+  const std::vector<uint8_t> model = Model();
+  auto interp = Interpreter::createFromBuffer(model.data(), model.size());
+  ASSERT_TRUE(interp.ok());
+  auto s = (*interp)->createSession({});  // "h" is symbolic: not resized
+  ASSERT_TRUE(s.ok());
+  Status st = (*interp)->saveBundle(*s, Temp("unresized"));
+  EXPECT_NE(st.message().find("resize the session first"), std::string::npos) << st.ToString();
+  // A blob naming an op the net does not have is refused at load.
+  Session* r = nullptr;
+  RunAt(**interp, 8, &r);
+  const std::string path = Temp("bad");
+  ASSERT_TRUE((*interp)->saveBundle(r, path).ok());
+  Edit(path, [](fb::NetT& net) { net.bundle->blobs[0]->op = 99; });
+  auto bad = Interpreter::createFromFile(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("bundle blob 0 names op 99"), std::string::npos) << bad.status().ToString();
+  unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace kiln
