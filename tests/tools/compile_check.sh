@@ -1,0 +1,26 @@
+#!/bin/sh
+# kiln-compile end to end: the float CNN of tests/models/quant compiled to a
+# host bundle runs with kiln-run taking every prepacked form, and writes the
+# same bytes as the model itself; GPU bundles and an unknown input are
+# refused with their exit codes (2 usage, 1 model).
+# usage: compile_check.sh KILN_COMPILE KILN_RUN MODELS_DIR
+set -eu
+compile=$1
+run=$2
+dir=$3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$compile" "$dir/cnn.onnx" -o "$out/cnn.kbundle" > "$out/log" 2>&1 || { cat "$out/log"; exit 1; }
+grep -q "host bundle" "$out/log" || { cat "$out/log"; exit 1; }
+"$run" "$dir/cnn.onnx" --input "input=$dir/cnn.input.npy" --output-dir "$out/model" > /dev/null 2>&1
+"$run" "$out/cnn.kbundle" --input "input=$dir/cnn.input.npy" --output-dir "$out/bundle" > "$out/run" 2>&1 ||
+  { cat "$out/run"; exit 1; }
+grep -Eq "bundle: ([0-9]+) of its \1 prepacked forms used" "$out/run" || { echo "not every form used:"; cat "$out/run"; exit 1; }
+cmp "$out/model/logits.npy" "$out/bundle/logits.npy" || { echo "the bundle computes other bytes"; exit 1; }
+status=0
+"$compile" "$dir/cnn.onnx" --backend vulkan -o "$out/vk.kbundle" > /dev/null 2> "$out/err" || status=$?
+[ "$status" -eq 2 ] && grep -q "not made yet" "$out/err" || { echo "vulkan: status $status"; cat "$out/err"; exit 1; }
+status=0
+"$compile" "$dir/cnn.onnx" --input-shape nope=1,3,8,8 -o "$out/x.kbundle" > /dev/null 2> "$out/err" || status=$?
+[ "$status" -eq 1 ] && grep -q "no input of that name" "$out/err" || { echo "unknown input: status $status"; cat "$out/err"; exit 1; }
+echo "kiln-compile ok"
