@@ -223,24 +223,23 @@ template <int A>
 KILN_SIMD_CLONES_TEMPLATE void TransformPanel(const float* w, int64_t w_stride, int n, int nr, float* __restrict u,
                                               int64_t stride) {
   constexpr int kMaxLanes = 32;
-  static const float G43[6][3] = {{0.25f, 0, 0},
-                                  {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                                  {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                                  {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                                  {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                                  {0, 0, 1}};
-  static const float G23[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
-  const float(*G)[3] = A == 6 ? G43 : G23;
-  float g[9][kMaxLanes], gg[A][3][kMaxLanes];
+  // In double, rounded once at the end: F(4x4)'s G has thirds and sixths,
+  // and a transform rounded in f32 moved outputs by 1e-4 relative.
+  static const double G43[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                   {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  static const double G23[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const double(*G)[3] = A == 6 ? G43 : G23;
+  double g[9][kMaxLanes], gg[A][3][kMaxLanes];
   for (int l = 0; l < nr; ++l)
-    for (int k = 0; k < 9; ++k) g[k][l] = l < n ? w[l * w_stride + k] : 0.f;
+    for (int k = 0; k < 9; ++k) g[k][l] = l < n ? w[l * w_stride + k] : 0.0;
   for (int i = 0; i < A; ++i)
     for (int j = 0; j < 3; ++j)
       for (int l = 0; l < nr; ++l) gg[i][j][l] = G[i][0] * g[j][l] + G[i][1] * g[3 + j][l] + G[i][2] * g[6 + j][l];
   for (int i = 0; i < A; ++i)
     for (int j = 0; j < A; ++j) {
       float* __restrict out = u + (i * A + j) * stride;
-      for (int l = 0; l < nr; ++l) out[l] = gg[i][0][l] * G[j][0] + gg[i][1][l] * G[j][1] + gg[i][2][l] * G[j][2];
+      for (int l = 0; l < nr; ++l)
+        out[l] = static_cast<float>(gg[i][0][l] * G[j][0] + gg[i][1][l] * G[j][1] + gg[i][2][l] * G[j][2]);
     }
 }
 
@@ -274,7 +273,7 @@ void WinogradConv::prepare(ThreadPool& pool, Isa isa, const float* w, int64_t M,
   float* u = u_.get();
   // Panel by panel and channel by channel, the panel's nr filters in lanes:
   // each of the a * a transformed positions is written as one run of nr
-  // floats (in f32; the transform's rounding is far below F(4x4)'s own).
+  // floats.
   pool.parallelFor(panels, [&](int64_t begin, int64_t end) {
     for (int64_t mp = begin; mp < end; ++mp) {
       const int n = static_cast<int>(std::min<int64_t>(nr, M - mp * nr));
