@@ -705,6 +705,14 @@ void UpdateSessionToModel(PyInterpreter& self, const PySession& session) {
   Check(self.interp->updateSessionToModel(session.raw()));
 }
 
+void SaveBundle(PyInterpreter& self, const PySession& session, const py::object& path) {
+  if (session.owner().get() != &self) throw KilnError("invalid argument: the session belongs to another Interpreter");
+  const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+  py::gil_scoped_release release;
+  InterpLock lock(self);
+  Check(self.interp->saveBundle(session.raw(), p));
+}
+
 void SaveModel(PyInterpreter& self, const py::object& path) {
   const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
   py::gil_scoped_release release;
@@ -754,6 +762,11 @@ PYBIND11_MODULE(_kiln, m) {
            "Writes the weights the session changed (Session.set_weight) into this\n"
            "Interpreter's model (kiln::Interpreter::updateSessionToModel): sessions\n"
            "created from now on, and save_model(), see them.")
+      .def("save_bundle", &SaveBundle, py::arg("session"), py::arg("path"),
+           "Writes an ahead-of-time host bundle (kiln::Interpreter::saveBundle): the model\n"
+           "with its inputs fixed at the session's shapes and the weights its host ops\n"
+           "packed, which a session of the bundle uses in place. The session must have\n"
+           "run or been resized.")
       .def("save_model", &SaveModel, py::arg("path"),
            "Writes the model (with what update_session_to_model wrote) to a\n"
            "self-contained .kiln file (external weights inline).")

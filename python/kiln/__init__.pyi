@@ -26,6 +26,8 @@ class Interpreter:
         """Writes the weights `session` changed (set_weight) into this Interpreter's model."""
     def save_model(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the model to a self-contained .kiln file."""
+    def save_bundle(self, session: "Session", path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes an ahead-of-time host bundle of the model at the session's shapes."""
     @property
     def model_name(self) -> str:
         """The file path, or '<buffer>'."""

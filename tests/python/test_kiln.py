@@ -407,6 +407,14 @@ def test_weights_set_written_back_and_saved(tmp_path, backend):
     saved = kiln.Interpreter(tmp_path / "saved.kiln").create_session(backend=backend)
     for n, v in saved.run({name: x}).items():
         np.testing.assert_allclose(v, after[n], rtol=1e-5, atol=1e-5)
+    if backend == "host":  # an ahead-of-time bundle of the changed model: the same bytes
+        host = interp.create_session()
+        want = host.run({name: x})
+        interp.save_bundle(host, tmp_path / "conv.kbundle")
+        bundled = kiln.Interpreter(tmp_path / "conv.kbundle").create_session()
+        assert "prepacked forms used" in bundled.placement, bundled.placement
+        for n, v in bundled.run({name: x}).items():
+            np.testing.assert_array_equal(v, want[n])
 
 
 @needs_converter
