@@ -13,6 +13,7 @@
 
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "support/test_models.h"
 #include "support/backend_compare.h"
 
 namespace kiln {
@@ -20,12 +21,10 @@ namespace {
 
 constexpr int64_t kC = 8, kM = 16, kH = 12;  // 3x3 conv, 8 -> 16 channels: Winograd on the host
 
+// n values in [-scale, scale), seeded.
 std::vector<float> Values(size_t n, uint32_t seed, float scale) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = scale * (static_cast<float>(seed >> 8) / 8388608.f - 1.f);
-  }
+  std::vector<float> v = test::RandomFloats(n, seed);
+  for (float& x : v) x *= scale;
   return v;
 }
 

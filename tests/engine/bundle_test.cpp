@@ -14,16 +14,15 @@
 #include "kiln/format.h"
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "support/test_models.h"
 
 namespace kiln {
 namespace {
 
+// n values in [-scale, scale), seeded.
 std::vector<float> Values(size_t n, uint32_t seed, float scale) {
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = scale * (static_cast<float>(seed >> 8) / 8388608.f - 1.f);
-  }
+  std::vector<float> v = test::RandomFloats(n, seed);
+  for (float& x : v) x *= scale;
   return v;
 }
 
