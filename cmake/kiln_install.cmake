@@ -38,10 +38,11 @@ install(TARGETS kiln_static kiln_shared EXPORT kilnTargets
 install(EXPORT kilnTargets NAMESPACE kiln:: DESTINATION ${KILN_CMAKE_INSTALL_DIR})
 
 # The user tools this build has (a host-only build has no converter, hence
-# no kiln-run, kiln-convert, kiln-inspect, kiln-conformance or kiln-bench).
+# no kiln-run, kiln-convert, kiln-inspect, kiln-conformance, kiln-bench,
+# kiln-quantize or kiln-compile).
 # They link libkiln.a, so they need no library path. Not installed: the
 # demo's model writer (kiln-demo-model) and the test helpers.
-foreach(tool kiln-run kiln-convert kiln-inspect kiln-conformance kiln-bench kiln-kernelbench)
+foreach(tool kiln-run kiln-convert kiln-inspect kiln-conformance kiln-bench kiln-quantize kiln-compile kiln-kernelbench)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
