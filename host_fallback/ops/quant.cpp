@@ -390,10 +390,18 @@ StatusOr<std::vector<int32_t>> quant::Centered(const GraphOp& op, const Tensor& 
                            NameOf(*z), zp.size(), static_cast<long long>(per));
   const int64_t count = t.elementCount();
   std::vector<int32_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t zv = zp.size() == 1 ? zp[0] : zp[static_cast<size_t>((i / inner) % per)];
-    v[static_cast<size_t>(i)] = static_cast<int32_t>(LoadInt64(t.hostData(), t.dtype(), i) - zv);
-  }
+  // Runs of `inner` elements share a zero point (the whole tensor when there is one).
+  const int64_t run = zp.size() == 1 ? count : inner;
+  auto center = [&](const auto* x) {
+    for (int64_t b = 0; b < count; b += run) {
+      const int32_t zv = static_cast<int32_t>(zp.size() == 1 ? zp[0] : zp[static_cast<size_t>((b / inner) % per)]);
+      const int64_t e = std::min(count, b + run);
+      for (int64_t i = b; i < e; ++i) v[static_cast<size_t>(i)] = static_cast<int32_t>(x[i]) - zv;
+    }
+  };
+  if (run <= 0) return v;
+  if (t.dtype() == fb::DataType::I8) center(static_cast<const int8_t*>(t.hostData()));
+  else center(static_cast<const uint8_t*>(t.hostData()));
   return v;
 }
 
