@@ -74,7 +74,8 @@ HostBackend::~HostBackend() { std::free(memory_); }
 
 void HostBackend::setBundle(const fb::Bundle* bundle) {
   bundle_index_.clear();
-  bundle_used_ = bundle_stale_ = 0;
+  bundle_used_.clear();
+  bundle_stale_.clear();
   if (!bundle || !bundle->blobs()) return;
   for (const fb::PrepackedBlob* b : *bundle->blobs())
     if (b->key() && b->data()) bundle_index_[{b->op(), b->key()->str()}] = b;

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "backend.h"
 #include "kiln/session.h"
@@ -53,14 +55,24 @@ class HostBackend final : public Backend {
   // say how much of the bundle served.
   void setBundle(const fb::Bundle* bundle);
   const fb::PrepackedBlob* bundled(int op, const std::string& key) const;
-  void noteBundled(bool used) { ++(used ? bundle_used_ : bundle_stale_); }
-  size_t bundleUsed() const { return bundle_used_; }
-  size_t bundleStale() const { return bundle_stale_; }
+  void noteBundled(int op, const std::string& key, bool used) {
+    (used ? bundle_used_ : bundle_stale_).insert({op, key});
+    (used ? bundle_stale_ : bundle_used_).erase({op, key});
+  }
+  // Op `op`'s weights changed (Session::setWeight): its stored forms are stale.
+  void forgetBundled(int op) {
+    for (auto it = bundle_index_.begin(); it != bundle_index_.end();)
+      it = it->first.first == op ? bundle_index_.erase(it) : std::next(it);
+    for (auto* set : {&bundle_used_, &bundle_stale_})
+      for (auto it = set->begin(); it != set->end();) it = it->first == op ? set->erase(it) : std::next(it);
+  }
+  size_t bundleUsed() const { return bundle_used_.size(); }
+  size_t bundleStale() const { return bundle_stale_.size(); }
   size_t bundleBlobs() const { return bundle_index_.size(); }
 
  private:
   std::map<std::pair<int, std::string>, const fb::PrepackedBlob*> bundle_index_;
-  size_t bundle_used_ = 0, bundle_stale_ = 0;
+  std::set<std::pair<int, std::string>> bundle_used_, bundle_stale_;  // forms taken / made for other sizes
   ThreadPool pool_;
   Precision precision_;
   MemoryPlanner planner_;

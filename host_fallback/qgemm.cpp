@@ -191,6 +191,32 @@ const char* QIsaName(QIsa isa) {
   return "?";
 }
 
+size_t QPackedA::panelBytes() const {
+  const QKernel& k = KernelFor(isa);
+  return static_cast<size_t>(m_pad * kq * k.kg * (k.a16 ? 2 : 1));
+}
+
+std::vector<int64_t> QPackedMeta(const QPackedA& a) { return {static_cast<int64_t>(a.isa), a.M, a.K, a.kq, a.m_pad}; }
+
+bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
+                  size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out) {
+  const QKernel& k = KernelFor(isa);
+  QPackedA p;
+  p.isa = isa;
+  p.M = M;
+  p.K = K;
+  p.kq = (K + k.kg - 1) / k.kg;
+  p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
+  if (meta != QPackedMeta(p) || !panels || !row_sums || panel_bytes != p.panelBytes() ||
+      row_sum_bytes != static_cast<size_t>(M) * sizeof(int32_t) || reinterpret_cast<uintptr_t>(panels) % 64 != 0 ||
+      reinterpret_cast<uintptr_t>(row_sums) % alignof(int32_t) != 0)
+    return false;
+  p.data_view = static_cast<const int8_t*>(panels);
+  p.row_sum_view = static_cast<const int32_t*>(row_sums);
+  *out = std::move(p);
+  return true;
+}
+
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
   const QKernel& k = KernelFor(isa);
   QPackedA p;
@@ -293,7 +319,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
       }
       const int64_t p0 = ms * per_split, p1 = std::min(panels_m, p0 + per_split);
       for (int64_t pm = p0; pm < p1; ++pm) {
-        const int8_t* ap = a.data.data() + pm * a.kq * mr * kg * (k.a16 ? 2 : 1);
+        const int8_t* ap = a.panels() + pm * a.kq * mr * kg * (k.a16 ? 2 : 1);
         const int64_t m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           k.micro(a.kq, ap, bbuf + pn * pstride, tile);
@@ -303,7 +329,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
             for (int64_t r = 0; r < rows; ++r) {
               const int64_t m = m0 + r;
               add[r] = ep.row_add ? ep.row_add[m] : 0;
-              if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.row_sum[static_cast<size_t>(m)]));
+              if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
             }
             k.finish(tile, nr, rows, cols, add, ep.row_scale + m0, static_cast<float>(ep.y_zero),
                      static_cast<float>(ep.lo), static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
@@ -312,7 +338,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t m = m0 + r;
             int32_t add = ep.row_add ? ep.row_add[m] : 0;
-            if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.row_sum[static_cast<size_t>(m)]));
+            if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
             FinishRow(tile + r * nr, cols, add, ep.row_scale ? ep.row_scale[m] : 0.f, ep,
                       static_cast<uint8_t*>(C) + (m * ldc + jj) * static_cast<int64_t>(elem));
           }

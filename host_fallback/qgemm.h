@@ -37,9 +37,21 @@ struct QPackedA {
   int64_t M = 0, K = 0, kq = 0, m_pad = 0;
   std::vector<int8_t> data;
   std::vector<int32_t> row_sum;
-  size_t bytes() const { return data.size() + row_sum.size() * sizeof(int32_t); }
+  // Or both kept elsewhere (an ahead-of-time bundle's mapping), used in place.
+  const int8_t* data_view = nullptr;
+  const int32_t* row_sum_view = nullptr;
+  const int8_t* panels() const { return data_view ? data_view : data.data(); }
+  const int32_t* rowSums() const { return row_sum_view ? row_sum_view : row_sum.data(); }
+  size_t panelBytes() const;  // the panels' size for (isa, M, K)
+  size_t bytes() const { return data.size() + row_sum.size() * sizeof(int32_t); }  // held here
 };
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda);
+// Ahead-of-time bundles: what QPackA was called with, and its result taken
+// back in place from stored panels and row sums when made for (isa, M, K)
+// and of the sizes those make (else false, *out untouched).
+std::vector<int64_t> QPackedMeta(const QPackedA& a);
+bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
+                  size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out);
 
 // The implicit B: block(ctx, k0, kn, j0, n, dst, stride) writes columns j0
 // .. j0 + n of rows k0 .. k0 + kn of B to dst + (k - k0) * stride (and may

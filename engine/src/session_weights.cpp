@@ -15,6 +15,7 @@
 
 #include "ops/shape_inference.h"
 #include "session_impl.h"
+#include "host_backend.h"
 
 namespace kiln {
 
@@ -68,6 +69,7 @@ Status SessionImpl::setWeight(const std::string& name, const Tensor& value) {
   for (int op : graph_->tensors[static_cast<size_t>(t)].consumers) {
     const size_t i = static_cast<size_t>(op);
     if (control_[i]) continue;  // reads its captures at run time
+    host_->forgetBundled(op);  // an ahead-of-time bundle's forms of it were made from the old value
     Backend* b = backends_[static_cast<size_t>(op_backend_[i])].get();
     auto exec = b->onCreate(graph_->ops[i], *graph_);
     if (!exec.ok()) return exec.status().WithContext("setWeight '" + name + "': " + where(op) + " on " + b->name());

@@ -585,7 +585,7 @@ class ConvExecution final : public Execution {
       const fb::PrepackedBlob* blob = be.bundled(index_, "panels_b");
       const bool adopted = blob && ViewPackedB(GemmBestIsa(), true, Cg_ * ksize_, M_, be.halfWeights(), Meta(*blob),
                                                blob->data()->data(), blob->data()->size(), &packed_b_);
-      if (blob) be.noteBundled(adopted);
+      if (blob) be.noteBundled(index_, "panels_b", adopted);
       if (!adopted) {
         packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
         be.countWeightBytes(packed_b_.bytes());
@@ -599,7 +599,7 @@ class ConvExecution final : public Execution {
         PackedA a;
         const bool adopted = blob && ViewPackedA(GemmBestIsa(), false, Mg_, kdim, be.halfWeights(), Meta(*blob),
                                                  blob->data()->data(), blob->data()->size(), &a);
-        if (blob) be.noteBundled(adopted);
+        if (blob) be.noteBundled(index_, "panels_a." + std::to_string(g), adopted);
         if (!adopted) {
           a = PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim, be.halfWeights());
           be.countWeightBytes(a.bytes());
@@ -677,7 +677,7 @@ class ConvExecution final : public Execution {
       wino_.adopt(GemmBestIsa(), M_, C_, tile, reinterpret_cast<const float*>(blob->data()->data()));
       if (wino_.transformedFloats() * sizeof(float) != blob->data()->size()) wino_ = WinogradConv();
     }
-    be.noteBundled(wino_.ready());
+    be.noteBundled(index_, "winograd", wino_.ready());
     return wino_.ready();
   }
 

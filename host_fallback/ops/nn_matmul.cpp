@@ -163,7 +163,7 @@ class MatMulExecution final : public Execution {
                                                      : std::vector<int64_t>{};
       const bool adopted = ViewPackedB(GemmBestIsa(), trans_b_, K, N, be.halfWeights(), meta, blob->data()->data(),
                                        blob->data()->size(), &view);
-      be.noteBundled(adopted);
+      be.noteBundled(index_, "panels_b", adopted);
       if (adopted) {
         packed_ = std::move(view);
         return;

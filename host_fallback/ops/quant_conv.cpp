@@ -120,8 +120,18 @@ class QConvExecution final : public Execution {
  public:
   // qlinear: QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp,
   // B); else ConvInteger (x, w, x_zp, w_zp).
-  QConvExecution(HostBackend* b, const GraphOp& op, bool qlinear, bool constant_w)
-      : Execution(b), op_(op), qlinear_(qlinear), constant_w_(constant_w) {}
+  QConvExecution(HostBackend* b, const GraphOp& op, int index, bool qlinear, bool constant_w)
+      : Execution(b), op_(op), index_(index), qlinear_(qlinear), constant_w_(constant_w) {}
+
+  // Ahead-of-time bundles: each group's panels and row sums.
+  void prepacked(std::vector<Prepacked>* out) const override {
+    for (size_t g = 0; g < packed_.size(); ++g) {
+      const QPackedA& a = packed_[g];
+      out->push_back({"qpanels." + std::to_string(g), QPackedMeta(a), a.panels(), a.panelBytes()});
+      out->push_back({"qrowsum." + std::to_string(g), QPackedMeta(a), a.rowSums(),
+                      static_cast<size_t>(a.M) * sizeof(int32_t)});
+    }
+  }
 
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
     packed_.clear();
@@ -184,7 +194,7 @@ class QConvExecution final : public Execution {
       return Status::Ok();
     }
     for (int64_t m = 0; m < M_; ++m) {
-      const uint32_t s = static_cast<uint32_t>(packed_[static_cast<size_t>(m / Mg_)].row_sum[static_cast<size_t>(m % Mg_)]);
+      const uint32_t s = static_cast<uint32_t>(packed_[static_cast<size_t>(m / Mg_)].rowSums()[m % Mg_]);
       row_add_[static_cast<size_t>(m)] =
           static_cast<int32_t>((bv ? static_cast<uint32_t>(bv[m]) : 0u) - static_cast<uint32_t>(zxr) * s);
     }
@@ -271,12 +281,16 @@ class QConvExecution final : public Execution {
     const int64_t M = w.length(0), per = w.elementCount() / std::max<int64_t>(M, 1);
     const int64_t group = p ? p->group() : 1;
     if (M <= 0 || group <= 0 || M % group != 0) return;
-    StatusOr<std::vector<int32_t>> wide = quant::Centered(op_, w, wz, "w_zero_point", M, per);
-    std::vector<int8_t> centered;
-    if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
     const int64_t Mg = M / group;
     const bool depthwise = qlinear_ && rank == 4 && group == M && per == w.length(2) * w.length(3) &&
                            in[0]->length(1) == group;
+    if (!depthwise && adoptPanels(Mg, per, group)) {
+      packed_ok_ = true;
+      return;
+    }
+    StatusOr<std::vector<int32_t>> wide = quant::Centered(op_, w, wz, "w_zero_point", M, per);
+    std::vector<int8_t> centered;
+    if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
     if (depthwise) {
       dw_w_.assign(centered.begin(), centered.end());
     } else {
@@ -284,6 +298,29 @@ class QConvExecution final : public Execution {
         packed_.push_back(QPackA(QBestIsa(), Mg, per, centered.data() + g * Mg * per, per));
     }
     packed_ok_ = true;
+  }
+
+  // An ahead-of-time bundle's panels and row sums for every group, when it
+  // has them all, made for these sizes and this CPU's kernel.
+  bool adoptPanels(int64_t Mg, int64_t per, int64_t group) {
+    HostBackend& be = *static_cast<HostBackend*>(backend());
+    std::vector<QPackedA> views(static_cast<size_t>(group));
+    bool all = true, any = false;
+    for (int64_t g = 0; g < group; ++g) {
+      const fb::PrepackedBlob* p = be.bundled(index_, "qpanels." + std::to_string(g));
+      const fb::PrepackedBlob* r = be.bundled(index_, "qrowsum." + std::to_string(g));
+      any = any || p || r;
+      all = all && p && r && p->meta() &&
+            QViewPackedA(QBestIsa(), Mg, per, std::vector<int64_t>(p->meta()->begin(), p->meta()->end()),
+                         p->data()->data(), p->data()->size(), r->data()->data(), r->data()->size(),
+                         &views[static_cast<size_t>(g)]);
+    }
+    for (int64_t g = 0; any && g < group; ++g)
+      for (const char* key : {"qpanels.", "qrowsum."})
+        if (be.bundled(index_, key + std::to_string(g))) be.noteBundled(index_, key + std::to_string(g), all);
+    if (!all) return false;
+    packed_ = std::move(views);
+    return true;
   }
 
   // The shapes of this run; false where the fast paths do not apply.
@@ -345,6 +382,7 @@ class QConvExecution final : public Execution {
   }
 
   const GraphOp& op_;
+  const int index_;  // the op's index in its graph (its bundle key)
   const bool qlinear_, constant_w_;
   // KILN_HOST_QCONV_WIDE=0 turns the wide stride-1 path off (kiln-bench comparisons, tests).
   const bool wide_on_ = [] {
@@ -370,12 +408,14 @@ class QConvExecution final : public Execution {
 
 StatusOr<std::unique_ptr<Execution>> CreateHostQLinearConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
   const bool constant = quant::ConstantInput(op, graph, 3) && quant::ConstantInput(op, graph, 5);
-  return std::unique_ptr<Execution>(new QConvExecution(b, op, true, constant));
+  return std::unique_ptr<Execution>(
+      new QConvExecution(b, op, static_cast<int>(&op - graph.ops.data()), true, constant));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateHostConvInteger(const GraphOp& op, const Graph& graph, HostBackend* b) {
   const bool constant = quant::ConstantInput(op, graph, 1) && quant::ConstantInput(op, graph, 3);
-  return std::unique_ptr<Execution>(new QConvExecution(b, op, false, constant));
+  return std::unique_ptr<Execution>(
+      new QConvExecution(b, op, static_cast<int>(&op - graph.ops.data()), false, constant));
 }
 
 }  // namespace kiln

@@ -67,7 +67,7 @@ class QMatMulExecution final : public Execution {
     std::vector<float> scale(static_cast<size_t>(N_));
     for (int64_t n = 0; n < N_; ++n) {
       add[static_cast<size_t>(n)] = static_cast<int32_t>(0u - static_cast<uint32_t>(zx) *
-                                                               static_cast<uint32_t>(packed_.row_sum[static_cast<size_t>(n)]));
+                                                               static_cast<uint32_t>(packed_.rowSums()[n]));
       scale[static_cast<size_t>(n)] = sa[0] * sb[sb.size() == 1 ? 0 : static_cast<size_t>(n)] / sy[0];
     }
     int64_t lo = 0, hi = 0;

@@ -119,6 +119,19 @@ TEST(Bundle, EveryPackedFormIsTakenInPlaceAndComputesTheSame) {
     const std::vector<float> got = RunAt(**bundle, 12, &taking, precision);
     EXPECT_EQ(taking->placement().bundle, "5 of its 5 prepacked forms used");
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "not the same bytes";
+    // New weights for the Winograd conv: the bundle's filters of it are stale
+    // now; the session packs the new ones, as a session of the plain model does.
+    const std::vector<float> w3 = Values(32 * 16 * 9, 11, 0.2f);
+    auto w3t = Tensor::wrap({32, 16, 3, 3}, fb::DataType::F32, const_cast<float*>(w3.data()));
+    ASSERT_TRUE(taking->setWeight("w3", *w3t).ok());
+    ASSERT_TRUE(packing->setWeight("w3", *w3t).ok());
+    ASSERT_TRUE(taking->run().ok());
+    ASSERT_TRUE(packing->run().ok());
+    std::vector<float> a(6), b(6);
+    ASSERT_TRUE(taking->getOutput("y")->copyToHostTensor(Tensor::wrap({1, 6}, fb::DataType::F32, a.data()).get()).ok());
+    ASSERT_TRUE(packing->getOutput("y")->copyToHostTensor(Tensor::wrap({1, 6}, fb::DataType::F32, b.data()).get()).ok());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "setWeight on a bundle session";
+    EXPECT_NE(0, std::memcmp(a.data(), got.data(), a.size() * sizeof(float))) << "the new weights changed nothing";
     unlink(path.c_str());
   }
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
-# kiln-compile end to end: the float CNN of tests/models/quant compiled to a
-# host bundle runs with kiln-run taking every prepacked form, and writes the
-# same bytes as the model itself; GPU bundles and an unknown input are
+# kiln-compile end to end: the float CNN of tests/models/quant and its QDQ
+# form compiled to host bundles run with kiln-run taking every prepacked
+# form, and write the same bytes as the models themselves; GPU bundles and an unknown input are
 # refused with their exit codes (2 usage, 1 model).
 # usage: compile_check.sh KILN_COMPILE KILN_RUN MODELS_DIR
 set -eu
@@ -17,6 +17,13 @@ grep -q "host bundle" "$out/log" || { cat "$out/log"; exit 1; }
   { cat "$out/run"; exit 1; }
 grep -Eq "bundle: ([0-9]+) of its \1 prepacked forms used" "$out/run" || { echo "not every form used:"; cat "$out/run"; exit 1; }
 cmp "$out/model/logits.npy" "$out/bundle/logits.npy" || { echo "the bundle computes other bytes"; exit 1; }
+# A QDQ model: its QLinearConv panels and row sums come from the bundle too.
+"$compile" "$dir/cnn_qdq_u8.onnx" -o "$out/q.kbundle" > "$out/log" 2>&1 || { cat "$out/log"; exit 1; }
+"$run" "$dir/cnn_qdq_u8.onnx" --input "input=$dir/cnn.input.npy" --output-dir "$out/qmodel" > /dev/null 2>&1
+"$run" "$out/q.kbundle" --input "input=$dir/cnn.input.npy" --output-dir "$out/qbundle" > "$out/run" 2>&1 ||
+  { cat "$out/run"; exit 1; }
+grep -Eq "bundle: ([0-9]+) of its \1 prepacked forms used" "$out/run" || { echo "QDQ: not every form used:"; cat "$out/run"; exit 1; }
+cmp "$out/qmodel/logits.npy" "$out/qbundle/logits.npy" || { echo "the QDQ bundle computes other bytes"; exit 1; }
 status=0
 "$compile" "$dir/cnn.onnx" --backend vulkan -o "$out/vk.kbundle" > /dev/null 2> "$out/err" || status=$?
 [ "$status" -eq 2 ] && grep -q "not made yet" "$out/err" || { echo "vulkan: status $status"; cat "$out/err"; exit 1; }
