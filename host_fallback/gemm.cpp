@@ -517,14 +517,34 @@ void MoveToHalf(PackedPanels* p) {
 
 }  // namespace
 
-PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half) {
-  using namespace gemm_detail;
-  const GemmKernel& kr = KernelForIsa(isa);
+namespace {
+
+// PackA's / PackB's result without panels: the sizes alone.
+PackedA GeometryA(Isa isa, int64_t M, int64_t K) {
   PackedA p;
   p.isa = isa;
   p.M = M;
   p.K = K;
-  p.m_pad = (M + kr.mr - 1) / kr.mr * kr.mr;
+  const int mr = gemm_detail::KernelForIsa(isa).mr;
+  p.m_pad = (M + mr - 1) / mr * mr;
+  return p;
+}
+PackedB GeometryB(Isa isa, int64_t K, int64_t N) {
+  PackedB p;
+  p.isa = isa;
+  p.K = K;
+  p.N = N;
+  const int nr = gemm_detail::KernelForIsa(isa).nr;
+  p.n_pad = (N + nr - 1) / nr * nr;
+  return p;
+}
+
+}  // namespace
+
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half) {
+  using namespace gemm_detail;
+  const GemmKernel& kr = KernelForIsa(isa);
+  PackedA p = GeometryA(isa, M, K);
   p.data.assign(static_cast<size_t>(p.m_pad * K), 0.f);
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
@@ -536,11 +556,7 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
 PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half) {
   using namespace gemm_detail;
   const GemmKernel& kr = KernelForIsa(isa);
-  PackedB p;
-  p.isa = isa;
-  p.K = K;
-  p.N = N;
-  p.n_pad = (N + kr.nr - 1) / kr.nr * kr.nr;
+  PackedB p = GeometryB(isa, K, N);
   p.data.assign(static_cast<size_t>(p.n_pad * K), 0.f);
   Problem pr{false, trans_b, K, 1.f, nullptr, 0, B, ldb, 0.f, nullptr, 0};
   for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
@@ -573,12 +589,7 @@ bool ViewPanels(bool half, int64_t count, const void* data, size_t bytes, Packed
 
 bool ViewPackedA(Isa isa, bool trans_a, int64_t M, int64_t K, bool half, const std::vector<int64_t>& meta,
                  const void* data, size_t bytes, PackedA* out) {
-  PackedA p;
-  p.isa = isa;
-  p.M = M;
-  p.K = K;
-  const int mr = gemm_detail::KernelForIsa(isa).mr;
-  p.m_pad = (M + mr - 1) / mr * mr;
+  PackedA p = GeometryA(isa, M, K);
   if (meta != PackedMeta(trans_a, half, p) || !ViewPanels(half, p.m_pad * K, data, bytes, &p)) return false;
   *out = std::move(p);
   return true;
@@ -586,12 +597,7 @@ bool ViewPackedA(Isa isa, bool trans_a, int64_t M, int64_t K, bool half, const s
 
 bool ViewPackedB(Isa isa, bool trans_b, int64_t K, int64_t N, bool half, const std::vector<int64_t>& meta,
                  const void* data, size_t bytes, PackedB* out) {
-  PackedB p;
-  p.isa = isa;
-  p.K = K;
-  p.N = N;
-  const int nr = gemm_detail::KernelForIsa(isa).nr;
-  p.n_pad = (N + nr - 1) / nr * nr;
+  PackedB p = GeometryB(isa, K, N);
   if (meta != PackedMeta(trans_b, half, p) || !ViewPanels(half, p.n_pad * K, data, bytes, &p)) return false;
   *out = std::move(p);
   return true;

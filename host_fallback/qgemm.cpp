@@ -198,8 +198,10 @@ size_t QPackedA::panelBytes() const {
 
 std::vector<int64_t> QPackedMeta(const QPackedA& a) { return {static_cast<int64_t>(a.isa), a.M, a.K, a.kq, a.m_pad}; }
 
-bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
-                  size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out) {
+namespace {
+
+// QPackA's result for (isa, M, K) without its panels: the sizes alone.
+QPackedA QGeometry(QIsa isa, int64_t M, int64_t K) {
   const QKernel& k = KernelFor(isa);
   QPackedA p;
   p.isa = isa;
@@ -207,6 +209,14 @@ bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& me
   p.K = K;
   p.kq = (K + k.kg - 1) / k.kg;
   p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
+  return p;
+}
+
+}  // namespace
+
+bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
+                  size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out) {
+  QPackedA p = QGeometry(isa, M, K);
   if (meta != QPackedMeta(p) || !panels || !row_sums || panel_bytes != p.panelBytes() ||
       row_sum_bytes != static_cast<size_t>(M) * sizeof(int32_t) || reinterpret_cast<uintptr_t>(panels) % 64 != 0 ||
       reinterpret_cast<uintptr_t>(row_sums) % alignof(int32_t) != 0)
@@ -219,12 +229,7 @@ bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& me
 
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
   const QKernel& k = KernelFor(isa);
-  QPackedA p;
-  p.isa = isa;
-  p.M = M;
-  p.K = K;
-  p.kq = (K + k.kg - 1) / k.kg;
-  p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
+  QPackedA p = QGeometry(isa, M, K);
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
