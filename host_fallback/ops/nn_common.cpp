@@ -92,4 +92,38 @@ bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* 
 // already known, as [begins..., ends...]: explicit `pads` (empty = 0) for
 // NotSet, 0 for Valid, the ONNX split for SAME_UPPER (the odd element at the
 // end) and SAME_LOWER (at the beginning).
+namespace {
+std::vector<int64_t> BlobMeta(const fb::PrepackedBlob& b) {
+  return b.meta() ? std::vector<int64_t>(b.meta()->begin(), b.meta()->end()) : std::vector<int64_t>{};
+}
+}  // namespace
+
+PackedA BundledOrPackA(HostBackend& be, int index, const std::string& key, bool trans_a, int64_t M, int64_t K,
+                       const float* A, int64_t lda) {
+  PackedA a;
+  if (const fb::PrepackedBlob* blob = be.bundled(index, key)) {
+    const bool adopted = ViewPackedA(GemmBestIsa(), trans_a, M, K, be.halfWeights(), BlobMeta(*blob),
+                                     blob->data()->data(), blob->data()->size(), &a);
+    be.noteBundled(index, key, adopted);
+    if (adopted) return a;
+  }
+  a = PackA(GemmBestIsa(), trans_a, M, K, 1.f, A, lda, be.halfWeights());
+  be.countWeightBytes(a.bytes());
+  return a;
+}
+
+PackedB BundledOrPackB(HostBackend& be, int index, const std::string& key, bool trans_b, int64_t K, int64_t N,
+                       const float* B, int64_t ldb) {
+  PackedB b;
+  if (const fb::PrepackedBlob* blob = be.bundled(index, key)) {
+    const bool adopted = ViewPackedB(GemmBestIsa(), trans_b, K, N, be.halfWeights(), BlobMeta(*blob),
+                                     blob->data()->data(), blob->data()->size(), &b);
+    be.noteBundled(index, key, adopted);
+    if (adopted) return b;
+  }
+  b = PackB(GemmBestIsa(), trans_b, K, N, B, ldb, be.halfWeights());
+  be.countWeightBytes(b.bytes());
+  return b;
+}
+
 }  // namespace kiln::nn

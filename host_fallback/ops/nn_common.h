@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "gemm.h"
 #include "host_backend.h"
 #include "ops/op_params.h"
 
@@ -25,5 +27,14 @@ bool ActivationAsClamp(fb::Activation act, float act_min, float act_max, float* 
 // for none; Unsupported, naming the op, for an activation that is no clamp.
 // The host kernels and the GPU shaders both quantize these bounds.
 Status QuantFusedClamp(const GraphOp& op, float* lo, float* hi);
+
+// Constant weights packed for the GEMM once, at resize: op `index`'s form
+// `key` from the session's ahead-of-time bundle when it was made for this
+// very call (isa, transposition, sizes, precision), else packed now and
+// counted as weight bytes. Either way the bundle learns whether it served.
+PackedA BundledOrPackA(HostBackend& be, int index, const std::string& key, bool trans_a, int64_t M, int64_t K,
+                       const float* A, int64_t lda);
+PackedB BundledOrPackB(HostBackend& be, int index, const std::string& key, bool trans_b, int64_t K, int64_t N,
+                       const float* B, int64_t ldb);
 
 }  // namespace kiln::nn

@@ -1,4 +1,4 @@
-// Host kernels: Conv and ConvTranspose (f32, any number of spatial axes,
+// Host kernel: Conv (f32, any number of spatial axes,
 // groups, dilations, strides, pads / auto_pad, optional bias, fused
 // activation). Conv with more than one input channel a group is a GEMM
 // (gemm.h): 1x1 stride-1 unpadded convs multiply the weights by the input
@@ -6,9 +6,9 @@
 // batch at a time, into a per-thread buffer grown at resize). Constant weights
 // are packed for the GEMM once; bias and a clamp activation ride on its stores.
 // Depthwise Conv is direct: 2-D planes with strides 1 or 2 through the padded
-// flat kernel (nn_depthwise.cpp), others one output row at a time (DepthwisePlane);
-// ConvTranspose scatters each input row into the output, tap by tap. Both split
-// work over batch x output channels so each thread owns whole output planes.
+// flat kernel (nn_depthwise.cpp), others one output row at a time (DepthwisePlane),
+// split over batch x output channels so each thread owns whole output planes.
+// ConvTranspose (GEMM + col2im) is in nn_conv_transpose.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -18,35 +18,18 @@
 #include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "ops/nn_conv.h"
 #include "ops/nn_depthwise.h"
 #include "ops/nn_winograd.h"
 #include "scratch.h"
 #include "simd_clones.h"
 
 namespace kiln {
+namespace conv {
 namespace {
-
-using IntVec = std::vector<int64_t>;
-
-int64_t Prod(IntVec::const_iterator b, IntVec::const_iterator e) {
-  int64_t n = 1;
-  for (; b != e; ++b) n *= *b;
-  return n;
-}
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
-
-// The tap geometry of a sliding window, shared by Conv and ConvTranspose.
-// Positions `a` of the iterated grid A map to b = a * stride - pad + k * dilation
-// in grid B (Conv: A = output, B = input; ConvTranspose: A = input, B = output).
-// Planes are walked as rows of their last axis.
-struct Taps {
-  int64_t a_rows = 1, a_w = 1, b_w = 1;  // rows of A; row lengths of A and B
-  int64_t k_rows = 1, k_w = 1;           // kernel rows and row length
-  int64_t stride_w = 1;                  // stride along the last axis
-  IntVec row_off;                        // [k_rows * a_rows]: B element offset of the row, -1 if outside
-  IntVec lo, hi, b_start;                // per last-axis tap kx: a in [lo, hi) hits B at b_start + (a - lo) * stride
-};
+}  // namespace
 
 Taps MakeTaps(const IntVec& a, const IntVec& b, const IntVec& kernel, const IntVec& strides, const IntVec& pads,
               const IntVec& dilations) {
@@ -92,13 +75,6 @@ Taps MakeTaps(const IntVec& a, const IntVec& b, const IntVec& kernel, const IntV
   return t;
 }
 
-struct ConvAttrs {
-  IntVec kernel, strides, dilations, pads;  // pads: the begins first (MakeTaps reads only those)
-  int64_t group = 1;
-  fb::Activation act = fb::Activation::None;
-  float act_min = 0, act_max = 0, act_alpha = 0;
-};
-
 ConvAttrs ReadConvAttrs(const fb::ConvParams* p, const Tensor& w) {
   ConvAttrs a;
   size_t n = static_cast<size_t>(w.dimensions() - 2);
@@ -117,6 +93,27 @@ void FillBias(float* y, int64_t n, const Tensor* bias, int64_t m) {
   float v = bias ? bias->host<float>()[m] : 0.f;
   std::fill(y, y + n, v);
 }
+
+void PlaneActivation(const void* ctx, float* y, int64_t n) {
+  const ConvAttrs& a = *static_cast<const ConvAttrs*>(ctx);
+  nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
+}
+
+void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) PlaneActivation(ctx, c + r * ldc, cols);
+}
+
+bool PathEnabled(const char* var) {
+  const char* e = std::getenv(var);
+  return !(e && e[0] == '0');
+}
+
+}  // namespace conv
+
+namespace {
+
+using namespace conv;
+
 
 // y[i] = clamp(y[i]) for i in [0, n): a NaN becomes lo.
 inline void ClampRow(float* __restrict y, int64_t n, float lo, float hi) {
@@ -177,20 +174,6 @@ void DepthwisePlane(const Taps& t, const float* __restrict xp, const float* __re
     }
     if (clamp) ClampRow(yr, t.a_w, lo, hi);
   }
-}
-
-// The fused activation of ConvAttrs ctx on y[0, n): DepthwiseArgs::plane_act
-// for an activation that is no clamp, and the passes after other kernels.
-void PlaneActivation(const void* ctx, float* y, int64_t n) {
-  const ConvAttrs& a = *static_cast<const ConvAttrs*>(ctx);
-  nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
-}
-
-// GemmEpilogue::tile_act likewise, on rows of `cols` at stride ldc: the
-// tile is still in cache, where a pass over the whole output afterwards
-// read it back from memory (EfficientNet's Silu on 96 x 112 x 112).
-void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) PlaneActivation(ctx, c + r * ldc, cols);
 }
 
 // The direct convolution (depthwise Conv: one input channel a group);
@@ -391,14 +374,6 @@ void TransposeBlocks(const float* __restrict yt, int64_t rows, int64_t cols, int
 }
 #undef KILN_SHUF8
 
-// A convolution path the environment may turn off (VAR=0), to compare it
-// with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
-// KILN_HOST_DW16 (depthwise 16 channels a vector).
-bool PathEnabled(const char* var) {
-  const char* e = std::getenv(var);
-  return !(e && e[0] == '0');
-}
-
 // The im2col buffer (convs whose weights are not constant, and the
 // transposed product's unfolded input) and the transposed product: one per
 // thread, shared by every Conv that thread runs (a session resizes and runs
@@ -581,31 +556,13 @@ class ConvExecution final : public Execution {
                            static_cast<double>(Cg_ * ksize_);
       transposed_ = transposed_on_ && saved > static_cast<double>(24 * M_ * out_plane_ + 10 * Cg_ * ksize_ * out_plane_);
     }
-    if (transposed_ && packed_b_.K == 0) {
-      const fb::PrepackedBlob* blob = be.bundled(index_, "panels_b");
-      const bool adopted = blob && ViewPackedB(GemmBestIsa(), true, Cg_ * ksize_, M_, be.halfWeights(), Meta(*blob),
-                                               blob->data()->data(), blob->data()->size(), &packed_b_);
-      if (blob) be.noteBundled(index_, "panels_b", adopted);
-      if (!adopted) {
-        packed_b_ = PackB(GemmBestIsa(), true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_, be.halfWeights());
-        be.countWeightBytes(packed_b_.bytes());
-      }
-    }
+    if (transposed_ && packed_b_.K == 0)
+      packed_b_ = nn::BundledOrPackB(be, index_, "panels_b", true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_);
     if (!direct_ && !winograd_ && !transposed_ && constant_weights_ && packed_.empty()) {
       const int64_t kdim = Cg_ * ksize_;
-      const float* w = W.host<float>();
-      for (int64_t g = 0; g < a_.group; ++g) {
-        const fb::PrepackedBlob* blob = be.bundled(index_, "panels_a." + std::to_string(g));
-        PackedA a;
-        const bool adopted = blob && ViewPackedA(GemmBestIsa(), false, Mg_, kdim, be.halfWeights(), Meta(*blob),
-                                                 blob->data()->data(), blob->data()->size(), &a);
-        if (blob) be.noteBundled(index_, "panels_a." + std::to_string(g), adopted);
-        if (!adopted) {
-          a = PackA(GemmBestIsa(), false, Mg_, kdim, 1.f, w + g * Mg_ * kdim, kdim, be.halfWeights());
-          be.countWeightBytes(a.bytes());
-        }
-        packed_.push_back(std::move(a));
-      }
+      for (int64_t g = 0; g < a_.group; ++g)
+        packed_.push_back(nn::BundledOrPackA(be, index_, "panels_a." + std::to_string(g), false, Mg_, kdim,
+                                             W.host<float>() + g * Mg_ * kdim, kdim));
     }
     if (!direct_ && !pointwise_ && !winograd_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
@@ -700,85 +657,6 @@ class ConvExecution final : public Execution {
   size_t col_size_ = 0;
 };
 
-// Begin pads of ConvTranspose (ONNX): explicit pads, or, when output_shape
-// or SAME_* set the output size, a split of the total padding
-// stride * (in - 1) + output_padding + extent - out (clamped at 0): SAME_UPPER
-// puts the odd element at the end, SAME_LOWER and NotSet at the beginning.
-IntVec TransposePadBegin(const fb::ConvParams* p, const IntVec& in, const IntVec& out, const ConvAttrs& a) {
-  const size_t n = in.size();
-  fb::AutoPad ap = p ? p->auto_pad() : fb::AutoPad::NotSet;
-  bool has_output_shape = p && p->output_shape() && p->output_shape()->size() > 0;
-  bool same = ap == fb::AutoPad::SameUpper || ap == fb::AutoPad::SameLower;
-  IntVec begin(n, 0);
-  if (!has_output_shape && !same) {
-    if (ap == fb::AutoPad::NotSet) {
-      IntVec pads = nn::IntsOr(p ? p->pads() : nullptr, 2 * n, 0);
-      for (size_t i = 0; i < n; ++i) begin[i] = pads[i];
-    }
-    return begin;
-  }
-  IntVec out_pad = nn::IntsOr(p ? p->output_padding() : nullptr, n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t extent = (a.kernel[i] - 1) * a.dilations[i] + 1;
-    int64_t total = std::max<int64_t>(0, a.strides[i] * (in[i] - 1) + out_pad[i] + extent - out[i]);
-    begin[i] = ap == fb::AutoPad::SameUpper ? total / 2 : total - total / 2;
-  }
-  return begin;
-}
-
-Status RunConvTranspose(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
-                        HostBackend& be) {
-  KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
-  const Tensor& X = *in[0];
-  const Tensor& W = *in[1];
-  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
-  Tensor& Y = *out[0];
-  const fb::ConvParams* p = op.params<fb::ConvParams>();
-  ConvAttrs a = ReadConvAttrs(p, W);
-  const IntVec xin(X.shape().begin() + 2, X.shape().end());
-  const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
-  a.pads = TransposePadBegin(p, xin, yout, a);
-  const int64_t N = X.length(0), C = X.length(1), M = Y.length(1);
-  const int64_t Cg = C / a.group, Mg = M / a.group;
-  const int64_t in_plane = Prod(xin.begin(), xin.end()), out_plane = Prod(yout.begin(), yout.end());
-  const int64_t ksize = Prod(a.kernel.begin(), a.kernel.end());
-  // Iterate the input grid; each input position scatters into the output.
-  const Taps t = MakeTaps(xin, yout, a.kernel, a.strides, a.pads, a.dilations);
-  const float* x = X.host<float>();
-  const float* w = W.host<float>();  // [C, M / group, k...]
-  float* y = Y.host<float>();
-  if (out_plane == 0) return Status::Ok();
-
-  be.pool().parallelFor(N * M, [&](int64_t begin, int64_t end) {
-    for (int64_t nm = begin; nm < end; ++nm) {
-      const int64_t n = nm / M, m = nm % M, g = m / Mg, ml = m % Mg;
-      float* yp = y + nm * out_plane;
-      FillBias(yp, out_plane, B, m);
-      for (int64_t c = 0; c < Cg; ++c) {
-        const int64_t ci = g * Cg + c;
-        const float* xp = x + (n * C + ci) * in_plane;
-        const float* wp = w + (ci * Mg + ml) * ksize;
-        for (int64_t kr = 0; kr < t.k_rows; ++kr) {
-          const int64_t* row_off = t.row_off.data() + kr * t.a_rows;
-          for (int64_t kx = 0; kx < t.k_w; ++kx) {
-            const float wv = wp[kr * t.k_w + kx];
-            const int64_t lo = t.lo[kx], len = t.hi[kx] - lo, bs = t.b_start[kx], s = t.stride_w;
-            if (len <= 0) continue;
-            for (int64_t r = 0; r < t.a_rows; ++r) {
-              if (row_off[r] < 0) continue;
-              const float* xr = xp + r * t.a_w + lo;
-              float* yr = yp + row_off[r] + bs;
-              for (int64_t i = 0; i < len; ++i) yr[i * s] += wv * xr[i];
-            }
-          }
-        }
-      }
-      PlaneActivation(&a, yp, out_plane);
-    }
-  });
-  return Status::Ok();
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Graph& graph, HostBackend* b) {
@@ -786,9 +664,6 @@ StatusOr<std::unique_ptr<Execution>> CreateHostConv(const GraphOp& op, const Gra
   const bool constant = w >= 0 && static_cast<size_t>(w) < graph.tensors.size() &&
                         graph.tensors[static_cast<size_t>(w)].isConstant();
   return std::unique_ptr<Execution>(new ConvExecution(b, op, static_cast<int>(&op - graph.ops.data()), constant));
-}
-StatusOr<std::unique_ptr<Execution>> CreateHostConvTranspose(const GraphOp& op, const Graph&, HostBackend* b) {
-  return MakeHostKernel(b, op, &RunConvTranspose);
 }
 
 }  // namespace kiln

@@ -157,20 +157,7 @@ class MatMulExecution final : public Execution {
       trans_b_ = false;
       K = s[s.size() - 2], N = s.back(), ldb = s.back();
     }
-    if (const fb::PrepackedBlob* blob = be.bundled(index_, "panels_b")) {  // an ahead-of-time bundle's
-      PackedB view;
-      const std::vector<int64_t> meta = blob->meta() ? std::vector<int64_t>(blob->meta()->begin(), blob->meta()->end())
-                                                     : std::vector<int64_t>{};
-      const bool adopted = ViewPackedB(GemmBestIsa(), trans_b_, K, N, be.halfWeights(), meta, blob->data()->data(),
-                                       blob->data()->size(), &view);
-      be.noteBundled(index_, "panels_b", adopted);
-      if (adopted) {
-        packed_ = std::move(view);
-        return;
-      }
-    }
-    packed_ = PackB(GemmBestIsa(), trans_b_, K, N, B.host<float>(), ldb, be.halfWeights());
-    be.countWeightBytes(packed_->bytes());
+    packed_ = nn::BundledOrPackB(be, index_, "panels_b", trans_b_, K, N, B.host<float>(), ldb);
   }
 
   const GraphOp& op_;

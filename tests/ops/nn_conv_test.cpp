@@ -605,6 +605,57 @@ TEST(NnConvTranspose, OutputShapeAndAutoPad) {
   }
 }
 
+// The GEMM + col2im runs a block of input rows at a time (about 512 KiB of
+// col): these shapes span several blocks. Stride = kernel without pads (each
+// output takes one tap: col2im copies, bias and activation on the GEMM's
+// stores) and overlapping taps (col2im adds across blocks); constant and
+// input weights (packed once, or transposed by the GEMM each run).
+TEST(NnConvTranspose, BlocksOfRowsOneTapAndOverlapping) {
+  struct Case {
+    Shape xs, ws;
+    int64_t group, s, pad;
+    bool bias, const_w;
+    fb::Activation act;
+  };
+  const std::vector<Case> cases = {
+      {{1, 24, 40, 40}, {24, 24, 2, 2}, 1, 2, 0, true, true, fb::Activation::Relu},      // the text detectors' upsampling
+      {{2, 24, 37, 33}, {24, 1, 2, 2}, 1, 2, 0, true, true, fb::Activation::HardSwish},  // to one channel, 2 batches
+      {{1, 6, 30, 29}, {6, 2, 3, 3}, 2, 3, 0, false, false, fb::Activation::None},       // 3x3 stride 3, groups, input w
+      {{1, 5, 9, 11}, {5, 4, 1, 1}, 1, 1, 0, true, true, fb::Activation::None},          // 1x1: a pointwise product
+      {{1, 8, 48, 48}, {8, 16, 4, 4}, 1, 2, 1, true, true, fb::Activation::Relu},        // DCGAN's 4x4 stride 2
+      {{1, 8, 50, 45}, {8, 16, 4, 4}, 1, 2, 1, false, false, fb::Activation::HardSwish},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Str(c.xs) + " * " + Str(c.ws) + " stride " + std::to_string(c.s));
+    std::vector<float> x = Rand(c.xs, 51), w = Rand(c.ws, 52);
+    const int64_t M = c.ws[1] * c.group;
+    std::vector<float> b = c.bias ? Rand({M}, 53) : std::vector<float>();
+    const int64_t oh = c.s * (c.xs[2] - 1) + c.ws[2] - 2 * c.pad, ow = c.s * (c.xs[3] - 1) + c.ws[3] - 2 * c.pad;
+    fb::ConvParamsT p;
+    p.group = static_cast<int32_t>(c.group);
+    p.strides = {static_cast<int32_t>(c.s), static_cast<int32_t>(c.s)};
+    const int32_t pd = static_cast<int32_t>(c.pad);
+    p.pads = {pd, pd, pd, pd};
+    p.activation = c.act;
+    OpTest t(fb::OpType::ConvTranspose);
+    t.input("x", c.xs, x);
+    if (c.const_w)
+      t.constant("w", c.ws, w);
+    else
+      t.input("w", c.ws, w);
+    if (c.bias) t.constant("b", {M}, b);
+    auto out = t.params(p).run(Threads3());
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(out->at(0).shape, (Shape{c.xs[0], M, oh, ow}));
+    std::vector<float> want = NaiveConvTranspose2D(x, c.xs, w, c.ws, b, c.group, c.s, c.s, 1, 1, c.pad, c.pad, oh, ow);
+    for (float& v : want) {
+      if (c.act == fb::Activation::Relu) v = v > 0 ? v : 0;
+      if (c.act == fb::Activation::HardSwish) v = v * std::min(std::max(v + 3.f, 0.f), 6.f) / 6.f;
+    }
+    ExpectNear(out->at(0).f32(), want, kTol);
+  }
+}
+
 TEST(NnConvTranspose, OneD) {
   Shape xs = {2, 4, 7}, ws = {4, 3, 3};
   std::vector<float> x = Rand(xs, 41), w = Rand(ws, 42), b = Rand({6}, 43);
