@@ -162,6 +162,8 @@ TEST(LayoutResize, TrilinearOn5d) {
 
 // Cubic against a separable reference: Keys' weights on 4 taps per axis,
 // clamped at the edges, or dropped and renormalized with exclude_outside.
+// Three channels, not resized: an axis that does not move reads its own
+// index (its first cubic tap, weight 0, is the index before).
 TEST(LayoutResize, CubicBothCoefficientsAndExcludeOutside) {
   auto weight = [](float s, float a) {
     s = std::fabs(s);
@@ -169,8 +171,8 @@ TEST(LayoutResize, CubicBothCoefficientsAndExcludeOutside) {
     if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
     return 0.f;
   };
-  const int64_t h = 3, w = 4, oh = 5, ow = 7;
-  std::vector<float> x = RandomFloats(static_cast<size_t>(h * w), 4);
+  const int64_t ch = 3, h = 3, w = 4, oh = 5, ow = 7;
+  std::vector<float> x = RandomFloats(static_cast<size_t>(ch * h * w), 4);
   for (bool exclude : {false, true})
     for (float a : {-0.75f, -0.5f}) {
       fb::ResizeParamsT p;
@@ -178,10 +180,10 @@ TEST(LayoutResize, CubicBothCoefficientsAndExcludeOutside) {
       p.cubic_coeff_a = a;
       p.exclude_outside = exclude;
       auto out = OpTest(fb::OpType::Resize)
-                     .input("x", {1, 1, h, w}, x)
+                     .input("x", {1, ch, h, w}, x)
                      .missing()
                      .missing()
-                     .constantI64("sizes", {4}, {1, 1, oh, ow})
+                     .constantI64("sizes", {4}, {1, ch, oh, ow})
                      .params(p)
                      .run();
       ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -203,13 +205,14 @@ TEST(LayoutResize, CubicBothCoefficientsAndExcludeOutside) {
         return t;
       };
       std::vector<float> want;
-      for (int64_t r = 0; r < oh; ++r)
-        for (int64_t c = 0; c < ow; ++c) {
-          double acc = 0;
-          for (auto [ri, rw] : taps(r, h, oh))
-            for (auto [ci, cw] : taps(c, w, ow)) acc += rw * cw * x[static_cast<size_t>(ri * w + ci)];
-          want.push_back(static_cast<float>(acc));
-        }
+      for (int64_t k = 0; k < ch; ++k)
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t c = 0; c < ow; ++c) {
+            double acc = 0;
+            for (auto [ri, rw] : taps(r, h, oh))
+              for (auto [ci, cw] : taps(c, w, ow)) acc += rw * cw * x[static_cast<size_t>((k * h + ri) * w + ci)];
+            want.push_back(static_cast<float>(acc));
+          }
       ExpectNear(out->at(0).f32(), want, 1e-5f, exclude ? "cubic exclude_outside" : "cubic");
     }
 }

@@ -348,8 +348,18 @@ ResizeTap ResizeAxisTap(const fb::ResizeParams* p, float x, int64_t o, int64_t n
     if (exclude && sum != 0.f)
       for (float& w : t.weight) w /= sum;
   }
-  for (int k = 0; k < t.count; ++k)
+  bool identity = false;
+  for (int k = 0; k < t.count; ++k) {
     if (t.weight[k] != 0.f && (t.index[k] != o || t.weight[k] != 1.f)) t.moves = true;
+    identity = identity || (t.index[k] == o && t.weight[k] == 1.f);
+  }
+  // A tap that does not move is o itself, first: kernels read only the
+  // first tap of an axis that does not move (a cubic tap at an integer
+  // position is o - 1, o, o + 1, o + 2 with weights 0, 1, 0, 0).
+  if (!t.moves && identity) {
+    t = ResizeTap();
+    t.index[0] = o;
+  }
   return t;
 }
 
