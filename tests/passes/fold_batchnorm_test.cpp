@@ -1,6 +1,7 @@
 // fold_batchnorm: BatchNormalization after a Conv (with or without bias,
 // grouped) or a Gemm (B transposed or not, C absent / [N] / [M, N]) is
-// folded into the producer's weights and bias.
+// folded into the producer's weights and bias; so are Mul / Div / Add / Sub
+// by a constant scalar or per-channel vector, and not other constants.
 #include <cmath>
 
 #include "passes/pass_test_util.h"
@@ -71,6 +72,62 @@ TEST(PassesFoldBatchNorm, Gemm) {
     EXPECT_EQ(CountOps(after, fb::OpType::BatchNormalization), 0);
     EXPECT_EQ(CountOps(after, fb::OpType::Gemm), 1);
   }
+}
+
+// PP-LCNet's affine blocks: Conv -> Mul(scalar, y) -> Add(y, scalar), and
+// per-channel forms in every shape that broadcasts along channels only.
+TEST(PassesFoldBatchNorm, ConstantAffineAfterConvAndGemm) {
+  NetBuilder b("conv_affine");
+  int x = b.addInput("x", fb::DataType::F32, {1, 4, 6, 6});
+  int w1 = b.addConstant("w1", {8, 4, 3, 3}, RandomFloats(8 * 4 * 9, 1));
+  int b1 = b.addConstant("b1", {8}, RandomFloats(8, 2));
+  fb::ConvParamsT conv;
+  conv.pads = {1, 1, 1, 1};
+  int c1 = b.addOp(fb::OpType::Conv, "conv1", {x, w1, b1}, {"c1"}, conv)[0];
+  int s1 = b.addConstant("s1", {1}, std::vector<float>{0.9f});
+  int m1 = b.addOp(fb::OpType::Mul, "mul1", {s1, c1}, {"m1"})[0];  // the constant first
+  int t1 = b.addConstant("t1", {}, std::vector<float>{0.25f});
+  int a1 = b.addOp(fb::OpType::Add, "add1", {m1, t1}, {"a1"})[0];
+  int w2 = b.addConstant("w2", {8, 8, 1, 1}, RandomFloats(64, 3));
+  int c2 = b.addOp(fb::OpType::Conv, "conv2", {a1, w2}, {"c2"}, fb::ConvParamsT())[0];  // no bias
+  std::vector<float> k2 = RandomFloats(8, 4);
+  for (float& v : k2) v = 1.f + std::fabs(v);  // away from 0
+  int d2 = b.addOp(fb::OpType::Div, "div2", {c2, b.addConstant("k2", {8, 1, 1}, k2)}, {"d2"})[0];
+  int e2 = b.addOp(fb::OpType::Sub, "sub2", {d2, b.addConstant("k3", {1, 8, 1, 1}, RandomFloats(8, 5))}, {"e2"})[0];
+  fb::AxisParamsT flat;
+  flat.axis = 1;
+  int f = b.addOp(fb::OpType::Flatten, "flat", {e2}, {"f"}, flat)[0];
+  int wg = b.addConstant("wg", {288, 3}, RandomFloats(288 * 3, 6));
+  int g = b.addOp(fb::OpType::Gemm, "gemm", {f, wg}, {"g"}, fb::GemmParamsT())[0];
+  int y = b.addOp(fb::OpType::Add, "addg", {b.addConstant("kg", {1, 3}, RandomFloats(3, 7)), g}, {"y"})[0];
+  b.addOutput(y);
+  fb::NetT after = ApplyPass(b.net(), FoldBatchNorm, 5);
+  EXPECT_EQ(test::OpTypes(after), "Conv Conv Flatten Gemm");
+  EXPECT_EQ(after.tensors[static_cast<size_t>(after.ops.back()->outputs[0])]->name, "y");
+}
+
+// Constants that are not one value a channel, a constant divided by the
+// output, and an activation between: left alone.
+TEST(PassesFoldBatchNorm, NotOtherAffineForms) {
+  NetBuilder b("conv_not_affine");
+  int x = b.addInput("x", fb::DataType::F32, {1, 2, 4, 4});
+  auto conv = [&](int in, const std::string& name, fb::Activation act) {
+    fb::ConvParamsT p;
+    p.activation = act;
+    return b.addOp(fb::OpType::Conv, name, {in, b.addConstant(name + ".w", {2, 2, 1, 1}, RandomFloats(4, 1))},
+                   {name + ".out"}, p)[0];
+  };
+  int c1 = conv(x, "c1", fb::Activation::None);
+  int m1 = b.addOp(fb::OpType::Mul, "per_column", {c1, b.addConstant("k1", {4}, RandomFloats(4, 2))}, {"m1"})[0];
+  int c2 = conv(m1, "c2", fb::Activation::None);
+  int m2 = b.addOp(fb::OpType::Div, "k_over_y", {b.addConstant("k2", {}, std::vector<float>{2.f}), c2}, {"m2"})[0];
+  int c3 = conv(m2, "c3", fb::Activation::Relu);
+  int m3 = b.addOp(fb::OpType::Add, "after_relu", {c3, b.addConstant("k3", {}, std::vector<float>{1.f})}, {"m3"})[0];
+  int c4 = conv(m3, "c4", fb::Activation::None);
+  int m4 = b.addOp(fb::OpType::Sub, "k_minus_y", {b.addConstant("k4", {2, 1, 1}, RandomFloats(2, 3)), c4}, {"m4"})[0];
+  b.addOutput(m4);
+  fb::NetT after = ApplyPass(b.net(), FoldBatchNorm, 0);
+  EXPECT_EQ(after.ops.size(), 8u);
 }
 
 TEST(PassesFoldBatchNorm, NotWhenConvOutputHasSecondReader) {

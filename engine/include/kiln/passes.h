@@ -38,7 +38,7 @@ struct PassReport {
 };
 
 // Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
-// FuseGelu, FuseLayerNorm, FuseActivation, SinkDequantize, FuseQdq, RemoveDeadCode,
+// FuseGelu, FuseHardSwish, FuseLayerNorm, FuseActivation, SinkDequantize, FuseQdq, RemoveDeadCode,
 // FoldDequantize, MatMulToGemm (then FuseActivation again on the Gemms it
 // made), RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
@@ -94,13 +94,18 @@ StatusOr<int> LowerEinsum(fb::NetT& net);
 
 // "fold_batchnorm": BatchNormalization after a Conv (constant f32 weights,
 // no fused activation) or after a Gemm with a constant B is folded into the
-// weights and bias of the producer.
+// weights and bias of the producer; so is a Mul, Div, Add or Sub of the
+// output by a constant scalar or per-channel vector.
 StatusOr<int> FoldBatchNorm(fb::NetT& net);
 
 // "fuse_gelu": x * 0.5 * (1 + Erf(x / sqrt(2))) in the op orders torch
 // exports (Div by sqrt(2) or Mul by 1/sqrt(2); the 0.5 applied to x, to the
 // sum or to the product) becomes one Gelu.
 StatusOr<int> FuseGelu(fb::NetT& net);
+
+// "fuse_hardswish": x * Clip(x + 3, 0, 6) / 6 (the division as Div(6) or
+// Mul(1/6), on the product or on the Clip) becomes one HardSwish.
+StatusOr<int> FuseHardSwish(fb::NetT& net);
 
 // "fuse_layernorm": ReduceMean -> Sub -> Pow(2) -> ReduceMean -> Add(eps) ->
 // Sqrt -> Div -> Mul(scale) [-> Add(bias)] over the last axis, as torch

@@ -1,8 +1,11 @@
 // fold_batchnorm: y = (x - mean) * scale / sqrt(var + eps) + bias after a
 // Conv or a Gemm with constant weights is a per-output-channel affine map,
 // folded into the producer's weights (times s = scale / sqrt(var + eps)) and
-// bias ((b - mean) * s + bias). The folded weights are new constants; the
-// old ones are left for dead_code (another op may share them).
+// bias ((b - mean) * s + bias). So is a Mul, Div, Add or Sub of the output by
+// a constant that is a scalar or one value an output channel (PP-LCNet's
+// "learnable affine blocks", a scale and a shift after each conv; Keras'
+// Rescaling). The folded weights are new constants; the old ones are left
+// for dead_code (another op may share them).
 #include <cmath>
 
 #include "kiln/passes.h"
@@ -35,6 +38,62 @@ bool ReadBn(const fb::NetT& net, const fb::OpT& bn, BnConsts* c) {
   for (size_t m = 0; m < n; ++m) {
     c->s[m] = scale[m] / std::sqrt(static_cast<double>(var[m]) + eps);
     c->shift[m] = bias[m] - mean[m] * c->s[m];
+  }
+  return true;
+}
+
+// The channels and rank of the producer's output, and its channel axis
+// (1 for both); false when its weights' shape is not static.
+bool OutputGeometry(const fb::NetT& net, const fb::OpT& prod, int64_t* channels, size_t* rank) {
+  std::vector<int64_t> wshape;
+  if (prod.inputs.size() < 2 || !StaticShapeOf(*net.tensors[static_cast<size_t>(prod.inputs[1])], &wshape))
+    return false;
+  if (prod.type == fb::OpType::Conv) {
+    if (wshape.size() < 3) return false;
+    *channels = wshape[0];
+    *rank = wshape.size();
+    return true;
+  }
+  const fb::GemmParamsT* p = prod.params.AsGemmParams();
+  if (wshape.size() != 2) return false;
+  *channels = p && p->trans_b ? wshape[0] : wshape[1];
+  *rank = 2;
+  return true;
+}
+
+// Mul / Div / Add / Sub `op` of the producer's output x by a constant that
+// broadcasts along the channel axis only (a scalar, or `channels` values on
+// axis 1 of the output, ones elsewhere) as y = x * s + shift.
+bool ReadAffine(const fb::NetT& net, const fb::OpT& op, int x, int64_t channels, size_t rank, BnConsts* c) {
+  if (op.inputs.size() != 2 || op.outputs.size() != 1) return false;
+  const bool x_first = op.inputs[0] == x;
+  if (!x_first && op.inputs[1] != x) return false;
+  if (!x_first && (op.type == fb::OpType::Div || op.type == fb::OpType::Sub)) return false;  // c / x, c - x
+  const int k = x_first ? op.inputs[1] : op.inputs[0];
+  std::vector<float> v;
+  std::vector<int64_t> shape;
+  if (k < 0 || !ConstFloats(net, k, &v) || !StaticShapeOf(*net.tensors[static_cast<size_t>(k)], &shape)) return false;
+  if (shape.size() > rank) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const size_t axis = i + rank - shape.size();
+    if (shape[i] != 1 && !(axis == 1 && shape[i] == channels)) return false;
+  }
+  if (v.size() != 1 && static_cast<int64_t>(v.size()) != channels) return false;
+  const size_t M = static_cast<size_t>(channels);
+  c->s.assign(M, 1.0);
+  c->shift.assign(M, 0.0);
+  for (size_t m = 0; m < M; ++m) {
+    const double val = v[v.size() == 1 ? 0 : m];
+    switch (op.type) {
+      case fb::OpType::Mul: c->s[m] = val; break;
+      case fb::OpType::Div:
+        if (val == 0.0) return false;
+        c->s[m] = 1.0 / val;
+        break;
+      case fb::OpType::Add: c->shift[m] = val; break;
+      case fb::OpType::Sub: c->shift[m] = -val; break;
+      default: return false;
+    }
   }
   return true;
 }
@@ -127,21 +186,32 @@ StatusOr<int> FoldBatchNorm(fb::NetT& net) {
   NetIndex idx(net, removed);
   int n = 0;
   for (size_t i = 0; i < net.ops.size(); ++i) {
-    fb::OpT& bn = *net.ops[i];
-    if (bn.type != fb::OpType::BatchNormalization || bn.inputs.empty()) continue;
-    const int x = bn.inputs[0];
-    const int p = idx.producerOf(x);
-    if (p < 0 || !idx.singleUse(x)) continue;
-    fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
-    if (prod.type != fb::OpType::Conv && prod.type != fb::OpType::Gemm) continue;
-    BnConsts c;
-    if (!ReadBn(net, bn, &c)) continue;
-    bool ok = prod.type == fb::OpType::Conv ? FoldIntoConv(net, prod, c) : FoldIntoGemm(net, prod, c);
-    if (!ok) continue;
-    prod.outputs[0] = bn.outputs[0];  // the producer now writes the BN's output
-    removed[i] = 1;
-    ++n;
-    idx = NetIndex(net, removed);
+    fb::OpT& op = *net.ops[i];
+    const bool bn = op.type == fb::OpType::BatchNormalization;
+    const bool affine = op.type == fb::OpType::Mul || op.type == fb::OpType::Div || op.type == fb::OpType::Add ||
+                        op.type == fb::OpType::Sub;
+    if ((!bn && !affine) || op.inputs.empty()) continue;
+    // The input a Conv or Gemm writes (either side of a Mul or an Add).
+    for (size_t side = 0; side < (affine ? op.inputs.size() : 1); ++side) {
+      const int x = op.inputs[side];
+      const int p = idx.producerOf(x);
+      if (p < 0 || !idx.singleUse(x)) continue;
+      fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
+      if (prod.type != fb::OpType::Conv && prod.type != fb::OpType::Gemm) continue;
+      BnConsts c;
+      int64_t channels = 0;
+      size_t rank = 0;
+      if (bn ? !ReadBn(net, op, &c)
+             : !OutputGeometry(net, prod, &channels, &rank) || !ReadAffine(net, op, x, channels, rank, &c))
+        continue;
+      const bool ok = prod.type == fb::OpType::Conv ? FoldIntoConv(net, prod, c) : FoldIntoGemm(net, prod, c);
+      if (!ok) continue;
+      prod.outputs[0] = op.outputs[0];  // the producer now writes the folded op's output
+      removed[i] = 1;
+      ++n;
+      idx = NetIndex(net, removed);
+      break;
+    }
   }
   EraseOps(net, removed);
   return n;

@@ -51,12 +51,8 @@ Act ReadActivation(const fb::NetT& net, const fb::OpT& op) {
       break;
     }
     case fb::OpType::Clip: {
-      const fb::ClipParamsT* p = op.params.AsClipParams();
-      double lo = p ? p->min : -INFINITY, hi = p ? p->max : INFINITY;
-      // Inputs 1 and 2 (opset >= 11) override the attributes; they must be constants.
-      if (op.inputs.size() > 1 && op.inputs[1] >= 0 && !ConstScalar(net, op.inputs[1], &lo)) return a;
-      if (op.inputs.size() > 2 && op.inputs[2] >= 0 && !ConstScalar(net, op.inputs[2], &hi)) return a;
-      if (std::isnan(lo) || std::isnan(hi) || lo > hi) return a;
+      double lo, hi;
+      if (!ClipBounds(net, op, &lo, &hi)) return a;
       a.lo = static_cast<float>(lo);
       a.hi = static_cast<float>(hi);
       if (lo == 0 && hi == 6)

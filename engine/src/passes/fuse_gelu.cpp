@@ -24,13 +24,6 @@ namespace {
 
 constexpr double kSqrt2 = 1.4142135623730951;
 
-// The single reader of t when it is an op of `type`; -1 otherwise.
-int OnlyReader(const fb::NetT& net, const NetIndex& idx, int t, fb::OpType type) {
-  if (!idx.singleUse(t)) return -1;
-  int c = idx.consumers[static_cast<size_t>(t)][0];
-  return net.ops[static_cast<size_t>(c)]->type == type ? c : -1;
-}
-
 // Matches the pattern at Erf op `e`; on success fills the ops to remove, the
 // op that becomes the Gelu and x.
 bool MatchGelu(const fb::NetT& net, const NetIndex& idx, int e, std::vector<int>* ops, int* last, int* x) {

@@ -18,12 +18,6 @@ using namespace passes;
 
 namespace {
 
-int OnlyReader(const fb::NetT& net, const NetIndex& idx, int t, fb::OpType type) {
-  if (!idx.singleUse(t)) return -1;
-  int c = idx.consumers[static_cast<size_t>(t)][0];
-  return net.ops[static_cast<size_t>(c)]->type == type ? c : -1;
-}
-
 // A ReduceMean over only the last axis of its input, keeping dims.
 bool IsLastAxisMean(const fb::NetT& net, const StaticShapes& s, const fb::OpT& op) {
   if (op.type != fb::OpType::ReduceMean || op.inputs.empty() || op.outputs.size() != 1) return false;

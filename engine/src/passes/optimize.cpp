@@ -75,7 +75,7 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report) {
   static const Step kPipeline[] = {
       {"remove_identity", &RemoveIdentity}, {"fold_constants", &FoldConstants},
       {"lower_einsum", &LowerEinsum},       {"fold_batchnorm", &FoldBatchNorm},
-      {"fuse_gelu", &FuseGelu},
+      {"fuse_gelu", &FuseGelu},             {"fuse_hardswish", &FuseHardSwish},
       {"fuse_layernorm", &FuseLayerNorm},   {"fuse_activation", &FuseActivation},
       // dead_code first: the weights' DequantizeLinear that fuse_qdq took
       // have no reader left, and folding them would be wasted.

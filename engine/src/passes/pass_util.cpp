@@ -203,6 +203,21 @@ int OtherInput(const fb::OpT& op, int t) {
   return -2;
 }
 
+int OnlyReader(const fb::NetT& net, const NetIndex& idx, int t, fb::OpType type) {
+  if (!idx.singleUse(t)) return -1;
+  int c = idx.consumers[static_cast<size_t>(t)][0];
+  return net.ops[static_cast<size_t>(c)]->type == type ? c : -1;
+}
+
+bool ClipBounds(const fb::NetT& net, const fb::OpT& clip, double* lo, double* hi) {
+  const fb::ClipParamsT* p = clip.params.AsClipParams();
+  *lo = p ? p->min : -INFINITY;
+  *hi = p ? p->max : INFINITY;
+  if (clip.inputs.size() > 1 && clip.inputs[1] >= 0 && !ConstScalar(net, clip.inputs[1], lo)) return false;
+  if (clip.inputs.size() > 2 && clip.inputs[2] >= 0 && !ConstScalar(net, clip.inputs[2], hi)) return false;
+  return !std::isnan(*lo) && !std::isnan(*hi) && *lo <= *hi;
+}
+
 StaticShapes SeedShapes(const fb::NetT& net) {
   StaticShapes s;
   const size_t n = net.tensors.size();

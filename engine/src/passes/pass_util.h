@@ -61,6 +61,12 @@ void ReplaceInputs(fb::NetT& net, int from, int to);
 void EraseOps(fb::NetT& net, const std::vector<uint8_t>& removed);
 // The other input of a two-input op, or -2 when `t` is not one of them.
 int OtherInput(const fb::OpT& op, int t);
+// The single reader of t when it is an op of `type`; -1 otherwise.
+int OnlyReader(const fb::NetT& net, const NetIndex& idx, int t, fb::OpType type);
+// The bounds of a Clip op: attributes, overridden by constant inputs 1 and
+// 2 (opset >= 11); infinite where absent. False when an input bound is not
+// a constant scalar, or a bound is NaN, or lo > hi.
+bool ClipBounds(const fb::NetT& net, const fb::OpT& clip, double* lo, double* hi);
 
 // Static shapes, from graph inputs with fixed dims and constants forward
 // through the engine's shape functions. Unknown where any input is unknown
