@@ -323,13 +323,17 @@ void WinogradConv::run(ThreadPool& pool, const float* x, int64_t H, int64_t W, i
   // Tiles a block: its transformed inputs and products (P x tb x (C + M))
   // within about 1 MiB, so they stay in L2 between the three phases.
   constexpr int64_t kBlockFloats = 256 * 1024;
+  // Then as many blocks as makes each thread the same share (196 tiles in
+  // 88-tile blocks made 3 blocks for 2 threads: one thread did two).
   const int64_t cap = std::max<int64_t>(mr, kBlockFloats / (P * (C_ + m_pad_)) / mr * mr);
-  b.tb = std::min<int64_t>((b.T + mr - 1) / mr * mr, cap);
-  b.panels = b.tb / mr;
-  const int64_t blocks = (b.T + b.tb - 1) / b.tb;
-  const size_t v_size = static_cast<size_t>(P * b.tb * C_), prod_size = static_cast<size_t>(P * b.tb * m_pad_ + kOutLanes);
   const int threads = pool.threads();
-  if (threads == 1 || blocks >= 2 * threads) {
+  int64_t blocks = (b.T + cap - 1) / cap;
+  if (threads > 1) blocks = (std::max<int64_t>(blocks, threads) + threads - 1) / threads * threads;
+  b.tb = ((b.T + blocks - 1) / blocks + mr - 1) / mr * mr;
+  b.panels = b.tb / mr;
+  blocks = (b.T + b.tb - 1) / b.tb;
+  const size_t v_size = static_cast<size_t>(P * b.tb * C_), prod_size = static_cast<size_t>(P * b.tb * m_pad_ + kOutLanes);
+  if (threads == 1 || blocks >= threads) {
     // Whole blocks a thread, each in its own scratch: no barrier between phases.
     pool.parallelFor(blocks, [&](int64_t begin, int64_t end) {
       float* v = tl_v.get(v_size);
