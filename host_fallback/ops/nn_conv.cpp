@@ -416,6 +416,7 @@ class ConvExecution final : public Execution {
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
     if (direct_) return RunConv(op_, in, out, be, channels16_on_);
     const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+    if (narrow_) return runNarrow(be, in[0]->host<float>(), B, out[0]->host<float>());
     const float* x = in[0]->host<float>();
     const float* w = in[1]->host<float>();
     float* y = out[0]->host<float>();
@@ -519,13 +520,25 @@ class ConvExecution final : public Execution {
     // packing gathered it again for every block of output channels.
     subsampled_ = !pointwise_ && Prod(a_.kernel.begin(), a_.kernel.end()) == 1 &&
                   std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; });
+    HostBackend& be = *static_cast<HostBackend*>(backend());
+    // Few input channels: the direct kernel, whose weights are laid out once.
+    narrow_ = !direct_ && constant_weights_ && narrow_on_ && xin.size() == 2 &&
+              NarrowConv::Suits(Cg_, M_, a_.kernel, a_.strides, a_.dilations, a_.group);
+    if (narrow_) {
+      if (!narrow_conv_.ready()) {
+        narrow_conv_.prepare(W.host<float>(), M_, C_, a_.kernel[0], a_.kernel[1], be.halfWeights());
+        be.countWeightBytes(narrow_conv_.bytes());
+      }
+      col_size_ = 0;
+      prepared_ = true;
+      return;
+    }
     const bool k3 = a_.kernel == IntVec{3, 3};  // 2-D, so Y has 4 axes
     const int wino_tile = k3 ? WinogradConv::Tile(C_, M_, Y.length(2), Y.length(3)) : 0;
     winograd_ = !direct_ && constant_weights_ && a_.group == 1 && k3 && a_.strides == IntVec{1, 1} &&
                  a_.dilations == IntVec{1, 1} && winograd_on_ && wino_tile != 0;
     // Constant weights are transformed (Winograd) or packed for the GEMM
     // once (they never change), and only for the path a shape takes.
-    HostBackend& be = *static_cast<HostBackend*>(backend());
     if (winograd_ && wino_.ready() && wino_.tile() != wino_tile) {  // resized to the other tile: these go
       be.uncountWeightBytes(wino_.bytes());
       wino_ = WinogradConv();
@@ -580,6 +593,21 @@ class ConvExecution final : public Execution {
       col_size_ = 0;
     }
     prepared_ = true;
+  }
+
+  Status runNarrow(HostBackend& be, const float* x, const Tensor* B, float* y) const {
+    NarrowConvArgs na;
+    na.n = N_, na.h = x_shape_[2], na.w = x_shape_[3], na.oh = y_shape_[2], na.ow = y_shape_[3];
+    na.sh = a_.strides[0], na.sw = a_.strides[1], na.pt = a_.pads[0], na.pl = a_.pads[1];
+    const bool fused = nn::ActivationAsClamp(a_.act, a_.act_min, a_.act_max, &na.lo, &na.hi);
+    na.clamp = fused && a_.act != fb::Activation::None;
+    if (!fused) {
+      na.row_act = &PlaneActivation;
+      na.act_ctx = &a_;
+    }
+    if (!narrow_conv_.run(be.pool(), na, x, B ? B->host<float>() : nullptr, y))
+      return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the input rows");
+    return Status::Ok();
   }
 
   // y[m * rows + r] = yt[r * cols + m]: the transposed product back into
@@ -644,11 +672,12 @@ class ConvExecution final : public Execution {
   std::vector<PackedA> packed_;  // a group each; empty when the weights are not constant
   PackedB packed_b_;             // w^T, once a shape takes the transposed product
   WinogradConv wino_;            // transformed weights, once a shape takes the Winograd path
+  NarrowConv narrow_conv_;       // the weights in channel blocks, once a shape takes the narrow path
   bool prepared_ = false, direct_ = false, pointwise_ = false, winograd_ = false, transposed_ = false,
-       subsampled_ = false;
+       subsampled_ = false, narrow_ = false;
   // Read once, when the session creates the op.
   const bool winograd_on_ = PathEnabled("KILN_HOST_WINOGRAD"), transposed_on_ = PathEnabled("KILN_HOST_TRANSPOSED"),
-             channels16_on_ = PathEnabled("KILN_HOST_DW16");
+             channels16_on_ = PathEnabled("KILN_HOST_DW16"), narrow_on_ = PathEnabled("KILN_HOST_NARROW");
   IntVec x_shape_, y_shape_;
   ConvAttrs a_;
   int64_t N_ = 0, C_ = 0, M_ = 0, Cg_ = 0, Mg_ = 0, in_plane_ = 0, out_plane_ = 0, ksize_ = 0;

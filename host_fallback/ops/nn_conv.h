@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "host_backend.h"
+#include "thread_pool.h"
 #include "ops/op_params.h"
 
 namespace kiln::conv {
@@ -59,7 +60,41 @@ void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_
 
 // A convolution path the environment may turn off (VAR=0), to compare it
 // with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
-// KILN_HOST_DW16 (depthwise 16 channels a vector).
+// KILN_HOST_DW16 (depthwise 16 channels a vector), KILN_HOST_NARROW.
 bool PathEnabled(const char* var);
+
+// The direct convolution for few input channels (nn_conv_narrow.cpp): the
+// first layer of image models, whose GEMM would have a K of only C * kh * kw.
+struct NarrowConvArgs {
+  int64_t n = 1, h = 1, w = 1, oh = 1, ow = 1, sh = 1, sw = 1, pt = 0, pl = 0;
+  bool clamp = false;
+  float lo = 0, hi = 0;
+  // Then, on each output row segment (still in L1), an activation that is
+  // no clamp, or null.
+  void (*row_act)(const void* ctx, float* y, int64_t n) = nullptr;
+  const void* act_ctx = nullptr;
+};
+
+class NarrowConv {
+ public:
+  // 2-D, one group, 1 to 4 input channels, kernels up to 7x7 (at least 4
+  // taps), strides 1 or 2, no dilation; 5x5 and up, or up to 16 outputs
+  // (where it was measured faster than the GEMM).
+  static bool Suits(int64_t c, int64_t m, const IntVec& kernel, const IntVec& strides, const IntVec& dilations,
+                    int64_t group);
+  // The weights [m, c, kh, kw] in blocks of output channels; `half`: as
+  // fp16 holds them (precision low).
+  void prepare(const float* w, int64_t m, int64_t c, int64_t kh, int64_t kw, bool half);
+  bool ready() const { return !wt_.empty(); }
+  size_t bytes() const { return wt_.size() * sizeof(float); }
+  // y = conv(x) + bias (bias null: 0); false when a scratch cannot be had.
+  bool run(ThreadPool& pool, const NarrowConvArgs& a, const float* x, const float* bias, float* y) const;
+
+ private:
+  int64_t m_ = 0, c_ = 0, kh_ = 0, kw_ = 0;
+  int mb_ = 16;                // output channels a block, for this CPU's registers
+  void (*row_)() = nullptr;    // the row kernel for this CPU (nn_conv_narrow.cpp)
+  std::vector<float> wt_;  // [block][c][kh][kw][mb]
+};
 
 }  // namespace kiln::conv

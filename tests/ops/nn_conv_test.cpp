@@ -185,6 +185,38 @@ TEST(NnConv, FirstLayerWidePlanes) {
   }
 }
 
+// The direct kernel for 1 to 4 input channels (nn_conv_narrow.cpp; 5x5 and
+// up, or up to 16 outputs): output
+// channels in blocks (a partial last block), rows in bands (a partial last
+// band), columns in 16s (a partial last one), strides 1 and 2 per axis,
+// asymmetric pads, a clamp on the stores or an activation on each row,
+// batches, weights as fp16 holds them at precision low.
+TEST(NnConv, NarrowInputChannels) {
+  struct Shape2 {
+    int64_t c, h, w, m, k, sh, sw, pt, pl, pb, pr;
+  };
+  const Shape2 shapes[] = {
+      {3, 29, 37, 16, 3, 2, 2, 1, 1, 1, 1},  // MobileNet's first layer, small
+      {3, 23, 21, 64, 7, 2, 2, 3, 3, 3, 3},  // ResNet's
+      {1, 9, 40, 5, 5, 1, 1, 2, 0, 1, 2},    // grey, asymmetric pads
+      {4, 10, 11, 12, 2, 2, 1, 0, 0, 1, 0},  // 2x2, stride 2 by 1
+      {2, 6, 17, 40, 5, 1, 2, 2, 2, 2, 2},
+  };
+  int i = 0;
+  for (const Shape2& s : shapes) {
+    ConvCase k{1 + i % 2, s.c, s.h, s.w, s.m, s.k, s.k};
+    k.sh = s.sh, k.sw = s.sw, k.pt = s.pt, k.pl = s.pl, k.pb = s.pb, k.pr = s.pr;
+    k.bias = i != 2;
+    k.act = i == 0 ? fb::Activation::HardSwish : i == 1 ? fb::Activation::Relu6 : fb::Activation::None;
+    if (k.act == fb::Activation::Relu6) k.act_min = 0, k.act_max = 6;
+    k.half_weights = i == 4;
+    if (k.half_weights) k.tol = 1e-3f;
+    RunConvCase(k, std::to_string(s.c) + "->" + std::to_string(s.m) + " " + std::to_string(s.k) + "x" +
+                       std::to_string(s.k) + " on " + std::to_string(s.h) + "x" + std::to_string(s.w));
+    ++i;
+  }
+}
+
 TEST(NnConv, Conv1D) {
   ConvCase k{2, 3, 1, 9, 4, 1, 3};
   k.one_d = true;
