@@ -49,6 +49,17 @@ struct GpuCaps {
   // Kernels for CPU drivers (lavapipe, PoCL): no shared-memory tiling, where
   // barriers cost more than the reuse saves.
   bool cpu_kernels = false;
+  // conv_c4's register tile: blocks of four output channels by output
+  // columns an invocation. 1 x 4 on GPUs (registers are per lane and
+  // scarce); on CPU drivers every load is a memory access of its own, and a
+  // larger tile does more multiply-adds a load: 2 x 8 on lavapipe, 4 x 8 on
+  // PoCL (ResNet18: lavapipe 328 -> 200 ms, PoCL 114 -> 69 ms; 4 x 8 on
+  // lavapipe ran 179 ms but took twice as long to compile).
+  uint32_t conv_tile_blocks = 1, conv_tile_cols = 4;
+  // gemm's register block (rt x rt outputs an invocation, read straight
+  // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
+  // lavapipe's 1024^3 product 783 -> 153 ms.
+  uint32_t gemm_register_tile = 0;
 };
 
 // A device buffer owned by an execution (packed weights, scratch, tables):

@@ -15,7 +15,13 @@
 #endif
 #define A_K_FAST (KILN_SPEC_3 != 0)
 #define B_K_FAST (KILN_SPEC_4 != 0)
+#ifndef KILN_SPEC_7
+#define KILN_SPEC_7 0
+#endif
 #define ACT KILN_SPEC_5
+// 0: the local-memory tile; RT > 0: an RT x RT register block a work item,
+// straight from memory (CPU drivers; shaders/vulkan/gemm.comp).
+#define RT KILN_SPEC_7
 #define HAS_C (KILN_SPEC_6 != 0)
 
 typedef struct {
@@ -31,14 +37,21 @@ typedef struct {
 
 __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __global const STORE_T* c,
                    __global STORE_T* y, GemmPush p) {
+#if RT == 0
   __local float As[TK * (TILE_MAX + 1u)];
   __local float Bs[TK * (TILE_MAX + 1u)];
-  const uint tiles_n = (p.n + TN - 1u) / TN, tiles_m = (p.m + TM - 1u) / TM;
+#define GTM TM
+#define GTN TN
+#else
+#define GTM (RT * LY)
+#define GTN (RT * LX)
+#endif
+  const uint tiles_n = (p.n + GTN - 1u) / GTN, tiles_m = (p.m + GTM - 1u) / GTM;
   uint tile = TILE_INDEX;
   if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group: before any barrier
-  const uint col0 = (tile % tiles_n) * TN;
+  const uint col0 = (tile % tiles_n) * GTN;
   tile /= tiles_n;
-  const uint row0 = (tile % tiles_m) * TM;
+  const uint row0 = (tile % tiles_m) * GTM;
   uint rest = tile / tiles_m, a_off = 0u, b_off = 0u;
   for (int d = 3; d >= 0; --d) {
     const uint q = rest / p.bdims[d], i = rest - q * p.bdims[d];
@@ -47,6 +60,36 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
     rest = q;
   }
   const uint y_off = (tile / tiles_m) * p.m * p.n;
+#if RT > 0
+  {
+    const uint tx = get_local_id(0), ty = get_local_id(1);
+    float acc[RT][RT];
+    uint ar[RT], bc[RT];
+    for (uint i = 0u; i < RT; ++i) {
+      ar[i] = a_off + min(row0 + ty * RT + i, p.m - 1u) * p.a_rs;
+      bc[i] = b_off + min(col0 + tx * RT + i, p.n - 1u) * p.b_cs;
+      for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0f;
+    }
+    for (uint kk = 0u; kk < p.k; ++kk) {
+      float av[RT], bv[RT];
+      for (uint i = 0u; i < RT; ++i) av[i] = LOAD(a, ar[i] + kk * p.a_cs);
+      for (uint j = 0u; j < RT; ++j) bv[j] = LOAD(b, bc[j] + kk * p.b_rs);
+      for (uint i = 0u; i < RT; ++i)
+        for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+    }
+    for (uint i = 0u; i < RT; ++i) {
+      const uint gi = row0 + ty * RT + i;
+      if (gi >= p.m) break;
+      for (uint j = 0u; j < RT; ++j) {
+        const uint gj = col0 + tx * RT + j;
+        if (gj >= p.n) break;
+        float v = p.alpha * acc[i][j];
+        if (HAS_C) v += p.beta * LOAD(c, gi * p.c_rs + gj * p.c_cs);
+        STORE(y, y_off + gi * p.n + gj, FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+      }
+    }
+  }
+#else
   const uint tid = LOCAL_INDEX;
   float acc[16];
   for (uint i = 0u; i < 16u; ++i) acc[i] = 0.0f;
@@ -81,4 +124,5 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
       STORE(y, y_off + gi * p.n + gj, FusedActivation(ACT, v, p.lo, p.hi, p.slope));
     }
   }
+#endif
 }

@@ -10,7 +10,7 @@
 // consecutive output columns of one output row: per tap and input block it
 // loads four input pixels (each the vec4 of four input channels) and four
 // weight columns, and does sixteen vec4 FMAs. X and Y in either layout
-// (conv_c4_common.glsl). Weights (backends/gpu/ops/gpu_nn_conv.cpp,
+// (conv_c4_common.glsl); XB and MB below widen the tile. Weights (backends/gpu/ops/gpu_nn_conv.cpp,
 // PackConvWeights): vec4 column j of (group g, output block mb, tap t,
 // input block cb) holds W[g*mg + 4mb + 0..3][4cb + j][t], zero past the
 // group's channels, at ((gmb * kvol + t) * cg4 + cb) * 4 + j with gmb =
@@ -30,23 +30,33 @@ layout(push_constant) uniform P {
   float lo, hi, slope;  // fused activation
 } p;
 
+// Register tile of an invocation: MB blocks of four output channels (of
+// one group) by XB consecutive output columns. GPUs take 1 x 4; CPU
+// drivers (lavapipe) 2 x 8, where each load is a per-lane memory access
+// and the larger tile does twice the multiply-adds a load.
+layout(constant_id = 7) const uint XB = 4u;
+layout(constant_id = 8) const uint MB = 1u;
+
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
-  const uint owb = (p.ow + 3u) / 4u, m4 = p.m / p.mg * p.mg4;
+  const uint owb = (p.ow + XB - 1u) / XB, groups = p.m / p.mg, mbb = (p.mg4 + MB - 1u) / MB;
   const uint xb = i % owb;
   i /= owb;
   const uint oy = i % p.oh;
   i /= p.oh;
   const uint oz = i % p.od;
   i /= p.od;
-  const uint gmb = i % m4, n = i / m4;
-  const uint g = gmb / p.mg4;
-  const uint ox0 = xb * 4u;
+  const uint gq = i % (groups * mbb), n = i / (groups * mbb);
+  const uint g = gq / mbb, q0 = (gq % mbb) * MB;
+  const uint ox0 = xb * XB;
   const uint kvol = p.kd * p.kh * p.kw, vol = p.d * p.h * p.w;
 
-  vec4 acc[4];
-  [[unroll]] for (uint b = 0u; b < 4u; ++b) acc[b] = vec4(0.0);
+  vec4 acc[MB][XB];
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+    [[unroll]] for (uint b = 0u; b < XB; ++b) acc[mb][b] = vec4(0.0);
+  uint gmb[MB];  // the output blocks (a block past the group's last reads the last, stores nothing)
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb) gmb[mb] = g * p.mg4 + min(q0 + mb, p.mg4 - 1u);
   const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph;
   const uint cb0 = g * p.cg4;  // the group's first input block
   for (uint kz = 0u; kz < p.kd; ++kz) {
@@ -57,31 +67,35 @@ void main() {
       if (iy < 0 || iy >= int(p.h)) continue;
       const uint row = (uint(iz) * p.h + uint(iy)) * p.w;
       for (uint kx = 0u; kx < p.kw; ++kx) {
-        uint pix[4];
-        bool ok[4];
-        [[unroll]] for (uint b = 0u; b < 4u; ++b) {
+        uint pix[XB];
+        bool ok[XB];
+        [[unroll]] for (uint b = 0u; b < XB; ++b) {
           const int ix = int((ox0 + b) * p.sw + kx * p.dw) - p.pw;
           ok[b] = ix >= 0 && ix < int(p.w) && ox0 + b < p.ow;
           pix[b] = row + uint(max(ix, 0));
         }
         const uint t = (kz * p.kh + ky) * p.kw + kx;
-        uint wi = (gmb * kvol + t) * p.cg4 * 4u;
-        for (uint cb = 0u; cb < p.cg4; ++cb, wi += 4u) {
-          const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
-          [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-            if (!ok[b]) continue;
-            const vec4 xv = LoadX4(p.c, n, cb0 + cb, vol, pix[b]);
-            acc[b] += w0 * xv.x + w1 * xv.y + w2 * xv.z + w3 * xv.w;
+        for (uint cb = 0u; cb < p.cg4; ++cb) {
+          vec4 xv[XB];
+          [[unroll]] for (uint b = 0u; b < XB; ++b) xv[b] = ok[b] ? LoadX4(p.c, n, cb0 + cb, vol, pix[b]) : vec4(0.0);
+          [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+            const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
+            const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
+            [[unroll]] for (uint b = 0u; b < XB; ++b)
+              acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
           }
         }
       }
     }
   }
 
-  const vec4 bv = HAS_BIAS ? vec4(w4[p.bias_at + gmb]) : vec4(0.0);
   const uint ovol = p.od * p.oh * p.ow, orow = (oz * p.oh + oy) * p.ow;
-  [[unroll]] for (uint b = 0u; b < 4u; ++b) {
-    if (ox0 + b >= p.ow) break;
-    StoreY4(p.m, n, gmb, ovol, orow + ox0 + b, acc[b] + bv, p.lo, p.hi, p.slope);
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+    if (q0 + mb >= p.mg4) break;
+    const vec4 bv = HAS_BIAS ? vec4(w4[p.bias_at + gmb[mb]]) : vec4(0.0);
+    [[unroll]] for (uint b = 0u; b < XB; ++b) {
+      if (ox0 + b >= p.ow) break;
+      StoreY4(p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi, p.slope);
+    }
   }
 }

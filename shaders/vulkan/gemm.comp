@@ -10,11 +10,18 @@
 // broadcast axis: Gemm's C, or a per-row bias). Y is dense [batches, M, N].
 // Batch index b splits over bdims (innermost last) into A's and B's batch
 // offsets (strides 0 where broadcast). One TM x TN tile per work group (see
-// gemm_tile.glsl), tiles counted n fastest, then m, then batch.
+// gemm_tile.glsl; RT * LY x RT * LX with a register tile), tiles counted n
+// fastest, then m, then batch.
 layout(constant_id = 3) const bool A_K_FAST = true;   // a_cs == 1: fill As along k
 layout(constant_id = 4) const bool B_K_FAST = false;  // b_rs == 1: fill Bs along k
 layout(constant_id = 5) const uint ACT = 0;
 layout(constant_id = 6) const bool HAS_C = false;
+// 0: the shared-memory tile of gemm_tile.glsl (GPUs). RT > 0: each
+// invocation computes an RT x RT block of C straight from memory, no shared
+// memory and no barriers (CPU drivers: lavapipe ran the 1024^3 product in
+// 153 ms against 783 with RT = 8; its barriers and shared-memory copies
+// cost more than the reuse saved).
+layout(constant_id = 7) const uint RT = 0u;
 
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
@@ -31,13 +38,50 @@ layout(push_constant) uniform P {
   uint sa[4], sb[4];
 } p;
 
+// Y(i, j) from the accumulated sum: alpha, beta * C, the activation.
+void Store(uint y_off, uint gi, uint gj, float acc) {
+  float v = p.alpha * acc;
+  if (HAS_C) v += p.beta * float(c[gi * p.c_rs + gj * p.c_cs]);
+  y[y_off + gi * p.n + gj] = STORE_T(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+}
+
+// The RT x RT block at rows row0 + ty * RT + i, columns col0 + tx * RT + j;
+// rows and columns past the matrix read its last one and store nothing.
+void RegisterTile(uint a_off, uint b_off, uint y_off, uint row0, uint col0) {
+  const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  float acc[8][8];
+  uint ar[8], bc[8];
+  [[unroll]] for (uint i = 0u; i < RT; ++i) {
+    ar[i] = a_off + min(row0 + ty * RT + i, p.m - 1u) * p.a_rs;
+    bc[i] = b_off + min(col0 + tx * RT + i, p.n - 1u) * p.b_cs;
+    [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0;
+  }
+  for (uint kk = 0u; kk < p.k; ++kk) {
+    float av[8], bv[8];
+    [[unroll]] for (uint i = 0u; i < RT; ++i) av[i] = float(a[ar[i] + kk * p.a_cs]);
+    [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = float(b[bc[j] + kk * p.b_rs]);
+    [[unroll]] for (uint i = 0u; i < RT; ++i)
+      [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+  }
+  [[unroll]] for (uint i = 0u; i < RT; ++i) {
+    const uint gi = row0 + ty * RT + i;
+    if (gi >= p.m) break;
+    [[unroll]] for (uint j = 0u; j < RT; ++j) {
+      const uint gj = col0 + tx * RT + j;
+      if (gj >= p.n) break;
+      Store(y_off, gi, gj, acc[i][j]);
+    }
+  }
+}
+
 void main() {
-  const uint tiles_n = (p.n + TN - 1u) / TN, tiles_m = (p.m + TM - 1u) / TM;
+  const uint GTM = RT == 0u ? TM : RT * LY, GTN = RT == 0u ? TN : RT * LX;
+  const uint tiles_n = (p.n + GTN - 1u) / GTN, tiles_m = (p.m + GTM - 1u) / GTM;
   uint tile = TileIndex();
   if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group: before any barrier
-  const uint col0 = (tile % tiles_n) * TN;
+  const uint col0 = (tile % tiles_n) * GTN;
   tile /= tiles_n;
-  const uint row0 = (tile % tiles_m) * TM;
+  const uint row0 = (tile % tiles_m) * GTM;
   uint rest = tile / tiles_m, a_off = 0u, b_off = 0u;
   [[unroll]] for (int d = 3; d >= 0; --d) {
     const uint q = rest / p.bdims[d], i = rest - q * p.bdims[d];
@@ -46,6 +90,10 @@ void main() {
     rest = q;
   }
   const uint y_off = (tile / tiles_m) * p.m * p.n;
+  if (RT != 0u) {
+    RegisterTile(a_off, b_off, y_off, row0, col0);
+    return;
+  }
   const uint tid = gl_LocalInvocationIndex;
 
   float acc[4][4];
@@ -79,9 +127,7 @@ void main() {
     [[unroll]] for (uint j = 0u; j < 4u; ++j) {
       const uint gj = col0 + tx + j * LX;
       if (gj >= p.n) break;
-      float v = p.alpha * acc[i][j];
-      if (HAS_C) v += p.beta * float(c[gi * p.c_rs + gj * p.c_cs]);
-      y[y_off + gi * p.n + gj] = STORE_T(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+      Store(y_off, gi, gj, acc[i][j]);
     }
   }
 }

@@ -309,10 +309,16 @@ class ConvExecution final : public GemmExecution {
       Window win;
       ActPush act;
     } push{s.c, cg, (cg + 3) / 4, s.m, mg, (mg + 3) / 4, s.batch, 0, bias_at_, w, act};
-    const uint64_t total = uint64_t{s.batch} * s.groups * push.mg4 * w.od * w.oh * ((w.ow + 3) / 4);
+    // The invocation's register tile, by device (GpuCaps::conv_tile_*).
+    const uint32_t xb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
+    std::vector<uint32_t> tile_spec = spec;
+    tile_spec.push_back(xb);
+    tile_spec.push_back(mb);
+    const uint64_t total =
+        uint64_t{s.batch} * s.groups * ((push.mg4 + mb - 1) / mb) * w.od * w.oh * ((w.ow + xb - 1) / xb);
     if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
     push.total = static_cast<uint32_t>(total);
-    return add1D("conv_c4", std::move(bindings), push, total, spec);
+    return add1D("conv_c4", std::move(bindings), push, total, tile_spec);
   }
 
   const fb::ConvParams* p_;

@@ -53,9 +53,17 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   std::copy(g.sb, g.sb + 4, push.sb);
   uint32_t local[3], groups[3];
   PickGemmTile(g.m, g.n, g.batches, gpu()->gpuCaps().max_workgroup_invocations, local);
+  // The same tile with fewer invocations where each computes a register
+  // block of rt x rt (CPU drivers) instead of 4 x 4 from shared memory.
+  const uint32_t rt = gpu()->gpuCaps().gemm_register_tile;
   const uint64_t tm = 4 * local[1], tn = 4 * local[0];
-  Groups1D((g.m + tm - 1) / tm * ((g.n + tn - 1) / tn) * g.batches, 1, groups);
-  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr};
+  if (rt > 0) {
+    local[0] = static_cast<uint32_t>(std::max<uint64_t>(1, tn / rt));
+    local[1] = static_cast<uint32_t>(std::max<uint64_t>(1, tm / rt));
+  }
+  const uint64_t gtm = rt > 0 ? uint64_t{rt} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
+  Groups1D((g.m + gtm - 1) / gtm * ((g.n + gtn - 1) / gtn) * g.batches, 1, groups);
+  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt};
   // Without C, A stands in for the unused binding.
   return add("gemm", {{a}, {b}, {c ? c : a}, {y, nullptr, true}}, push, groups, local, spec);
 }
