@@ -82,11 +82,11 @@ class NarrowConv {
   // (where it was measured faster than the GEMM).
   static bool Suits(int64_t c, int64_t m, const IntVec& kernel, const IntVec& strides, const IntVec& dilations,
                     int64_t group);
-  // The weights [m, c, kh, kw] in blocks of output channels; `half`: as
-  // fp16 holds them (precision low).
+  // The weights [m, c, kh, kw] in blocks of output channels; `half`: stored
+  // as fp16 (precision low), widened at each run.
   void prepare(const float* w, int64_t m, int64_t c, int64_t kh, int64_t kw, bool half);
-  bool ready() const { return !wt_.empty(); }
-  size_t bytes() const { return wt_.size() * sizeof(float); }
+  bool ready() const { return !wt_.empty() || !wt_half_.empty(); }
+  size_t bytes() const { return wt_.size() * sizeof(float) + wt_half_.size() * sizeof(uint16_t); }
   // y = conv(x) + bias (bias null: 0); false when a scratch cannot be had.
   bool run(ThreadPool& pool, const NarrowConvArgs& a, const float* x, const float* bias, float* y) const;
 
@@ -94,7 +94,8 @@ class NarrowConv {
   int64_t m_ = 0, c_ = 0, kh_ = 0, kw_ = 0;
   int mb_ = 16;                // output channels a block, for this CPU's registers
   void (*row_)() = nullptr;    // the row kernel for this CPU (nn_conv_narrow.cpp)
-  std::vector<float> wt_;  // [block][c][kh][kw][mb]
+  std::vector<float> wt_;          // [block][c][kh][kw][mb]
+  std::vector<uint16_t> wt_half_;  // or those as fp16 (precision low)
 };
 
 }  // namespace kiln::conv

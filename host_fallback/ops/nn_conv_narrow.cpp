@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "gemm.h"
 #include "half.h"
 #include "ops/nn_conv.h"
 #include "scratch.h"
@@ -30,7 +31,7 @@ typedef float V16u __attribute__((vector_size(64), aligned(4)));
 constexpr int64_t kLanes = 16;
 constexpr int64_t kBandRows = 4;  // output rows a task
 
-thread_local ScratchBuffer tl_rows, tl_out;
+thread_local ScratchBuffer tl_rows, tl_out, tl_wide;  // tl_wide: fp16 weights widened (caller thread)
 
 // One output row of one block of MB channels: out[j * ostride + ox] for
 // ox < ow. tap[t] is where tap t (c, ky, kx order) reads output column 0's
@@ -116,13 +117,18 @@ void NarrowConv::prepare(const float* w, int64_t m, int64_t c, int64_t kh, int64
   m_ = m, c_ = c, kh_ = kh, kw_ = kw;
   row_ = reinterpret_cast<void (*)()>(PickRow(&mb_));
   const int64_t blocks = (m + mb_ - 1) / mb_, taps = c * kh * kw;
-  wt_.assign(static_cast<size_t>(blocks * taps * mb_), 0.f);
+  const size_t n = static_cast<size_t>(blocks * taps * mb_);
+  std::vector<float> wt(n, 0.f);
   for (int64_t o = 0; o < m; ++o)
-    for (int64_t t = 0; t < taps; ++t) {
-      float v = w[o * taps + t];
-      if (half) v = HalfToFloat(FloatToHalf(v));  // precision low: the weights as fp16 would hold them
-      wt_[static_cast<size_t>(((o / mb_) * taps + t) * mb_ + o % mb_)] = v;
-    }
+    for (int64_t t = 0; t < taps; ++t) wt[static_cast<size_t>(((o / mb_) * taps + t) * mb_ + o % mb_)] = w[o * taps + t];
+  wt_.clear();
+  wt_half_.clear();
+  if (half) {  // precision low: stored as fp16, widened for each run
+    wt_half_.resize(n);
+    for (size_t i = 0; i < n; ++i) wt_half_[i] = FloatToHalf(wt[i]);
+  } else {
+    wt_ = std::move(wt);
+  }
 }
 
 bool NarrowConv::run(ThreadPool& pool, const NarrowConvArgs& a, const float* x, const float* bias, float* y) const {
@@ -135,6 +141,13 @@ bool NarrowConv::run(ThreadPool& pool, const NarrowConvArgs& a, const float* x, 
   const size_t row_floats = static_cast<size_t>(c_ * band_in * s * rq);
   const int64_t bands = (a.oh + kBandRows - 1) / kBandRows, blocks = (m_ + mb_ - 1) / mb_;
   const int64_t taps = c_ * kh_ * kw_, out_plane = a.oh * a.ow, in_plane = a.h * a.w;
+  const float* weights = wt_.data();
+  if (!wt_half_.empty()) {
+    float* wide = tl_wide.get(wt_half_.size());
+    if (!wide) return false;
+    WidenHalf(wt_half_.data(), wide, static_cast<int64_t>(wt_half_.size()));
+    weights = wide;
+  }
   std::vector<float> bias_pad(static_cast<size_t>(blocks * mb_), 0.f);
   if (bias) std::copy(bias, bias + m_, bias_pad.begin());
   std::atomic<bool> failed{false};
@@ -183,7 +196,7 @@ bool NarrowConv::run(ThreadPool& pool, const NarrowConvArgs& a, const float* x, 
           // A partial last block writes its rows to scratch, then copies the valid ones.
           float* dst = valid == mb_ ? out : tail;
           const int64_t ostride = valid == mb_ ? out_plane : a.ow;
-          const float* wb = wt_.data() + b * taps * mb_;
+          const float* wb = weights + b * taps * mb_;
           reinterpret_cast<NarrowRowFn>(row_)(tap.data(), wb, bias_pad.data() + m0, taps, a.ow, a.clamp, a.lo, a.hi,
                                               dst, ostride);
           for (int64_t j = 0; j < valid; ++j) {

@@ -25,15 +25,24 @@ typedef struct {
   float lo, hi, slope;
 } ConvDwC4Push;
 
+#ifndef KILN_SPEC_7
+#define KILN_SPEC_7 1
+#endif
+#define XB KILN_SPEC_7  // output columns a work item (GpuCaps::conv_tile_cols)
+
 __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y,
                          ConvDwC4Push p) {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
   const uint ovol = p.od * p.oh * p.ow, vol = p.d * p.h * p.w, kvol = p.kd * p.kh * p.kw;
-  const uint q = i % ovol, ncb = i / ovol, cb = ncb % p.c4, n = ncb / p.c4;
-  const uint oz = q / (p.oh * p.ow), r = q - oz * p.oh * p.ow, oy = r / p.ow, ox = r - oy * p.ow;
-  const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph, ix0 = (int)(ox * p.sw) - p.pw;
-  float4 acc = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
+  const uint owb = (p.ow + XB - 1u) / XB, rows = p.od * p.oh;
+  const uint xb = i % owb, rest = i / owb, orow = rest % rows, ncb = rest / rows;
+  const uint cb = ncb % p.c4, n = ncb / p.c4;
+  const uint oz = orow / p.oh, oy = orow - oz * p.oh, ox0 = xb * XB;
+  const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph;
+  const float4 bias = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
+  float4 acc[XB];
+  for (uint b = 0u; b < XB; ++b) acc[b] = bias;
   for (uint kz = 0u; kz < p.kd; ++kz) {
     const int iz = iz0 + (int)(kz * p.dd);
     if (iz < 0 || iz >= (int)p.d) continue;
@@ -42,11 +51,14 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
       if (iy < 0 || iy >= (int)p.h) continue;
       const uint row = ((uint)iz * p.h + (uint)iy) * p.w, wrow = cb * kvol + (kz * p.kh + ky) * p.kw;
       for (uint kx = 0u; kx < p.kw; ++kx) {
-        const int ix = ix0 + (int)(kx * p.dw);
-        if (ix < 0 || ix >= (int)p.w) continue;
-        acc += LOAD4(w4, wrow + kx) * LoadX4(x, X_PACKED, p.c, n, cb, vol, row + (uint)ix);
+        const float4 wv = LOAD4(w4, wrow + kx);
+        for (uint b = 0u; b < XB; ++b) {
+          const int ix = (int)((ox0 + b) * p.sw + kx * p.dw) - p.pw;
+          if (ix >= 0 && ix < (int)p.w) acc[b] += wv * LoadX4(x, X_PACKED, p.c, n, cb, vol, row + (uint)ix);
+        }
       }
     }
   }
-  StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, q, acc, p.lo, p.hi, p.slope);
+  for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b)
+    StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, orow * p.ow + ox0 + b, acc[b], p.lo, p.hi, p.slope);
 }

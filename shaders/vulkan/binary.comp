@@ -15,11 +15,29 @@ layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
 layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
 KILN_BROADCAST_PUSH;
 
+// Elements an invocation (1 on GPUs; 8 on CPU drivers, where an invocation
+// costs more than an element's arithmetic). Collapsed to one dim (equal
+// shapes, or a scalar operand), offsets are i times the stride: no
+// divisions, which CPU drivers do lane by lane.
+layout(constant_id = 5) const uint EPI = 1u;
+
 void main() {
-  uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.n) return;
+  const uint base = KILN_GLOBAL_INDEX * EPI;
+  if (base >= p.n) return;
+  if (p.rank == 1u) {
+    const uint s0 = p.sa[0], s1 = p.sb[0];
+    [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+      const uint i = base + e;
+      if (i < p.n) c[i] = STORE_T(BinaryFloat(OP, float(a[i * s0]), float(b[i * s1])));
+    }
+    return;
+  }
   uint dims[KILN_MAX_RANK] = p.dims, sa[KILN_MAX_RANK] = p.sa, sb[KILN_MAX_RANK] = p.sb;
-  const float x = float(a[BroadcastOffset(i, p.rank, dims, sa)]);
-  const float y = float(b[BroadcastOffset(i, p.rank, dims, sb)]);
-  c[i] = STORE_T(BinaryFloat(OP, x, y));
+  [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+    const uint i = base + e;
+    if (i >= p.n) break;
+    const float x = float(a[BroadcastOffset(i, p.rank, dims, sa)]);
+    const float y = float(b[BroadcastOffset(i, p.rank, dims, sb)]);
+    c[i] = STORE_T(BinaryFloat(OP, x, y));
+  }
 }

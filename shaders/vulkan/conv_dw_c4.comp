@@ -9,7 +9,7 @@
 // channel block, a vec4 FMA per tap inside the input. X and Y in either
 // layout (conv_c4_common.glsl). Weights: the vec4 of block cb and tap t at
 // cb * kvol + t (zero past C), the bias at vec4 `bias_at` + cb.
-// Invocations: output pixel fastest, then block, then batch.
+// Invocations: XB output columns of a row, rows fastest, then block, then batch.
 layout(push_constant) uniform P {
   uint total, c, c4, bias_at;
   uint d, h, w;         // input extents
@@ -21,14 +21,22 @@ layout(push_constant) uniform P {
   float lo, hi, slope;  // fused activation
 } p;
 
+// Output columns an invocation (GpuCaps::conv_tile_cols): each weight is
+// loaded once for XB outputs of a row instead of once an output.
+layout(constant_id = 7) const uint XB = 1u;
+
 void main() {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
   const uint ovol = p.od * p.oh * p.ow, vol = p.d * p.h * p.w, kvol = p.kd * p.kh * p.kw;
-  const uint q = i % ovol, ncb = i / ovol, cb = ncb % p.c4, n = ncb / p.c4;
-  const uint oz = q / (p.oh * p.ow), r = q - oz * p.oh * p.ow, oy = r / p.ow, ox = r - oy * p.ow;
-  const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph, ix0 = int(ox * p.sw) - p.pw;
-  vec4 acc = HAS_BIAS ? vec4(w4[p.bias_at + cb]) : vec4(0.0);
+  const uint owb = (p.ow + XB - 1u) / XB, rows = p.od * p.oh;
+  const uint xb = i % owb, rest = i / owb, orow = rest % rows, ncb = rest / rows;
+  const uint cb = ncb % p.c4, n = ncb / p.c4;
+  const uint oz = orow / p.oh, oy = orow - oz * p.oh, ox0 = xb * XB;
+  const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph;
+  const vec4 bias = HAS_BIAS ? vec4(w4[p.bias_at + cb]) : vec4(0.0);
+  vec4 acc[XB];
+  [[unroll]] for (uint b = 0u; b < XB; ++b) acc[b] = bias;
   for (uint kz = 0u; kz < p.kd; ++kz) {
     const int iz = iz0 + int(kz * p.dd);
     if (iz < 0 || iz >= int(p.d)) continue;
@@ -37,11 +45,16 @@ void main() {
       if (iy < 0 || iy >= int(p.h)) continue;
       const uint row = (uint(iz) * p.h + uint(iy)) * p.w, wrow = cb * kvol + (kz * p.kh + ky) * p.kw;
       for (uint kx = 0u; kx < p.kw; ++kx) {
-        const int ix = ix0 + int(kx * p.dw);
-        if (ix < 0 || ix >= int(p.w)) continue;
-        acc += vec4(w4[wrow + kx]) * LoadX4(p.c, n, cb, vol, row + uint(ix));
+        const vec4 wv = vec4(w4[wrow + kx]);
+        [[unroll]] for (uint b = 0u; b < XB; ++b) {
+          const int ix = int((ox0 + b) * p.sw + kx * p.dw) - p.pw;
+          if (ix >= 0 && ix < int(p.w)) acc[b] += wv * LoadX4(p.c, n, cb, vol, row + uint(ix));
+        }
       }
     }
   }
-  StoreY4(p.c, n, cb, ovol, q, acc, p.lo, p.hi, p.slope);
+  [[unroll]] for (uint b = 0u; b < XB; ++b) {
+    if (ox0 + b >= p.ow) break;
+    StoreY4(p.c, n, cb, ovol, orow * p.ow + ox0 + b, acc[b], p.lo, p.hi, p.slope);
+  }
 }

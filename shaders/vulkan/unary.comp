@@ -14,12 +14,17 @@ layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
 // four, over `plane` pixels; the lanes past c stay zero.
 layout(push_constant) uniform P { uint n; float alpha; float beta; uint c, plane; } p;
 
+// Elements an invocation: 1 on GPUs, 8 on CPU drivers (binary.comp's EPI).
+layout(constant_id = 4) const uint EPI = 1u;
+
 void main() {
-  uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.n) return;
-  if (p.c != 0u && (i / 4u / p.plane) % ((p.c + 3u) / 4u) * 4u + i % 4u >= p.c) {
-    y[i] = STORE_T(0.0);
-    return;
+  const uint base = KILN_GLOBAL_INDEX * EPI;
+  [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+    const uint i = base + e;
+    if (i >= p.n) return;
+    if (p.c != 0u && (i / 4u / p.plane) % ((p.c + 3u) / 4u) * 4u + i % 4u >= p.c)
+      y[i] = STORE_T(0.0);
+    else
+      y[i] = STORE_T(UnaryFn(OP, float(x[i]), p.alpha, p.beta));
   }
-  y[i] = STORE_T(UnaryFn(OP, float(x[i]), p.alpha, p.beta));
 }

@@ -298,10 +298,14 @@ class ConvExecution final : public GemmExecution {
       ActPush act;
     } dw{0, s.c, (s.c + 3) / 4, bias_at_, w, act};
     if (depthwise) {
-      const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * w.ow;
+      // XB output columns an invocation: 1 on GPUs, the conv tile's columns on CPU drivers.
+      const uint32_t xb = gpu()->gpuCaps().cpu_kernels ? gpu()->gpuCaps().conv_tile_cols : 1;
+      std::vector<uint32_t> dw_spec = spec;
+      dw_spec.push_back(xb);
+      const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * ((w.ow + xb - 1) / xb);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
       dw.total = static_cast<uint32_t>(total);
-      return add1D("conv_dw_c4", std::move(bindings), dw, total, spec);
+      return add1D("conv_dw_c4", std::move(bindings), dw, total, dw_spec);
     }
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
     struct {

@@ -59,7 +59,9 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   const uint64_t tm = 4 * local[1], tn = 4 * local[0];
   if (rt > 0) {
     local[0] = static_cast<uint32_t>(std::max<uint64_t>(1, tn / rt));
-    local[1] = static_cast<uint32_t>(std::max<uint64_t>(1, tm / rt));
+    // No more rows of invocations than the rows of C need (a batch-1 FC
+    // layer has one).
+    local[1] = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(tm, (g.m + rt - 1) / rt * rt) / rt));
   }
   const uint64_t gtm = rt > 0 ? uint64_t{rt} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
   Groups1D((g.m + gtm - 1) / gtm * ((g.n + gtn - 1) / gtn) * g.batches, 1, groups);
