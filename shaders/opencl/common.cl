@@ -114,6 +114,39 @@ uint DstOffset(const StridedCopy* p, uint i, bool rows) {
   return p->dst_base + row * p->dst_row + (i - row * p->dst_block);
 }
 
+// Items base .. base + epi - 1 (those below n) of a strided copy through
+// `visit(dst, src)`; offsets step item by item, the full divisions only
+// where a row ends (copy.cl, copy_u8.cl; shaders/vulkan/copy_strided.glsl).
+#define KILN_COPY_ITEMS(p, epi, tile, rows, visit)                             \
+  {                                                                            \
+    const uint base_ = KILN_GLOBAL_INDEX * (epi);                              \
+    if (base_ < (p).n) {                                                       \
+      const uint inner_ = (p).rank > 0u ? (p).dims[(p).rank - 1u] : 1u;        \
+      const int step_ = (p).rank > 0u ? (p).strides[(p).rank - 1u] : 0;        \
+      const uint block_ = (rows) ? (p).dst_block : 0xFFFFFFFFu;                \
+      uint c_ = base_ % inner_, src_ = SrcOffset(&(p), base_, tile);           \
+      uint col_ = (rows) ? base_ % block_ : 0u, dst_ = DstOffset(&(p), base_, rows); \
+      for (uint e_ = 0u; e_ < (epi); ++e_) {                                   \
+        const uint i_ = base_ + e_;                                            \
+        if (i_ >= (p).n) break;                                                \
+        visit(dst_, src_);                                                     \
+        if ((tile) || ++c_ == inner_) {                                        \
+          c_ = 0u;                                                             \
+          src_ = SrcOffset(&(p), i_ + 1u, tile);                               \
+        } else {                                                               \
+          src_ = (uint)((int)src_ + step_);                                    \
+        }                                                                      \
+        if ((rows) && ++col_ == block_) {                                      \
+          col_ = 0u;                                                           \
+          dst_ += (p).dst_row - block_ + 1u;                                   \
+        } else {                                                               \
+          ++dst_;                                                              \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }
+
+
 // Every elementwise function of the kernels, written once for OpenCL C: the
 // unary ops (unary.cl) and the fused activations share UnaryFn and its
 // numbering, fb::OpType's values (kiln_op_codes.h, generated at build time

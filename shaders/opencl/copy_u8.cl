@@ -5,9 +5,11 @@
 #ifndef KILN_SPEC_4
 #define KILN_SPEC_4 0
 #endif
+#ifndef KILN_SPEC_5
+#define KILN_SPEC_5 1  // items a work item (copy_strided.glsl's EPI)
+#endif
 
 __kernel void copy_u8(__global const uchar* x, __global uchar* y, StridedCopy p) {
-  uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.n) return;
-  y[DstOffset(&p, i, KILN_SPEC_4 != 0)] = x[SrcOffset(&p, i, KILN_SPEC_3 != 0)];
+#define KILN_COPY_ONE(d, s) y[d] = x[s]
+  KILN_COPY_ITEMS(p, KILN_SPEC_5, KILN_SPEC_3 != 0, KILN_SPEC_4 != 0, KILN_COPY_ONE)
 }

@@ -9,8 +9,5 @@
 layout(std430, binding = 0) readonly buffer X { UNIT_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { UNIT_T y[]; };
 
-void main() {
-  uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.n) return;
-  y[DstOffset(i)] = x[SrcOffset(i)];
-}
+#define KILN_COPY_ONE(d, s) y[d] = x[s]
+void main() KILN_COPY_ITEMS(KILN_COPY_ONE)

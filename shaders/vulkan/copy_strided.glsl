@@ -12,6 +12,10 @@
 // buffer's elements: a wider element is an innermost dim of several units.
 layout(constant_id = 3) const bool TILE = false;
 layout(constant_id = 4) const bool DST_ROWS = false;
+// Items an invocation: 1 on GPUs, 8 on CPU drivers (an invocation costs
+// them more than a copied item). Along the innermost dim the source offset
+// steps by its stride; the full division only where a row ends.
+layout(constant_id = 5) const uint EPI = 1u;
 
 layout(push_constant) uniform P {
   uint n, rank;
@@ -41,3 +45,36 @@ uint DstOffset(uint i) {
   uint row = i / p.dst_block;
   return p.dst_base + row * p.dst_row + (i - row * p.dst_block);
 }
+
+// Items base .. base + EPI - 1 (those below n) through `visit(dst, src)`,
+// the including shader's copy of one item. Offsets step item by item: the
+// source by the innermost stride (the full division only where a row
+// ends), the destination along its block of the row.
+#define KILN_COPY_ITEMS(visit)                                                        \
+  {                                                                                   \
+    const uint base_ = KILN_GLOBAL_INDEX * EPI;                                       \
+    if (base_ < p.n) {                                                                \
+      const uint inner_ = p.rank > 0u ? p.dims[p.rank - 1u] : 1u;                     \
+      const int step_ = p.rank > 0u ? p.strides[p.rank - 1u] : 0;                     \
+      const uint block_ = DST_ROWS ? p.dst_block : 0xFFFFFFFFu;                       \
+      uint c_ = base_ % inner_, src_ = SrcOffset(base_);                              \
+      uint col_ = DST_ROWS ? base_ % block_ : 0u, dst_ = DstOffset(base_);            \
+      for (uint e_ = 0u; e_ < EPI; ++e_) {                                            \
+        const uint i_ = base_ + e_;                                                   \
+        if (i_ >= p.n) break;                                                         \
+        visit(dst_, src_);                                                            \
+        if (TILE || ++c_ == inner_) {                                                 \
+          c_ = 0u;                                                                    \
+          src_ = SrcOffset(i_ + 1u);                                                  \
+        } else {                                                                      \
+          src_ = uint(int(src_) + step_);                                             \
+        }                                                                             \
+        if (DST_ROWS && ++col_ == block_) {                                           \
+          col_ = 0u;                                                                  \
+          dst_ += p.dst_row - block_ + 1u;                                            \
+        } else {                                                                      \
+          ++dst_;                                                                     \
+        }                                                                             \
+      }                                                                               \
+    }                                                                                 \
+  }

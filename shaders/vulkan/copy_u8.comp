@@ -11,8 +11,5 @@
 layout(std430, binding = 0) readonly buffer X { uint8_t x[]; };
 layout(std430, binding = 1) writeonly buffer Y { uint8_t y[]; };
 
-void main() {
-  uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.n) return;
-  y[DstOffset(i)] = x[SrcOffset(i)];
-}
+#define KILN_COPY_ONE(d, s) y[d] = x[s]
+void main() KILN_COPY_ITEMS(KILN_COPY_ONE)

@@ -285,7 +285,10 @@ class CopyExecution final : public GpuExecution {
       push.strides[d] = static_cast<int32_t>(strides[d]);
       push.mods[d] = static_cast<uint32_t>(mods[d]);
     }
-    return add1D(units_.shader.c_str(), {{p.src}, {p.dst, nullptr, true}}, push, push.n, {tile ? 1u : 0u, rows ? 1u : 0u});
+    // Several items an invocation on CPU drivers (copy_strided.glsl's EPI).
+    const uint32_t epi = gpu()->gpuCaps().cpu_kernels ? 8 : 1;
+    return add1D(units_.shader.c_str(), {{p.src}, {p.dst, nullptr, true}}, push, (uint64_t{push.n} + epi - 1) / epi,
+                 {tile ? 1u : 0u, rows ? 1u : 0u, epi});
   }
 
   const GraphOp& op_;
