@@ -13,6 +13,9 @@ layout(constant_id = 3) const uint OP = 0;
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
 layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
+layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
+layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
+layout(std430, binding = 2) writeonly buffer C4 { STORE4_T c4[]; };
 KILN_BROADCAST_PUSH;
 
 // Elements an invocation (1 on GPUs; 8 on CPU drivers, where an invocation
@@ -24,6 +27,21 @@ layout(constant_id = 5) const uint EPI = 1u;
 void main() {
   const uint base = KILN_GLOBAL_INDEX * EPI;
   if (base >= p.n) return;
+  // Equal shapes or a scalar operand, n a multiple of 4, several elements
+  // an invocation: vec4 accesses (a CPU driver makes each access of a lane
+  // a memory operation of its own).
+  if (EPI >= 4u && p.rank == 1u && (p.n & 3u) == 0u && p.sa[0] <= 1u && p.sb[0] <= 1u) {
+    const vec4 as = vec4(float(a[0])), bs = vec4(float(b[0]));
+    [[unroll]] for (uint e = 0u; e < EPI; e += 4u) {
+      const uint q = (base + e) / 4u;
+      if (q * 4u >= p.n) break;
+      const vec4 x = p.sa[0] == 1u ? vec4(a4[q]) : as, y = p.sb[0] == 1u ? vec4(b4[q]) : bs;
+      vec4 r;
+      [[unroll]] for (uint l = 0u; l < 4u; ++l) r[l] = BinaryFloat(OP, x[l], y[l]);
+      c4[q] = STORE4_T(r);
+    }
+    return;
+  }
   if (p.rank == 1u) {
     const uint s0 = p.sa[0], s1 = p.sb[0];
     [[unroll]] for (uint e = 0u; e < EPI; ++e) {

@@ -10,6 +10,8 @@ layout(constant_id = 3) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
+layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
+layout(std430, binding = 1) writeonly buffer Y4 { STORE4_T y4[]; };
 // c != 0: X and Y are channel-packed with c channels, c not a multiple of
 // four, over `plane` pixels; the lanes past c stay zero.
 layout(push_constant) uniform P { uint n; float alpha; float beta; uint c, plane; } p;
@@ -19,6 +21,17 @@ layout(constant_id = 4) const uint EPI = 1u;
 
 void main() {
   const uint base = KILN_GLOBAL_INDEX * EPI;
+  if (EPI >= 4u && p.c == 0u && (p.n & 3u) == 0u) {  // vec4 accesses (binary.comp)
+    [[unroll]] for (uint e = 0u; e < EPI; e += 4u) {
+      const uint q = (base + e) / 4u;
+      if (q * 4u >= p.n) return;
+      const vec4 v = vec4(x4[q]);
+      vec4 r;
+      [[unroll]] for (uint l = 0u; l < 4u; ++l) r[l] = UnaryFn(OP, v[l], p.alpha, p.beta);
+      y4[q] = STORE4_T(r);
+    }
+    return;
+  }
   [[unroll]] for (uint e = 0u; e < EPI; ++e) {
     const uint i = base + e;
     if (i >= p.n) return;
