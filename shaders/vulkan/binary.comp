@@ -51,11 +51,38 @@ void main() {
     return;
   }
   uint dims[KILN_MAX_RANK] = p.dims, sa[KILN_MAX_RANK] = p.sa, sb[KILN_MAX_RANK] = p.sb;
-  [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+  if (EPI == 1u) {
+    c[base] = STORE_T(BinaryFloat(OP, float(a[BroadcastOffset(base, p.rank, dims, sa)]),
+                                  float(b[BroadcastOffset(base, p.rank, dims, sb)])));
+    return;
+  }
+  // Several items: the coordinates of the first by division, then a
+  // counter that carries into outer dims (SE blocks' x * s[c] broadcasts
+  // took a division a dim an element).
+  uint coord[KILN_MAX_RANK];
+  uint rest = base, oa = 0u, ob = 0u;
+  [[unroll]] for (int d = KILN_MAX_RANK - 1; d >= 0; --d) {
+    coord[d] = 0u;
+    if (uint(d) < p.rank) {
+      const uint q = rest / dims[d];
+      coord[d] = rest - q * dims[d];
+      oa += coord[d] * sa[d];
+      ob += coord[d] * sb[d];
+      rest = q;
+    }
+  }
+  const int last = int(p.rank) - 1;
+  for (uint e = 0u; e < EPI; ++e) {
     const uint i = base + e;
     if (i >= p.n) break;
-    const float x = float(a[BroadcastOffset(i, p.rank, dims, sa)]);
-    const float y = float(b[BroadcastOffset(i, p.rank, dims, sb)]);
-    c[i] = STORE_T(BinaryFloat(OP, x, y));
+    c[i] = STORE_T(BinaryFloat(OP, float(a[oa]), float(b[ob])));
+    for (int d = last; d >= 0; --d) {
+      oa += sa[d];
+      ob += sb[d];
+      if (++coord[d] < dims[d] || d == 0) break;
+      oa -= dims[d] * sa[d];
+      ob -= dims[d] * sb[d];
+      coord[d] = 0u;
+    }
   }
 }
