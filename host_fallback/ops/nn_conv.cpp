@@ -99,6 +99,12 @@ void PlaneActivation(const void* ctx, float* y, int64_t n) {
   nn::ApplyFusedActivation(a.act, a.act_min, a.act_max, a.act_alpha, y, n);
 }
 
+void ActivatePlanes(ThreadPool& pool, const ConvAttrs& a, float* y, int64_t planes, int64_t plane) {
+  pool.parallelFor(planes, [&](int64_t begin, int64_t end) {
+    PlaneActivation(&a, y + begin * plane, (end - begin) * plane);
+  }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane)));
+}
+
 void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) PlaneActivation(ctx, c + r * ldc, cols);
 }
@@ -477,11 +483,7 @@ class ConvExecution final : public Execution {
                 yg, out_plane_, &ep);
       }
     }
-    if (!fused && winograd_) {
-      be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
-        PlaneActivation(&a_, y + begin * out_plane_, (end - begin) * out_plane_);
-      }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_plane_)));
-    }
+    if (!fused && winograd_) ActivatePlanes(be.pool(), a_, y, N_ * M_, out_plane_);
     return Status::Ok();
   }
 

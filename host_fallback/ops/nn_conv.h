@@ -53,6 +53,10 @@ void FillBias(float* y, int64_t n, const Tensor* bias, int64_t m);
 // for an activation that is no clamp, and the passes after other kernels.
 void PlaneActivation(const void* ctx, float* y, int64_t n);
 
+// The fused activation on `planes` output planes of `plane` elements at y,
+// split over the pool (the last pass of kernels that cannot fuse it).
+void ActivatePlanes(ThreadPool& pool, const ConvAttrs& a, float* y, int64_t planes, int64_t plane);
+
 // GemmEpilogue::tile_act likewise, on rows of `cols` at stride ldc: the
 // tile is still in cache, where a pass over the whole output afterwards
 // read it back from memory (EfficientNet's Silu on 96 x 112 x 112).

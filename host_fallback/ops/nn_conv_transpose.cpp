@@ -147,11 +147,7 @@ class ConvTransposeExecution final : public Execution {
           }
         }
     }
-    if (!one_tap_ && a_.act != fb::Activation::None) {
-      be.pool().parallelFor(N_ * M_, [&](int64_t begin, int64_t end) {
-        PlaneActivation(&a_, y + begin * out_plane_, (end - begin) * out_plane_);
-      }, std::max<int64_t>(1, 16384 / out_plane_));
-    }
+    if (!one_tap_ && a_.act != fb::Activation::None) ActivatePlanes(be.pool(), a_, y, N_ * M_, out_plane_);
     return Status::Ok();
   }
 
