@@ -25,9 +25,55 @@
 #define KILN_SPEC_6 0
 #endif
 #define LANES (KILN_SPEC_6 != 0 ? 4u : 1u)
+#ifndef KILN_SPEC_7
+#define KILN_SPEC_7 0
+#endif
+#define VEC4 (KILN_SPEC_7 != 0)  // packed, no indices: a pixel's four lanes a work item (pool.comp)
 
 
 __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint* indices, PoolPush p) {
+  if (VEC4) {
+    const uint o4 = KILN_GLOBAL_INDEX;
+    if (o4 * 4u >= p.total) return;
+    int start[3];
+    uint2 taps[3];
+    uint rest = o4, padded = 1u;
+    for (int j = 2; j >= 0; --j) {
+      const uint q = rest / p.out_size[j];
+      start[j] = (int)((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
+      rest = q;
+      taps[j] = TapRange(start[j], p.ksize[j], p.dilation[j], 0, (int)p.in_size[j]);
+      const uint2 pt =
+          TapRange(start[j], p.ksize[j], p.dilation[j], -p.pad_begin[j], (int)p.in_size[j] + p.pad_end[j]);
+      padded *= pt.y - pt.x;
+    }
+    const uint xbase = rest * p.in_size[0] * p.in_size[1] * p.in_size[2];
+    float4 best = (float4)(-INFINITY), sum = (float4)(0.0f);
+    bool first = true;
+    for (uint kd = taps[0].x; kd < taps[0].y; ++kd) {
+      const uint zd = (uint)(start[0] + (int)(kd * p.dilation[0])) * p.in_size[1];
+      for (uint kh = taps[1].x; kh < taps[1].y; ++kh) {
+        const uint zh = (zd + (uint)(start[1] + (int)(kh * p.dilation[1]))) * p.in_size[2];
+        for (uint kw = taps[2].x; kw < taps[2].y; ++kw) {
+          const float4 v = LOAD4(x, xbase + zh + (uint)(start[2] + (int)(kw * p.dilation[2])));
+          if (IS_MAX) {
+            best = first ? v : select(best, v, isgreater(v, best));
+            first = false;
+          } else {
+            sum += v;
+          }
+        }
+      }
+    }
+    if (IS_MAX) {
+      STORE4(y, o4, best);
+    } else {
+      const uint valid = (taps[0].y - taps[0].x) * (taps[1].y - taps[1].x) * (taps[2].y - taps[2].x);
+      const uint count = INCLUDE_PAD ? padded : valid;
+      STORE4(y, o4, count > 0u ? sum / (float)count : (float4)(0.0f));
+    }
+    return;
+  }
   const uint o = KILN_GLOBAL_INDEX;
   if (o >= p.total) return;
   int start[3];

@@ -18,18 +18,69 @@ layout(constant_id = 3) const bool IS_MAX = true;
 layout(constant_id = 4) const bool INCLUDE_PAD = false;
 layout(constant_id = 5) const bool INDICES = false;
 layout(constant_id = 6) const bool PACKED = false;
+// PACKED without INDICES on CPU drivers: an invocation pools the four lanes
+// of one packed pixel as a vec4 (one access a tap instead of four).
+layout(constant_id = 7) const bool VEC4 = false;
 const uint LANES = PACKED ? 4u : 1u;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
 layout(std430, binding = 2) writeonly buffer I { uint indices[]; };
+layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
+layout(std430, binding = 1) writeonly buffer Y4 { STORE4_T y4[]; };
 layout(push_constant) uniform P {
   uint total;  // output elements
   uint in_size[3], out_size[3], kernel[3], stride[3], dilation[3];
   int pad_begin[3], pad_end[3];
 } p;
 
+// VEC4: pixel o4 of the packed output, all four lanes (lane by lane the
+// same order and comparisons as below).
+void PoolPixel(uint o4) {
+  int start[3];
+  uvec2 taps[3];
+  uint rest = o4, padded = 1u;
+  for (int j = 2; j >= 0; --j) {
+    const uint q = rest / p.out_size[j];
+    start[j] = int((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
+    rest = q;
+    taps[j] = TapRange(start[j], p.kernel[j], p.dilation[j], 0, int(p.in_size[j]));
+    const uvec2 pt = TapRange(start[j], p.kernel[j], p.dilation[j], -p.pad_begin[j], int(p.in_size[j]) + p.pad_end[j]);
+    padded *= pt.y - pt.x;
+  }
+  const uint xbase = rest * p.in_size[0] * p.in_size[1] * p.in_size[2];  // rest: the plane block
+  vec4 best = vec4(-uintBitsToFloat(0x7f800000u)), sum = vec4(0.0);
+  bool first = true;
+  for (uint kd = taps[0].x; kd < taps[0].y; ++kd) {
+    const uint zd = uint(start[0] + int(kd * p.dilation[0])) * p.in_size[1];
+    for (uint kh = taps[1].x; kh < taps[1].y; ++kh) {
+      const uint zh = (zd + uint(start[1] + int(kh * p.dilation[1]))) * p.in_size[2];
+      for (uint kw = taps[2].x; kw < taps[2].y; ++kw) {
+        const vec4 v = vec4(x4[xbase + zh + uint(start[2] + int(kw * p.dilation[2]))]);
+        if (IS_MAX) {
+          best = first ? v : mix(best, v, greaterThan(v, best));
+          first = false;
+        } else {
+          sum += v;
+        }
+      }
+    }
+  }
+  if (IS_MAX) {
+    y4[o4] = STORE4_T(best);
+  } else {
+    const uint valid = (taps[0].y - taps[0].x) * (taps[1].y - taps[1].x) * (taps[2].y - taps[2].x);
+    const uint count = INCLUDE_PAD ? padded : valid;
+    y4[o4] = STORE4_T(count > 0u ? sum / float(count) : vec4(0.0));
+  }
+}
+
 void main() {
+  if (VEC4) {
+    const uint o4 = KILN_GLOBAL_INDEX;
+    if (o4 * 4u < p.total) PoolPixel(o4);
+    return;
+  }
   const uint o = KILN_GLOBAL_INDEX;
   if (o >= p.total) return;
   int start[3];

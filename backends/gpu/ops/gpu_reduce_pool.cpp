@@ -68,8 +68,11 @@ class PoolExecution final : public GpuExecution {
       return add1D("pool_bytes", {{in[0]}, {out[0], nullptr, true}}, push, push.total,
                    {x.dtype() == fb::DataType::I8 ? 1u : 0u});
     // Without Indices, Y stands in for the unused (never written) binding.
+    // Packed without Indices on CPU drivers: a pixel's four lanes an invocation.
+    const bool vec4 = packed(&y) && !indices && gpu()->gpuCaps().cpu_kernels;
     return add1D("pool", {{in[0]}, {out[0], nullptr, true}, {indices ? indices : out[0], nullptr, indices != nullptr}},
-                 push, push.total, {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y)});
+                 push, vec4 ? push.total / 4 : push.total,
+                 {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y), vec4});
   }
 
   const fb::PoolParams* p_;
