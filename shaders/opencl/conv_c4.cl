@@ -73,13 +73,15 @@ __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __g
         for (uint b = 0u; b < XB; ++b) {
           const int ix = (int)((ox0 + b) * p.sw + kx * p.dw) - p.pw;
           ok[b] = ix >= 0 && ix < (int)p.w && ox0 + b < p.ow;
-          pix[b] = row + (uint)max(ix, 0);
+          pix[b] = row + (uint)clamp(ix, 0, (int)p.w - 1);  // always inside X: loads need no mask
         }
         const uint t = (kz * p.kh + ky) * p.kw + kx;
         for (uint cb = 0u; cb < p.cg4; ++cb) {
           float4 xv[XB];
-          for (uint b = 0u; b < XB; ++b)
-            xv[b] = ok[b] ? LoadX4(x, X_PACKED, p.c, n, cb0 + cb, vol, pix[b]) : (float4)(0.0f);
+          for (uint b = 0u; b < XB; ++b) {
+            const float4 v = LoadX4(x, X_PACKED, p.c, n, cb0 + cb, vol, pix[b]);
+            xv[b] = ok[b] ? v : (float4)(0.0f);
+          }
           for (uint mb = 0u; mb < MB; ++mb) {
             const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
             const float4 w0 = LOAD4(w4, wi), w1 = LOAD4(w4, wi + 1u), w2 = LOAD4(w4, wi + 2u), w3 = LOAD4(w4, wi + 3u);

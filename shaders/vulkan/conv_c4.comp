@@ -72,12 +72,15 @@ void main() {
         [[unroll]] for (uint b = 0u; b < XB; ++b) {
           const int ix = int((ox0 + b) * p.sw + kx * p.dw) - p.pw;
           ok[b] = ix >= 0 && ix < int(p.w) && ox0 + b < p.ow;
-          pix[b] = row + uint(max(ix, 0));
+          pix[b] = row + uint(clamp(ix, 0, int(p.w) - 1));  // always inside X: loads need no mask
         }
         const uint t = (kz * p.kh + ky) * p.kw + kx;
         for (uint cb = 0u; cb < p.cg4; ++cb) {
           vec4 xv[XB];
-          [[unroll]] for (uint b = 0u; b < XB; ++b) xv[b] = ok[b] ? LoadX4(p.c, n, cb0 + cb, vol, pix[b]) : vec4(0.0);
+          [[unroll]] for (uint b = 0u; b < XB; ++b) {
+            const vec4 v = LoadX4(p.c, n, cb0 + cb, vol, pix[b]);
+            xv[b] = ok[b] ? v : vec4(0.0);
+          }
           [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
             const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
             const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
