@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <unistd.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,8 +44,11 @@ inline std::vector<float> ToNchw(const std::vector<float>& v, const Shape& s) {
 }
 inline std::vector<int64_t> NchwShape(const Shape& s) { return {s[0], s[3], s[1], s[2]}; }
 
+// The file's name carries the process id: ctest runs tests of one binary
+// in parallel processes, and two that wrote one path read each other's
+// half-written file.
 inline std::string WriteTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  std::string path = ::testing::TempDir() + "/" + name + ".tflite";
+  std::string path = ::testing::TempDir() + "/" + name + "." + std::to_string(::getpid()) + ".tflite";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                               static_cast<std::streamsize>(bytes.size()));
   return path;
