@@ -110,6 +110,36 @@ void InterpRow(const float* __restrict src, const RowTaps& t, int64_t n, float* 
   }
 }
 
+// Source rows interpolated along the last axis (InterpRow), four at a time,
+// keyed by the source row's offset: consecutive output rows of a 2x
+// upscale read the same two source rows, which are interpolated once.
+class RowCache {
+ public:
+  // Source row `key` interpolated; a row is evicted only when no tap of
+  // output row `th` (rows base + th.off[i]) needs it.
+  const float* row(int64_t key, const Tap& th, int64_t base, const float* src, const RowTaps& last, int64_t inner) {
+    if (data_.empty()) data_.resize(static_cast<size_t>(4 * inner));
+    for (int c = 0; c < 4; ++c)
+      if (keys_[c] == key) return data_.data() + c * inner;
+    int slot = 0;
+    for (int c = 0; c < 4; ++c) {
+      bool needed = false;
+      for (int i = 0; i < th.n; ++i) needed = needed || keys_[c] == base + th.off[i];
+      if (!needed) {
+        slot = c;
+        break;
+      }
+    }
+    keys_[slot] = key;
+    InterpRow(src + key, last, inner, data_.data() + slot * inner);
+    return data_.data() + slot * inner;
+  }
+
+ private:
+  std::vector<float> data_;
+  int64_t keys_[4] = {-1, -1, -1, -1};
+};
+
 // y[k] = sum over j < n of w[j] * rows[j][k].
 KILN_SIMD_CLONES
 void BlendRows(const float* const* rows, const float* w, int n, int64_t len, float* __restrict y) {
@@ -216,9 +246,7 @@ class ResizeExecution final : public Execution {
         idx[d] = rem % os[d];
         rem /= os[d];
       }
-      // Weighted rows: source rows interpolated along the last axis, by offset.
-      std::vector<float> cache;
-      int64_t keys[4] = {-1, -1, -1, -1};
+      RowCache cache;
       int64_t prev_base = -1;  // nearest: the source row of output row r - 1 (in this range)
       std::vector<const Tap*> act;
       std::vector<int> pick;
@@ -236,24 +264,9 @@ class ResizeExecution final : public Execution {
           int64_t base = 0;
           for (size_t d = 0; d + 2 < rank; ++d) base += taps_[d][static_cast<size_t>(idx[d])].off[0];
           const Tap& th = taps_[rank - 2][static_cast<size_t>(idx[rank - 2])];
-          if (cache.empty()) cache.resize(static_cast<size_t>(4 * inner));
           const float* rows[4];
-          for (int j = 0; j < th.n; ++j) {
-            const int64_t key = base + th.off[j];
-            int slot = -1;
-            for (int c = 0; c < 4 && slot < 0; ++c)
-              if (keys[c] == key) slot = c;
-            if (slot < 0) {  // a slot no tap of this row needs
-              for (int c = 0; c < 4 && slot < 0; ++c) {
-                bool needed = false;
-                for (int i = 0; i < th.n; ++i) needed = needed || keys[c] == base + th.off[i];
-                if (!needed) slot = c;
-              }
-              keys[slot] = key;
-              InterpRow(reinterpret_cast<const float*>(src) + key, last_, inner, cache.data() + slot * inner);
-            }
-            rows[j] = cache.data() + slot * inner;
-          }
+          for (int j = 0; j < th.n; ++j)
+            rows[j] = cache.row(base + th.off[j], th, base, reinterpret_cast<const float*>(src), last_, inner);
           BlendRows(rows, th.w, th.n, inner, reinterpret_cast<float*>(yrow));
         } else {
           WeightedRow(idx, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(yrow), inner, act, pick);
