@@ -266,6 +266,21 @@ class CopyExecution final : public GpuExecution {
     if (dims.size() > kMaxRank)
       return Unsupported("%s: a view of %zu dims after merging (the GPU kernel takes %d)", op_.typeName(),
                          dims.size(), kMaxRank);
+    // Whole quads of units (a contiguous innermost run, every offset a
+    // multiple of four: packed tensors' channel Concat, Slice of whole
+    // rows): copy.comp's QUADS moves four units an access.
+    auto quad = [](int64_t v) { return v % 4 == 0; };
+    bool quads = std::strcmp(units_.shader.c_str(), "copy") == 0 && !tile && !dims.empty() && strides.back() == 1 &&
+                 quad(dims.back()) && quad(p.base) &&
+                 (!rows || (quad(p.dst_base) && quad(p.dst_block) && quad(p.dst_row)));
+    for (size_t d = 0; quads && d + 1 < dims.size(); ++d) quads = quad(strides[d]);
+    if (quads) {
+      dims.back() /= 4;
+      mods.back() /= 4;
+      for (size_t d = 0; d + 1 < dims.size(); ++d) strides[d] /= 4;
+      p.base /= 4, p.dst_base /= 4, p.dst_block /= 4, p.dst_row /= 4;
+      n /= 4;
+    }
     struct {
       uint32_t n, rank;
       int32_t src_base;
@@ -288,7 +303,7 @@ class CopyExecution final : public GpuExecution {
     // Several items an invocation on CPU drivers (copy_strided.glsl's EPI).
     const uint32_t epi = gpu()->gpuCaps().cpu_kernels ? 8 : 1;
     return add1D(units_.shader.c_str(), {{p.src}, {p.dst, nullptr, true}}, push, (uint64_t{push.n} + epi - 1) / epi,
-                 {tile ? 1u : 0u, rows ? 1u : 0u, epi});
+                 {tile ? 1u : 0u, rows ? 1u : 0u, epi, quads ? 1u : 0u});
   }
 
   const GraphOp& op_;
