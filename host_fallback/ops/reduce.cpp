@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "host_backend.h"
 #include "ops/op_params.h"
@@ -33,6 +34,50 @@ template <>
 struct Acc<int32_t> {
   using type = int64_t;
 };
+
+// Integer sums and products wrap around (two's complement), as
+// onnxruntime's do; done on the signed type they were undefined behaviour
+// (the fuzzer's ReduceSum of two large int64 values).
+template <typename A>
+A WrapAdd(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = typename std::make_unsigned<A>::type;
+    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename A>
+A WrapMul(A a, A b) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = typename std::make_unsigned<A>::type;
+    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+template <typename A>
+A WrapAbs(A v) {
+  if constexpr (std::is_integral<A>::value) {
+    using U = typename std::make_unsigned<A>::type;
+    return v < A(0) ? static_cast<A>(U(0) - static_cast<U>(v)) : v;
+  } else {
+    return v < A(0) ? -v : v;
+  }
+}
+// A double into the accumulator: integers saturate (NaN to 0) where a plain
+// cast of an out-of-range value is undefined.
+template <typename A>
+A FromDouble(double v) {
+  if constexpr (std::is_integral<A>::value) {
+    if (!(v == v)) return A(0);
+    if (v >= static_cast<double>(std::numeric_limits<A>::max())) return std::numeric_limits<A>::max();
+    if (v <= static_cast<double>(std::numeric_limits<A>::lowest())) return std::numeric_limits<A>::lowest();
+    return static_cast<A>(v);
+  } else {
+    return static_cast<A>(v);
+  }
+}
 
 class ReduceExecution final : public Execution {
  public:
@@ -124,26 +169,29 @@ class ReduceExecution final : public Execution {
             switch (type) {
               case fb::OpType::ReduceSum:
               case fb::OpType::ReduceMean:
-                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(p[i * istride]);
+                for (int64_t i = 0; i < inner; ++i) acc = WrapAdd(acc, static_cast<A>(p[i * istride]));
                 break;
               case fb::OpType::ReduceProd:
-                for (int64_t i = 0; i < inner; ++i) acc *= static_cast<A>(p[i * istride]);
+                for (int64_t i = 0; i < inner; ++i) acc = WrapMul(acc, static_cast<A>(p[i * istride]));
                 break;
               case fb::OpType::ReduceL2:
               case fb::OpType::ReduceSumSquare:
-                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(p[i * istride]) * static_cast<A>(p[i * istride]);
+                for (int64_t i = 0; i < inner; ++i) {
+                  const A v = static_cast<A>(p[i * istride]);
+                  acc = WrapAdd(acc, WrapMul(v, v));
+                }
                 break;
               case fb::OpType::ReduceL1:
                 for (int64_t i = 0; i < inner; ++i) {
-                  A v = static_cast<A>(p[i * istride]);
-                  acc += v < A(0) ? A(0) - v : v;
+                  acc = WrapAdd(acc, WrapAbs(static_cast<A>(p[i * istride])));
                 }
                 break;
               case fb::OpType::ReduceLogSum:
-                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(p[i * istride]);
+                for (int64_t i = 0; i < inner; ++i) acc = WrapAdd(acc, static_cast<A>(p[i * istride]));
                 break;
               case fb::OpType::ReduceLogSumExp:
-                for (int64_t i = 0; i < inner; ++i) acc += static_cast<A>(std::exp(static_cast<double>(p[i * istride])));
+                for (int64_t i = 0; i < inner; ++i)
+                  acc = WrapAdd(acc, FromDouble<A>(std::exp(static_cast<double>(p[i * istride]))));
                 break;
               case fb::OpType::ReduceMax:
                 for (int64_t i = 0; i < inner; ++i) {
@@ -174,13 +222,13 @@ class ReduceExecution final : public Execution {
           case fb::OpType::ReduceMin: v = best; break;
           case fb::OpType::ReduceMean:
             if (std::is_floating_point<T>::value)
-              v = static_cast<T>(static_cast<double>(acc) / static_cast<double>(red_count_));
+              v = FromDouble<T>(static_cast<double>(acc) / static_cast<double>(red_count_));
             else
               v = red_count_ == 0 ? T(0) : static_cast<T>(acc / static_cast<A>(red_count_));
             break;
-          case fb::OpType::ReduceL2: v = static_cast<T>(std::sqrt(static_cast<double>(acc))); break;
+          case fb::OpType::ReduceL2: v = FromDouble<T>(std::sqrt(static_cast<double>(acc))); break;
           case fb::OpType::ReduceLogSum:
-          case fb::OpType::ReduceLogSumExp: v = static_cast<T>(std::log(static_cast<double>(acc))); break;
+          case fb::OpType::ReduceLogSumExp: v = FromDouble<T>(std::log(static_cast<double>(acc))); break;
           default: v = static_cast<T>(acc); break;
         }
         dst[o] = v;
