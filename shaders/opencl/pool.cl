@@ -31,23 +31,32 @@
 #define VEC4 (KILN_SPEC_7 != 0)  // packed, no indices: a pixel's four lanes a work item (pool.comp)
 
 
+// The window of output pixel `pixel` (over all planes): per axis its first
+// input position and the kernel taps inside the input (taps) or inside the
+// padded input (their product in *padded); returns the pixel's plane.
+uint Window(const PoolPush* p, uint pixel, int* start, uint2* taps, uint* padded) {
+  uint rest = pixel;
+  *padded = 1u;
+  for (int j = 2; j >= 0; --j) {
+    const uint q = rest / p->out_size[j];
+    start[j] = (int)((rest - q * p->out_size[j]) * p->stride[j]) - p->pad_begin[j];
+    rest = q;
+    taps[j] = TapRange(start[j], p->ksize[j], p->dilation[j], 0, (int)p->in_size[j]);
+    const uint2 pt =
+        TapRange(start[j], p->ksize[j], p->dilation[j], -p->pad_begin[j], (int)p->in_size[j] + p->pad_end[j]);
+    *padded *= pt.y - pt.x;
+  }
+  return rest;
+}
+
 __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint* indices, PoolPush p) {
   if (VEC4) {
     const uint o4 = KILN_GLOBAL_INDEX;
     if (o4 * 4u >= p.total) return;
     int start[3];
     uint2 taps[3];
-    uint rest = o4, padded = 1u;
-    for (int j = 2; j >= 0; --j) {
-      const uint q = rest / p.out_size[j];
-      start[j] = (int)((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
-      rest = q;
-      taps[j] = TapRange(start[j], p.ksize[j], p.dilation[j], 0, (int)p.in_size[j]);
-      const uint2 pt =
-          TapRange(start[j], p.ksize[j], p.dilation[j], -p.pad_begin[j], (int)p.in_size[j] + p.pad_end[j]);
-      padded *= pt.y - pt.x;
-    }
-    const uint xbase = rest * p.in_size[0] * p.in_size[1] * p.in_size[2];
+    uint padded;
+    const uint xbase = Window(&p, o4, start, taps, &padded) * p.in_size[0] * p.in_size[1] * p.in_size[2];
     float4 best = (float4)(-INFINITY), sum = (float4)(0.0f);
     bool first = true;
     for (uint kd = taps[0].x; kd < taps[0].y; ++kd) {
@@ -78,17 +87,8 @@ __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint
   if (o >= p.total) return;
   int start[3];
   uint2 taps[3];
-  uint rest = o / LANES, padded = 1u;
-  for (int j = 2; j >= 0; --j) {
-    const uint q = rest / p.out_size[j];
-    start[j] = (int)((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
-    rest = q;
-    taps[j] = TapRange(start[j], p.ksize[j], p.dilation[j], 0, (int)p.in_size[j]);
-    const uint2 pt =
-        TapRange(start[j], p.ksize[j], p.dilation[j], -p.pad_begin[j], (int)p.in_size[j] + p.pad_end[j]);
-    padded *= pt.y - pt.x;
-  }
-  const uint plane = rest, in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
+  uint padded;
+  const uint plane = Window(&p, o / LANES, start, taps, &padded), in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
   const uint xbase = plane * in_plane * LANES + o % LANES;
   float best = -INFINITY, sum = 0.0f;
   uint best_at = 0u;

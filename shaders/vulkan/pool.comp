@@ -34,12 +34,12 @@ layout(push_constant) uniform P {
   int pad_begin[3], pad_end[3];
 } p;
 
-// VEC4: pixel o4 of the packed output, all four lanes (lane by lane the
-// same order and comparisons as below).
-void PoolPixel(uint o4) {
-  int start[3];
-  uvec2 taps[3];
-  uint rest = o4, padded = 1u;
+// The window of output pixel `pixel` (over all planes): per axis its first
+// input position and the kernel taps inside the input (taps) or inside the
+// padded input (their product in `padded`); returns the pixel's plane.
+uint Window(uint pixel, out int start[3], out uvec2 taps[3], out uint padded) {
+  uint rest = pixel;
+  padded = 1u;
   for (int j = 2; j >= 0; --j) {
     const uint q = rest / p.out_size[j];
     start[j] = int((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
@@ -48,7 +48,16 @@ void PoolPixel(uint o4) {
     const uvec2 pt = TapRange(start[j], p.kernel[j], p.dilation[j], -p.pad_begin[j], int(p.in_size[j]) + p.pad_end[j]);
     padded *= pt.y - pt.x;
   }
-  const uint xbase = rest * p.in_size[0] * p.in_size[1] * p.in_size[2];  // rest: the plane block
+  return rest;
+}
+
+// VEC4: pixel o4 of the packed output, all four lanes (lane by lane the
+// same order and comparisons as below).
+void PoolPixel(uint o4) {
+  int start[3];
+  uvec2 taps[3];
+  uint padded;
+  const uint xbase = Window(o4, start, taps, padded) * p.in_size[0] * p.in_size[1] * p.in_size[2];
   vec4 best = vec4(-uintBitsToFloat(0x7f800000u)), sum = vec4(0.0);
   bool first = true;
   for (uint kd = taps[0].x; kd < taps[0].y; ++kd) {
@@ -85,16 +94,8 @@ void main() {
   if (o >= p.total) return;
   int start[3];
   uvec2 taps[3];
-  uint rest = o / LANES, padded = 1u;
-  for (int j = 2; j >= 0; --j) {
-    const uint q = rest / p.out_size[j];
-    start[j] = int((rest - q * p.out_size[j]) * p.stride[j]) - p.pad_begin[j];
-    rest = q;
-    taps[j] = TapRange(start[j], p.kernel[j], p.dilation[j], 0, int(p.in_size[j]));
-    const uvec2 pt = TapRange(start[j], p.kernel[j], p.dilation[j], -p.pad_begin[j], int(p.in_size[j]) + p.pad_end[j]);
-    padded *= pt.y - pt.x;
-  }
-  const uint plane = rest, in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
+  uint padded;
+  const uint plane = Window(o / LANES, start, taps, padded), in_plane = p.in_size[0] * p.in_size[1] * p.in_size[2];
   const uint xbase = plane * in_plane * LANES + o % LANES;
   float best = -uintBitsToFloat(0x7f800000u), sum = 0.0;  // -inf
   uint best_at = 0u;
