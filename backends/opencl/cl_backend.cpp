@@ -79,41 +79,63 @@ OpenCLBackend::~OpenCLBackend() {
 
 // ------------------------------------------------------------------ programs
 
-// The cache file: "KILNCLB1", then entries of [u32 key bytes][key][u64
-// binary bytes][binary]. A file that does not parse is ignored (logged); a
-// binary the driver rejects is rebuilt from source.
+// The cache file (and a bundle's OpenCL state): "KILNCLB1", then entries of
+// [u32 key bytes][key][u64 binary bytes][binary]. Bytes that do not parse
+// are ignored (logged); a binary the driver rejects is rebuilt from source.
+namespace {
+
+bool ParseCache(const uint8_t* all, size_t size, std::map<std::string, std::vector<uint8_t>>* out) {
+  size_t pos = sizeof(kCacheMagic);
+  if (size < pos || std::memcmp(all, kCacheMagic, sizeof(kCacheMagic)) != 0) return false;
+  std::map<std::string, std::vector<uint8_t>> entries;
+  while (pos < size) {
+    uint32_t klen;
+    uint64_t blen;
+    if (size - pos < 4) break;
+    std::memcpy(&klen, all + pos, 4);
+    pos += 4;
+    if (size - pos < klen + 8ull) break;
+    std::string key(reinterpret_cast<const char*>(all) + pos, klen);
+    pos += klen;
+    std::memcpy(&blen, all + pos, 8);
+    pos += 8;
+    if (size - pos < blen) break;
+    entries[key].assign(all + pos, all + pos + blen);
+    pos += blen;
+  }
+  if (pos != size) return false;
+  *out = std::move(entries);
+  return true;
+}
+
+std::vector<uint8_t> SerializeCache(const std::map<std::string, std::vector<uint8_t>>& entries) {
+  std::vector<uint8_t> out(kCacheMagic, kCacheMagic + sizeof(kCacheMagic));
+  auto put = [&out](const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+  };
+  for (auto& [key, bin] : entries) {
+    const uint32_t klen = static_cast<uint32_t>(key.size());
+    const uint64_t blen = bin.size();
+    put(&klen, 4);
+    put(key.data(), klen);
+    put(&blen, 8);
+    put(bin.data(), bin.size());
+  }
+  return out;
+}
+
+}  // namespace
+
 void OpenCLBackend::loadCache() {
   if (config_.cacheFile.empty()) return;
   std::ifstream f(config_.cacheFile, std::ios::binary);
   if (!f) return;
-  std::vector<char> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t pos = sizeof(kCacheMagic);
-  if (all.size() < pos || std::memcmp(all.data(), kCacheMagic, sizeof(kCacheMagic)) != 0) {
-    KILN_LOG("opencl: '%s' is not a Kiln OpenCL cache; starting empty", config_.cacheFile.c_str());
+  std::vector<uint8_t> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!ParseCache(all.data(), all.size(), &binaries_)) {
+    KILN_LOG("opencl: '%s' is not a Kiln OpenCL cache or is truncated; starting empty", config_.cacheFile.c_str());
     return;
   }
-  std::map<std::string, std::vector<uint8_t>> entries;
-  while (pos < all.size()) {
-    uint32_t klen;
-    uint64_t blen;
-    if (all.size() - pos < 4) break;
-    std::memcpy(&klen, all.data() + pos, 4);
-    pos += 4;
-    if (all.size() - pos < klen + 8ull) break;
-    std::string key(all.data() + pos, klen);
-    pos += klen;
-    std::memcpy(&blen, all.data() + pos, 8);
-    pos += 8;
-    if (all.size() - pos < blen) break;
-    entries[key].assign(all.begin() + static_cast<std::ptrdiff_t>(pos),
-                        all.begin() + static_cast<std::ptrdiff_t>(pos + blen));
-    pos += blen;
-  }
-  if (pos != all.size()) {
-    KILN_LOG("opencl: cache '%s' is truncated or corrupt; starting empty", config_.cacheFile.c_str());
-    return;
-  }
-  binaries_ = std::move(entries);
   binaries_loaded_ = binaries_.size();
 }
 
@@ -121,22 +143,49 @@ Status OpenCLBackend::saveCache() {
   if (binaries_.size() == binaries_loaded_) return Status::Ok();  // nothing new learned
   std::string tmp = config_.cacheFile + ".tmp";
   {
+    const std::vector<uint8_t> bytes = SerializeCache(binaries_);
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(kCacheMagic, sizeof(kCacheMagic));
-    for (auto& [key, bin] : binaries_) {
-      const uint32_t klen = static_cast<uint32_t>(key.size());
-      const uint64_t blen = bin.size();
-      f.write(reinterpret_cast<const char*>(&klen), 4);
-      f.write(key.data(), klen);
-      f.write(reinterpret_cast<const char*>(&blen), 8);
-      f.write(reinterpret_cast<const char*>(bin.data()), static_cast<std::streamsize>(blen));
-    }
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     if (!f) return Unavailable("cannot write the OpenCL program cache '%s'", tmp.c_str());
   }
   if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
     return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
   binaries_loaded_ = binaries_.size();
   return Status::Ok();
+}
+
+std::string OpenCLBackend::cacheIdentity() const {
+  const auto& c = device_->caps();
+  return StrFormat("opencl|%s|%s|%s", c.platform.c_str(), c.name.c_str(), c.driver_version.c_str());
+}
+
+StatusOr<std::vector<uint8_t>> OpenCLBackend::exportCache() {
+  // Each program's binary read again now: after the session's runs a driver
+  // that compiles kernels for their work-group sizes at first enqueue
+  // (PoCL) has those in it too, which is most of its cold start.
+  for (auto& [pkey, program] : programs_) {
+    auto ck = program_keys_.find(pkey);
+    size_t len = 0;
+    if (ck == program_keys_.end() ||
+        cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, nullptr) != CL_SUCCESS || !len)
+      continue;
+    std::vector<uint8_t> bin(len);
+    unsigned char* ptr = bin.data();
+    if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) == CL_SUCCESS)
+      binaries_[ck->second] = std::move(bin);
+  }
+  return SerializeCache(binaries_);
+}
+
+StatusOr<std::string> OpenCLBackend::importCache(const uint8_t* data, size_t bytes) {
+  std::map<std::string, std::vector<uint8_t>> entries;
+  if (!ParseCache(data, bytes, &entries)) return InvalidArgument("the bundle's OpenCL state does not parse");
+  size_t programs = 0, sizes = 0;
+  for (auto& [key, bin] : entries) {
+    (bin.size() == 4 ? sizes : programs) += 1;  // tuned work-group sizes are 4-byte entries
+    binaries_[key] = std::move(bin);
+  }
+  return StrFormat("%zu program binaries and %zu tuned work-group sizes", programs, sizes);
 }
 
 StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const std::string& options) {
@@ -190,6 +239,7 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
     }
   }
   programs_[pkey] = program;
+  program_keys_[pkey] = ckey;
   return program;
 }
 

@@ -65,6 +65,9 @@ class OpenCLBackend final : public GpuBackend {
   Status onCopyWithin(const Tensor& src, Tensor* dst) override;
   bool opTime(const Execution* e, double* ms) const override;
   StatusOr<DevicePeaks> measurePeaks() override;  // cl_peaks.cpp
+  std::string cacheIdentity() const override;
+  StatusOr<std::vector<uint8_t>> exportCache() override;
+  StatusOr<std::string> importCache(const uint8_t* data, size_t bytes) override;
 
   // GpuBackend.
   const GpuCaps& gpuCaps() const override { return device_->caps(); }
@@ -119,6 +122,7 @@ class OpenCLBackend final : public GpuBackend {
 
   std::map<std::string, std::unique_ptr<ClKernel>> kernels_;  // by name, bindings, local size, spec
   std::map<std::string, cl_program> programs_;                // by source stem and build options
+  std::map<std::string, std::string> program_keys_;           // programs_'s key -> its binary's key
   std::map<std::string, std::vector<uint8_t>> binaries_;      // the cache file's program binaries
   size_t binaries_loaded_ = 0;
   size_t programs_compiled_ = 0;

@@ -123,6 +123,39 @@ VulkanBackend::~VulkanBackend() {
   freeVkBuffer(&constant_buffer_);
 }
 
+std::string VulkanBackend::cacheIdentity() const {
+  const auto& c = device_->caps();
+  std::string uuid;
+  for (uint8_t b : c.pipeline_cache_uuid) uuid += StrFormat("%02x", b);
+  return StrFormat("vulkan|%s|%04x:%04x|driver %u|cache %s", c.name.c_str(), c.vendor_id, c.device_id,
+                   c.driver_version, uuid.c_str());
+}
+
+StatusOr<std::vector<uint8_t>> VulkanBackend::exportCache() {
+  size_t size = 0;
+  KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
+  std::vector<uint8_t> data(size);
+  KILN_RETURN_IF_ERROR(
+      VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, data.data()), "vkGetPipelineCacheData"));
+  data.resize(size);
+  return data;
+}
+
+StatusOr<std::string> VulkanBackend::importCache(const uint8_t* data, size_t bytes) {
+  // A cache of its own, merged into the session's: the driver checks the
+  // header (vendor, device, cache UUID) as it does for the cache file.
+  VkDevice dev = device_->device();
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  pci.initialDataSize = bytes;
+  pci.pInitialData = data;
+  VkPipelineCache from = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreatePipelineCache(dev, &pci, nullptr, &from), "vkCreatePipelineCache (bundle)"));
+  VkResult r = vkMergePipelineCaches(dev, cache_, 1, &from);
+  vkDestroyPipelineCache(dev, from, nullptr);
+  KILN_RETURN_IF_ERROR(VkCheck(r, "vkMergePipelineCaches (bundle)"));
+  return StrFormat("a pipeline cache of %zu bytes", bytes);
+}
+
 Status VulkanBackend::saveCache() {
   size_t size = 0;
   KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));

@@ -71,6 +71,9 @@ class VulkanBackend final : public GpuBackend {
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
   Status onCopyWithin(const Tensor& src, Tensor* dst) override;
   StatusOr<DevicePeaks> measurePeaks() override;  // vk_peaks.cpp
+  std::string cacheIdentity() const override;
+  StatusOr<std::vector<uint8_t>> exportCache() override;
+  StatusOr<std::string> importCache(const uint8_t* data, size_t bytes) override;
 
   // GpuBackend.
   const GpuCaps& gpuCaps() const override { return device_->caps(); }

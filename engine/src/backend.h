@@ -177,6 +177,20 @@ class Backend {
   // Measures the device's roof (takes about a second). Benchmarks only.
   virtual StatusOr<DevicePeaks> measurePeaks() { return Unsupported("%s: no peak measurement", name()); }
 
+  // Ahead-of-time bundles (kiln-compile --backend vulkan|opencl): the
+  // driver state a session builds at creation, resize and first run
+  // (Vulkan's pipeline cache; OpenCL's program binaries and tuned
+  // work-group sizes), for a bundle to carry. cacheIdentity() names the
+  // device and driver that state is valid for ("" where a backend has none
+  // to give); importCache() seeds the backend with a bundle's state made
+  // for that identity (before the session creates its kernels) and says
+  // what it took, as the placement printout shows it.
+  virtual std::string cacheIdentity() const { return ""; }
+  virtual StatusOr<std::vector<uint8_t>> exportCache() { return Unsupported("%s: no driver state to bundle", name()); }
+  virtual StatusOr<std::string> importCache(const uint8_t* data, size_t bytes) {
+    return Unsupported("%s: no driver state to take from a bundle", name());
+  }
+
  private:
   size_t memory_limit_ = SIZE_MAX;
 };

@@ -195,6 +195,11 @@ Status Interpreter::saveBundle(Session* session, const std::string& path) const 
     }
     auto bundle = std::make_unique<fb::BundleT>();
     bundle->backend = "host";
+    if (Backend* device = impl.deviceBackend()) {  // a GPU session: its driver state, for this device only
+      KILN_ASSIGN_OR_RETURN(bundle->device_cache, device->exportCache(), "saveBundle");
+      bundle->backend = device->name();
+      bundle->device = device->cacheIdentity();
+    }
     bundle->isa = GemmIsaName(GemmBestIsa());
     bundle->threads = impl.threads();
     for (auto& [op, p] : impl.prepacked()) {

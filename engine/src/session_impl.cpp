@@ -79,6 +79,7 @@ StatusOr<std::unique_ptr<SessionImpl>> SessionImpl::Create(std::shared_ptr<const
   KILN_RETURN_IF_ERROR(s->markResizeOps(), "%s", s->model_->name().c_str());
   const auto t0 = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(s->schedule(configs, factory), "%s", s->model_->name().c_str());
+  s->noteBundle();
   SessionPhases& ph = s->phases_;
   ph.schedule = MsSince(t0) - ph.backends - ph.pack - ph.pipelines;
   KILN_RETURN_IF_ERROR(s->buildSteps(), "%s", s->model_->name().c_str());
@@ -95,6 +96,12 @@ std::vector<std::pair<int, Execution::Prepacked>> SessionImpl::prepacked() const
     for (auto& p : one) all.emplace_back(static_cast<int>(i), std::move(p));
   }
   return all;
+}
+
+Backend* SessionImpl::deviceBackend() const {
+  for (const auto& b : backends_)
+    if (b.get() != host_) return b.get();
+  return nullptr;
 }
 
 void SessionImpl::addSetup(const Backend* b, double ms) {
@@ -237,6 +244,34 @@ bool SessionImpl::isConfigurationValue(int t) const {
   return true;
 }
 
+void SessionImpl::seedFromBundle(Backend* backend) {
+  const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr;
+  if (!bundle || backend == host_ || std::string(backend->name()) == "host") return;
+  const std::string made_for = bundle->backend() ? bundle->backend()->str() : "";
+  if (made_for != backend->name()) {
+    bundle_device_note_ = StrFormat("made for the %s backend: no %s state in it", made_for.c_str(), backend->name());
+    return;
+  }
+  const std::string device = bundle->device() ? bundle->device()->str() : "";
+  const std::string here = backend->cacheIdentity();
+  if (!bundle->device_cache() || device.empty()) {
+    bundle_device_note_ = StrFormat("no %s state in it", backend->name());
+  } else if (device != here) {
+    bundle_device_note_ = StrFormat("%s state not used: made for '%s', this is '%s'; compiling", backend->name(),
+                                    device.c_str(), here.c_str());
+  } else {
+    auto took = backend->importCache(bundle->device_cache()->data(), bundle->device_cache()->size());
+    bundle_device_note_ = took.ok() ? StrFormat("%s: %s taken from it", backend->name(), took->c_str())
+                                    : StrFormat("%s state not used: %s", backend->name(), took.status().message().c_str());
+  }
+}
+
+void SessionImpl::noteBundle() {
+  std::string s = bundle_device_note_;
+  if (!bundle_host_note_.empty()) s += (s.empty() ? "" : "; ") + bundle_host_note_;
+  placement_.bundle = s;
+}
+
 Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const BackendFactory& factory) {
   const Graph& g = *graph_;
   int threads = 1;
@@ -274,6 +309,7 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
     }
     backends_.push_back(std::move(b).value());
     Backend* backend = backends_.back().get();
+    seedFromBundle(backend);
     backend->setMemoryLimit(c.maxSessionBytes ? c.maxSessionBytes : backend->totalMemoryBytes());
     tensor_limit_[backend] = c.maxTensorBytes ? c.maxTensorBytes : backend->maxBufferBytes();
     by_type[t] = backend;
@@ -322,16 +358,14 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
   execs_.resize(g.ops.size());
   placement_ = Placement();
   // An ahead-of-time bundle (kiln-compile): its prepacked forms go to the
-  // host ops when it was made for this backend and this CPU's GEMM; the
-  // ops then check each was made for their sizes.
+  // host ops when they were packed for this CPU's GEMM (the ops then check
+  // each was made for their sizes); a GPU backend took the bundle's driver
+  // state when it was created (seedFromBundle).
   if (const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr) {
-    const std::string backend = bundle->backend() ? bundle->backend()->str() : "";
     const std::string isa = bundle->isa() ? bundle->isa()->str() : "";
-    if (backend != "host")
-      placement_.bundle = StrFormat("not used: made for the %s backend (only host bundles are used)", backend.c_str());
-    else if (isa != GemmIsaName(GemmBestIsa()))
-      placement_.bundle = StrFormat("not used: packed for %s, this CPU's GEMM is %s; packing at resize", isa.c_str(),
-                                    GemmIsaName(GemmBestIsa()));
+    if (bundle->blobs() && bundle->blobs()->size() > 0 && isa != GemmIsaName(GemmBestIsa()))
+      bundle_host_note_ = StrFormat("host forms not used: packed for %s, this CPU's GEMM is %s; packing at resize",
+                                    isa.c_str(), GemmIsaName(GemmBestIsa()));
     else
       host_->setBundle(bundle);
   }

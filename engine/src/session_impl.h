@@ -64,6 +64,8 @@ class SessionImpl {
   SessionPhases phases() const { return phases_; }
   // Every host op's prepacked forms, by op index (an ahead-of-time bundle's content).
   std::vector<std::pair<int, Execution::Prepacked>> prepacked() const;
+  // The session's GPU backend (the first that is not the host), or null.
+  Backend* deviceBackend() const;
   // Frees the resize-time values that run() never reads (those only
   // consumed as shapes at resize); the rest stay.
   void releaseCache();
@@ -178,6 +180,11 @@ class SessionImpl {
   std::vector<std::pair<Tensor*, std::vector<uint8_t>>> resize_scratch_;
   std::map<Tensor*, std::vector<int64_t>> requested_shapes_;
   Placement placement_;
+  // An ahead-of-time bundle's use, for Placement::bundle: the GPU backend's
+  // driver state and the host ops' packed forms.
+  std::string bundle_device_note_, bundle_host_note_;
+  void seedFromBundle(Backend* backend);
+  void noteBundle();
   bool resized_ = false;
   SessionPhases phases_;
   // An execution's set-up time (ms), into pack (host) or pipelines (GPU).

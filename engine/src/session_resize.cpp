@@ -363,10 +363,11 @@ Status SessionImpl::resize() {
   phases_.plan += MsSince(t0) - (phases_.pack - before.pack) - (phases_.pipelines - before.pipelines) -
                   (phases_.upload - before.upload) - (phases_.record - before.record);
   if (host_->bundleBlobs() > 0) {
-    placement_.bundle = StrFormat("%zu of its %zu prepacked forms used", host_->bundleUsed(), host_->bundleBlobs());
+    bundle_host_note_ = StrFormat("%zu of its %zu prepacked forms used", host_->bundleUsed(), host_->bundleBlobs());
     if (host_->bundleStale())
-      placement_.bundle += StrFormat(", %zu made for other sizes (packed again)", host_->bundleStale());
+      bundle_host_note_ += StrFormat(", %zu made for other sizes (packed again)", host_->bundleStale());
   }
+  noteBundle();
   resized_ = true;
   return Status::Ok();
 }

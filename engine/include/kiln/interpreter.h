@@ -109,7 +109,14 @@ class Interpreter {
   // host session of it takes those forms in place from the file's mapping
   // when they were made for this CPU's GEMM and the op's sizes, and packs
   // the rest as usual (Session::placement().bundle says how much served).
-  // The session must be resized; its GPU ops' state is not stored.
+  // A GPU session's bundle also carries its driver state (Vulkan: the
+  // pipeline cache; OpenCL: program binaries, read after the session's runs
+  // so that kernels a driver compiles at first enqueue are in them, and
+  // tuned work-group sizes) with the device and driver it was made on; a
+  // session of that backend on the same device and driver starts from it,
+  // any other compiles as usual and placement().bundle says why. Run the
+  // session once before saving to catch the drivers' lazy compiles.
+  // The session must be resized.
   Status saveBundle(Session* session, const std::string& path) const;
 
   // Drops the Interpreter's hold on the model bytes: no new session can be
