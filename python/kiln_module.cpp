@@ -763,10 +763,12 @@ PYBIND11_MODULE(_kiln, m) {
            "Interpreter's model (kiln::Interpreter::updateSessionToModel): sessions\n"
            "created from now on, and save_model(), see them.")
       .def("save_bundle", &SaveBundle, py::arg("session"), py::arg("path"),
-           "Writes an ahead-of-time host bundle (kiln::Interpreter::saveBundle): the model\n"
+           "Writes an ahead-of-time bundle (kiln::Interpreter::saveBundle): the model\n"
            "with its inputs fixed at the session's shapes and the weights its host ops\n"
-           "packed, which a session of the bundle uses in place. The session must have\n"
-           "run or been resized.")
+           "packed, which a session of the bundle uses in place; of a Vulkan or OpenCL\n"
+           "session, also the driver's pipeline cache or program binaries for this\n"
+           "device. The session must have run (GPU: to catch the driver's lazy\n"
+           "compiles) or been resized.")
       .def("save_model", &SaveModel, py::arg("path"),
            "Writes the model (with what update_session_to_model wrote) to a\n"
            "self-contained .kiln file (external weights inline).")
