@@ -399,6 +399,63 @@ TEST(NnConv, Winograd3x3) {
   }
 }
 
+// Strided convs of constant weights whose output rows are wide enough
+// (the grid's extra columns at most an eighth) run through phase planes
+// (nn_conv.cpp, PhaseGeometry): strides 2 and 3 and mixed, dilations,
+// asymmetric, oversized and automatic pads, groups, batches, fused and
+// unfused activations, fp16 weights, planes narrower and wider than a panel.
+TEST(NnConv, StridedThroughPhasePlanes) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) { cases.emplace_back(name, k); };
+  for (int64_t hw : {18, 30, 57, 71}) {
+    ConvCase k{1, 16, hw, hw, 24, 3, 3};
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.act = fb::Activation::Relu;
+    add("3x3 s2 16->24 on " + std::to_string(hw), k);
+  }
+  {
+    ConvCase k{2, 8, 40, 70, 12, 5, 5};
+    k.group = 2;
+    k.sh = k.sw = 3;
+    k.pt = 2, k.pl = 1, k.pb = 0, k.pr = 3;
+    k.bias = true;
+    k.act = fb::Activation::LeakyRelu;
+    k.act_alpha = 0.2f;
+    add("5x5 s3 groups 2 batch 2 asymmetric pads, leaky relu", k);
+  }
+  {
+    ConvCase k{1, 6, 33, 41, 10, 3, 2};
+    k.sh = 2, k.sw = 1;
+    k.dh = 2, k.dw = 3;
+    k.pt = 3, k.pl = 0, k.pb = 1, k.pr = 2;
+    add("3x2 strides 2,1 dilations 2,3", k);
+  }
+  {
+    ConvCase k{1, 6, 29, 64, 9, 1, 3};
+    k.sh = 1, k.sw = 2;
+    k.pt = 0, k.pl = 4, k.pb = 0, k.pr = 5;
+    k.bias = true;
+    add("1x3 strides 1,2, pads larger than the kernel", k);
+  }
+  for (fb::AutoPad ap : {fb::AutoPad::SameUpper, fb::AutoPad::SameLower, fb::AutoPad::Valid}) {
+    ConvCase k{1, 7, 36, 35, 11, 4, 4};
+    k.sh = k.sw = 2;
+    k.auto_pad = ap;
+    add(std::string("4x4 s2 ") + fb::EnumNameAutoPad(ap), k);
+  }
+  {
+    ConvCase k{1, 12, 50, 50, 20, 3, 3};
+    k.sh = k.sw = 2;
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    k.half_weights = true;
+    add("3x3 s2 fp16 weights", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
 // Small output planes run as y^T = x^T w^T (the plane on the micro-kernel's
 // short side) and are transposed back: 7x7 planes with many input channels
 // take that path on the AVX-512 and AVX2 micro-kernels; 16 channels do not
