@@ -227,6 +227,13 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const int64_t mrr = std::min<int64_t>(mr, mc - ir);
           const float* pa = block_a + ir * kc;
+          if (pr.packed_a && ic + ir + mr < m1) {
+            // Pre-packed weights stream from memory once a run (a model's
+            // weights outgrow the caches): ask for the next panel now.
+            const char* next = reinterpret_cast<const char*>(pa + mr * kc);
+            for (int64_t off = 0; off < static_cast<int64_t>(mr * kc * sizeof(float)); off += 64)
+              __builtin_prefetch(next + off, 0, 2);
+          }
           for (int64_t jr = 0; jr < nc; jr += nr) {
             const int64_t nrr = std::min<int64_t>(nr, nc - jr);
             const float* pb = block_b + jr * kc;
