@@ -349,33 +349,33 @@ void PackImplicitCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_
 struct PhaseGeometry {
   int64_t sh = 1, sw = 1, hp = 0, wp = 0, top = 0, left = 0;  // plane extent; zero rows / columns before
   int64_t plane = 0;                                          // hp * wp
-  size_t floats(int64_t channels) const { return static_cast<size_t>(channels * sh * sw * plane); }
   std::vector<int64_t> tap_off;                               // [ksize]: plane index * plane + offset in it
+  size_t floats(int64_t channels) const { return static_cast<size_t>(channels * sh * sw * plane); }
 };
 
 PhaseGeometry MakePhaseGeometry(int64_t h, int64_t w, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
                                 int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl) {
-  auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
   PhaseGeometry g;
   g.sh = sh, g.sw = sw;
   int64_t min_y = 0, max_y = 0, min_x = 0, max_x = 0;
   for (int64_t k = 0; k < kh; ++k) {
-    const int64_t o = floor_div(k * dh - pt, sh);
+    const int64_t o = FloorDiv(k * dh - pt, sh);
     min_y = std::min(min_y, o), max_y = std::max(max_y, o);
   }
   for (int64_t k = 0; k < kw; ++k) {
-    const int64_t o = floor_div(k * dw - pl, sw);
+    const int64_t o = FloorDiv(k * dw - pl, sw);
     min_x = std::min(min_x, o), max_x = std::max(max_x, o);
   }
   g.top = -min_y, g.left = -min_x;
-  // Output column ox < wo of a tap reads column ox + off + left < wp.
+  // Output column ox < wo of a tap reads column ox + off + left < wp (and
+  // row oy likewise); the planes also hold the whole input.
   g.wp = std::max<int64_t>(wo + max_x + g.left, (w + sw - 1) / sw + g.left);
   g.hp = std::max<int64_t>(ho + max_y + g.top, (h + sh - 1) / sh + g.top);
   g.plane = g.hp * g.wp;
   for (int64_t ky = 0; ky < kh; ++ky)
     for (int64_t kx = 0; kx < kw; ++kx) {
       const int64_t ry = ky * dh - pt, rx = kx * dw - pl;
-      const int64_t oy = floor_div(ry, sh), ox = floor_div(rx, sw);
+      const int64_t oy = FloorDiv(ry, sh), ox = FloorDiv(rx, sw);
       const int64_t py = ry - oy * sh, px = rx - ox * sw;
       g.tap_off.push_back((py * sw + px) * g.plane + (oy + g.top) * g.wp + ox + g.left);
     }
