@@ -21,12 +21,6 @@ namespace {
 
 constexpr int64_t kC = 8, kM = 16, kH = 10;
 
-std::vector<float> Values(size_t n, uint32_t seed, float scale) {
-  std::vector<float> v = test::RandomFloats(n, seed);
-  for (float& x : v) x *= scale;
-  return v;
-}
-
 // x -> Conv 3x3 (Relu) -> Conv 1x1 -> Add(constant) -> Sigmoid -> y: several
 // kernels, so several programs / pipelines.
 std::vector<uint8_t> Model() {
@@ -37,12 +31,12 @@ std::vector<uint8_t> Model() {
   p.pads = {1, 1, 1, 1};
   p.activation = fb::Activation::Relu;
   int t = nb.addOp(fb::OpType::Conv, "conv",
-                   {x, nb.addConstant("w", {kM, kC, 3, 3}, Values(kM * kC * 9, 2, 0.2f)),
-                    nb.addConstant("b", {kM}, Values(kM, 3, 0.1f))},
+                   {x, nb.addConstant("w", {kM, kC, 3, 3}, test::RandomFloats(kM * kC * 9, 2, 0.2f)),
+                    nb.addConstant("b", {kM}, test::RandomFloats(kM, 3, 0.1f))},
                    {"c"}, p)[0];
   fb::ConvParamsT p1;
   p1.kernel_shape = {1, 1};
-  t = nb.addOp(fb::OpType::Conv, "conv1x1", {t, nb.addConstant("w2", {4, kM, 1, 1}, Values(4 * kM, 9, 0.3f))},
+  t = nb.addOp(fb::OpType::Conv, "conv1x1", {t, nb.addConstant("w2", {4, kM, 1, 1}, test::RandomFloats(4 * kM, 9, 0.3f))},
                {"c2"}, p1)[0];
   t = nb.addOp(fb::OpType::Add, "shift", {t, nb.addConstant("shift", {1, 4, 1, 1}, std::vector<float>{1.f, -2.f, 3.f, -4.f})},
                {"s"})[0];
@@ -59,7 +53,7 @@ std::vector<float> RunOn(Interpreter& interp, ForwardType type, Session** out = 
   auto s = interp.createSession(config);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   if (!s.ok()) return {};
-  std::vector<float> x = Values(kC * kH * kH, 1, 1.f);
+  std::vector<float> x = test::RandomFloats(kC * kH * kH, 1, 1.f);
   EXPECT_TRUE((*s)->getInput("x")->copyFromHostTensor(*Tensor::wrap({1, kC, kH, kH}, fb::DataType::F32, x.data())).ok());
   Status st = (*s)->run();
   EXPECT_TRUE(st.ok()) << st.ToString();

@@ -21,13 +21,6 @@ namespace {
 
 constexpr int64_t kC = 8, kM = 16, kH = 12;  // 3x3 conv, 8 -> 16 channels: Winograd on the host
 
-// n values in [-scale, scale), seeded.
-std::vector<float> Values(size_t n, uint32_t seed, float scale) {
-  std::vector<float> v = test::RandomFloats(n, seed);
-  for (float& x : v) x *= scale;
-  return v;
-}
-
 // x -> Conv(w, b, pad 1) -> Relu -> Conv 1x1 (w2) -> Add(shift) -> y. The
 // Add reads its constant as a plain GPU buffer (uploaded once, not repacked).
 std::vector<uint8_t> Model(const std::vector<float>& w, const std::vector<float>& b,
@@ -43,16 +36,16 @@ std::vector<uint8_t> Model(const std::vector<float>& w, const std::vector<float>
   fb::ConvParamsT p1;
   p1.kernel_shape = {1, 1};
   const int c2 = nb.addOp(fb::OpType::Conv, "conv1x1",
-                          {c, nb.addConstant("w2", {4, kM, 1, 1}, Values(4 * kM, 9, 0.3f))}, {"c2"}, p1)[0];
+                          {c, nb.addConstant("w2", {4, kM, 1, 1}, test::RandomFloats(4 * kM, 9, 0.3f))}, {"c2"}, p1)[0];
   nb.addOutput(nb.addOp(fb::OpType::Add, "shift", {c2, nb.addConstant("shift", {1, 4, 1, 1}, shift)}, {"y"})[0]);
   auto bytes = nb.finish();
   EXPECT_TRUE(bytes.ok());
   return bytes.ok() ? *bytes : std::vector<uint8_t>{};
 }
 
-const std::vector<float> kX = Values(kC * kH * kH, 1, 1.f);
-const std::vector<float> kW0 = Values(kM * kC * 9, 2, 0.2f), kB0 = Values(kM, 3, 0.1f);
-const std::vector<float> kW1 = Values(kM * kC * 9, 4, 0.3f), kB1 = Values(kM, 5, 0.2f);
+const std::vector<float> kX = test::RandomFloats(kC * kH * kH, 1, 1.f);
+const std::vector<float> kW0 = test::RandomFloats(kM * kC * 9, 2, 0.2f), kB0 = test::RandomFloats(kM, 3, 0.1f);
+const std::vector<float> kW1 = test::RandomFloats(kM * kC * 9, 4, 0.3f), kB1 = test::RandomFloats(kM, 5, 0.2f);
 const std::vector<float> kS0 = {0.f, 0.f, 0.f, 0.f}, kS1 = {1.f, -2.f, 3.f, -4.f};
 
 std::vector<float> RunOnce(Session* s, bool feed = true) {

@@ -20,13 +20,6 @@
 namespace kiln {
 namespace {
 
-// n values in [-scale, scale), seeded.
-std::vector<float> Values(size_t n, uint32_t seed, float scale) {
-  std::vector<float> v = test::RandomFloats(n, seed);
-  for (float& x : v) x *= scale;
-  return v;
-}
-
 // x [1, 16, H, H] -> 3x3 conv 16->32 (Winograd) -> 1x1 conv 32->24, 2 groups
 // (two A panels) -> GlobalAveragePool -> Flatten -> Gemm (B [10, 24],
 // transposed) -> MatMul (B [10, 6]) -> y. H symbolic ("h").
@@ -38,13 +31,13 @@ std::vector<uint8_t> Model() {
   c3.pads = {1, 1, 1, 1};
   c3.activation = fb::Activation::Relu;
   int t = b.addOp(fb::OpType::Conv, "conv3x3",
-                  {x, b.addConstant("w3", {32, 16, 3, 3}, Values(32 * 16 * 9, 1, 0.1f)),
-                   b.addConstant("b3", {32}, Values(32, 2, 0.1f))},
+                  {x, b.addConstant("w3", {32, 16, 3, 3}, test::RandomFloats(32 * 16 * 9, 1, 0.1f)),
+                   b.addConstant("b3", {32}, test::RandomFloats(32, 2, 0.1f))},
                   {"c3"}, c3)[0];
   fb::ConvParamsT c1;
   c1.kernel_shape = {1, 1};
   c1.group = 2;
-  t = b.addOp(fb::OpType::Conv, "conv1x1", {t, b.addConstant("w1", {24, 16, 1, 1}, Values(24 * 16, 3, 0.2f))}, {"c1"},
+  t = b.addOp(fb::OpType::Conv, "conv1x1", {t, b.addConstant("w1", {24, 16, 1, 1}, test::RandomFloats(24 * 16, 3, 0.2f))}, {"c1"},
               c1)[0];
   t = b.addOp(fb::OpType::GlobalAveragePool, "gap", {t}, {"gap"})[0];
   fb::AxisParamsT fl;
@@ -52,8 +45,8 @@ std::vector<uint8_t> Model() {
   t = b.addOp(fb::OpType::Flatten, "flat", {t}, {"flat"}, fl)[0];
   fb::GemmParamsT g;
   g.trans_b = true;
-  t = b.addOp(fb::OpType::Gemm, "fc", {t, b.addConstant("wf", {10, 24}, Values(240, 4, 0.3f))}, {"fc"}, g)[0];
-  b.addOutput(b.addOp(fb::OpType::MatMul, "mm", {t, b.addConstant("wm", {10, 6}, Values(60, 5, 0.3f))}, {"y"})[0]);
+  t = b.addOp(fb::OpType::Gemm, "fc", {t, b.addConstant("wf", {10, 24}, test::RandomFloats(240, 4, 0.3f))}, {"fc"}, g)[0];
+  b.addOutput(b.addOp(fb::OpType::MatMul, "mm", {t, b.addConstant("wm", {10, 6}, test::RandomFloats(60, 5, 0.3f))}, {"y"})[0]);
   auto bytes = b.finish();
   EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
   return bytes.ok() ? *bytes : std::vector<uint8_t>{};
@@ -69,7 +62,7 @@ std::vector<float> RunAt(Interpreter& interp, int64_t h, Session** out = nullptr
   Tensor* x = (*s)->getInput("x");
   EXPECT_TRUE((*s)->resizeTensor(x, {1, 16, h, h}).ok());
   EXPECT_TRUE((*s)->resize().ok());
-  std::vector<float> xv = Values(static_cast<size_t>(16 * h * h), 9, 1.f);
+  std::vector<float> xv = test::RandomFloats(static_cast<size_t>(16 * h * h), 9, 1.f);
   EXPECT_TRUE(x->copyFromHostTensor(*Tensor::wrap({1, 16, h, h}, fb::DataType::F32, xv.data())).ok());
   Status st = (*s)->run();
   EXPECT_TRUE(st.ok()) << st.ToString();
@@ -122,7 +115,7 @@ TEST(Bundle, EveryPackedFormIsTakenInPlaceAndComputesTheSame) {
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "not the same bytes";
     // New weights for the Winograd conv: the bundle's filters of it are stale
     // now; the session packs the new ones, as a session of the plain model does.
-    const std::vector<float> w3 = Values(32 * 16 * 9, 11, 0.2f);
+    const std::vector<float> w3 = test::RandomFloats(32 * 16 * 9, 11, 0.2f);
     auto w3t = Tensor::wrap({32, 16, 3, 3}, fb::DataType::F32, const_cast<float*>(w3.data()));
     ASSERT_TRUE(taking->setWeight("w3", *w3t).ok());
     ASSERT_TRUE(packing->setWeight("w3", *w3t).ok());

@@ -19,6 +19,12 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed) {
   return v;
 }
 
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
+  std::vector<float> v = RandomFloats(n, seed);
+  for (float& x : v) x *= scale;
+  return v;
+}
+
 NetBuilder TinyCnn() {
   NetBuilder b("tiny_cnn");
   int x = b.addInput("image", fb::DataType::F32, {1, 3, "h", "w"});

@@ -13,8 +13,9 @@ namespace kiln::test {
 // Deterministic weights (seeded).
 NetBuilder TinyCnn();
 
-// Deterministic pseudo-random floats in [-1, 1).
+// Deterministic pseudo-random floats in [-1, 1), or [-scale, scale).
 std::vector<float> RandomFloats(size_t n, uint32_t seed);
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale);
 
 // A fresh directory under the test's temp dir, removed by the OS / ctest.
 std::string TempDir();
