@@ -168,6 +168,12 @@ KilnStatus kiln_interpreter_save_model(KilnInterpreter* i, const char* path) {
   return st.ok() ? KILN_OK : Fail(st);
 }
 
+KilnStatus kiln_interpreter_save_bundle(KilnInterpreter* i, KilnSession* s, const char* path) {
+  if (!i || !s || !path) return Fail(kiln::InvalidArgument("kiln_interpreter_save_bundle: null argument"));
+  Status st = i->impl->saveBundle(AsSession(s), path);
+  return st.ok() ? KILN_OK : Fail(st);
+}
+
 void kiln_interpreter_release_model(KilnInterpreter* i) {
   if (i) i->impl->releaseModel();
 }

@@ -78,6 +78,24 @@ int main(int argc, char** argv) {
   if (kiln_session_run(s2) != KILN_OK) return 1;
   if (kiln_tensor_copy_to_host(kiln_session_output(s2, NULL), y2, sizeof y2, KILN_LAYOUT_NCHW) != KILN_OK) return 1;
   if (y2[0] != 10 || y2[2] != 10) return 1;
+  /* A bundle of that session: loads like a model, computes the same. */
+  char bundle[4096];
+  snprintf(bundle, sizeof bundle, "%s.kbundle", argv[1]);
+  if (kiln_interpreter_save_bundle(saved, NULL, bundle) != KILN_INVALID_ARGUMENT) return 1;
+  if (kiln_interpreter_save_bundle(saved, s2, bundle) != KILN_OK) {
+    fprintf(stderr, "save_bundle: %s\n", kiln_last_error());
+    return 1;
+  }
+  KilnInterpreter* bundled = kiln_interpreter_create_from_file(bundle);
+  KilnSession* s3 = bundled ? kiln_session_create(bundled, &config) : NULL;
+  float y3[3] = {0, 0, 0};
+  if (!s3 || kiln_tensor_copy_from_host(kiln_session_input(s3, NULL), zeros, sizeof zeros, KILN_LAYOUT_NCHW) != KILN_OK ||
+      kiln_session_run(s3) != KILN_OK ||
+      kiln_tensor_copy_to_host(kiln_session_output(s3, NULL), y3, sizeof y3, KILN_LAYOUT_NCHW) != KILN_OK)
+    return 1;
+  if (y3[0] != 10 || y3[2] != 10) return 1;
+  kiln_interpreter_destroy(bundled);
+  remove(bundle);
   kiln_interpreter_destroy(saved);
   remove(path);
   /* After releaseModel there is nothing to write into; the session runs on. */

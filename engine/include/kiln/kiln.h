@@ -85,6 +85,11 @@ KilnStatus kiln_session_set_weight(KilnSession* session, const char* name, const
 KilnStatus kiln_interpreter_update_session_to_model(KilnInterpreter* interpreter, KilnSession* session);
 /* Interpreter::saveModel: the model as a self-contained .kiln file. */
 KilnStatus kiln_interpreter_save_model(KilnInterpreter* interpreter, const char* path);
+/* Interpreter::saveBundle: an ahead-of-time bundle of the resized session
+ * (its host ops' packed weights; of a Vulkan or OpenCL session also the
+ * driver's pipeline cache or program binaries for this device: make it on
+ * the device that will run it, e.g. at install). Loads like a model. */
+KilnStatus kiln_interpreter_save_bundle(KilnInterpreter* interpreter, KilnSession* session, const char* path);
 /* Interpreter::releaseModel: no new sessions; existing ones keep running. */
 void kiln_interpreter_release_model(KilnInterpreter* interpreter);
 int kiln_tensor_rank(const KilnTensor* tensor);
