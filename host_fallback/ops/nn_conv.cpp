@@ -125,6 +125,12 @@ namespace {
 using namespace conv;
 
 
+// y[i] += r[i] for i in [0, n).
+KILN_SIMD_CLONES
+void AddRows(const float* __restrict r, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += r[i];
+}
+
 // y[i] = clamp(y[i]) for i in [0, n): a NaN becomes lo.
 inline void ClampRow(float* __restrict y, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] > lo ? (y[i] < hi ? y[i] : hi) : lo;
@@ -187,9 +193,10 @@ void DepthwisePlane(const Taps& t, const float* __restrict xp, const float* __re
 }
 
 // The direct convolution (depthwise Conv: one input channel a group);
-// channels16: small planes may take DepthwiseChannels16.
+// channels16: small planes may take DepthwiseChannels16; no_activation:
+// the fused activation is left to the caller (a residual comes first).
 Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
-               bool channels16) {
+               bool channels16, bool no_activation) {
   KILN_RETURN_IF_ERROR(nn::NeedF32(op, in));
   const Tensor& X = *in[0];
   const Tensor& W = *in[1];
@@ -197,6 +204,7 @@ Status RunConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
   Tensor& Y = *out[0];
   const fb::ConvParams* p = op.params<fb::ConvParams>();
   ConvAttrs a = ReadConvAttrs(p, W);
+  if (no_activation) a.act = fb::Activation::None;
   const IntVec xin(X.shape().begin() + 2, X.shape().end());
   const IntVec yout(Y.shape().begin() + 2, Y.shape().end());
   a.pads = nn::WindowPads(p ? p->auto_pad() : fb::AutoPad::NotSet, nn::IntsOr(p ? p->pads() : nullptr, 0, 0), xin,
@@ -608,9 +616,33 @@ class ConvExecution final : public Execution {
     KILN_RETURN_IF_ERROR(nn::NeedF32(op_, in));
     if (out[0]->elementCount() == 0) return Status::Ok();
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
-    if (direct_) return RunConv(op_, in, out, be, channels16_on_);
+    // A fused residual (input 3, fuse_residual): y = act(conv + bias + r).
+    // The GEMM paths start from r in y (beta 1), so that it is added in
+    // their stores before the activation; the others compute conv + bias
+    // and add it afterwards (AddResidual), the activation with it.
+    const Tensor* R = in.size() > 3 ? in[3] : nullptr;
+    const bool gemm_path = !direct_ && !narrow_ && !winograd_ && !transposed_;
+    if (R && !gemm_path) {
+      if (direct_) KILN_RETURN_IF_ERROR(RunConv(op_, in, out, be, channels16_on_, true));
+      else KILN_RETURN_IF_ERROR(runPlain(be, in, out, /*no_activation=*/true));
+      AddResidual(be, R->host<float>(), out[0]->host<float>(), out[0]->elementCount());
+      return Status::Ok();
+    }
+    if (direct_) return RunConv(op_, in, out, be, channels16_on_, false);
+    if (R && out[0]->byteSize())
+      std::memcpy(out[0]->host<float>(), R->host<float>(), out[0]->byteSize());
+    return runPlain(be, in, out, false, R ? 1.f : 0.f);
+  }
+
+ private:
+  // Every path but the direct one: y = act(conv(x) + bias) + beta * y
+  // (beta: the GEMM paths only), without the activation when no_activation.
+  Status runPlain(HostBackend& be, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                  bool no_activation, float beta = 0.f) {
+    ConvAttrs a = a_;
+    if (no_activation) a.act = fb::Activation::None;
     const Tensor* B = in.size() > 2 ? in[2] : nullptr;
-    if (narrow_) return runNarrow(be, in[0]->host<float>(), B, out[0]->host<float>());
+    if (narrow_) return runNarrow(be, a, in[0]->host<float>(), B, out[0]->host<float>());
     const float* x = in[0]->host<float>();
     const float* w = in[1]->host<float>();
     float* y = out[0]->host<float>();
@@ -620,18 +652,18 @@ class ConvExecution final : public Execution {
     // finished tile (TileActivation) or, after Winograd, on the output.
     GemmEpilogue ep;
     float lo = 0, hi = 0;
-    const bool fused = nn::ActivationAsClamp(a_.act, a_.act_min, a_.act_max, &lo, &hi);
-    ep.clamp = fused && a_.act != fb::Activation::None;
+    const bool fused = nn::ActivationAsClamp(a.act, a.act_min, a.act_max, &lo, &hi);
+    ep.clamp = fused && a.act != fb::Activation::None;
     ep.lo = lo;
     ep.hi = hi;
     if (!fused) {
       ep.tile_act = &TileActivation;
-      ep.tile_ctx = &a_;
+      ep.tile_ctx = &a;
     }
     const float* bias = B ? B->host<float>() : nullptr;
     for (int64_t n = 0; n < N_; ++n) {
       if (winograd_) {
-        wino_.run(be.pool(), x + n * C_ * in_plane_, x_shape_[2], x_shape_[3], a_.pads[0], a_.pads[1],
+        wino_.run(be.pool(), x + n * C_ * in_plane_, x_shape_[2], x_shape_[3], a.pads[0], a.pads[1],
                   y + n * M_ * out_plane_, y_shape_[2], y_shape_[3], bias, ep.clamp, lo, hi);
         continue;
       }
@@ -639,14 +671,14 @@ class ConvExecution final : public Execution {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
         if (phased_) {
-          KILN_RETURN_IF_ERROR(runPhased(be, xg, g, bias, &ep, y + (n * M_ + g * Mg_) * out_plane_));
+          KILN_RETURN_IF_ERROR(runPhased(be, xg, g, bias, &ep, beta, y + (n * M_ + g * Mg_) * out_plane_));
           continue;
         }
         if (!pointwise_ && !transposed_ && !subsampled_ && !packed_.empty()) {
           ep.row_bias = bias ? bias + g * Mg_ : nullptr;
           const ImplicitCol ic{&taps_, col_rows_.data(), xg};
           SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackImplicitCol, &ic},
-                               0.f, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
+                               beta, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
           continue;
         }
         if (!pointwise_) {
@@ -668,18 +700,25 @@ class ConvExecution final : public Execution {
         }
         ep.row_bias = bias ? bias + g * Mg_ : nullptr;
         if (!packed_.empty())
-          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, 0.f, yg,
+          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, beta, yg,
                       out_plane_, &ep);
         else
-          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
+          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, beta,
                 yg, out_plane_, &ep);
       }
     }
-    if (!fused && winograd_) ActivatePlanes(be.pool(), a_, y, N_ * M_, out_plane_);
+    if (!fused && winograd_) ActivatePlanes(be.pool(), a, y, N_ * M_, out_plane_);
     return Status::Ok();
   }
 
- private:
+  // y = act(y + r) over n elements.
+  void AddResidual(HostBackend& be, const float* r, float* y, int64_t n) const {
+    be.pool().parallelFor(n, [&](int64_t begin, int64_t end) {
+      AddRows(r + begin, y + begin, end - begin);
+      PlaneActivation(&a_, y + begin, end - begin);
+    }, 16384);
+  }
+
   void prepare(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
     const Tensor& X = *in[0];
     const Tensor& W = *in[1];
@@ -806,7 +845,8 @@ class ConvExecution final : public Execution {
   }
 
   // One group of one image through its phase planes (PhaseGeometry).
-  Status runPhased(HostBackend& be, const float* xg, int64_t g, const float* bias, GemmEpilogue* ep, float* yg) {
+  Status runPhased(HostBackend& be, const float* xg, int64_t g, const float* bias, GemmEpilogue* ep, float beta,
+                   float* yg) {
     const PhaseGeometry& ph = phase_;
     float* planes = tl_col.get(ph.floats(Cg_));
     if (!planes) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the phase planes");
@@ -815,20 +855,20 @@ class ConvExecution final : public Execution {
                           std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in_plane_)));
     ep->row_bias = bias ? bias + g * Mg_ : nullptr;
     const PhasedCol pc{phase_rows_.data(), planes, y_shape_[3], ph.wp};
-    SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackPhasedCol, &pc}, 0.f,
+    SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackPhasedCol, &pc}, beta,
                          yg, out_plane_, ep);
     return Status::Ok();
   }
 
-  Status runNarrow(HostBackend& be, const float* x, const Tensor* B, float* y) const {
+  Status runNarrow(HostBackend& be, const ConvAttrs& a, const float* x, const Tensor* B, float* y) const {
     NarrowConvArgs na;
     na.n = N_, na.h = x_shape_[2], na.w = x_shape_[3], na.oh = y_shape_[2], na.ow = y_shape_[3];
-    na.sh = a_.strides[0], na.sw = a_.strides[1], na.pt = a_.pads[0], na.pl = a_.pads[1];
-    const bool fused = nn::ActivationAsClamp(a_.act, a_.act_min, a_.act_max, &na.lo, &na.hi);
-    na.clamp = fused && a_.act != fb::Activation::None;
+    na.sh = a.strides[0], na.sw = a.strides[1], na.pt = a.pads[0], na.pl = a.pads[1];
+    const bool fused = nn::ActivationAsClamp(a.act, a.act_min, a.act_max, &na.lo, &na.hi);
+    na.clamp = fused && a.act != fb::Activation::None;
     if (!fused) {
       na.row_act = &PlaneActivation;
-      na.act_ctx = &a_;
+      na.act_ctx = &a;
     }
     if (!narrow_conv_.run(be.pool(), na, x, B ? B->host<float>() : nullptr, y))
       return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the input rows");

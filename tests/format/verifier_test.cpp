@@ -45,7 +45,7 @@ std::vector<Case> Cases() {
       {"unknown_op_type", [](fb::NetT& n, auto&) { n.ops[1]->type = static_cast<fb::OpType>(999); },
        {"op 1 'relu1'", "op type 999 is not a known op"}},
       {"too_few_inputs", [](fb::NetT& n, auto&) { n.ops[0]->inputs.resize(1); },
-       {"op 0 'conv1'", "Conv takes 2 to 3 inputs, has 1"}},
+       {"op 0 'conv1'", "Conv takes 2 to 4 inputs, has 1"}},
       {"too_many_outputs", [](fb::NetT& n, auto&) { n.ops[1]->outputs.push_back(11); },
        {"op 1 'relu1'", "Relu takes 1 to 1 outputs, has 2"}},
       {"required_input_missing", [](fb::NetT& n, auto&) { n.ops[0]->inputs[1] = -1; },

@@ -236,6 +236,47 @@ TEST(GpuPacked, ConcatOfWholeBlocks) {
 // A packed tensor must not meet an op that reads it as NCHW: an Add of a
 // conv output and a graph input (NCHW, the app's) keeps both planar, and
 // Div (whose 0 / 0 would fill the zero lanes with NaN) is never packed.
+// Convs with a fused residual (fuse_residual's fourth input): packed and
+// planar, with Relu, LeakyRelu and none, the residual another conv's
+// output, on the general, 1x1, depthwise and strided paths, 6 channels (a
+// partial block whose zero lanes must stay zero).
+TEST(GpuPacked, FusedResidual) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  NetBuilder b("residual");
+  int x = b.addInput("x", fb::DataType::F32, {1, 5, "h", "w"});
+  int c1 = ConvOp(b, "conv1", x, 5, 6, 3, 1, 1, 1, true, 10);
+  auto with_residual = [&](int conv, int r, fb::Activation act) {
+    fb::OpT& op = *b.net().ops.back();
+    EXPECT_EQ(op.outputs[0], conv);
+    op.inputs.resize(3, -1);
+    op.inputs.push_back(r);
+    op.params.AsConvParams()->activation = act;
+    op.params.AsConvParams()->activation_alpha = 0.2f;
+    return conv;
+  };
+  int c2 = with_residual(ConvOp(b, "conv2", c1, 6, 6, 3, 1, 1, 1, true, 20), c1, fb::Activation::Relu);
+  int c3 = with_residual(ConvOp(b, "pw", c2, 6, 6, 1, 1, 1, 0, false, 30), c1, fb::Activation::LeakyRelu);
+  int c4 = with_residual(ConvOp(b, "dw", c3, 6, 6, 3, 6, 1, 1, true, 40), c2, fb::Activation::None);
+  int s1 = ConvOp(b, "down", c4, 6, 6, 3, 1, 2, 1, true, 50);
+  int s2 = with_residual(ConvOp(b, "down2", c4, 6, 6, 1, 1, 2, 0, true, 60), s1, fb::Activation::Relu);
+  b.addOutput(ConvOp(b, "head", s2, 6, 7, 3, 1, 1, 1, true, 70));
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
+  auto planar = (*interp)->createSession(Config(kGpu, GpuLayout::kPlanar));
+  ASSERT_TRUE(hs.ok() && packed.ok() && planar.ok()) << packed.status().ToString();
+  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  const std::vector<int64_t> shape = {1, 5, 11, 13};
+  const auto in = Random(5 * 11 * 13, -2, 2, 5);
+  const auto want = RunOnce(interp->get(), *hs, shape, in);
+  ExpectNear(RunOnce(interp->get(), *packed, shape, in), want, 1e-4f, "packed");
+  EXPECT_GE(PackedTensors(*packed), 5u);
+  ExpectNear(RunOnce(interp->get(), *planar, shape, in), want, 1e-4f, "planar");
+}
+
 TEST(GpuPacked, BordersStayPlanar) {
   KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("borders");

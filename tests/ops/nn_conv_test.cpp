@@ -22,11 +22,13 @@ struct ConvCase {
   float act_min = -INFINITY, act_max = INFINITY, act_alpha = 0.01f;
   float tol = kTol;
   bool half_weights = false;  // run at precision low: the reference takes the weights rounded to fp16
+  bool residual = false;      // a fourth input r of the output's shape: y = act(conv + bias + r)
 };
 
 // out[n, m, oh, ow] = bias[m] + sum over the group's channels and the kernel of x * w.
 std::vector<float> NaiveConv2D(const ConvCase& k, const std::vector<float>& x, const std::vector<float>& w,
-                               const std::vector<float>& bias, int64_t oh_n, int64_t ow_n, int64_t pt, int64_t pl) {
+                               const std::vector<float>& bias, int64_t oh_n, int64_t ow_n, int64_t pt, int64_t pl,
+                               const std::vector<float>& residual = {}) {
   const int64_t cg = k.c / k.group, mg = k.m / k.group;
   std::vector<float> y(static_cast<size_t>(k.n * k.m * oh_n * ow_n));
   for (int64_t n = 0; n < k.n; ++n)
@@ -43,7 +45,9 @@ std::vector<float> NaiveConv2D(const ConvCase& k, const std::vector<float>& x, c
                 s += static_cast<double>(x[((n * k.c + g * cg + c) * k.h + ih) * k.w + iw]) *
                      w[((m * cg + c) * k.kh + i) * k.kw + j];
               }
-          y[((n * k.m + m) * oh_n + oh) * ow_n + ow] = RefAct(k.act, s, k.act_min, k.act_max, k.act_alpha);
+          const size_t at = static_cast<size_t>(((n * k.m + m) * oh_n + oh) * ow_n + ow);
+          if (!residual.empty()) s += residual[at];
+          y[at] = RefAct(k.act, s, k.act_min, k.act_max, k.act_alpha);
         }
   return y;
 }
@@ -93,6 +97,13 @@ void RunConvCase(const ConvCase& k, const std::string& what) {
   OpTest t(fb::OpType::Conv);
   t.input("x", xs, x).constant("w", ws, w);
   if (k.bias) t.input("b", {k.m}, b);
+  const Shape ys = k.one_d ? Shape{k.n, k.m, ow} : Shape{k.n, k.m, oh, ow};
+  std::vector<float> r;
+  if (k.residual) {
+    r = Rand(ys, 14);
+    if (!k.bias) t.missing();
+    t.input("r", ys, r);
+  }
   ScheduleConfig config = Threads3();
   if (k.half_weights) {
     config.precision = Precision::kLow;
@@ -102,7 +113,7 @@ void RunConvCase(const ConvCase& k, const std::string& what) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   Shape want_shape = k.one_d ? Shape{k.n, k.m, ow} : Shape{k.n, k.m, oh, ow};
   EXPECT_EQ(out->at(0).shape, want_shape);
-  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, b, oh, ow, pt, pl), k.tol, what);
+  ExpectNear(out->at(0).f32(), NaiveConv2D(k, x, w, b, oh, ow, pt, pl, r), k.tol, what);
 }
 
 TEST(NnConv, OddShapes2D) {
@@ -453,6 +464,41 @@ TEST(NnConv, StridedThroughPhasePlanes) {
     k.half_weights = true;
     add("3x3 s2 fp16 weights", k);
   }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
+// A fused residual (fuse_residual's fourth input) on every path: added
+// before the activation, by the GEMM's stores (implicit, phased, pointwise,
+// strided 1x1) or after the others (Winograd, the transposed product, the
+// first-layer kernel, depthwise), with clamp and other activations, with
+// and without a bias, batch 2.
+TEST(NnConv, FusedResidualOnEveryPath) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  auto add = [&](const std::string& name, ConvCase k) {
+    k.residual = true;
+    k.bias = name.find("no bias") == std::string::npos;
+    k.pt = k.pl = k.pb = k.pr = k.kh / 2;
+    cases.emplace_back(name, k);
+    k.act = fb::Activation::Relu;
+    cases.emplace_back(name + ", relu", k);
+    k.act = fb::Activation::LeakyRelu;
+    k.act_alpha = 0.2f;
+    cases.emplace_back(name + ", leaky relu", k);
+  };
+  add("implicit 3x3 5->24 on 9x11", {2, 5, 9, 11, 24, 3, 3});
+  ConvCase s2{1, 8, 30, 30, 16, 3, 3};
+  s2.sh = s2.sw = 2;
+  add("phased 3x3 s2", s2);
+  add("pointwise 16->40 no bias", {1, 16, 12, 12, 40, 1, 1});
+  add("winograd 3x3 16->32 on 14x14", {2, 16, 14, 14, 32, 3, 3});
+  add("transposed 3x3 64->128 on 7x7", {1, 64, 7, 7, 128, 3, 3});
+  add("first layer 7x7 3->16", {1, 3, 20, 20, 16, 7, 7});
+  ConvCase dw{1, 12, 10, 10, 12, 3, 3};
+  dw.group = 12;
+  add("depthwise", dw);
+  ConvCase sub{1, 16, 14, 14, 24, 1, 1};
+  sub.sh = sub.sw = 2;
+  add("strided 1x1 no bias", sub);
   for (auto& [name, k] : cases) RunConvCase(k, name);
 }
 

@@ -230,6 +230,9 @@ class OnnxImporter {
       return ImportSequence(n);
     KILN_ASSIGN_OR_RETURN(std::vector<int> in, Inputs(n));
     if (t == "Conv" || t == "ConvTranspose") {
+      // ONNX's Conv takes X, W and B; Kiln's fourth input (a fused residual)
+      // is the passes' own.
+      if (in.size() > 3) return InvalidArgument("%s takes 2 to 3 inputs, the node gives %zu", t.c_str(), in.size());
       KILN_ASSIGN_OR_RETURN(fb::ConvParamsT p, ConvParams(n));
       return Emit(t == "Conv" ? fb::OpType::Conv : fb::OpType::ConvTranspose, n, in, U(p));
     } else if (t == "ConvInteger" || t == "QLinearConv") {

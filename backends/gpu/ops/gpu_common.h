@@ -28,6 +28,15 @@ const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k
 // the input is missing. Unsupported when it is not a constant.
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback);
 
+// unary.comp's push constants: `c` and `plane` only for packed tensors
+// whose channels are not a multiple of four (the kernel keeps their zero
+// lanes zero).
+struct UnaryPush {
+  uint32_t n;
+  float alpha, beta;
+  uint32_t c = 0, plane = 1;
+};
+
 // Numpy broadcasting of inputs onto `out`, collapsed to at most
 // KILN_MAX_RANK (6) dims: out dims and each input's strides (0 where
 // broadcast).

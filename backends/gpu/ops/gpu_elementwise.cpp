@@ -18,15 +18,6 @@ static_assert(KILN_OP_Relu == UnaryCode(fb::OpType::Relu) && KILN_OP_MaxUnpool =
 static_assert(KILN_FN_GELU_TANH == kUnaryGeluTanh && KILN_FN_SILU == kUnarySilu,
               "kiln_op_codes.h disagrees with gpu_common.h");
 
-// unary.comp's push constants: `c` and `plane` only for packed tensors
-// whose channels are not a multiple of four (the kernel keeps their zero
-// lanes zero).
-struct UnaryPush {
-  uint32_t n;
-  float alpha, beta;
-  uint32_t c = 0, plane = 1;
-};
-
 // The executions that dispatch unary.comp: several elements an invocation
 // on CPU drivers, where an invocation costs more than an element's
 // arithmetic (ReLU in ResNet18 on lavapipe: 3.9 ms for 8 ops before).

@@ -199,6 +199,9 @@ class ConvExecution final : public GemmExecution {
     if (groups < 1 || c % groups != 0 || m % groups != 0) return {};
     const int64_t cg = c / groups, mg = m / groups;
     if (groups != 1 && !(cg == 1 && mg == 1) && (cg % 4 != 0 || mg % 4 != 0)) return {};
+    // A residual is added over the stored elements: it and Y share a layout
+    // (and so X too: the rule has one uniform set).
+    if (Residual(in)) return {1 | 8, 1, true};
     return {1, 1, false};
   }
   // The packed kernels read their own copy of W and the bias.
@@ -207,15 +210,40 @@ class ConvExecution final : public GemmExecution {
   }
 
  private:
+  static const Tensor* Residual(const std::vector<Tensor*>& in) { return in.size() > 3 ? in[3] : nullptr; }
+
+  // A fused residual (input 3, fuse_residual): the conv without its
+  // activation, then y += r (binary.comp) and the activation (unary.comp),
+  // in place over the stored elements.
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor* r = Residual(in);
+    if (!r) return planConv(in, out, act_);
+    KILN_RETURN_IF_ERROR(planConv(in, out, GpuFusedActivation{}));
+    const Tensor* y = out[0];
+    KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*y),
+                                                 {gpu()->storageShape(*y), gpu()->storageShape(*r)}));
+    const uint32_t n = static_cast<uint32_t>(gpu()->storageElements(*y));
+    const uint32_t epi = gpu()->gpuCaps().cpu_kernels ? 8 : 1;  // as the elementwise ops (gpu_elementwise.cpp)
+    KILN_RETURN_IF_ERROR(add1D("binary", {{y}, {r}, {y, nullptr, true}}, MakeBroadcastPush(bc, n),
+                               (uint64_t{n} + epi - 1) / epi, {/*Add*/ 0, /*f32*/ 0, epi}));
+    if (act_.code == 0) return Status::Ok();
+    UnaryPush push{n, act_.code == UnaryCode(fb::OpType::LeakyRelu) ? act_.slope : act_.lo, act_.hi};
+    if (packed(y) && y->length(1) % 4 != 0) {
+      push.c = static_cast<uint32_t>(y->length(1));
+      push.plane = static_cast<uint32_t>(y->elementCount() / y->length(0) / y->length(1));
+    }
+    return add1D("unary", {{y}, {y, nullptr, true}}, push, (uint64_t{n} + epi - 1) / epi, {act_.code, epi});
+  }
+
+  Status planConv(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, const GpuFusedActivation& fa) {
     KILN_ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
     const IntVec pads = ConvPads(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
-    if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0]);
+    if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0], fa);
     const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
-    const ActPush act{act_.lo, act_.hi, act_.slope};
+    const ActPush act{fa.lo, fa.hi, fa.slope};
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
-    const std::vector<uint32_t> spec = {act_.code, bias != nullptr};
+    const std::vector<uint32_t> spec = {fa.code, bias != nullptr};
     // Without a bias, W stands in for the unused binding.
     std::vector<GpuBinding> bindings = {{in[0]}, {in[1]}, {bias ? bias : in[1]}, {out[0], nullptr, true}};
 
@@ -242,7 +270,7 @@ class ConvExecution final : public GemmExecution {
       g.bdims[3] = s.batch;
       g.c_rs = 1;  // bias[m]
       g.beta = 1.f;
-      g.act = act_;
+      g.act = fa;
       return addGemm(in[1], in[0], bias, out[0], g);
     }
 
@@ -267,7 +295,8 @@ class ConvExecution final : public GemmExecution {
     return add("conv", std::move(bindings), push, groups, local, spec);
   }
 
-  Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y) {
+  Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y,
+                    const GpuFusedActivation& fa) {
     const bool depthwise = s.groups > 1 && s.c == s.groups && s.m == s.groups;
     const uint32_t kvol = w.kd * w.kh * w.kw;
     if (!packed_w_.handle) {
@@ -288,9 +317,9 @@ class ConvExecution final : public GemmExecution {
       }
       gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
     }
-    const std::vector<uint32_t> spec = {act_.code, has_bias_, packed(x), packed(y)};
+    const std::vector<uint32_t> spec = {fa.code, has_bias_, packed(x), packed(y)};
     std::vector<GpuBinding> bindings = {{x}, {nullptr, &packed_w_}, {y, nullptr, true}};
-    const ActPush act{act_.lo, act_.hi, act_.slope};
+    const ActPush act{fa.lo, fa.hi, fa.slope};
     struct {
       uint32_t total;
       uint32_t c, c4, bias_at;

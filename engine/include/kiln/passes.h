@@ -39,8 +39,8 @@ struct PassReport {
 
 // Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
 // FuseGelu, FuseHardSwish, FuseLayerNorm, FuseActivation, SinkDequantize, FuseQdq, RemoveDeadCode,
-// FoldDequantize, MatMulToGemm (then FuseActivation again on the Gemms it
-// made), RemoveDeadCode.
+// FoldDequantize, FuseResidual, MatMulToGemm (then FuseActivation again on
+// the Gemms it made), RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
 
 // "remove_identity": Identity ops (ONNX Dropout is imported as Identity).
@@ -116,6 +116,11 @@ StatusOr<int> FuseLayerNorm(fb::NetT& net);
 // Sigmoid, HardSwish and exact Gelu after a Conv or Gemm become the
 // producer's fused activation (ConvParams / GemmParams .activation).
 StatusOr<int> FuseActivation(fb::NetT& net);
+
+// "fuse_residual": Add(Conv(x), r) with r of the Conv output's static shape,
+// and a Relu after it, become the Conv with r as its fourth input
+// (act(conv + bias + r)); runs after fuse_qdq, which leaves such Convs alone.
+StatusOr<int> FuseResidual(fb::NetT& net);
 
 // "matmul_to_gemm": MatMul(A, W) + B with A 2-D (static shape), W a constant
 // 2-D f32 matrix and B a constant bias of shape [N] or [1, N] becomes

@@ -43,6 +43,7 @@ class ShapeContext {
   StatusOr<std::vector<float>> inFloats(int i) const;
 
   void setOutput(int i, std::vector<int64_t> shape, fb::DataType dtype);
+  const Tensor* output(int i) const { return outputs_[static_cast<size_t>(i)]; }
   // Output i's dtype as the model declares it (before setOutput).
   fb::DataType declaredOutType(int i) const;
   // Output i like input j (same shape and dtype).

@@ -272,7 +272,17 @@ Status QLinearTypes(ShapeContext& c) {
 
 }  // namespace
 
-Status InferShapeConv(ShapeContext& c) { return ConvShape(c, 0, 1, 2, true, fb::DataType::F32); }
+// Input 3, when present, is a residual added before the activation
+// (fuse_residual): it has the output's shape and dtype.
+Status InferShapeConv(ShapeContext& c) {
+  KILN_RETURN_IF_ERROR(ConvShape(c, 0, 1, 2, true, fb::DataType::F32));
+  if (!c.hasInput(3)) return Status::Ok();
+  const Tensor& y = *c.output(0);
+  if (c.inShape(3) != y.shape() || c.inType(3) != y.dtype())
+    return InvalidArgument("Conv: the residual (input 3) is %s %s, the output %s %s", DataTypeName(c.inType(3)),
+                           Join(c.inShape(3)).c_str(), DataTypeName(y.dtype()), Join(y.shape()).c_str());
+  return Status::Ok();
+}
 
 Status InferShapeConvInteger(ShapeContext& c) {
   KILN_RETURN_IF_ERROR(NeedQuant8(c, 0, "x"));

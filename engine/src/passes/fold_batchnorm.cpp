@@ -198,6 +198,7 @@ StatusOr<int> FoldBatchNorm(fb::NetT& net) {
       if (p < 0 || !idx.singleUse(x)) continue;
       fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
       if (prod.type != fb::OpType::Conv && prod.type != fb::OpType::Gemm) continue;
+      if (prod.inputs.size() > 3) continue;  // a Conv with a fused residual: the affine would scale it too
       BnConsts c;
       int64_t channels = 0;
       size_t rank = 0;

@@ -128,6 +128,9 @@ StatusOr<int> FuseActivation(fb::NetT& net) {
     fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
     if (prod.outputs.size() != 1) continue;
     if (prod.type == fb::OpType::Conv) {
+      // A fused residual (fuse_residual) takes Relu only: the GPU backends
+      // apply it after the residual's Add.
+      if (prod.inputs.size() > 3 && a.type != fb::Activation::Relu) continue;
       if (!prod.params.AsConvParams()) prod.params.Set(fb::ConvParamsT());
       if (!SetActivation(prod.params.AsConvParams(), a)) continue;
     } else if (prod.type == fb::OpType::Gemm) {

@@ -228,6 +228,7 @@ bool ClampActivation(const fb::ConvParamsT* p) {
 bool FuseConv(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
   fb::OpT& conv = *net.ops[i];
   WeightedQdq m;
+  if (conv.inputs.size() > 3) return false;  // a fused residual (fuse_residual): QLinearConv has none
   if (!ClampActivation(conv.params.AsConvParams()) || !MatchWeighted(net, idx, conv, 3, SIZE_MAX, 0, &m)) return false;
   const int64_t M = m.wshape[0];
   int bias = -1;
