@@ -13,6 +13,9 @@ namespace kiln::conv {
 
 using IntVec = std::vector<int64_t>;
 
+// a / b rounded towards minus infinity (b > 0).
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 inline int64_t Prod(IntVec::const_iterator b, IntVec::const_iterator e) {
   int64_t n = 1;
   for (; b != e; ++b) n *= *b;
@@ -64,8 +67,43 @@ void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_
 
 // A convolution path the environment may turn off (VAR=0), to compare it
 // with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
-// KILN_HOST_DW16 (depthwise 16 channels a vector), KILN_HOST_NARROW.
+// KILN_HOST_DW16 (depthwise 16 channels a vector), KILN_HOST_NARROW,
+// KILN_HOST_PHASED.
 bool PathEnabled(const char* var);
+
+// Strided 2-D convs through phase planes (nn_conv_phased.cpp). The input
+// is split once into s_h x s_w phase planes per channel (plane (py, px)
+// holds input rows py, py + s_h, ... and columns px, px + s_w, ...,
+// zero-padded by the taps' reach), each Hp x Wp. Then every tap of every
+// channel reads output row oy as one contiguous run of a plane (Wo floats at
+// oy * Wp + the tap's offset): a GEMM B panel row is a copy of one or a few
+// such runs, where the implicit packing had to gather at stride s across
+// output rows narrower than a panel (28, 14 and 7 wide against 32; a third
+// of a stride-2 3x3 conv's time).
+struct PhaseGeometry {
+  int64_t sh = 1, sw = 1, hp = 0, wp = 0, top = 0, left = 0;  // plane extent; zero rows / columns before
+  int64_t plane = 0;                                          // hp * wp
+  IntVec tap_off;                                             // [ksize]: plane index * plane + offset in it
+  size_t floats(int64_t channels) const { return static_cast<size_t>(channels * sh * sw * plane); }
+};
+
+PhaseGeometry MakePhaseGeometry(int64_t h, int64_t w, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
+                                int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl);
+
+// The phase planes of channels [c0, c1) of one image (x: its first
+// channel, h x w planes), into dst (sh * sw planes a channel).
+void SplitPhases(const PhaseGeometry& g, const float* x, int64_t h, int64_t w, int64_t c0, int64_t c1, float* dst);
+
+// The unfolded input read from phase planes, as a GEMM BPacker's context
+// (PackPhasedCol): row k of the unfolded input starts at planes + row_off[k].
+struct PhasedCol {
+  const int64_t* row_off;  // [Cg * ksize]: where row k's output row 0 starts in the planes
+  const float* planes;
+  int64_t wo, wp;
+};
+// nr (the GEMM's panel width) at most kPhasedMaxPanel.
+constexpr int kPhasedMaxPanel = 32;
+void PackPhasedCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst);
 
 // The direct convolution for few input channels (nn_conv_narrow.cpp): the
 // first layer of image models, whose GEMM would have a K of only C * kh * kw.
