@@ -108,6 +108,17 @@ bool ParseCache(const uint8_t* all, size_t size, std::map<std::string, std::vect
   return true;
 }
 
+// The driver's binary of a built program (empty when it gives none).
+std::vector<uint8_t> ProgramBinary(const ClApi& cl, cl_program program) {
+  size_t len = 0;
+  if (cl.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, nullptr) != CL_SUCCESS || !len)
+    return {};
+  std::vector<uint8_t> bin(len);
+  unsigned char* ptr = bin.data();
+  if (cl.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) return {};
+  return bin;
+}
+
 std::vector<uint8_t> SerializeCache(const std::map<std::string, std::vector<uint8_t>>& entries) {
   std::vector<uint8_t> out(kCacheMagic, kCacheMagic + sizeof(kCacheMagic));
   auto put = [&out](const void* p, size_t n) {
@@ -165,14 +176,9 @@ StatusOr<std::vector<uint8_t>> OpenCLBackend::exportCache() {
   // (PoCL) has those in it too, which is most of its cold start.
   for (auto& [pkey, program] : programs_) {
     auto ck = program_keys_.find(pkey);
-    size_t len = 0;
-    if (ck == program_keys_.end() ||
-        cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, nullptr) != CL_SUCCESS || !len)
-      continue;
-    std::vector<uint8_t> bin(len);
-    unsigned char* ptr = bin.data();
-    if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) == CL_SUCCESS)
-      binaries_[ck->second] = std::move(bin);
+    if (ck == program_keys_.end()) continue;
+    std::vector<uint8_t> bin = ProgramBinary(cl(), program);
+    if (!bin.empty()) binaries_[ck->second] = std::move(bin);
   }
   return SerializeCache(binaries_);
 }
@@ -230,13 +236,8 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
                       log.c_str());
     }
     ++programs_compiled_;
-    size_t len = 0;
-    if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, nullptr) == CL_SUCCESS && len) {
-      std::vector<uint8_t> bin(len);
-      unsigned char* ptr = bin.data();
-      if (cl().clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) == CL_SUCCESS)
-        binaries_[ckey] = std::move(bin);
-    }
+    std::vector<uint8_t> bin = ProgramBinary(cl(), program);
+    if (!bin.empty()) binaries_[ckey] = std::move(bin);
   }
   programs_[pkey] = program;
   program_keys_[pkey] = ckey;

@@ -157,21 +157,17 @@ StatusOr<std::string> VulkanBackend::importCache(const uint8_t* data, size_t byt
 }
 
 Status VulkanBackend::saveCache() {
-  size_t size = 0;
-  KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
-  if (size == cache_loaded_bytes_) return Status::Ok();  // nothing new learned
-  std::vector<char> data(size);
-  KILN_RETURN_IF_ERROR(
-      VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, data.data()), "vkGetPipelineCacheData"));
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> data, exportCache());
+  if (data.size() == cache_loaded_bytes_) return Status::Ok();  // nothing new learned
   std::string tmp = config_.cacheFile + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f.write(data.data(), static_cast<std::streamsize>(size)))
+    if (!f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size())))
       return Unavailable("cannot write the pipeline cache '%s'", tmp.c_str());
   }
   if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
     return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
-  cache_loaded_bytes_ = size;
+  cache_loaded_bytes_ = data.size();
   return Status::Ok();
 }
 

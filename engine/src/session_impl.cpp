@@ -246,7 +246,7 @@ bool SessionImpl::isConfigurationValue(int t) const {
 
 void SessionImpl::seedFromBundle(Backend* backend) {
   const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr;
-  if (!bundle || backend == host_ || std::string(backend->name()) == "host") return;
+  if (!bundle || std::string(backend->name()) == "host") return;  // (host_ is not set yet when the host is made)
   const std::string made_for = bundle->backend() ? bundle->backend()->str() : "";
   if (made_for != backend->name()) {
     bundle_device_note_ = StrFormat("made for the %s backend: no %s state in it", made_for.c_str(), backend->name());
