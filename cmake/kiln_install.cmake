@@ -4,7 +4,8 @@
 #
 # installs
 #   P/include/kiln/            the runtime API: interpreter.h, session.h,
-#                              tensor.h, status.h, types.h and the C API kiln.h
+#                              tensor.h, status.h, types.h, the C API kiln.h
+#                              and module.h (host modules)
 #   P/lib/libkiln.a            self-contained (every object of the library,
 #                              volk included); links -pthread and -ldl
 #   P/lib/libkiln.so.*         versioned (SOVERSION = the major version)
@@ -25,7 +26,7 @@
 include(CMakePackageConfigHelpers)
 
 set(KILN_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
-set(KILN_PUBLIC_HEADERS interpreter.h session.h tensor.h status.h types.h kiln.h)
+set(KILN_PUBLIC_HEADERS interpreter.h session.h tensor.h status.h types.h kiln.h module.h)
 list(TRANSFORM KILN_PUBLIC_HEADERS PREPEND ${CMAKE_SOURCE_DIR}/engine/include/kiln/)
 install(FILES ${KILN_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 
@@ -81,11 +82,10 @@ if(CMAKE_THREAD_LIBS_INIT)
 elseif(CMAKE_USE_PTHREADS_INIT)
   list(APPEND KILN_PC_LIBS_PRIVATE -pthread)  # in libc (glibc 2.34+); the flag is harmless
 endif()
-if(KILN_VULKAN OR KILN_OPENCL)  # they dlopen the Vulkan loader / the OpenCL ICD loader
-  foreach(lib ${CMAKE_DL_LIBS})
-    list(APPEND KILN_PC_LIBS_PRIVATE -l${lib})
-  endforeach()
-endif()
+# dlopen: host modules (always), the Vulkan loader / the OpenCL ICD loader
+foreach(lib ${CMAKE_DL_LIBS})
+  list(APPEND KILN_PC_LIBS_PRIVATE -l${lib})
+endforeach()
 list(JOIN KILN_PC_LIBS_PRIVATE " " KILN_PC_LIBS_PRIVATE)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/kiln.pc.in ${CMAKE_BINARY_DIR}/package/kiln.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/package/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

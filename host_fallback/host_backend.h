@@ -48,6 +48,9 @@ class HostBackend final : public Backend {
   void countWeightBytes(size_t bytes) { report_.constant_bytes += bytes; }
   void uncountWeightBytes(size_t bytes) { report_.constant_bytes -= std::min(bytes, report_.constant_bytes); }
   void setNoReuse(bool no_reuse) { planner_.setNoReuse(no_reuse); }
+  // The pool onAllocateBuffer made (null before); a host module's arena
+  // offsets are taken against it.
+  const uint8_t* poolBase() const { return memory_; }
 
   // Ahead-of-time bundles: the prepacked forms this session's ops take back
   // (null: none). bundled() gives op `op`'s form `key` or null; the op then

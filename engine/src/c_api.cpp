@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "c_api_status.h"
 #include "kiln/interpreter.h"
 
 using kiln::Interpreter;
@@ -19,10 +20,16 @@ namespace {
 
 thread_local std::string g_last_error;
 
-KilnStatus Fail(const Status& s) {
+}  // namespace
+
+KilnStatus CApiFail(const Status& s) {
   g_last_error = s.message();
   return static_cast<KilnStatus>(s.code());
 }
+
+namespace {
+
+KilnStatus Fail(const Status& s) { return CApiFail(s); }
 
 Session* AsSession(KilnSession* s) { return reinterpret_cast<Session*>(s); }
 Tensor* AsTensor(KilnTensor* t) { return reinterpret_cast<Tensor*>(t); }

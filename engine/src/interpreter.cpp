@@ -176,7 +176,10 @@ Status WriteFile(const char* what, const std::string& path, const std::vector<ui
 Status Interpreter::saveBundle(Session* session, const std::string& path) const {
   if (!owns(session)) return NotOurs("saveBundle");
   if (!model_) return InvalidArgument("saveBundle after releaseModel(): there is no model to write");
-  const SessionImpl& impl = *session->impl_;
+  return writeBundle(*session->impl_, path, 0);
+}
+
+Status Interpreter::writeBundle(const SessionImpl& impl, const std::string& path, uint64_t stamp) const {
   if (!impl.resized()) return InvalidArgument("saveBundle: resize the session first (its shapes decide the packing)");
   return GuardAlloc("saveBundle", [&]() -> Status {
     // The model with every weight inline (as saveModel), ...
@@ -202,6 +205,7 @@ Status Interpreter::saveBundle(Session* session, const std::string& path) const 
     }
     bundle->isa = GemmIsaName(GemmBestIsa());
     bundle->threads = impl.threads();
+    bundle->stamp = stamp;
     for (auto& [op, p] : impl.prepacked()) {
       auto blob = std::make_unique<fb::PrepackedBlobT>();
       blob->op = op;

@@ -35,6 +35,32 @@ class ControlFlow;
 bool MayRunInPlace(fb::OpType type);
 
 // Creates the backend for a forward type (tests substitute their own).
+// A host session as a host module bakes it (kiln-compile --emit-module):
+// the steps in run order and where each tensor they read or write lives.
+struct ModulePlan {
+  enum class Where { kArena, kWeights, kValue, kInput, kOutput };
+  struct TensorRef {
+    Where where = Where::kArena;
+    int graph_tensor = -1;
+    fb::DataType dtype = fb::DataType::F32;
+    std::vector<int64_t> shape;
+    uint64_t at = 0;             // arena / weights byte offset; input / output index
+    std::vector<uint8_t> value;  // kValue: the bytes computed at resize
+  };
+  struct StepRef {
+    int op = -1;
+    std::vector<int> inputs, outputs;  // indices into tensors; -1: an absent optional
+  };
+  std::vector<TensorRef> tensors;
+  std::vector<StepRef> steps;
+  // Graph outputs no step writes (a constant, a value, an input, or an
+  // output listed twice): (output index, tensor) copied after the steps.
+  std::vector<std::pair<int, int>> output_copies;
+  size_t arena_bytes = 0;
+  int threads = 1;
+  Precision precision = Precision::kNormal;
+};
+
 using BackendFactory =
     std::function<StatusOr<std::unique_ptr<Backend>>(ForwardType type, const ScheduleConfig& config)>;
 BackendFactory DefaultBackendFactory();
@@ -94,7 +120,11 @@ class SessionImpl {
     return t >= 0 && static_cast<size_t>(t) < tensors_.size() ? tensors_[static_cast<size_t>(t)].get() : nullptr;
   }
   int threads() const { return configs_.empty() ? 1 : configs_[0].numThread; }
+  Precision precision() const { return configs_.empty() ? Precision::kNormal : configs_[0].precision; }
   bool resized() const { return resized_; }
+  // The plan a host module bakes (module_writer.cpp): a resized session on
+  // the host alone, without control flow, containers or shape inputs.
+  StatusOr<ModulePlan> modulePlan() const;
   // "12 ops: vulkan 11, host 1".
   std::string describePlacement() const;
 

@@ -111,8 +111,9 @@ TEST_P(GpuBundle, StateTakenOnItsDeviceOnlyAndSameBytes) {
   std::vector<float> got = RunOn(**same, GetParam(), &t);
   EXPECT_TRUE(Has(t->placement().bundle, name + ": ") && Has(t->placement().bundle, "taken from it"))
       << t->placement().bundle;
-  if (GetParam() == ForwardType::kOpenCL)  // every program the model needs came as a binary
+  if (GetParam() == ForwardType::kOpenCL) {  // every program the model needs came as a binary
     EXPECT_FALSE(Has(t->placement().bundle, ": 0 program binaries")) << t->placement().bundle;
+  }
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
 
@@ -135,8 +136,9 @@ TEST_P(GpuBundle, StateTakenOnItsDeviceOnlyAndSameBytes) {
   ASSERT_TRUE(damaged.ok());
   got = RunOn(**damaged, GetParam(), &t);
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << t->placement().bundle;
-  if (GetParam() == ForwardType::kOpenCL)
+  if (GetParam() == ForwardType::kOpenCL) {
     EXPECT_TRUE(Has(t->placement().bundle, "does not parse")) << t->placement().bundle;
+  }
 
   // A host session of a GPU bundle: no GPU state wanted, the model runs.
   const std::vector<float> host_want = RunOn(**interp, ForwardType::kHost);

@@ -7,9 +7,21 @@
 //   kiln-compile MODEL -o OUT.kbundle [--backend host] [--threads N]
 //                [--precision normal|low] [--input-shape NAME=D0,D1,...]...
 //
+// --emit-module -o NAME.so: a host module instead (kiln/module.h): NAME.cpp
+// (generated: the memory plan and one libkiln kernel call per op), NAME.h,
+// NAME.kbundle (its weights) and NAME.so, compiled from NAME.cpp with the
+// C++ compiler this build used (KILN_MODULE_CXX overrides it; kiln/module.h
+// is found beside the tool's install, in the build's source tree, or in
+// KILN_INCLUDE_DIR).
+//
 // MODEL: .kiln, .onnx or .tflite (converted in memory, passes on). Symbolic
 // input dims must be given with --input-shape. Exit status: 0 written, 1
 // model or write error, 2 usage error.
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +39,9 @@ int Usage(const char* why) {
   if (why) std::fprintf(stderr, "kiln-compile: %s\n", why);
   std::fprintf(stderr,
                "usage: kiln-compile MODEL -o OUT.kbundle [--backend host|vulkan|opencl] [--threads N]\n"
-               "                    [--precision normal|low] [--input-shape NAME=D0,D1,...]...\n");
+               "                    [--precision normal|low] [--input-shape NAME=D0,D1,...]...\n"
+               "       kiln-compile MODEL --emit-module -o OUT.so [--threads N] [--precision normal|low]\n"
+               "                    [--input-shape NAME=D0,D1,...]...\n");
   return 2;
 }
 
@@ -46,6 +60,49 @@ bool ParseDims(const std::string& s, std::vector<int64_t>* dims) {
   return !dims->empty();
 }
 
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Where kiln/module.h is: $KILN_INCLUDE_DIR, the install beside this tool
+// (PREFIX/bin/kiln-compile -> PREFIX/include), the build's source tree.
+std::string ModuleIncludeDir() {
+  if (const char* dir = std::getenv("KILN_INCLUDE_DIR")) return dir;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string exe(self, static_cast<size_t>(n));
+    const size_t slash = exe.find_last_of('/');
+    const std::string prefix = slash == std::string::npos ? "." : exe.substr(0, slash) + "/..";
+    if (IsFile(prefix + "/include/kiln/module.h")) return prefix + "/include";
+  }
+  return KILN_SOURCE_INCLUDE_DIR;
+}
+
+// Compiles the generated STEM.cpp into STEM.so; returns "" or what failed.
+std::string CompileModule(const std::string& stem) {
+  const char* env = std::getenv("KILN_MODULE_CXX");
+  const std::string cxx = env && *env ? env : KILN_MODULE_CXX;
+  const std::string inc = ModuleIncludeDir();
+  if (!IsFile(inc + "/kiln/module.h"))
+    return "kiln/module.h is not in '" + inc + "' (set KILN_INCLUDE_DIR to the directory holding kiln/)";
+  const size_t slash = stem.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : stem.substr(0, slash);
+  std::vector<std::string> args = {cxx, "-std=c++17", "-O2", "-fPIC", "-shared", "-I" + inc, "-I" + dir,
+                                   stem + ".cpp", "-o", stem + ".so"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    return "cannot run the C++ compiler '" + cxx + "' (set KILN_MODULE_CXX)";
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "'" + cxx + "' failed on " + stem + ".cpp";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +110,7 @@ int main(int argc, char** argv) {
   std::string model, out, backend = "host";
   ScheduleConfig config;
   std::map<std::string, std::vector<int64_t>> shapes;
+  bool emit_module = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -80,6 +138,8 @@ int main(int argc, char** argv) {
       if (eq == std::string::npos || eq == 0 || !ParseDims(s.substr(eq + 1), &dims))
         return Usage("--input-shape takes NAME=D0,D1,... (non-negative integers)");
       shapes[s.substr(0, eq)] = dims;
+    } else if (a == "--emit-module") {
+      emit_module = true;
     } else if (a == "--help" || a == "-h") {
       Usage(nullptr);
       return 0;
@@ -92,6 +152,7 @@ int main(int argc, char** argv) {
     }
   }
   if (model.empty() || out.empty()) return Usage("a model and -o OUT are needed");
+  if (emit_module && backend != "host") return Usage("--emit-module makes a host module: --backend host only");
   if (backend == "host") {
     config.type = ForwardType::kHost;
   } else if (backend == "vulkan" || backend == "opencl") {
@@ -146,6 +207,27 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kiln-compile: running the %s session once: %s\n", backend.c_str(), r.ToString().c_str());
       return 1;
     }
+  }
+  if (emit_module) {
+    const std::string stem = out.size() > 3 && out.compare(out.size() - 3, 3, ".so") == 0 ? out.substr(0, out.size() - 3) : out;
+    Status m = (*interp)->saveModule(*session, stem);
+    if (!m.ok()) {
+      const bool unresized = m.message().find("resize it first") != std::string::npos;
+      std::fprintf(stderr, "kiln-compile: %s%s\n", m.ToString().c_str(),
+                   unresized && shapes.empty() ? " (give symbolic input dims with --input-shape)" : "");
+      return 1;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string failed = CompileModule(stem);
+    if (!failed.empty()) {
+      std::fprintf(stderr, "kiln-compile: %s\n", failed.c_str());
+      return 1;
+    }
+    std::printf("%s -> %s.so (%s.cpp, %s.h, weights %s.kbundle): host module, %d thread%s; compiled in %.1f s\n",
+                model.c_str(), stem.c_str(), stem.c_str(), stem.c_str(), stem.c_str(), config.numThread,
+                config.numThread == 1 ? "" : "s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return 0;
   }
   Status s = (*interp)->saveBundle(*session, out);
   if (!s.ok()) {  // a model with symbolic input dims was not resized at creation

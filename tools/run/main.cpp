@@ -11,6 +11,10 @@
 // to input IN (Session::bindState): each run's OUT is the next run's IN, as
 // a streaming model (a VAD, a keyword spotter) is called. A state input not
 // given with --input starts at zeros. The outputs written are the last run's.
+// MODEL may also be a host module (NAME.so, kiln-compile --emit-module): it
+// is loaded with kiln_module_open (its weights beside it) and run on the
+// inputs, which must have the shapes it was compiled for (--runs applies;
+// the session options do not).
 // Exit codes: 0 ok (and, with --compare, every op agrees); 1 model, input or
 // run error (message on stderr); 2 usage; 3 --compare found an op that differs.
 #include <sys/stat.h>
@@ -27,6 +31,7 @@
 #include "kiln/convert.h"
 #include "compare.h"
 #include "kiln/interpreter.h"
+#include "kiln/module.h"
 #include "npy.h"
 
 namespace {
@@ -96,6 +101,104 @@ std::string SafeName(std::string n) {
   return n;
 }
 
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+// Writes `a` as DIR/NAME.npy (or only reports it, with no DIR).
+int WriteOutput(const std::string& out_dir, const std::string& name, const kiln::NpyArray& a) {
+  const std::string shape = ShapeText(a.shape);
+  if (out_dir.empty()) {
+    std::printf("output %s: %s %s\n", name.c_str(), kiln::DataTypeName(a.dtype), shape.c_str());
+    return 0;
+  }
+  const std::string path = out_dir + "/" + SafeName(name) + ".npy";
+  kiln::Status st = kiln::WriteNpy(path, a);
+  if (!st.ok()) return Fail("output '" + name + "'", st);
+  std::printf("output %s: %s %s -> %s\n", name.c_str(), kiln::DataTypeName(a.dtype), shape.c_str(), path.c_str());
+  return 0;
+}
+
+void PrintTimes(const std::vector<double>& times, bool state) {
+  if (times.size() == 1) {
+    std::printf("run: %.3f ms\n", times[0]);
+    return;
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("runs: %zu, first %.3f ms, median %.3f ms%s\n", times.size(), times[0], sorted[sorted.size() / 2],
+              state ? ", state carried between runs" : "");
+}
+
+// kiln-run NAME.so: a host module, loaded and run as an app would.
+int RunModule(const std::string& path, const std::map<std::string, std::string>& inputs, const std::string& out_dir,
+              int runs) {
+  KilnModule* m = kiln_module_open(path.c_str(), nullptr);
+  if (!m) {
+    std::fprintf(stderr, "kiln-run: %s\n", kiln_last_error());
+    return 1;
+  }
+  std::unique_ptr<KilnModule, void (*)(KilnModule*)> hold(m, kiln_module_close);
+  const KilnModuleInfo& info = *kiln_module_get_info(m);
+  std::vector<kiln::NpyArray> ins(static_cast<size_t>(info.num_inputs));
+  std::vector<const void*> in_ptrs;
+  for (int k = 0; k < info.num_inputs; ++k) {
+    const KilnModuleTensorInfo& t = info.inputs[k];
+    auto it = inputs.find(t.name);
+    if (it == inputs.end()) {
+      std::fprintf(stderr, "kiln-run: input '%s' is not given (--input %s=FILE.npy)\n", t.name, t.name);
+      return 1;
+    }
+    auto a = kiln::ReadNpy(it->second);
+    if (!a.ok()) return Fail("input '" + std::string(t.name) + "'", a.status());
+    const std::vector<int64_t> want(t.dims, t.dims + t.rank);
+    if (a->dtype != static_cast<kiln::fb::DataType>(t.dtype) || a->shape != want) {
+      std::fprintf(stderr, "kiln-run: input '%s' is %s %s, the module was compiled for %s %s\n", t.name,
+                   kiln::DataTypeName(a->dtype), ShapeText(a->shape).c_str(),
+                   kiln::DataTypeName(static_cast<kiln::fb::DataType>(t.dtype)), ShapeText(want).c_str());
+      return 1;
+    }
+    ins[static_cast<size_t>(k)] = std::move(a).value();
+    in_ptrs.push_back(ins[static_cast<size_t>(k)].bytes.data());
+  }
+  for (auto& [name, file] : inputs) {
+    bool known = false;
+    for (int k = 0; k < info.num_inputs; ++k) known = known || name == info.inputs[k].name;
+    if (!known) {
+      std::fprintf(stderr, "kiln-run: the module has no input '%s'\n", name.c_str());
+      return 1;
+    }
+  }
+  std::vector<kiln::NpyArray> outs(static_cast<size_t>(info.num_outputs));
+  std::vector<void*> out_ptrs;
+  for (int k = 0; k < info.num_outputs; ++k) {
+    const KilnModuleTensorInfo& t = info.outputs[k];
+    kiln::NpyArray& a = outs[static_cast<size_t>(k)];
+    a.dtype = static_cast<kiln::fb::DataType>(t.dtype);
+    a.shape.assign(t.dims, t.dims + t.rank);
+    a.bytes.resize(t.byte_size);
+    out_ptrs.push_back(a.bytes.data());
+  }
+  std::vector<double> times;
+  for (int r = 0; r < runs; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (kiln_module_execute(m, in_ptrs.data(), out_ptrs.data()) != KILN_OK) {
+      std::fprintf(stderr, "kiln-run: run: %s\n", kiln_last_error());
+      return 1;
+    }
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf("module %s: %s, host, %d thread%s, %zu bytes of activations\n", path.c_str(), info.model_name,
+              info.num_threads, info.num_threads == 1 ? "" : "s", info.activations_byte_size);
+  PrintTimes(times, false);
+  if (!out_dir.empty()) mkdir(out_dir.c_str(), 0755);
+  for (int k = 0; k < info.num_outputs; ++k)
+    if (int rc = WriteOutput(out_dir, info.outputs[k].name, outs[static_cast<size_t>(k)])) return rc;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +258,13 @@ int main(int argc, char** argv) {
   if (model.empty() || (tolerance >= 0 && !compare)) return Usage();
   if (tolerance < 0) tolerance = config.precision == kiln::Precision::kLow ? 1e-2 : 1e-3;
 
+  if (model.size() > 3 && model.compare(model.size() - 3, 3, ".so") == 0) {
+    if (compare || !states.empty()) {
+      std::fprintf(stderr, "kiln-run: a module runs as compiled: --compare and --state take a model\n");
+      return 2;
+    }
+    return RunModule(model, inputs, out_dir, runs);
+  }
   setenv("KILN_QUIET", "1", 0);  // the placement is printed below, once
   auto loaded = kiln::LoadAnyModel(model);
   if (!loaded.ok()) return Fail("load", loaded.status());
@@ -213,14 +323,7 @@ int main(int argc, char** argv) {
   }
 
   std::printf("%s\n", s->placement().toString().c_str());
-  if (runs == 1) {
-    std::printf("run: %.3f ms\n", times[0]);
-  } else {
-    std::vector<double> sorted = times;
-    std::sort(sorted.begin(), sorted.end());
-    std::printf("runs: %d, first %.3f ms, median %.3f ms%s\n", runs, times[0], sorted[sorted.size() / 2],
-                states.empty() ? "" : ", state carried between runs");
-  }
+  PrintTimes(times, !states.empty());
   if (!out_dir.empty()) mkdir(out_dir.c_str(), 0755);
   for (auto& [name, t] : s->getOutputAll()) {
     kiln::NpyArray a;
@@ -230,16 +333,7 @@ int main(int argc, char** argv) {
     auto host = kiln::Tensor::wrap(a.shape, a.dtype, a.bytes.data());
     st = t->copyToHostTensor(host.get());
     if (!st.ok()) return Fail("output '" + name + "'", st);
-    std::string shape;
-    for (size_t i = 0; i < a.shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(a.shape[i]);
-    if (!out_dir.empty()) {
-      std::string path = out_dir + "/" + SafeName(name) + ".npy";
-      st = kiln::WriteNpy(path, a);
-      if (!st.ok()) return Fail("output '" + name + "'", st);
-      std::printf("output %s: %s %s -> %s\n", name.c_str(), kiln::DataTypeName(a.dtype), shape.c_str(), path.c_str());
-    } else {
-      std::printf("output %s: %s %s\n", name.c_str(), kiln::DataTypeName(a.dtype), shape.c_str());
-    }
+    if (int rc = WriteOutput(out_dir, name, a)) return rc;
   }
   if (compare) {
     kiln::ScheduleConfig ref = config;

@@ -118,6 +118,14 @@ class Interpreter {
   // session once before saving to catch the drivers' lazy compiles.
   // The session must be resized.
   Status saveBundle(Session* session, const std::string& path) const;
+  // A host module of `session` (kiln-compile --emit-module; kiln/module.h):
+  // writes STEM.kbundle (the weights: the session's bundle, stamped so that
+  // the module runs on it only), STEM.h and STEM.cpp (generated C++: the
+  // memory plan and one libkiln kernel call per op). Compiling STEM.cpp
+  // into STEM.so is the caller's (kiln-compile does it). The session must be
+  // resized and on the host alone; control flow, sequences and inputs that
+  // decide shapes are refused.
+  Status saveModule(Session* session, const std::string& stem) const;
 
   // Drops the Interpreter's hold on the model bytes: no new session can be
   // created; existing sessions keep what they use (the host reads weights in
@@ -132,6 +140,7 @@ class Interpreter {
   Interpreter(std::shared_ptr<Model> model, std::string weights_dir);
   bool owns(const Session* session) const;
   StatusOr<Session*> createSessionUnguarded(const std::vector<ScheduleConfig>& configs);
+  Status writeBundle(const SessionImpl& impl, const std::string& path, uint64_t stamp) const;
   std::shared_ptr<Model> model_;
   std::shared_ptr<const Graph> graph_;
   std::vector<std::unique_ptr<Session>> sessions_;
