@@ -72,6 +72,24 @@ StatusOr<std::unique_ptr<Backend>> CreateHostBackend(const ScheduleConfig& confi
 HostBackend::HostBackend(int threads, Precision precision) : pool_(threads), precision_(precision) {}
 HostBackend::~HostBackend() { std::free(memory_); }
 
+uint8_t* AllocateHostPool(size_t bytes) {
+  bytes = bytes ? bytes : 64;
+  // Pools of 2 MiB and more in whole 2 MiB huge pages where the kernel
+  // gives them (transparent huge pages, "madvise" mode): a few faults
+  // instead of one per 4 KiB page. Touched now, so the first run takes no
+  // page faults on it (6 MiB: 1600 faults, milliseconds, else).
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t align = bytes >= kHuge ? kHuge : 64;
+  bytes = (bytes + align - 1) / align * align;
+  auto* memory = static_cast<uint8_t*>(std::aligned_alloc(align, bytes));
+  if (!memory) return nullptr;
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) (void)::madvise(memory, bytes, MADV_HUGEPAGE);
+#endif
+  std::memset(memory, 0, bytes);
+  return memory;
+}
+
 void HostBackend::setBundle(const fb::Bundle* bundle) {
   bundle_index_.clear();
   bundle_used_.clear();
@@ -131,20 +149,8 @@ Status HostBackend::onAllocateBuffer() {
   std::free(memory_);
   memory_ = nullptr;
   KILN_RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
-  size_t bytes = plan.total ? plan.total : 64;
-  // Pools of 2 MiB and more in whole 2 MiB huge pages where the kernel
-  // gives them (transparent huge pages, "madvise" mode): a few faults
-  // instead of one per 4 KiB page. Touched now, so the first run takes no
-  // page faults on it (6 MiB: 1600 faults, milliseconds, else).
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t align = bytes >= kHuge ? kHuge : 64;
-  bytes = (bytes + align - 1) / align * align;
-  memory_ = fault::Hit(fault::Site::kHostAlloc) ? nullptr : static_cast<uint8_t*>(std::aligned_alloc(align, bytes));
+  memory_ = fault::Hit(fault::Site::kHostAlloc) ? nullptr : AllocateHostPool(plan.total);
   if (!memory_) return OutOfMemory("host pool of %zu bytes", plan.total);
-#ifdef MADV_HUGEPAGE
-  if (align == kHuge) (void)::madvise(memory_, bytes, MADV_HUGEPAGE);
-#endif
-  std::memset(memory_, 0, bytes);
   for (auto& [tensor, id] : buffer_of_) tensor->bind(nullptr, memory_ + plan.offsets[static_cast<size_t>(id)]);
   report_.planned_bytes = plan.total;
   report_.lower_bound_bytes = plan.lower_bound;

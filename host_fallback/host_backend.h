@@ -85,6 +85,11 @@ class HostBackend final : public Backend {
   MemoryReport report_;
 };
 
+// Zeroed host memory for a pool of `bytes` (64-byte aligned; 2 MiB huge
+// pages from 2 MiB on, touched so that a first run takes no page faults);
+// std::free releases it. Null when the memory is not there.
+uint8_t* AllocateHostPool(size_t bytes);
+
 // True when `type` has a host kernel.
 bool HostSupports(fb::OpType type);
 

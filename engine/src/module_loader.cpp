@@ -9,6 +9,7 @@
 #include <string>
 
 #include "c_api_status.h"
+#include "host_backend.h"
 #include "kiln/module.h"
 #include "model.h"
 
@@ -66,10 +67,9 @@ StatusOr<std::unique_ptr<KilnModule>> Open(const char* path, const char* weights
                            weights.c_str(), m->weights->size(),
                            static_cast<unsigned long long>(m->info->weights_byte_size));
   m->weights->populate();
-  const size_t bytes = (m->info->activations_byte_size + 63) / 64 * 64;
-  m->activations = std::aligned_alloc(64, bytes ? bytes : 64);
-  if (!m->activations) return OutOfMemory("module '%s': %zu bytes of activations", path, bytes);
-  std::memset(m->activations, 0, bytes ? bytes : 64);
+  m->activations = AllocateHostPool(m->info->activations_byte_size);  // as a session's host pool
+  if (!m->activations)
+    return OutOfMemory("module '%s': %zu bytes of activations", path, m->info->activations_byte_size);
   if (prepare && prepare(m->weights->data()) != KILN_OK)
     return InvalidArgument("module '%s': %s", path, kiln_last_error());
   return m;

@@ -135,7 +135,9 @@ void PrintTimes(const std::vector<double>& times, bool state) {
 // kiln-run NAME.so: a host module, loaded and run as an app would.
 int RunModule(const std::string& path, const std::map<std::string, std::string>& inputs, const std::string& out_dir,
               int runs) {
+  const auto t_open = std::chrono::steady_clock::now();
   KilnModule* m = kiln_module_open(path.c_str(), nullptr);
+  const double open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_open).count();
   if (!m) {
     std::fprintf(stderr, "kiln-run: %s\n", kiln_last_error());
     return 1;
@@ -190,8 +192,8 @@ int RunModule(const std::string& path, const std::map<std::string, std::string>&
     }
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::printf("module %s: %s, host, %d thread%s, %zu bytes of activations\n", path.c_str(), info.model_name,
-              info.num_threads, info.num_threads == 1 ? "" : "s", info.activations_byte_size);
+  std::printf("module %s: %s, host, %d thread%s, %zu bytes of activations; opened in %.1f ms\n", path.c_str(),
+              info.model_name, info.num_threads, info.num_threads == 1 ? "" : "s", info.activations_byte_size, open_ms);
   PrintTimes(times, false);
   if (!out_dir.empty()) mkdir(out_dir.c_str(), 0755);
   for (int k = 0; k < info.num_outputs; ++k)
