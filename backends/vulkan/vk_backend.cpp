@@ -1,7 +1,10 @@
 #include "vk_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <fstream>
 
 #include "fault_injection.h"
@@ -112,7 +115,7 @@ VulkanBackend::~VulkanBackend() {
   }
   freeRecording();
   for (auto& [key, p] : pipelines_) {
-    vkDestroyPipeline(dev, p->pipeline, nullptr);
+    if (p->pipeline) vkDestroyPipeline(dev, p->pipeline, nullptr);
     vkDestroyPipelineLayout(dev, p->layout, nullptr);
     vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
   }
@@ -220,36 +223,73 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
     return st;
   }
 
-  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  smi.codeSize = spv->bytes;
-  smi.pCode = spv->words;
-  VkShaderModule module = VK_NULL_HANDLE;
-  st = VkCheck(vkCreateShaderModule(dev, &smi, nullptr, &module), shader);
-  if (st.ok()) {
-    std::vector<uint32_t> values(local, local + 3);
-    values.insert(values.end(), spec.begin(), spec.end());
-    std::vector<VkSpecializationMapEntry> entries(values.size());
-    for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4, 4};
-    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4, values.data()};
-    VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-    cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-    cpi.stage.module = module;
-    cpi.stage.pName = "main";
-    cpi.stage.pSpecializationInfo = &si;
-    cpi.layout = p->layout;
-    st = VkCheck(vkCreateComputePipelines(dev, cache_, 1, &cpi, nullptr, &p->pipeline), shader);
-    vkDestroyShaderModule(dev, module, nullptr);
-  }
-  if (!st.ok()) {
-    vkDestroyPipelineLayout(dev, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
-    return st;
-  }
+  // The pipeline itself (the driver's compile: most of a session's set-up
+  // on a CPU driver) is made later, with the others, by createPending.
+  p->spirv = spv;
+  p->spec.assign(local, local + 3);
+  p->spec.insert(p->spec.end(), spec.begin(), spec.end());
   pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const GpuKernel* raw = p.get();
+  VulkanPipeline* raw = p.get();
   pipelines_.emplace(key, std::move(p));
-  return raw;
+  pending_.push_back(raw);
+  return static_cast<const GpuKernel*>(raw);
+}
+
+namespace {
+
+// vkCreateShaderModule + vkCreateComputePipelines for one pipeline (called
+// from several threads at once: both are thread-safe, the cache internally
+// synchronized).
+Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p) {
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = p->spirv->bytes;
+  smi.pCode = p->spirv->words;
+  VkShaderModule module = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(VkCheck(vkCreateShaderModule(dev, &smi, nullptr, &module), p->name.c_str()));
+  std::vector<VkSpecializationMapEntry> entries(p->spec.size());
+  for (uint32_t i = 0; i < p->spec.size(); ++i) entries[i] = {i, i * 4, 4};
+  VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), p->spec.size() * 4, p->spec.data()};
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpi.stage.module = module;
+  cpi.stage.pName = "main";
+  cpi.stage.pSpecializationInfo = &si;
+  cpi.layout = p->layout;
+  Status st = VkCheck(vkCreateComputePipelines(dev, cache, 1, &cpi, nullptr, &p->pipeline), p->name.c_str());
+  vkDestroyShaderModule(dev, module, nullptr);
+  return st;
+}
+
+}  // namespace
+
+Status VulkanBackend::createPending() {
+  if (pending_.empty()) return Status::Ok();
+  const auto t0 = std::chrono::steady_clock::now();
+  VkDevice dev = device_->device();
+  std::vector<VulkanPipeline*> todo;
+  todo.swap(pending_);
+  std::vector<Status> status(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = CreatePipeline(dev, cache_, todo[i]);
+  };
+  // KILN_VK_PIPELINE_THREADS=N caps the threads (1: one after another).
+  size_t cap = 8;
+  if (const char* env = std::getenv("KILN_VK_PIPELINE_THREADS")) cap = std::max(1, std::atoi(env));
+  const size_t threads = std::min<size_t>({todo.size(), std::max(1u, std::thread::hardware_concurrency()), cap});
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& h : helpers) h.join();
+  pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t i = 0; i < todo.size(); ++i)
+    if (!status[i].ok()) {
+      // Not made: the kernel is unusable, and said so each time it is asked for.
+      pending_.push_back(todo[i]);
+      return status[i];
+    }
+  return Status::Ok();
 }
 
 // -------------------------------------------------------------------- memory
@@ -549,6 +589,7 @@ Status VulkanBackend::recordDispatches(VkCommandBuffer cmd, const std::vector<Gp
     return Range{reinterpret_cast<VkBuffer>(b.tensor->deviceHandle()), off, off + BindingRange(storageBytes(*b.tensor)),
                  b.write};
   };
+  KILN_RETURN_IF_ERROR(createPending());
   for (GpuExecution* e : execs) {
     const uint32_t q = timestamps ? query_of_.at(e) : 0;
     if (timestamps) {

@@ -52,7 +52,11 @@ struct VulkanBuffer {
 struct VulkanPipeline : GpuKernel {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;  // null until createPending()
+  // What vkCreateComputePipelines takes, kept until it is created: the
+  // SPIR-V and the specialization values (local size first).
+  const struct SpirvBlob* spirv = nullptr;
+  std::vector<uint32_t> spec;
 };
 
 class VulkanBackend final : public GpuBackend {
@@ -90,8 +94,13 @@ class VulkanBackend final : public GpuBackend {
   size_t pipelinesCreated() const { return pipelines_.size(); }
   double pipelineMs() const { return pipeline_ms_; }
   Status saveCache();
+  // Creates the pipelines kernel() deferred, side by side on up to as many
+  // threads as the CPU has, through the one pipeline cache (the session
+  // calls it once every execution is set up; recording calls it too).
+  Status onPrepareKernels() override { return createPending(); }
 
  private:
+  Status createPending();
   VulkanBackend() = default;
   Status init(const ScheduleConfig& config);
   Status waitIdle();
@@ -122,6 +131,7 @@ class VulkanBackend final : public GpuBackend {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   size_t cache_loaded_bytes_ = 0;
   std::map<std::string, std::unique_ptr<VulkanPipeline>> pipelines_;
+  std::vector<VulkanPipeline*> pending_;  // layouts made, pipeline not yet
   double pipeline_ms_ = 0;
 
   VkCommandPool command_pool_ = VK_NULL_HANDLE;

@@ -8,6 +8,7 @@
 //     onAcquireBuffer(each output)      // lifetime starts
 //     execution->onResize(inputs, outputs)
 //     onReleaseBuffer(each input whose last use this was)
+//   onPrepareKernels()                  // what the set-up deferred (pipelines, in parallel)
 //   onAllocateBuffer()                  // one allocation per pool; binds tensors
 //   onCopyBuffer(constant, mirror)      // constants read by this backend, once
 //   onRecord(runs)                      // a GPU backend records its work here
@@ -152,6 +153,10 @@ class Backend {
   // The bytes of constant `src` changed (Session::setWeight): a backend that
   // took a mirror of it must copy it again before the next run.
   virtual void onConstantChanged(const Tensor& src) {}
+  // Every execution set up (onResize): the backend creates the kernels it
+  // deferred so as to create them side by side (Vulkan's pipelines). The
+  // session counts its time as pipelines.
+  virtual Status onPrepareKernels() { return Status::Ok(); }
   virtual Status onAllocateBuffer() = 0;
   virtual MemoryReport memoryReport() const = 0;
 

@@ -296,6 +296,11 @@ Status SessionImpl::planMemory() {
       KILN_RETURN_IF_ERROR(backendOf(in)->onReleaseBuffer(in));
     }
   }
+  for (auto& b : backends_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(b->onPrepareKernels(), "%s kernels", b->name());
+    addSetup(b.get(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
   for (auto& b : backends_) KILN_RETURN_IF_ERROR(b->onAllocateBuffer(), "%s pool", b->name());
   auto t0 = std::chrono::steady_clock::now();
   for (auto& [src, m] : copies) {

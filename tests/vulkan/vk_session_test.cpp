@@ -211,6 +211,28 @@ TEST(VulkanSession, PipelineCacheFile) {
   std::remove(path.c_str());
 }
 
+// Pipelines are created after every op is set up, side by side on several
+// threads (KILN_VK_PIPELINE_THREADS=1: one after another): the same bytes
+// either way, and the time counted as the pipelines phase.
+TEST(VulkanSession, PipelinesCreatedSideBySide) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto bytes = Chain(true);
+  std::vector<int64_t> shape = {2, 3, 5};
+  auto x = Random(30, -2, 2, 7);
+  std::vector<float> got[2];
+  for (int serial = 0; serial < 2; ++serial) {
+    if (serial) setenv("KILN_VK_PIPELINE_THREADS", "1", 1);
+    auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
+    ASSERT_TRUE(interp.ok());
+    auto s = (*interp)->createSession(VulkanConfig());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    got[serial] = RunOnce(interp->get(), *s, shape, x);
+    EXPECT_GT((*s)->phases().pipelines, 0.0);
+    unsetenv("KILN_VK_PIPELINE_THREADS");
+  }
+  ExpectNear(got[0], got[1], 0, "side by side vs one at a time");
+}
+
 TEST(VulkanSession, ProfileTimesEveryStep) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = Chain(true);
