@@ -519,7 +519,7 @@ namespace {
 void MoveToHalf(PackedPanels* p) {
   p->half.resize(p->data.size());
   for (size_t i = 0; i < p->data.size(); ++i) p->half[i] = FloatToHalf(p->data[i]);
-  std::vector<float>().swap(p->data);
+  decltype(p->data)().swap(p->data);
 }
 
 }  // namespace
@@ -548,26 +548,59 @@ PackedB GeometryB(Isa isa, int64_t K, int64_t N) {
 
 }  // namespace
 
-PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half) {
+namespace {
+
+// Packs panels [0, panels) of each cache block of K: `pack(k0, kc, panel0,
+// count)` packs `count` panels from `panel0` of the block at k0; on the
+// pool's threads, a range of (block, panel) pairs each, when the matrix is
+// large enough to pay for waking them.
+template <typename F>
+void PackBlocks(ThreadPool* pool, int64_t K, int64_t kc_max, int64_t panels, int64_t floats, const F& pack) {
+  const int64_t blocks = (K + kc_max - 1) / kc_max;
+  auto range = [&](int64_t begin, int64_t end) {
+    while (begin < end) {
+      const int64_t b = begin / panels, p0 = begin % panels;
+      const int64_t count = std::min(panels - p0, end - begin);
+      pack(b * kc_max, std::min(kc_max, K - b * kc_max), p0, count);
+      begin += count;
+    }
+  };
+  constexpr int64_t kParallelFloats = int64_t{1} << 16;  // 256 KiB
+  if (pool && pool->threads() > 1 && floats >= kParallelFloats) {
+    pool->parallelFor(blocks * panels, range);
+  } else {
+    range(0, blocks * panels);
+  }
+}
+
+}  // namespace
+
+PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half,
+              ThreadPool* pool) {
   using namespace gemm_detail;
   const GemmKernel& kr = KernelForIsa(isa);
   PackedA p = GeometryA(isa, M, K);
-  p.data.assign(static_cast<size_t>(p.m_pad * K), 0.f);
+  p.data.resize(static_cast<size_t>(p.m_pad * K));  // every element written below, padding included
   const Problem pr{trans_a, false, K, alpha, A, lda, nullptr, 0, 0.f, nullptr, 0};
-  for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
-    PackAPanels(kr, pr, 0, M, pc, std::min(kr.kc, K - pc), p.data.data() + pc * p.m_pad);
+  // The blocks GemmRange walks (KC = min(kc, K)); a panel is mr rows.
+  PackBlocks(pool, K, kr.kc, p.m_pad / kr.mr, p.m_pad * K, [&](int64_t k0, int64_t kc, int64_t p0, int64_t count) {
+    const int64_t i0 = p0 * kr.mr;
+    PackAPanels(kr, pr, i0, std::min(count * kr.mr, M - i0), k0, kc, p.data.data() + k0 * p.m_pad + i0 * kc);
+  });
   if (half) MoveToHalf(&p);
   return p;
 }
 
-PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half) {
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half, ThreadPool* pool) {
   using namespace gemm_detail;
   const GemmKernel& kr = KernelForIsa(isa);
   PackedB p = GeometryB(isa, K, N);
-  p.data.assign(static_cast<size_t>(p.n_pad * K), 0.f);
+  p.data.resize(static_cast<size_t>(p.n_pad * K));  // every element written below, padding included
   Problem pr{false, trans_b, K, 1.f, nullptr, 0, B, ldb, 0.f, nullptr, 0};
-  for (int64_t pc = 0; pc < K; pc += kr.kc)  // the blocks GemmRange walks (KC = min(kc, K))
-    PackBPanels(pr, kr.nr, pc, std::min(kr.kc, K - pc), 0, N, p.data.data() + pc * p.n_pad);
+  PackBlocks(pool, K, kr.kc, p.n_pad / kr.nr, p.n_pad * K, [&](int64_t k0, int64_t kc, int64_t p0, int64_t count) {
+    const int64_t j0 = p0 * kr.nr;
+    PackBPanels(pr, kr.nr, k0, kc, j0, std::min(count * kr.nr, N - j0), p.data.data() + k0 * p.n_pad + j0 * kc);
+  });
   if (half) MoveToHalf(&p);
   return p;
 }

@@ -46,9 +46,31 @@ struct GemmEpilogue {
 // or, with `half` (precision low), IEEE fp16 widened (F16C, vcvtph2ps, NEON
 // fcvtl where the CPU has them) a cache block at a time into the thread's
 // scratch as the product needs them.
+// An allocator whose resize() leaves floats uninitialized: packing writes
+// every panel element (padding included), so zeroing first would only fault
+// the pages in on one thread before the packing threads write them.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) {}  // NOLINT: converting, as std::allocator
+  template <typename U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 struct PackedPanels {
   Isa isa = Isa::kScalar;
-  std::vector<float> data;     // fp32 panels, or empty when
+  std::vector<float, UninitializedAllocator<float>> data;  // fp32 panels, or empty when
   std::vector<uint16_t> half;  // fp16 panels
   // Or panels that live elsewhere (an ahead-of-time bundle's mapping): used
   // in place of data / half when set.
@@ -71,8 +93,9 @@ struct PackedPanels {
 struct PackedA : PackedPanels {
   int64_t M = 0, K = 0, m_pad = 0;  // m_pad: M rounded up to the register tile
 };
+// With `pool`, large matrices are packed by its threads, a range of panels each.
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda,
-              bool half = false);
+              bool half = false, ThreadPool* pool = nullptr);
 
 // op(B) packed once for many products with different A (MatMul / Gemm
 // weights at resize): the K x N matrix in the kernel's cache blocks of KC =
@@ -86,7 +109,8 @@ PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const fl
 struct PackedB : PackedPanels {
   int64_t K = 0, N = 0, n_pad = 0;  // n_pad: N rounded up to the register tile
 };
-PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half = false);
+PackedB PackB(Isa isa, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, bool half = false,
+              ThreadPool* pool = nullptr);
 
 // Ahead-of-time bundles: what PackA / PackB were called with, as stored
 // with their panels, and the panels taken back in place from stored bytes

@@ -107,7 +107,7 @@ PackedA BundledOrPackA(HostBackend& be, int index, const std::string& key, bool 
     be.noteBundled(index, key, adopted);
     if (adopted) return a;
   }
-  a = PackA(GemmBestIsa(), trans_a, M, K, 1.f, A, lda, be.halfWeights());
+  a = PackA(GemmBestIsa(), trans_a, M, K, 1.f, A, lda, be.halfWeights(), &be.pool());
   be.countWeightBytes(a.bytes());
   return a;
 }
@@ -121,7 +121,7 @@ PackedB BundledOrPackB(HostBackend& be, int index, const std::string& key, bool 
     be.noteBundled(index, key, adopted);
     if (adopted) return b;
   }
-  b = PackB(GemmBestIsa(), trans_b, K, N, B, ldb, be.halfWeights());
+  b = PackB(GemmBestIsa(), trans_b, K, N, B, ldb, be.halfWeights(), &be.pool());
   be.countWeightBytes(b.bytes());
   return b;
 }

@@ -186,6 +186,32 @@ TEST(Gemm, PackedAAndEpilogue) {
           }
 }
 
+// PackA / PackB on a pool's threads (large matrices: a range of panels of
+// each K block a thread) write the same bytes as on one thread, padding
+// included, though the panels' memory starts uninitialized; fp16 too.
+TEST(Gemm, PackingOnThreadsSameBytes) {
+  ThreadPool two(2), three(3);
+  for (Isa isa : Isas())
+    for (bool trans : {false, true})
+      for (bool half : {false, true}) {
+        const int64_t M = 301, K = 777, N = 515;  // edges in M / N, three K blocks with a short last one
+        std::vector<float> A = RandVec(static_cast<size_t>(M * K), 7), B = RandVec(static_cast<size_t>(K * N), 8);
+        const int64_t lda = trans ? M : K, ldb = trans ? K : N;
+        const PackedA a1 = PackA(isa, trans, M, K, 0.5f, A.data(), lda, half);
+        const PackedB b1 = PackB(isa, trans, K, N, B.data(), ldb, half);
+        for (ThreadPool* pool : {&two, &three}) {
+          const std::string what = std::string(GemmIsaName(isa)) + (trans ? " transposed" : "") +
+                                   (half ? " fp16" : "") + " threads " + std::to_string(pool->threads());
+          const PackedA a = PackA(isa, trans, M, K, 0.5f, A.data(), lda, half, pool);
+          const PackedB b = PackB(isa, trans, K, N, B.data(), ldb, half, pool);
+          ASSERT_EQ(a.panelBytes(), a1.panelBytes()) << what;
+          ASSERT_EQ(b.panelBytes(), b1.panelBytes()) << what;
+          EXPECT_EQ(0, std::memcmp(a.panels(), a1.panels(), a1.panelBytes())) << what;
+          EXPECT_EQ(0, std::memcmp(b.panels(), b1.panels(), b1.panelBytes())) << what;
+        }
+      }
+}
+
 // The epilogue inside each micro-kernel's full tiles and on the edge tiles:
 // a NaN product clamps to lo (as the scalar clamp does), and with no row bias
 // only the column bias is added. Row 3 of A is NaN, so row 3 of C is; M and
