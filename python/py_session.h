@@ -24,13 +24,13 @@ class PySession {
 
   std::vector<std::string> Names(bool inputs);
 
-  // name -> (shape, dtype) of the inputs or outputs as the session has them
-  // now (-1 for a dimension not yet known).
   // An input's shape as the model declares it (-1 for a symbolic dim), for
   // an input the session has not been resized to yet (its tensor has no
   // shape then); empty for a scalar or a name the model lacks.
   std::vector<int64_t> DeclaredShape(const std::string& name) const;
 
+  // name -> (shape, dtype) of the inputs or outputs as the session has them
+  // now (-1 for a dimension not yet known).
   py::dict Info(bool inputs);
 
   std::string Placement();
