@@ -9,6 +9,7 @@
 #include "cl_sources.h"
 #include "fault_injection.h"
 #include "log.h"
+#include "mapped_file.h"
 
 namespace kiln {
 namespace {
@@ -152,15 +153,8 @@ void OpenCLBackend::loadCache() {
 
 Status OpenCLBackend::saveCache() {
   if (binaries_.size() == binaries_loaded_) return Status::Ok();  // nothing new learned
-  std::string tmp = config_.cacheFile + ".tmp";
-  {
-    const std::vector<uint8_t> bytes = SerializeCache(binaries_);
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return Unavailable("cannot write the OpenCL program cache '%s'", tmp.c_str());
-  }
-  if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
-    return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
+  const std::vector<uint8_t> bytes = SerializeCache(binaries_);
+  KILN_RETURN_IF_ERROR(WriteFileAtomically(config_.cacheFile, bytes.data(), bytes.size(), "OpenCL program cache"));
   binaries_loaded_ = binaries_.size();
   return Status::Ok();
 }

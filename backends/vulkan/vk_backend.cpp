@@ -9,6 +9,7 @@
 
 #include "fault_injection.h"
 #include "log.h"
+#include "mapped_file.h"
 #include "vk_shaders.h"
 
 namespace kiln {
@@ -162,14 +163,7 @@ StatusOr<std::string> VulkanBackend::importCache(const uint8_t* data, size_t byt
 Status VulkanBackend::saveCache() {
   KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> data, exportCache());
   if (data.size() == cache_loaded_bytes_) return Status::Ok();  // nothing new learned
-  std::string tmp = config_.cacheFile + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size())))
-      return Unavailable("cannot write the pipeline cache '%s'", tmp.c_str());
-  }
-  if (std::rename(tmp.c_str(), config_.cacheFile.c_str()) != 0)
-    return Unavailable("cannot rename '%s' to '%s'", tmp.c_str(), config_.cacheFile.c_str());
+  KILN_RETURN_IF_ERROR(WriteFileAtomically(config_.cacheFile, data.data(), data.size(), "vulkan pipeline cache"));
   cache_loaded_bytes_ = data.size();
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include "graph.h"
 #include "gemm.h"
 #include "kiln/net_builder.h"
+#include "mapped_file.h"
 #include "model.h"
 #include "session_impl.h"
 
@@ -161,17 +162,6 @@ Status Interpreter::updateSessionToModel(Session* session) {
   });
 }
 
-namespace {
-
-Status WriteFile(const char* what, const std::string& path, const std::vector<uint8_t>& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return Status(StatusCode::kIoError, StrFormat("%s: cannot open '%s' for writing", what, path.c_str()));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok) return Status(StatusCode::kIoError, StrFormat("%s: writing '%s' failed", what, path.c_str()));
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status Interpreter::saveBundle(Session* session, const std::string& path) const {
   if (!owns(session)) return NotOurs("saveBundle");
@@ -219,7 +209,7 @@ Status Interpreter::writeBundle(const SessionImpl& impl, const std::string& path
     NetBuilder b(net->name);
     b.net() = std::move(*net);
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish(), "saveBundle");
-    return WriteFile("saveBundle", path, bytes);
+    return WriteFileAtomically(path, bytes.data(), bytes.size(), "saveBundle");
   });
 }
 
@@ -227,7 +217,7 @@ Status Interpreter::saveModel(const std::string& path) const {
   if (!model_) return InvalidArgument("saveModel after releaseModel(): there is no model to write");
   return GuardAlloc("saveModel", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, WriteNet(*model_, {}, true), "saveModel");
-    return WriteFile("saveModel", path, bytes);
+    return WriteFileAtomically(path, bytes.data(), bytes.size(), "saveModel");
   });
 }
 

@@ -1,5 +1,7 @@
 #include "mapped_file.h"
 
+#include <cstdio>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -50,6 +52,22 @@ void MappedFile::populate() const {
   const long page = ::sysconf(_SC_PAGESIZE);
   volatile uint8_t sink = 0;
   for (size_t at = 0; at < size_; at += static_cast<size_t>(page > 0 ? page : 4096)) sink = sink + data_[at];
+}
+
+Status WriteFileAtomically(const std::string& path, const void* data, size_t size, const char* what) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return Status(StatusCode::kIoError, StrFormat("%s: cannot open '%s' for writing", what, tmp.c_str()));
+  const bool ok = size == 0 || std::fwrite(data, 1, size, f) == size;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    return Status(StatusCode::kIoError, StrFormat("%s: writing '%s' failed", what, tmp.c_str()));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status(StatusCode::kIoError, StrFormat("%s: cannot rename '%s' to '%s'", what, tmp.c_str(), path.c_str()));
+  }
+  return Status::Ok();
 }
 
 }  // namespace kiln

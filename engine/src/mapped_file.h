@@ -31,4 +31,9 @@ class MappedFile {
   size_t size_;
 };
 
+// Writes `size` bytes to `path` whole or not at all: into PATH.tmp, then
+// renamed over PATH (a reader never sees half a file). Errors are kIoError
+// and start with `what` ("saveBundle: cannot open ...").
+Status WriteFileAtomically(const std::string& path, const void* data, size_t size, const char* what);
+
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "host_backend.h"
 #include "kiln/interpreter.h"
 #include "kiln/module.h"
+#include "mapped_file.h"
 #include "session_impl.h"
 
 namespace kiln {
@@ -353,14 +354,6 @@ ModuleText WriteModuleText(const ModulePlan& plan, const Graph& g, const std::st
   return {h.str(), c.str()};
 }
 
-Status WriteText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return Status(StatusCode::kIoError, StrFormat("saveModule: cannot open '%s' for writing", path.c_str()));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) return Status(StatusCode::kIoError, StrFormat("saveModule: writing '%s' failed", path.c_str()));
-  return Status::Ok();
-}
-
 std::string BaseName(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -394,8 +387,8 @@ Status Interpreter::saveModule(Session* session, const std::string& stem) const 
   KILN_ASSIGN_OR_RETURN(ModulePlan plan, s->impl_->modulePlan(), "saveModule");
   const ModuleText text = WriteModuleText(plan, *bundle->graph_, name, name_, BaseName(weights_path),
                                           bundle->model_->bytes().size(), stamp);
-  KILN_RETURN_IF_ERROR(WriteText(stem + ".h", text.header));
-  return WriteText(stem + ".cpp", text.source);
+  KILN_RETURN_IF_ERROR(WriteFileAtomically(stem + ".h", text.header.data(), text.header.size(), "saveModule"));
+  return WriteFileAtomically(stem + ".cpp", text.source.data(), text.source.size(), "saveModule");
 }
 
 }  // namespace kiln
