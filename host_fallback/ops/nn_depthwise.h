@@ -65,4 +65,16 @@ bool DepthwiseFlat2D(ThreadPool& pool, const DepthwiseArgs& a, const float* x, c
 bool DepthwiseFlat2DQuant(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w, const float* bias,
                           void* y);
 
+// 8-bit depthwise convolution in integers (nn_depthwise_q8.cpp): AVX-512
+// VNNI sums of u8 x s8 products, built by VBMI byte permutes from padded
+// input rows; one output channel an input channel, strides 1 or 2 (the same
+// both ways), no dilation, kernels up to 8 x 8. `w`: the centered int8
+// weights [m][kh * kw]; `bias`: int32 [m] or null; a.quant set. Results
+// bit-identical to DepthwiseFlat2DQuant's. False when the CPU lacks the
+// instructions, the shape does not suit, or the scratch cannot be allocated.
+bool DepthwiseQ8DotSupported();
+bool DepthwiseQ8DotSuits(const DepthwiseArgs& a);
+bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const int8_t* w, const int32_t* bias, const void* x,
+                    void* y);
+
 }  // namespace kiln::nn

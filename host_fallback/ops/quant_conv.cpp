@@ -7,8 +7,10 @@
 //    - zx * rowsum, so the zero point of x is a per-channel offset folded
 //    into the bias; int8 inputs are read as x + 128 with zx + 128.
 //  - Depthwise 2-D convolutions (QLinearConv, strides 1 or 2) go through the
-//    flat depthwise kernel in its 8-bit mode (nn_depthwise.h): exact integer
-//    sums in float, requantized on the way out.
+//    integer depthwise kernel where the CPU has AVX-512 VNNI and VBMI
+//    (DepthwiseQ8Dot: no dilation, kernels up to 8x8), else the flat
+//    depthwise kernel in its 8-bit mode (nn_depthwise.h): exact integer sums
+//    in float. Both requantize on the way out.
 //  - Anything else (3-D and wider, weights whose centered values leave int8,
 //    per-channel x zero points) runs the reference kernels (quant.cpp).
 // The requantization is the reference's (and onnxruntime's), float(int32
@@ -136,6 +138,7 @@ class QConvExecution final : public Execution {
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
     packed_.clear();
     dw_w_.clear();
+    dw_w8_.clear();
     packed_ok_ = false;
     if (constant_w_) packWeights(in);
     return Status::Ok();
@@ -189,6 +192,8 @@ class QConvExecution final : public Execution {
       q.q_hi = static_cast<int32_t>(hi);
       nn::DepthwiseArgs a = dw_args_;
       a.quant = &q;
+      if (dw_dot_ && nn::DepthwiseQ8Dot(be.pool(), a, dw_w8_.data(), bv, x.hostData(), out[0]->hostData()))
+        return Status::Ok();
       if (!nn::DepthwiseFlat2DQuant(be.pool(), a, x.hostData(), dw_w_.data(), dw_bias_.data(), out[0]->hostData()))
         return Status(StatusCode::kOutOfMemory, "QLinearConv: cannot allocate the depthwise scratch");
       return Status::Ok();
@@ -293,6 +298,7 @@ class QConvExecution final : public Execution {
     if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
     if (depthwise) {
       dw_w_.assign(centered.begin(), centered.end());
+      dw_w8_ = centered;
     } else {
       for (int64_t g = 0; g < group; ++g)
         packed_.push_back(QPackA(QBestIsa(), Mg, per, centered.data() + g * Mg * per, per));
@@ -374,7 +380,8 @@ class QConvExecution final : public Execution {
       a.n = batch_, a.c = C_, a.m = M_;
       a.h = h_, a.w = w_, a.oh = oh_, a.ow = ow_;
       a.kh = kh, a.kw = kw, a.sh = r.sh, a.sw = r.sw, a.dh = dh, a.dw = dw, a.pt = pt_, a.pl = pl_;
-      if (!nn::DepthwiseFlatSuits(a)) return false;
+      dw_dot_ = dot_on_ && nn::DepthwiseQ8DotSuits(a);
+      if (!dw_dot_ && !nn::DepthwiseFlatSuits(a)) return false;
     } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ || packed_[0].K != Cg_ * kh * kw) {
       return false;
     }
@@ -389,9 +396,15 @@ class QConvExecution final : public Execution {
     const char* v = std::getenv("KILN_HOST_QCONV_WIDE");
     return !v || std::string(v) != "0";
   }();
-  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false;
+  // KILN_HOST_QDW_DOT=0 turns the integer depthwise kernel off (the float one runs).
+  const bool dot_on_ = [] {
+    const char* v = std::getenv("KILN_HOST_QDW_DOT");
+    return !v || std::string(v) != "0";
+  }();
+  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
+  std::vector<int8_t> dw_w8_;  // the same centered weights as bytes (DepthwiseQ8Dot)
   nn::DepthwiseArgs dw_args_;
   ConvRows rows_;
   std::vector<uint8_t> padded_, wide_out_;

@@ -286,29 +286,50 @@ TEST(QLinearConvFast, GemmPaths) {
   RunCase(integer, seed++);
 }
 
+// Depthwise QLinearConvs, each through the integer kernel (DepthwiseQ8Dot,
+// where the CPU has VNNI and VBMI and the shape suits) and through the float
+// one (KILN_HOST_QDW_DOT=0), against the exact reference.
 TEST(QLinearConvFast, DepthwisePaths) {
-  uint32_t seed = 100;
-  for (int64_t s : {1, 2})
-    for (auto xt : {fb::DataType::U8, fb::DataType::I8}) {
-      ConvCase k;
-      k.c = k.m = k.group = 24;
-      k.h = 17, k.w = 19, k.sh = k.sw = s, k.xt = xt, k.yt = xt;
-      k.act = fb::Activation::Clip, k.act_min = 0, k.act_max = 6;
-      RunCase(k, seed++);
-    }
-  ConvCase five;  // 5x5, pad 2, per-tensor, batch 2, Relu
-  five.c = five.m = five.group = 10, five.kh = five.kw = 5, five.pads = {2, 2, 2, 2}, five.n = 2;
-  five.per_channel = false, five.act = fb::Activation::Relu;
-  RunCase(five, seed++);
-  ConvCase dil;  // dilation 2: the flat kernel's taps spread
-  dil.c = dil.m = dil.group = 8, dil.dh = dil.dw = 2, dil.pads = {2, 2, 2, 2};
-  RunCase(dil, seed++);
-  ConvCase s3;  // stride 3: the reference kernel
-  s3.c = s3.m = s3.group = 8, s3.sh = s3.sw = 3;
-  RunCase(s3, seed++);
-  ConvCase mult;  // a channel multiplier of 2 (grouped GEMM)
-  mult.c = 8, mult.m = 16, mult.group = 8;
-  RunCase(mult, seed++);
+  for (const char* dot : {"1", "0"}) {
+    SCOPED_TRACE(std::string("KILN_HOST_QDW_DOT=") + dot);
+    setenv("KILN_HOST_QDW_DOT", dot, 1);
+    uint32_t seed = 100;
+    for (int64_t s : {1, 2})
+      for (auto xt : {fb::DataType::U8, fb::DataType::I8}) {
+        ConvCase k;
+        k.c = k.m = k.group = 24;
+        k.h = 17, k.w = 19, k.sh = k.sw = s, k.xt = xt, k.yt = xt;
+        k.act = fb::Activation::Clip, k.act_min = 0, k.act_max = 6;
+        RunCase(k, seed++);
+      }
+    ConvCase five;  // 5x5, pad 2, per-tensor, batch 2, Relu
+    five.c = five.m = five.group = 10, five.kh = five.kw = 5, five.pads = {2, 2, 2, 2}, five.n = 2;
+    five.per_channel = false, five.act = fb::Activation::Relu;
+    RunCase(five, seed++);
+    ConvCase large;  // 56x56 and 57x57 planes: rows of several 16-output blocks and a partial one
+    large.c = large.m = large.group = 6, large.h = 56, large.w = 57;
+    RunCase(large, seed++);
+    large.sh = large.sw = 2, large.h = 57, large.pads = {0, 0, 1, 1};  // TF-style same padding at stride 2
+    RunCase(large, seed++);
+    ConvCase seven;  // 7x7 (two tap groups a row), stride 2, asymmetric pads, uint8 weights
+    seven.c = seven.m = seven.group = 5, seven.kh = seven.kw = 7, seven.sh = seven.sw = 2, seven.h = 23, seven.w = 30;
+    seven.pads = {3, 1, 2, 4}, seven.wt = fb::DataType::U8;
+    RunCase(seven, seed++);
+    ConvCase flat;  // 1x5 over one row, no bias, int8 output
+    flat.c = flat.m = flat.group = 4, flat.kh = 1, flat.kw = 5, flat.h = 1, flat.w = 40, flat.pads = {0, 2, 0, 2};
+    flat.bias = false, flat.yt = fb::DataType::I8;
+    RunCase(flat, seed++);
+    ConvCase dil;  // dilation 2: the flat kernel's taps spread
+    dil.c = dil.m = dil.group = 8, dil.dh = dil.dw = 2, dil.pads = {2, 2, 2, 2};
+    RunCase(dil, seed++);
+    ConvCase s3;  // stride 3: the reference kernel
+    s3.c = s3.m = s3.group = 8, s3.sh = s3.sw = 3;
+    RunCase(s3, seed++);
+    ConvCase mult;  // a channel multiplier of 2 (grouped GEMM)
+    mult.c = 8, mult.m = 16, mult.group = 8;
+    RunCase(mult, seed++);
+  }
+  unsetenv("KILN_HOST_QDW_DOT");
 }
 
 TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
