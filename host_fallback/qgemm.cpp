@@ -157,7 +157,7 @@ bool QIsaSupported(QIsa isa) {
       if (!qgemm_detail::Avx512VnniKernel()) return false;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vnni");
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 #else
       return false;
 #endif
@@ -326,16 +326,26 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
       for (int64_t pm = p0; pm < p1; ++pm) {
         const int8_t* ap = a.panels() + pm * a.kq * mr * kg * (k.a16 ? 2 : 1);
         const int64_t m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
+        // The panel's row offsets (the flip's correction included), for the
+        // requantizing kernels.
+        int32_t add[8];
+        const bool requant = (k.finish || k.micro_finish) && ep.row_scale;
+        if (requant)
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t m = m0 + r;
+            add[r] = ep.row_add ? ep.row_add[m] : 0;
+            if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
+          }
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
-          k.micro(a.kq, ap, bbuf + pn * pstride, tile);
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
-          if (k.finish && ep.row_scale) {
-            int32_t add[8];
-            for (int64_t r = 0; r < rows; ++r) {
-              const int64_t m = m0 + r;
-              add[r] = ep.row_add ? ep.row_add[m] : 0;
-              if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
-            }
+          if (requant && k.micro_finish) {
+            k.micro_finish(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
+                           static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
+                           static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
+            continue;
+          }
+          k.micro(a.kq, ap, bbuf + pn * pstride, tile);
+          if (requant) {
             k.finish(tile, nr, rows, cols, add, ep.row_scale + m0, static_cast<float>(ep.y_zero),
                      static_cast<float>(ep.lo), static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
             continue;

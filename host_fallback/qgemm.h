@@ -90,11 +90,17 @@ using QMicro = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* 
 // scale[r]) + zero, lo, hi)).
 using QFinish = void (*)(const int32_t* c, int nr, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
                          float zero, float lo, float hi, uint8_t* out, int64_t ldc);
+// micro and finish in one: the tile requantized from registers (no int32
+// tile stored and read back: a quarter of a small-K product's time).
+using QMicroFinish = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                              const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out,
+                              int64_t ldc);
 struct QKernel {
   int mr, nr, kg;
   bool a16;  // A stored as int16 (kg values a group)
   QMicro micro;
   QFinish finish = nullptr;  // null: the portable loop
+  QMicroFinish micro_finish = nullptr;  // null: micro, then finish
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* Avx2QKernel();

@@ -92,7 +92,51 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void FinishAvx512(const i
   }
 }
 
-const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512};
+// 16 sums + va, times vs, rounded half to even, + vz, clamped to [vlo,
+// vhi], stored as the bytes of the lanes in m (FinishAvx512's arithmetic).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__m512i s, __m512i va, __m512 vs,
+                                                                              __m512 vz, __m512 vlo, __m512 vhi,
+                                                                              __mmask16 m, uint8_t* out) {
+  __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_add_epi32(kAll, s, va)), vs);
+  v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
+  _mm_mask_storeu_epi8(out, m, _mm512_maskz_cvtepi32_epi8(kAll, _mm512_maskz_cvtps_epi32(kAll, v)));
+}
+
+// MicroVnni with FinishAvx512's requantization applied to the accumulators
+// in registers: rows x cols of the tile stored as bytes.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void MicroFinishVnni(int64_t kq, const int8_t* a,
+                                                                             const uint8_t* b, int64_t rows,
+                                                                             int64_t cols, const int32_t* add,
+                                                                             const float* scale, float zero, float lo,
+                                                                             float hi, uint8_t* out, int64_t ldc) {
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  __m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  for (int64_t q = 0; q < kq; ++q, a += 32, b += 128) {
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+#define KILN_VNNI_ROW(r)                                           \
+  {                                                                \
+    const __m512i w = _mm512_set1_epi32(LoadDword(a + (r) * 4));   \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, w);                 \
+    c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, w);                 \
+  }
+    KILN_VNNI_ROW(0) KILN_VNNI_ROW(1) KILN_VNNI_ROW(2) KILN_VNNI_ROW(3)
+    KILN_VNNI_ROW(4) KILN_VNNI_ROW(5) KILN_VNNI_ROW(6) KILN_VNNI_ROW(7)
+#undef KILN_VNNI_ROW
+  }
+  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
+  const __mmask16 m1 = cols >= 32 ? kAll : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1u);
+  const __m512i acc[16] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512i va = _mm512_set1_epi32(add[r]);
+    const __m512 vs = _mm512_set1_ps(scale[r]);
+    RequantStore(acc[2 * r], va, vs, vz, vlo, vhi, m0, out + r * ldc);
+    if (m1) RequantStore(acc[2 * r + 1], va, vs, vz, vlo, vhi, m1, out + r * ldc + 16);
+  }
+}
+
+const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 
 }  // namespace
