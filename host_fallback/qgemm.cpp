@@ -307,15 +307,23 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         // (A is zero past K, so rows there are irrelevant but defined).
         for (int64_t k0 = 0; k0 < depth; k0 += kChunk) {
           const int64_t kn = std::min(kChunk, depth - k0), real = std::max<int64_t>(0, std::min(kn, a.K - k0));
-          if (real > 0) b.block(b.ctx, k0, real, j0, ncols, rbuf, rstride);
-          for (int64_t kk = 0; kk < kn; ++kk) {
-            uint8_t* r = rbuf + kk * rstride;
-            if (kk >= real) std::memset(r, 0, static_cast<size_t>(ncols));
-            std::memset(r + ncols, 0, static_cast<size_t>(ncols_pad - ncols));
+          const uint8_t* src[kChunk];
+          bool direct = b.row != nullptr;
+          for (int64_t kk = 0; direct && kk < real; ++kk) direct = (src[kk] = b.row(b.ctx, k0 + kk, j0, ncols_pad)) != nullptr;
+          if (direct) {
+            if (real < kn) std::memset(rbuf, 0, static_cast<size_t>(ncols_pad));  // the rows past K
+            for (int64_t kk = real; kk < kn; ++kk) src[kk] = rbuf;
+          } else {
+            if (real > 0) b.block(b.ctx, k0, real, j0, ncols, rbuf, rstride);
+            for (int64_t kk = 0; kk < kn; ++kk) {
+              uint8_t* r = rbuf + kk * rstride;
+              if (kk >= real) std::memset(r, 0, static_cast<size_t>(ncols));
+              std::memset(r + ncols, 0, static_cast<size_t>(ncols_pad - ncols));
+              src[kk] = r;
+            }
           }
           for (int64_t q = k0 / kg; q < (k0 + kn) / kg; ++q) {
-            const uint8_t* rows[4];
-            for (int g = 0; g < kg; ++g) rows[g] = rbuf + (q * kg + g - k0) * rstride;
+            const uint8_t* const* rows = src + (q * kg - k0);
             if (kg == 4) Interleave4(rows, ncols_pad, nr, pstride, flip, bbuf + q * nr * 4);
             else Interleave2(rows, ncols_pad, nr, pstride, bbuf + q * nr * 2);
           }

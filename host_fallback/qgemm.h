@@ -62,6 +62,12 @@ bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& me
 struct QBSource {
   void (*block)(const void* ctx, int64_t k0, int64_t kn, int64_t j0, int64_t n, uint8_t* dst, int64_t stride);
   const void* ctx;
+  // Optional: row k's columns j0 .. j0 + n where B holds them contiguously
+  // and n bytes may be read from there (columns past the block's own may hold
+  // anything: their results are never stored), or null where not (block
+  // copies that chunk). The GEMM then interleaves from B in place: one pass
+  // over B instead of a copy and an interleave.
+  const uint8_t* (*row)(const void* ctx, int64_t k, int64_t j0, int64_t n) = nullptr;
 };
 
 // What becomes of sum = A(i, :) * B(:, j) + row_add[i]:

@@ -73,6 +73,17 @@ inline void EvenBytes(const uint8_t* __restrict src, int64_t n, uint8_t* __restr
   for (; i < n; ++i) d[i] = src[2 * i];
 }
 
+// QBSource::row: B's rows read in place where they are contiguous (the
+// pointwise planes, the wide path's padded planes, which have the slack for
+// a block's last panel), so the GEMM skips ConvBlock's copy.
+const uint8_t* ConvRow(const void* ctx, int64_t k, int64_t j0, int64_t n) {
+  const ConvRows& r = *static_cast<const ConvRows*>(ctx);
+  if (r.wide) return r.x + r.tap_off[k] + j0;
+  const int64_t plane = r.oh * r.ow;
+  if (r.pointwise && j0 + n <= plane) return r.x + k * plane + j0;  // not past the plane (the tensor's end)
+  return nullptr;
+}
+
 void ConvBlock(const void* ctx, int64_t k0, int64_t kn, int64_t j0, int64_t n, uint8_t* __restrict dst,
                int64_t stride) {
   const ConvRows& r = *static_cast<const ConvRows*>(ctx);
@@ -225,16 +236,16 @@ class QConvExecution final : public Execution {
         ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
         uint8_t* y = yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem);
         if (!rows.wide) {
-          if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows}, ep, y,
-                     out_plane))
+          if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows, &ConvRow}, ep,
+                     y, out_plane))
             return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
           continue;
         }
         // Wide rows into a scratch, then each row's first ow columns out.
         const int64_t wide = oh_ * wp_;
         wide_out_.resize(static_cast<size_t>(Mg_ * wide) * elem);
-        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, QBSource{&ConvBlock, &rows}, ep, wide_out_.data(),
-                   wide))
+        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, QBSource{&ConvBlock, &rows, &ConvRow}, ep,
+                   wide_out_.data(), wide))
           return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
         const size_t row = static_cast<size_t>(ow_) * elem;
         for (int64_t m = 0; m < Mg_; ++m)
@@ -256,7 +267,10 @@ class QConvExecution final : public Execution {
   // `pad` before and enough after, int8 values offset to uint8 (^ 0x80).
   void padPlanes(const uint8_t* planes, uint8_t pad) {
     const ConvRows& r = rows_;
-    const size_t bytes = static_cast<size_t>(Cg_ * hp_ * wp_ + kRowSlack * r.sw + kRowSlack);
+    // Past the planes: a copy's over-read (kRowSlack), and the wide path's
+    // last tap read in place up to a whole last panel (ConvRow).
+    const int64_t reach = std::max(Cg_ * hp_ * wp_, (tap_off_.empty() ? 0 : tap_off_.back()) + oh_ * wp_);
+    const size_t bytes = static_cast<size_t>(reach + kRowSlack * r.sw + kRowSlack + 64);
     padded_.resize(bytes);
     std::memset(padded_.data(), pad, bytes);
     const uint8_t flip = x_signed_ ? 0x80 : 0;
