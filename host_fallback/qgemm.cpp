@@ -332,8 +332,15 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
       }
       const int64_t p0 = ms * per_split, p1 = std::min(panels_m, p0 + per_split);
       for (int64_t pm = p0; pm < p1; ++pm) {
-        const int8_t* ap = a.panels() + pm * a.kq * mr * kg * (k.a16 ? 2 : 1);
+        const int64_t abytes = a.kq * mr * kg * (k.a16 ? 2 : 1);
+        const int8_t* ap = a.panels() + pm * abytes;
         const int64_t m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
+        if (pm + 1 < p1) {
+          // The weights stream from memory once a column block (a deep
+          // layer's outgrow L2): ask for the next panel now.
+          const char* next = reinterpret_cast<const char*>(ap + abytes);
+          for (int64_t off = 0; off < abytes; off += 64) __builtin_prefetch(next + off, 0, 2);
+        }
         // The panel's row offsets (the flip's correction included), for the
         // requantizing kernels.
         int32_t add[8];
