@@ -27,12 +27,16 @@ inline int32_t LoadDword(const void* p) {
   return v;
 }
 
-// Sixteen named accumulators: with an array GCC 12 copied every one of them
-// through another register on each k step (32 extra moves a step).
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void MicroVnni(int64_t kq, const int8_t* a, const uint8_t* b,
-                                                                       int32_t* c) {
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-  __m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+// The 8 x 32 tile's sums over kq groups of four k, into sixteen named
+// accumulators: with an array GCC 12 copied every one of them through
+// another register on each k step (32 extra moves a step). Inlined into
+// both kernels below.
+#define KILN_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define KILN_VNNI_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
+                          X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
+#define KILN_VNNI_REF(c) __m512i& c,
+KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq, const int8_t* a, const uint8_t* b,
+                                                                     KILN_VNNI_ACCS(KILN_VNNI_REF) int /*end*/) {
   for (int64_t q = 0; q < kq; ++q, a += 32, b += 128) {
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
 #define KILN_VNNI_ROW(r)                                           \
@@ -45,7 +49,14 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void MicroVnni(int64_t kq
     KILN_VNNI_ROW(4) KILN_VNNI_ROW(5) KILN_VNNI_ROW(6) KILN_VNNI_ROW(7)
 #undef KILN_VNNI_ROW
   }
-  const __m512i out[16] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
+}
+#define KILN_VNNI_ZERO(c) __m512i c = _mm512_setzero_si512();
+#define KILN_VNNI_ARG(c) c,
+
+KILN_VNNI_TARGET void MicroVnni(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
+  KILN_VNNI_ACCS(KILN_VNNI_ZERO)
+  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) 0);
+  const __m512i out[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int i = 0; i < 16; ++i) _mm512_store_si512(c + i * 16, out[i]);
 }
 
@@ -105,29 +116,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__
 
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
 // in registers: rows x cols of the tile stored as bytes.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void MicroFinishVnni(int64_t kq, const int8_t* a,
-                                                                             const uint8_t* b, int64_t rows,
-                                                                             int64_t cols, const int32_t* add,
-                                                                             const float* scale, float zero, float lo,
-                                                                             float hi, uint8_t* out, int64_t ldc) {
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-  __m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
-  for (int64_t q = 0; q < kq; ++q, a += 32, b += 128) {
-    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
-#define KILN_VNNI_ROW(r)                                           \
-  {                                                                \
-    const __m512i w = _mm512_set1_epi32(LoadDword(a + (r) * 4));   \
-    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, w);                 \
-    c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, w);                 \
-  }
-    KILN_VNNI_ROW(0) KILN_VNNI_ROW(1) KILN_VNNI_ROW(2) KILN_VNNI_ROW(3)
-    KILN_VNNI_ROW(4) KILN_VNNI_ROW(5) KILN_VNNI_ROW(6) KILN_VNNI_ROW(7)
-#undef KILN_VNNI_ROW
-  }
+KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                                      const int32_t* add, const float* scale, float zero, float lo, float hi,
+                                      uint8_t* out, int64_t ldc) {
+  KILN_VNNI_ACCS(KILN_VNNI_ZERO)
+  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) 0);
   const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
   const __mmask16 m1 = cols >= 32 ? kAll : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1u);
-  const __m512i acc[16] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71};
+  const __m512i acc[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int64_t r = 0; r < rows; ++r) {
     const __m512i va = _mm512_set1_epi32(add[r]);
     const __m512 vs = _mm512_set1_ps(scale[r]);
@@ -135,6 +132,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void MicroFinish
     if (m1) RequantStore(acc[2 * r + 1], va, vs, vz, vlo, vhi, m1, out + r * ldc + 16);
   }
 }
+
+#undef KILN_VNNI_ARG
+#undef KILN_VNNI_ZERO
+#undef KILN_VNNI_REF
+#undef KILN_VNNI_ACCS
+#undef KILN_VNNI_TARGET
 
 const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
