@@ -11,6 +11,7 @@ namespace kiln {
 
 Status VulkanBackend::timeDispatch(const VulkanPipeline* p, const VulkanBuffer& a, const VulkanBuffer& b,
                                    const void* push, uint32_t push_bytes, uint32_t groups, double* seconds) {
+  KILN_RETURN_IF_ERROR(createPending());  // the pipeline kernel() deferred
   VkDevice dev = device_->device();
   VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
   VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
