@@ -68,7 +68,7 @@ bool IsFile(const std::string& path) {
 // Where kiln/module.h is: $KILN_INCLUDE_DIR, the install beside this tool
 // (PREFIX/bin/kiln-compile -> PREFIX/include), the build's source tree.
 std::string ModuleIncludeDir() {
-  if (const char* dir = std::getenv("KILN_INCLUDE_DIR")) return dir;
+  if (const char* dir = std::getenv("KILN_INCLUDE_DIR"); dir && *dir) return dir;
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) {
