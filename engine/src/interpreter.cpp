@@ -34,15 +34,12 @@ const fb::Net& EmptyNet() {
   return *flatbuffers::GetRoot<fb::Net>(bytes.data());
 }
 
-// Every call taking a Session* checks that it is a live session of this
-// Interpreter first: a released session, another Interpreter's or a null one
-// gives an error (or nullptr / an empty map), never a use of freed memory.
+}  // namespace
+
 Status NotOurs(const char* call) {
   return InvalidArgument("%s: the session is not a live session of this Interpreter (released, null, or created by "
                          "another Interpreter)", call);
 }
-
-}  // namespace
 
 const fb::Net& Interpreter::net() const { return model_ ? model_->net() : EmptyNet(); }
 const std::string& Interpreter::modelName() const { return name_; }

@@ -191,30 +191,38 @@ ModuleText WriteModuleText(const ModulePlan& plan, const Graph& g, const std::st
   h << "#define " << prefix << "_THREADS " << plan.threads << "\n";
   h << "#define " << prefix << "_NUM_INPUTS " << g.inputs.size() << "\n";
   h << "#define " << prefix << "_NUM_OUTPUTS " << g.outputs.size() << "\n";
-  // I/O: from the tensors the steps name, else the graph's (a pass-through).
-  auto io_ref = [&](ModulePlan::Where where, size_t k) -> const ModulePlan::TensorRef* {
+  // Input or output k: the tensor the steps name, or the one an output is
+  // copied from; null for an input no step reads (its graph declaration).
+  auto io_tensor = [&](bool output, size_t k) -> const ModulePlan::TensorRef* {
+    const ModulePlan::Where where = output ? ModulePlan::Where::kOutput : ModulePlan::Where::kInput;
     for (const auto& t : plan.tensors)
       if (t.where == where && t.at == k) return &t;
+    if (output)
+      for (const auto& [out, t] : plan.output_copies)
+        if (static_cast<size_t>(out) == k) return &plan.tensors[static_cast<size_t>(t)];
     return nullptr;
   };
-  std::ostringstream io;
+  // The header's sizes, the source's dims arrays and info entries, in one walk.
+  std::ostringstream dims, info[2];
   for (int pass = 0; pass < 2; ++pass) {
-    const auto& list = pass == 0 ? g.inputs : g.outputs;
-    const char* kind = pass == 0 ? "INPUT" : "OUTPUT";
+    const bool output = pass == 1;
+    const auto& list = output ? g.outputs : g.inputs;
+    const char* kind = output ? "OUTPUT" : "INPUT";
+    const char* array = output ? "kOutDims" : "kInDims";
     for (size_t k = 0; k < list.size(); ++k) {
       const GraphTensor& gt = g.tensors[static_cast<size_t>(list[k])];
-      const ModulePlan::TensorRef* r = io_ref(pass == 0 ? ModulePlan::Where::kInput : ModulePlan::Where::kOutput, k);
-      if (!r) {  // an output copied from elsewhere
-        for (const auto& [out, t] : plan.output_copies)
-          if (pass == 1 && static_cast<size_t>(out) == k) r = &plan.tensors[static_cast<size_t>(t)];
-      }
-      const std::vector<int64_t> shape = r ? r->shape : gt.dims;
+      const ModulePlan::TensorRef* r = io_tensor(output, k);
+      const std::vector<int64_t>& shape = r ? r->shape : gt.dims;
       const fb::DataType dtype = r ? r->dtype : gt.dtype;
+      const size_t bytes = r ? ByteSize(*r) : 0;
       h << "/* " << kind << " " << k << ": " << CommentText(gt.name) << ", " << DataTypeName(dtype) << " "
         << ShapeText(shape) << " */\n";
-      h << "#define " << prefix << "_" << kind << k << "_BYTES " << (r ? ByteSize(*r) : 0) << "ULL\n";
-      io << "static const int64_t k" << (pass == 0 ? "In" : "Out") << "Dims" << k << "[] = {" << Dims(shape) << "};\n";
+      h << "#define " << prefix << "_" << kind << k << "_BYTES " << bytes << "ULL\n";
+      dims << "static const int64_t " << array << k << "[] = {" << Dims(shape) << "};\n";
+      info[pass] << "    {" << CString(gt.name) << ", static_cast<KilnDataType>(" << static_cast<int>(dtype) << "), "
+                 << shape.size() << ", " << array << k << ", " << bytes << "u},\n";
     }
+    if (list.empty()) info[pass] << "    {nullptr, KILN_F32, 0, nullptr, 0u},\n";
   }
   h << "\n#endif\n";
 
@@ -225,26 +233,9 @@ ModuleText WriteModuleText(const ModulePlan& plan, const Graph& g, const std::st
     << "// runs one op's libkiln kernel on tensors at fixed places in the weights (W),\n"
     << "// the caller's activations (A), inputs (I) and outputs (O).\n"
     << "#include <cstring>\n#include <mutex>\n\n#include \"" << stem_name << ".h\"\n\nnamespace {\n\n";
-  c << io.str();
-  c << "const KilnModuleTensorInfo kInputs[] = {\n";
-  for (size_t k = 0; k < g.inputs.size(); ++k) {
-    const ModulePlan::TensorRef* r = io_ref(ModulePlan::Where::kInput, k);
-    const GraphTensor& gt = g.tensors[static_cast<size_t>(g.inputs[k])];
-    c << "    {" << CString(gt.name) << ", static_cast<KilnDataType>(" << static_cast<int>(r ? r->dtype : gt.dtype)
-      << "), " << (r ? r->shape.size() : gt.dims.size()) << ", kInDims" << k << ", " << (r ? ByteSize(*r) : 0) << "u},\n";
-  }
-  if (g.inputs.empty()) c << "    {nullptr, KILN_F32, 0, nullptr, 0u},\n";
-  c << "};\nconst KilnModuleTensorInfo kOutputs[] = {\n";
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    const ModulePlan::TensorRef* r = io_ref(ModulePlan::Where::kOutput, k);
-    for (const auto& [out, t] : plan.output_copies)
-      if (static_cast<size_t>(out) == k) r = &plan.tensors[static_cast<size_t>(t)];
-    const GraphTensor& gt = g.tensors[static_cast<size_t>(g.outputs[k])];
-    c << "    {" << CString(gt.name) << ", static_cast<KilnDataType>(" << static_cast<int>(r ? r->dtype : gt.dtype)
-      << "), " << (r ? r->shape.size() : gt.dims.size()) << ", kOutDims" << k << ", " << (r ? ByteSize(*r) : 0)
-      << "u},\n";
-  }
-  c << "};\n\n";
+  c << dims.str();
+  c << "const KilnModuleTensorInfo kInputs[] = {\n" << info[0].str() << "};\n";
+  c << "const KilnModuleTensorInfo kOutputs[] = {\n" << info[1].str() << "};\n\n";
   c << "const KilnModuleInfo kInfo = {KILN_MODULE_ABI_VERSION, " << CString(model_name) << ", " << CString(weights_file)
     << ", " << weights_bytes << "ULL, 0x" << std::hex << stamp << std::dec << "ULL, " << plan.arena_bytes << "u, "
     << plan.threads << ", " << g.inputs.size() << ", " << g.outputs.size() << ", kInputs, kOutputs};\n\n";
@@ -362,7 +353,7 @@ std::string BaseName(const std::string& path) {
 }  // namespace
 
 Status Interpreter::saveModule(Session* session, const std::string& stem) const {
-  if (!owns(session)) return InvalidArgument("saveModule: the session is not a live session of this Interpreter");
+  if (!owns(session)) return NotOurs("saveModule");
   if (!model_) return InvalidArgument("saveModule after releaseModel(): there is no model to write");
   const SessionImpl& impl = *session->impl_;
   KILN_RETURN_IF_ERROR(impl.modulePlan().status(), "saveModule");  // refused before anything is written

@@ -35,6 +35,12 @@ class ControlFlow;
 bool MayRunInPlace(fb::OpType type);
 
 // Creates the backend for a forward type (tests substitute their own).
+// Every Interpreter call taking a Session* checks that it is a live session
+// of that Interpreter first (interpreter.cpp, module_writer.cpp): a released
+// session, another Interpreter's or a null one gives this error (or nullptr
+// / an empty map), never a use of freed memory.
+Status NotOurs(const char* call);
+
 // A host session as a host module bakes it (kiln-compile --emit-module):
 // the steps in run order and where each tensor they read or write lives.
 struct ModulePlan {
