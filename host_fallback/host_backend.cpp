@@ -90,13 +90,18 @@ uint8_t* AllocateHostPool(size_t bytes) {
   return memory;
 }
 
-void HostBackend::setBundle(const fb::Bundle* bundle) {
+std::string HostBackend::setBundle(const fb::Bundle* bundle) {
   bundle_index_.clear();
   bundle_used_.clear();
   bundle_stale_.clear();
-  if (!bundle || !bundle->blobs()) return;
+  if (!bundle || !bundle->blobs() || bundle->blobs()->size() == 0) return "";
+  const std::string isa = bundle->isa() ? bundle->isa()->str() : "";
+  if (isa != GemmIsaName(GemmBestIsa()))
+    return StrFormat("host forms not used: packed for %s, this CPU's GEMM is %s; packing at resize", isa.c_str(),
+                     GemmIsaName(GemmBestIsa()));
   for (const fb::PrepackedBlob* b : *bundle->blobs())
     if (b->key() && b->data()) bundle_index_[{b->op(), b->key()->str()}] = b;
+  return "";
 }
 
 const fb::PrepackedBlob* HostBackend::bundled(int op, const std::string& key) const {

@@ -53,10 +53,11 @@ class HostBackend final : public Backend {
   const uint8_t* poolBase() const { return memory_; }
 
   // Ahead-of-time bundles: the prepacked forms this session's ops take back
-  // (null: none). bundled() gives op `op`'s form `key` or null; the op then
-  // says whether it could use it (made for these sizes), and the counts
-  // say how much of the bundle served.
-  void setBundle(const fb::Bundle* bundle);
+  // (null: none), when they were packed for this CPU's GEMM; else none are
+  // taken and the result says why ("" when taken). bundled() gives op `op`'s
+  // form `key` or null; the op then says whether it could use it (made for
+  // these sizes), and the counts say how much of the bundle served.
+  std::string setBundle(const fb::Bundle* bundle);
   const fb::PrepackedBlob* bundled(int op, const std::string& key) const;
   void noteBundled(int op, const std::string& key, bool used) {
     (used ? bundle_used_ : bundle_stale_).insert({op, key});

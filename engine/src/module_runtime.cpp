@@ -10,7 +10,6 @@
 
 #include "alloc_guard.h"
 #include "c_api_status.h"
-#include "gemm.h"
 #include "graph.h"
 #include "host_backend.h"
 #include "kiln/module.h"
@@ -56,7 +55,7 @@ StatusOr<std::unique_ptr<KilnRtProgram>> Prepare(const KilnRtPlan& plan, const v
   const Graph& g = p->graph;
   p->host = std::make_unique<HostBackend>(plan.num_threads, PrecisionOf(plan.precision));
   // Packed forms made for another GEMM are left alone: the kernels pack.
-  if (bundle->isa() && bundle->isa()->str() == GemmIsaName(GemmBestIsa())) p->host->setBundle(bundle);
+  (void)p->host->setBundle(bundle);
 
   const auto* base = static_cast<const uint8_t*>(weights);
   for (int i = 0; i < plan.num_tensors; ++i) {

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "control_flow.h"
-#include "gemm.h"
 #include "host_backend.h"
 #include "log.h"
 #include "ops/op_defs.h"
@@ -361,14 +360,8 @@ Status SessionImpl::schedule(const std::vector<ScheduleConfig>& configs, const B
   // host ops when they were packed for this CPU's GEMM (the ops then check
   // each was made for their sizes); a GPU backend took the bundle's driver
   // state when it was created (seedFromBundle).
-  if (const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr) {
-    const std::string isa = bundle->isa() ? bundle->isa()->str() : "";
-    if (bundle->blobs() && bundle->blobs()->size() > 0 && isa != GemmIsaName(GemmBestIsa()))
-      bundle_host_note_ = StrFormat("host forms not used: packed for %s, this CPU's GEMM is %s; packing at resize",
-                                    isa.c_str(), GemmIsaName(GemmBestIsa()));
-    else
-      host_->setBundle(bundle);
-  }
+  if (const fb::Bundle* bundle = graph_->subgraph < 0 ? model_->net().bundle() : nullptr)
+    bundle_host_note_ = host_->setBundle(bundle);
   int fallbacks = 0;
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const GraphOp& op = g.ops[i];
