@@ -341,37 +341,30 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
           const char* next = reinterpret_cast<const char*>(ap + abytes);
           for (int64_t off = 0; off < abytes; off += 64) __builtin_prefetch(next + off, 0, 2);
         }
-        // The panel's row offsets (the flip's correction included), for the
-        // requantizing kernels.
+        // The panel's row offsets (the flip's correction included).
         int32_t add[8];
-        const bool requant = (k.finish || k.micro_finish) && ep.row_scale;
-        if (requant)
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t m = m0 + r;
-            add[r] = ep.row_add ? ep.row_add[m] : 0;
-            if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
-          }
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t m = m0 + r;
+          add[r] = ep.row_add ? ep.row_add[m] : 0;
+          if (flip) add[r] = static_cast<int32_t>(static_cast<uint32_t>(add[r]) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
+        }
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
-          if (requant && k.micro_finish) {
+          if (ep.row_scale && k.micro_finish) {
             k.micro_finish(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                            static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
                            static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
             continue;
           }
           k.micro(a.kq, ap, bbuf + pn * pstride, tile);
-          if (requant) {
+          if (ep.row_scale && k.finish) {
             k.finish(tile, nr, rows, cols, add, ep.row_scale + m0, static_cast<float>(ep.y_zero),
                      static_cast<float>(ep.lo), static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
             continue;
           }
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t m = m0 + r;
-            int32_t add = ep.row_add ? ep.row_add[m] : 0;
-            if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
-            FinishRow(tile + r * nr, cols, add, ep.row_scale ? ep.row_scale[m] : 0.f, ep,
-                      static_cast<uint8_t*>(C) + (m * ldc + jj) * static_cast<int64_t>(elem));
-          }
+          for (int64_t r = 0; r < rows; ++r)
+            FinishRow(tile + r * nr, cols, add[r], ep.row_scale ? ep.row_scale[m0 + r] : 0.f, ep,
+                      static_cast<uint8_t*>(C) + ((m0 + r) * ldc + jj) * static_cast<int64_t>(elem));
         }
       }
     }
