@@ -28,6 +28,7 @@
 #endif
 
 #include "host_backend.h"
+#include "ops/nn_conv.h"
 #include "ops/nn_depthwise.h"
 #include "ops/op_params.h"
 #include "ops/quant.h"
@@ -405,16 +406,11 @@ class QConvExecution final : public Execution {
   const GraphOp& op_;
   const int index_;  // the op's index in its graph (its bundle key)
   const bool qlinear_, constant_w_;
-  // KILN_HOST_QCONV_WIDE=0 turns the wide stride-1 path off (kiln-bench comparisons, tests).
-  const bool wide_on_ = [] {
-    const char* v = std::getenv("KILN_HOST_QCONV_WIDE");
-    return !v || std::string(v) != "0";
-  }();
-  // KILN_HOST_QDW_DOT=0 turns the integer depthwise kernel off (the float one runs).
-  const bool dot_on_ = [] {
-    const char* v = std::getenv("KILN_HOST_QDW_DOT");
-    return !v || std::string(v) != "0";
-  }();
+  // KILN_HOST_QCONV_WIDE=0 turns the wide stride-1 path off (kiln-bench
+  // comparisons, tests); KILN_HOST_QDW_DOT=0 the integer depthwise kernel
+  // (the float one runs).
+  const bool wide_on_ = conv::PathEnabled("KILN_HOST_QCONV_WIDE");
+  const bool dot_on_ = conv::PathEnabled("KILN_HOST_QDW_DOT");
   bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
