@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "thread_pool.h"
 
@@ -68,13 +69,21 @@ bool DepthwiseFlat2DQuant(ThreadPool& pool, const DepthwiseArgs& a, const void* 
 // 8-bit depthwise convolution in integers (nn_depthwise_q8.cpp): AVX-512
 // VNNI sums of u8 x s8 products, built by VBMI byte permutes from padded
 // input rows; one output channel an input channel, strides 1 or 2 (the same
-// both ways), no dilation, kernels up to 8 x 8. `w`: the centered int8
-// weights [m][kh * kw]; `bias`: int32 [m] or null; a.quant set. Results
-// bit-identical to DepthwiseFlat2DQuant's. False when the CPU lacks the
-// instructions, the shape does not suit, or the scratch cannot be allocated.
+// both ways), no dilation, kernels up to 8 x 8. `w`: the weights as
+// PackDepthwiseQ8 made them (once, at resize); `bias`: int32 [m] or null;
+// a.quant set. Results bit-identical to DepthwiseFlat2DQuant's. False when
+// the CPU lacks the instructions, the shape does not suit (or is not the
+// weights'), or the scratch cannot be allocated.
+struct DepthwiseQ8Weights {
+  int64_t m = 0, kh = 0, kw = 0;
+  std::vector<int32_t> dwords;  // [m][kh][ceil(kw / 4)]: four taps a dword, zero past kw
+  std::vector<int32_t> sums;    // [m]: each channel's weight sum (the input zero point's correction)
+};
+// From the centered int8 weights [m][kh * kw].
+DepthwiseQ8Weights PackDepthwiseQ8(const int8_t* w, int64_t m, int64_t kh, int64_t kw);
 bool DepthwiseQ8DotSupported();
 bool DepthwiseQ8DotSuits(const DepthwiseArgs& a);
-bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const int8_t* w, const int32_t* bias, const void* x,
-                    void* y);
+bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const DepthwiseQ8Weights& w, const int32_t* bias,
+                    const void* x, void* y);
 
 }  // namespace kiln::nn

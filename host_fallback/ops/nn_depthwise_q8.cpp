@@ -171,37 +171,43 @@ bool DepthwiseQ8DotSuits(const DepthwiseArgs& a) {
          a.ow > 0 && a.pt >= 0 && a.pl >= 0;
 }
 
-bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const int8_t* w, const int32_t* bias, const void* xv,
-                    void* yv) {
+DepthwiseQ8Weights PackDepthwiseQ8(const int8_t* w, int64_t m, int64_t kh, int64_t kw) {
+  DepthwiseQ8Weights p;
+  p.m = m, p.kh = kh, p.kw = kw;
+  const int64_t groups = (kw + 3) / 4;
+  p.dwords.resize(static_cast<size_t>(m * kh * groups));
+  p.sums.resize(static_cast<size_t>(m));
+  for (int64_t c = 0; c < m; ++c) {
+    const int8_t* wm = w + c * kh * kw;
+    int32_t sum = 0;
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t g = 0; g < groups; ++g) {
+        uint32_t d = 0;
+        for (int t = 0; t < 4; ++t) {
+          const int64_t kx = 4 * g + t;
+          const int8_t v = kx < kw ? wm[ky * kw + kx] : 0;
+          sum += v;
+          d |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * t);
+        }
+        p.dwords[static_cast<size_t>((c * kh + ky) * groups + g)] = static_cast<int32_t>(d);
+      }
+    p.sums[static_cast<size_t>(c)] = sum;
+  }
+  return p;
+}
+
+bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const DepthwiseQ8Weights& w, const int32_t* bias,
+                    const void* xv, void* yv) {
 #if KILN_DWQ_X86
-  if (!a.quant || !DepthwiseQ8DotSuits(a)) return false;
+  if (!a.quant || !DepthwiseQ8DotSuits(a) || w.m != a.m || w.kh != a.kh || w.kw != a.kw) return false;
   const DepthwiseQuant& q = *a.quant;
   const Q8Plan p = MakeQ8Plan(a);
   const uint8_t flip = q.x_signed ? 0x80 : 0;
   const int32_t zx = q.x_signed ? q.x_zero + 128 : q.x_zero;  // the zero point as read (after the flip)
   const auto* x = static_cast<const uint8_t*>(xv);
   auto* y = static_cast<uint8_t*>(yv);
-  const int64_t in_plane = a.h * a.w, out_plane = a.oh * a.ow, taps = a.kh * a.kw;
+  const int64_t in_plane = a.h * a.w, out_plane = a.oh * a.ow;
   const size_t scratch = static_cast<size_t>(p.rows * p.stride + 64);
-  // Each channel's weights as kh x groups dwords of four taps (zero past
-  // kw), and the zero point's correction folded into its bias.
-  std::vector<int32_t> wd(static_cast<size_t>(a.m * a.kh * p.groups)), corr(static_cast<size_t>(a.m));
-  for (int64_t m = 0; m < a.m; ++m) {
-    const int8_t* wm = w + m * taps;
-    int32_t sum = 0;
-    for (int64_t ky = 0; ky < a.kh; ++ky)
-      for (int64_t g = 0; g < p.groups; ++g) {
-        uint32_t d = 0;
-        for (int t = 0; t < 4; ++t) {
-          const int64_t kx = 4 * g + t;
-          const int8_t v = kx < a.kw ? wm[ky * a.kw + kx] : 0;
-          sum += v;
-          d |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * t);
-        }
-        wd[static_cast<size_t>((m * a.kh + ky) * p.groups + g)] = static_cast<int32_t>(d);
-      }
-    corr[static_cast<size_t>(m)] = (bias ? bias[m] : 0) - zx * sum;
-  }
   const PlaneFn plane = a.sh == 1 ? PlaneFor<1>(a.kh, static_cast<int>(p.groups))
                                   : PlaneFor<2>(a.kh, static_cast<int>(p.groups));
   std::atomic<bool> failed{false};
@@ -215,7 +221,9 @@ bool DepthwiseQ8Dot(ThreadPool& pool, const DepthwiseArgs& a, const int8_t* w, c
     for (int64_t nm = begin; nm < end; ++nm) {
       const int64_t m = nm % a.m;
       CopyInterior(x + nm * in_plane, a, p, flip, xs);
-      plane(xs, p.stride, a.oh, a.ow, wd.data() + m * a.kh * p.groups, corr[static_cast<size_t>(m)], q.y_mult[m],
+      // The zero point's correction folded into the bias.
+      const int32_t corr = (bias ? bias[m] : 0) - zx * w.sums[static_cast<size_t>(m)];
+      plane(xs, p.stride, a.oh, a.ow, w.dwords.data() + m * a.kh * p.groups, corr, q.y_mult[m],
             static_cast<float>(q.y_zero), static_cast<float>(q.q_lo), static_cast<float>(q.q_hi), y + nm * out_plane);
     }
   });

@@ -150,7 +150,7 @@ class QConvExecution final : public Execution {
   Status onResize(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) override {
     packed_.clear();
     dw_w_.clear();
-    dw_w8_.clear();
+    dw_q8_ = {};
     packed_ok_ = false;
     if (constant_w_) packWeights(in);
     return Status::Ok();
@@ -204,7 +204,7 @@ class QConvExecution final : public Execution {
       q.q_hi = static_cast<int32_t>(hi);
       nn::DepthwiseArgs a = dw_args_;
       a.quant = &q;
-      if (dw_dot_ && nn::DepthwiseQ8Dot(be.pool(), a, dw_w8_.data(), bv, x.hostData(), out[0]->hostData()))
+      if (dw_dot_ && nn::DepthwiseQ8Dot(be.pool(), a, dw_q8_, bv, x.hostData(), out[0]->hostData()))
         return Status::Ok();
       if (!nn::DepthwiseFlat2DQuant(be.pool(), a, x.hostData(), dw_w_.data(), dw_bias_.data(), out[0]->hostData()))
         return Status(StatusCode::kOutOfMemory, "QLinearConv: cannot allocate the depthwise scratch");
@@ -313,7 +313,7 @@ class QConvExecution final : public Execution {
     if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
     if (depthwise) {
       dw_w_.assign(centered.begin(), centered.end());
-      dw_w8_ = centered;
+      dw_q8_ = nn::PackDepthwiseQ8(centered.data(), M, w.length(2), w.length(3));
     } else {
       for (int64_t g = 0; g < group; ++g)
         packed_.push_back(QPackA(QBestIsa(), Mg, per, centered.data() + g * Mg * per, per));
@@ -414,7 +414,7 @@ class QConvExecution final : public Execution {
   bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
-  std::vector<int8_t> dw_w8_;  // the same centered weights as bytes (DepthwiseQ8Dot)
+  nn::DepthwiseQ8Weights dw_q8_;  // the same weights as DepthwiseQ8Dot reads them
   nn::DepthwiseArgs dw_args_;
   ConvRows rows_;
   std::vector<uint8_t> padded_, wide_out_;
