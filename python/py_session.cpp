@@ -10,6 +10,19 @@
 #include "kiln/tensor.h"
 
 namespace kiln_py {
+namespace {
+
+// kiln.Error for a feed or an output array naming no `kind` ("input",
+// "output") of the session; `known` are the ones it has.
+[[noreturn]] void RaiseNoSuch(const char* kind, const std::string& name,
+                              const std::map<std::string, kiln::fb::DataType>& known) {
+  std::string names;
+  for (auto& [n, d] : known) names += (names.empty() ? "'" : ", '") + n + "'";
+  Raise(kiln::Status(kiln::StatusCode::kNotFound,
+                     std::string("no ") + kind + " named '" + name + "' (the " + kind + "s: " + names + ")"));
+}
+
+}  // namespace
 
 PySession::PySession(std::shared_ptr<PyInterpreter> owner, kiln::Session* session)
     : owner_(std::move(owner)), session_(session) {}
@@ -185,12 +198,7 @@ py::dict PySession::RunImpl(const py::dict& feeds, const py::object& outputs, co
   for (auto& [key, value] : feeds) {
     std::string name = py::cast<std::string>(key);
     auto w = want.find(name);
-    if (w == want.end()) {
-      std::string names;
-      for (auto& [n, d] : want) names += (names.empty() ? "'" : ", '") + n + "'";
-      Raise(kiln::Status(kiln::StatusCode::kNotFound,
-                         "no input named '" + name + "' (the inputs: " + names + ")"));
-    }
+    if (w == want.end()) RaiseNoSuch("input", name, want);
     py::array a;
     if (py::isinstance<py::array>(value)) {
       a = py::reinterpret_borrow<py::array>(value);
@@ -236,12 +244,7 @@ py::dict PySession::RunImpl(const py::dict& feeds, const py::object& outputs, co
     for (auto& [key, value] : py::reinterpret_borrow<py::dict>(outputs)) {
       std::string name = py::cast<std::string>(key);
       auto p = produced.find(name);
-      if (p == produced.end()) {
-        std::string names;
-        for (auto& [n, d] : produced) names += (names.empty() ? "'" : ", '") + n + "'";
-        Raise(kiln::Status(kiln::StatusCode::kNotFound,
-                           "no output named '" + name + "' (the outputs: " + names + ")"));
-      }
+      if (p == produced.end()) RaiseNoSuch("output", name, produced);
       if (!py::isinstance<py::array>(value))
         throw py::type_error("outputs['" + name + "'] must be a numpy.ndarray");
       auto a = py::reinterpret_borrow<py::array>(value);
