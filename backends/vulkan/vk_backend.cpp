@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 #include <fstream>
 
@@ -273,17 +274,24 @@ Status VulkanBackend::createPending() {
   if (const char* env = std::getenv("KILN_VK_PIPELINE_THREADS")) cap = std::max(1, std::atoi(env));
   const size_t threads = std::min<size_t>({todo.size(), std::max(1u, std::thread::hardware_concurrency()), cap});
   std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {  // the system's thread limit: the threads there are share the work
+      break;
+    }
+  }
   work();
   for (std::thread& h : helpers) h.join();
   pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Any not made stay pending: unusable, and said so each time they are asked for.
+  Status first;
   for (size_t i = 0; i < todo.size(); ++i)
     if (!status[i].ok()) {
-      // Not made: the kernel is unusable, and said so each time it is asked for.
       pending_.push_back(todo[i]);
-      return status[i];
+      if (first.ok()) first = status[i];
     }
-  return Status::Ok();
+  return first;
 }
 
 // -------------------------------------------------------------------- memory
