@@ -278,6 +278,15 @@ void StoreY4(__global STORE_T* y, bool packed, uint act, uint channels, uint n, 
   for (uint j = 0u; j < 4u && c0 + j < channels; ++j) STORE(y, (n * channels + c0 + j) * vol + pix, e[j]);
 }
 
+// The push constants of the Winograd F(2x2, 3x3) kernels (wino_in.cl,
+// wino_gemm.cl, wino_out.cl; shaders/vulkan/wino_common.glsl).
+typedef struct {
+  uint c, c4, m, m4, batch, total, h, w, oh, ow;
+  int ph, pw;
+  uint tw, tiles, bias_at;
+  float lo, hi, slope;
+} WinoPush;
+
 // The window part of the conv kernels' push constants (struct Window of
 // backends/gpu/ops/gpu_nn_conv.cpp): input extents, output extents, kernel,
 // strides, dilations, begin pads over depth, height, width.

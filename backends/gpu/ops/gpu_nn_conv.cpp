@@ -18,7 +18,9 @@
 // explicit, VALID, SAME_UPPER / SAME_LOWER, and for ConvTranspose the split
 // implied by output_shape / output_padding.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "gpu_nn_gemm.h"
 #include "half.h"
@@ -182,13 +184,49 @@ std::vector<float> PackConvWeights(const float* w, const float* bias, const Conv
   return out;
 }
 
+// Winograd F(2x2, 3x3) weights for wino_gemm.comp: U = G g G^T of every
+// (output channel, input channel) 3x3 kernel g, as 16 positions of vec4
+// columns: column j of (pos, output block mb, input block cb) at
+// ((pos * m4 + mb) * c4 + cb) * 4 + j, lane l holding U[4mb + l][4cb + j]
+// at pos; zero past the channels. The bias follows at vec4 *bias_at.
+std::vector<float> WinogradWeights(const float* w, const float* bias, uint32_t c, uint32_t m, uint32_t* bias_at) {
+  const uint32_t c4 = (c + 3) / 4, m4 = (m + 3) / 4;
+  *bias_at = 16 * m4 * c4 * 4;
+  std::vector<float> out((*bias_at + m4) * 4, 0.f);
+  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (uint32_t mi = 0; mi < m; ++mi)
+    for (uint32_t ci = 0; ci < c; ++ci) {
+      const float* g = w + (size_t{mi} * c + ci) * 9;
+      double gg[4][3];  // G g
+      for (int r = 0; r < 4; ++r)
+        for (int k = 0; k < 3; ++k) gg[r][k] = G[r][0] * g[k] + G[r][1] * g[3 + k] + G[r][2] * g[6 + k];
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 4; ++q) {
+          const double u = gg[r][0] * G[q][0] + gg[r][1] * G[q][1] + gg[r][2] * G[q][2];
+          const size_t col = ((size_t{static_cast<uint32_t>(r * 4 + q)} * m4 + mi / 4) * c4 + ci / 4) * 4 + ci % 4;
+          out[col * 4 + mi % 4] = static_cast<float>(u);
+        }
+    }
+  if (bias)
+    for (uint32_t mi = 0; mi < m; ++mi) out[(*bias_at + mi / 4) * 4 + mi % 4] = bias[mi];
+  return out;
+}
+
+// The push constants of wino_in / wino_gemm / wino_out (wino_common.glsl).
+struct WinoPush {
+  uint32_t c, c4, m, m4, batch, total, h, w, oh, ow;
+  int32_t ph, pw;
+  uint32_t tw, tiles, bias_at;
+  float lo, hi, slope;
+};
+
 class ConvExecution final : public GemmExecution {
  public:
   ConvExecution(GpuBackend* b, const fb::ConvParams* p, const GraphTensor* w, const GraphTensor* bias, bool has_bias)
       : GemmExecution(b), p_(p), act_(ReadFusedActivation(p)), w_(w), bias_(bias), has_bias_(has_bias) {}
   ~ConvExecution() override {
-    gpu()->addOwnWeightBytes(-static_cast<int64_t>(packed_w_.bytes));
-    gpu()->freeBuffer(&packed_w_);
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(packed_w_.bytes + wino_w_.bytes));
+    for (GpuBuffer* b : {&packed_w_, &wino_w_, &wino_v_, &wino_m_}) gpu()->freeBuffer(b);
   }
 
   // X and Y each packed or not (the c4 kernels take either), given constant
@@ -298,6 +336,7 @@ class ConvExecution final : public GemmExecution {
   Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y,
                     const GpuFusedActivation& fa) {
     const bool depthwise = s.groups > 1 && s.c == s.groups && s.m == s.groups;
+    if (WinogradSuits(s, w)) return planWinograd(s, w, x, y, fa);
     const uint32_t kvol = w.kd * w.kh * w.kw;
     if (!packed_w_.handle) {
       const size_t wn = static_cast<size_t>(s.m) * (s.c / s.groups) * kvol;
@@ -354,6 +393,73 @@ class ConvExecution final : public GemmExecution {
     return add1D("conv_c4", std::move(bindings), push, total, tile_spec);
   }
 
+  // 2-D 3x3 convs of stride 1, one group, with enough channels for the
+  // 16 products to outweigh the transforms: through Winograd F(2x2, 3x3)
+  // (2.25x fewer multiply-adds). KILN_GPU_WINOGRAD=0 turns it off.
+  static bool WinogradSuits(const ConvShapes& s, const Window& w) {
+    static const bool on = [] {
+      const char* v = std::getenv("KILN_GPU_WINOGRAD");
+      return !(v && std::strcmp(v, "0") == 0);
+    }();
+    return on && s.in.size() == 2 && s.groups == 1 && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 &&
+           w.dh == 1 && w.dw == 1 && s.c >= 8 && s.m >= 8;
+  }
+
+  // Three dispatches: wino_in (V = B^T d B of every 4x4 input patch a 2x2
+  // output tile reads, [N][16][C/4][tiles] vec4), wino_gemm (the 16
+  // products U[pos] V[pos], [N][16][M/4][tiles] vec4), wino_out (A^T m A,
+  // the bias and the fused activation, into Y).
+  Status planWinograd(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y,
+                      const GpuFusedActivation& fa) {
+    const bool half = gpu()->halfStorage();
+    if (!wino_w_.handle) {
+      const size_t wn = size_t{s.m} * s.c * 9;
+      if (w_->constant.size != wn * 4 || (bias_ && bias_->constant.size != size_t{s.m} * 4))
+        return Internal("conv weights of %zu bytes for %zu elements", w_->constant.size, wn);
+      std::vector<float> wf(wn), bf(bias_ ? s.m : 0);
+      std::memcpy(wf.data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
+      if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
+      std::vector<float> u = WinogradWeights(wf.data(), bias_ ? bf.data() : nullptr, s.c, s.m, &wino_bias_at_);
+      if (half) {
+        std::vector<uint16_t> h(u.size());
+        for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(u[i]);
+        KILN_ASSIGN_OR_RETURN(wino_w_, gpu()->createBuffer(h.size() * 2, h.data()));
+      } else {
+        KILN_ASSIGN_OR_RETURN(wino_w_, gpu()->createBuffer(u.size() * 4, u.data()));
+      }
+      gpu()->addOwnWeightBytes(static_cast<int64_t>(wino_w_.bytes));
+    }
+    WinoPush push{};
+    push.c = s.c, push.c4 = (s.c + 3) / 4, push.m = s.m, push.m4 = (s.m + 3) / 4, push.batch = s.batch;
+    push.h = w.h, push.w = w.w, push.oh = w.oh, push.ow = w.ow, push.ph = w.ph, push.pw = w.pw;
+    push.tw = (w.ow + 1) / 2;
+    const uint64_t tiles = uint64_t{push.tw} * ((w.oh + 1) / 2);
+    const uint64_t v_units = uint64_t{s.batch} * 16 * push.c4 * tiles * 4, m_units = uint64_t{s.batch} * 16 * push.m4 * tiles * 4;
+    if (v_units > UINT32_MAX || m_units > UINT32_MAX)
+      return Unsupported("Winograd conv of %llu transformed values", (unsigned long long)std::max(v_units, m_units));
+    push.tiles = static_cast<uint32_t>(tiles);
+    push.bias_at = wino_bias_at_;
+    push.lo = fa.lo, push.hi = fa.hi, push.slope = fa.slope;
+    const uint64_t unit = half ? 2 : 4;
+    for (auto [buf, bytes] : {std::pair<GpuBuffer*, uint64_t>{&wino_v_, v_units * unit}, {&wino_m_, m_units * unit}})
+      if (buf->bytes < bytes) {
+        gpu()->freeBuffer(buf);
+        KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
+      }
+    const GpuBinding u{nullptr, &wino_w_}, v_in{nullptr, &wino_v_}, m_in{nullptr, &wino_m_};
+    push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.c4 * tiles);
+    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x}, u, {nullptr, &wino_v_, true}}, push, push.total,
+                               {0, 0, packed(x), 0}));
+    const uint32_t tb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
+    const uint64_t products = uint64_t{s.batch} * 16 * ((push.m4 + mb - 1) / mb) * ((tiles + tb - 1) / tb);
+    if (products > UINT32_MAX) return Unsupported("Winograd conv of %llu invocations", (unsigned long long)products);
+    push.total = static_cast<uint32_t>(products);
+    KILN_RETURN_IF_ERROR(add1D("wino_gemm", {v_in, u, {nullptr, &wino_m_, true}}, push, push.total,
+                               {0, 0, 0, 0, tb, mb}));
+    push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.m4 * tiles);
+    return add1D("wino_out", {m_in, u, {y, nullptr, true}}, push, push.total, {fa.code, has_bias_, 0, packed(y)});
+  }
+
   const fb::ConvParams* p_;
   GpuFusedActivation act_;
   const GraphTensor* w_;     // constant weights, or null
@@ -361,6 +467,10 @@ class ConvExecution final : public GemmExecution {
   bool has_bias_;
   GpuBuffer packed_w_;  // PackConvWeights, made at the first packed resize
   uint32_t bias_at_ = 0;
+  // Winograd F(2x2, 3x3) (planWinograd): the transformed weights and bias,
+  // and the transformed input and products (scratch, grown by resizes).
+  GpuBuffer wino_w_, wino_v_, wino_m_;
+  uint32_t wino_bias_at_ = 0;
 };
 
 class ConvTransposeExecution final : public GpuExecution {

@@ -90,10 +90,15 @@ class ReduceExecution final : public RowExecution {
   ReduceExecution(GpuBackend* b, const GraphOp& op, uint32_t code) : RowExecution(b), op_(op), code_(code) {}
   ~ReduceExecution() override { gpu()->freeBuffer(&partial_); }
   // GlobalAveragePool / GlobalMaxPool reduce a packed tensor's spatial dims
-  // into a packed [N, C, 1...] (zero lanes give zero).
-  PackRule packRule(const std::vector<Tensor*>&, const std::vector<Tensor*>&) const override {
-    if (op_.type == fb::OpType::GlobalAveragePool || op_.type == fb::OpType::GlobalMaxPool) return {1, 1, true};
-    return {};
+  // into a packed [N, C, 1...] (zero lanes give zero). With C a multiple of
+  // four, [N, C, 1...] packed is [N, C, 1...] planar byte for byte, so X
+  // and Y need not share a layout: ResNet's last conv stays packed before
+  // a Flatten that takes only planar tensors (as one rule for both, the
+  // planar Y made the whole last stage, its residual convs with it, planar).
+  PackRule packRule(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) const override {
+    if (op_.type != fb::OpType::GlobalAveragePool && op_.type != fb::OpType::GlobalMaxPool) return {};
+    const bool whole_blocks = in[0]->dimensions() >= 2 && in[0]->length(1) % 4 == 0;
+    return {1, 1, !whole_blocks};
   }
 
  private:

@@ -1,0 +1,54 @@
+#version 450
+#extension GL_GOOGLE_include_directive : enable
+#include "common.glsl"
+#include "unary_fn.glsl"
+#include "conv_c4_common.glsl"
+#include "wino_common.glsl"
+
+// The 16 products: one invocation owns MB blocks of four output channels
+// by TB consecutive tiles of one position of one image, and sums over the
+// input blocks cb: acc += U[pos][mb][cb] (four vec4 columns, lane = output
+// channel) times V[pos][cb][t] (binding 0, as wino_in wrote it). Weights
+// (binding 1): column j of (pos, mb, cb) at ((pos * m4 + mb) * c4 + cb) * 4
+// + j. Writes position pos of block mb of tile t at ((n * 16 + pos) * m4 +
+// mb) * tiles + t (binding 2). Invocations: tile group fastest, then block
+// group, position, image.
+layout(constant_id = 7) const uint TB = 4u;
+layout(constant_id = 8) const uint MB = 1u;
+
+void main() {
+  uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.total) return;
+  const uint tbb = (p.tiles + TB - 1u) / TB, mbb = (p.m4 + MB - 1u) / MB;
+  const uint t0 = (i % tbb) * TB;
+  i /= tbb;
+  const uint q0 = (i % mbb) * MB;
+  i /= mbb;
+  const uint pos = i % 16u, n = i / 16u;
+  vec4 acc[MB][TB];
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+    [[unroll]] for (uint b = 0u; b < TB; ++b) acc[mb][b] = vec4(0.0);
+  uint tix[TB];  // tiles past the last read the last, store nothing
+  [[unroll]] for (uint b = 0u; b < TB; ++b) tix[b] = min(t0 + b, p.tiles - 1u);
+  uint wrow[MB];
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb) wrow[mb] = (pos * p.m4 + min(q0 + mb, p.m4 - 1u)) * p.c4 * 4u;
+  const uint vbase = (n * 16u + pos) * p.c4 * p.tiles;
+  for (uint cb = 0u; cb < p.c4; ++cb) {
+    vec4 xv[TB];
+    [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = vec4(x4[vbase + cb * p.tiles + tix[b]]);
+    [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+      const uint wi = wrow[mb] + cb * 4u;
+      const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
+      [[unroll]] for (uint b = 0u; b < TB; ++b)
+        acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
+    }
+  }
+  [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+    if (q0 + mb >= p.m4) break;
+    const uint obase = ((n * 16u + pos) * p.m4 + q0 + mb) * p.tiles;
+    [[unroll]] for (uint b = 0u; b < TB; ++b) {
+      if (t0 + b >= p.tiles) break;
+      y4[obase + t0 + b] = STORE4_T(acc[mb][b]);
+    }
+  }
+}
