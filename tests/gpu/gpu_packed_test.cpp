@@ -174,7 +174,7 @@ TEST(GpuPacked, CallbacksSeeNchw) {
 }
 
 // Packed convs keep one copy of their weights on the device (their own
-// blocks), not the model's NCHW copy beside it.
+// blocks, here Winograd's), not the model's NCHW copy beside it.
 TEST(GpuPacked, WeightsUploadedOnce) {
   KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("weights");
@@ -196,8 +196,10 @@ TEST(GpuPacked, WeightsUploadedOnce) {
   }
   const size_t model_bytes = 2 * (64 * 64 * 9 + 64) * sizeof(float);
   EXPECT_GE(weights[GpuLayout::kPlanar], model_bytes);
-  EXPECT_GE(weights[GpuLayout::kPacked], model_bytes);
-  EXPECT_LT(weights[GpuLayout::kPacked], model_bytes * 11 / 10);
+  // Packed, these 3x3 convs run through Winograd F(2x2, 3x3), whose
+  // transformed weights are 16 floats a kernel where the model has 9.
+  EXPECT_GE(weights[GpuLayout::kPacked], 2 * 64 * 64 * 16 * sizeof(float));
+  EXPECT_LT(weights[GpuLayout::kPacked], model_bytes * 16 / 9 * 11 / 10);
 }
 
 // Concat over channels stays packed where the blocks line up (every input
@@ -275,6 +277,66 @@ TEST(GpuPacked, FusedResidual) {
   ExpectNear(RunOnce(interp->get(), *packed, shape, in), want, 1e-4f, "packed");
   EXPECT_GE(PackedTensors(*packed), 5u);
   ExpectNear(RunOnce(interp->get(), *planar, shape, in), want, 1e-4f, "planar");
+}
+
+// 3x3 stride-1 convs of 8 or more channels go through Winograd F(2x2,
+// 3x3) (wino_in, wino_gemm, wino_out): odd and tiny planes (a last tile
+// row or column half outside), pads 0, 1 and 2 and asymmetric ones, a
+// partial output block, batch 2, bias or none, Relu and Clip fused, a fused
+// residual, X from the app (NCHW) and Y to it, and fp16 storage.
+TEST(GpuPacked, WinogradConvs) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  NetBuilder b("winograd");
+  int x = b.addInput("x", fb::DataType::F32, {2, 8, "h", "w"});
+  auto conv = [&](const std::string& name, int in, int cin, int cout, std::vector<int> pads, bool bias,
+                  fb::Activation act, uint32_t seed) {
+    const int at = ConvOp(b, name, in, cin, cout, 3, 1, 1, 0, bias, seed);
+    fb::ConvParamsT* p = b.net().ops.back()->params.AsConvParams();
+    p->pads = std::move(pads);
+    p->activation = act;
+    p->activation_min = -0.5f;  // Clip's range
+    p->activation_max = 0.75f;
+    return at;
+  };
+  int c1 = conv("c1", x, 8, 10, {1, 1, 1, 1}, true, fb::Activation::Relu, 90);      // NCHW in, M = 10
+  int c2 = conv("c2", c1, 10, 12, {0, 1, 1, 0}, false, fb::Activation::None, 91);   // asymmetric pads
+  int c3 = conv("c3", c2, 12, 12, {2, 2, 2, 2}, true, fb::Activation::Clip, 92);    // grows the plane by 2
+  int c4 = conv("c4", c3, 12, 12, {1, 1, 1, 1}, true, fb::Activation::Relu, 93);
+  fb::OpT& last = *b.net().ops.back();
+  last.inputs.push_back(c3);  // a fused residual: y = relu(conv + b + c3)
+  int c5 = conv("c5", c4, 12, 9, {0, 0, 0, 0}, true, fb::Activation::None, 94);     // valid, NCHW out
+  b.addOutput(c5);
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
+  auto low = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked, Precision::kLow));
+  ASSERT_TRUE(hs.ok() && packed.ok() && low.ok()) << packed.status().ToString();
+  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {3, 2, 2}, {2, 3, 3}, {7, 7, 4}}) {
+    const std::vector<int64_t> shape = {2, 8, h, w};
+    const auto in = Random(static_cast<size_t>(2 * 8 * h * w), -2, 2, seed);
+    const auto want = RunOnce(interp->get(), *hs, shape, in);
+    const std::string what = std::to_string(h) + "x" + std::to_string(w);
+    ExpectNear(RunOnce(interp->get(), *packed, shape, in), want, 1e-4f, "packed " + what);
+    ExpectNear(RunOnce(interp->get(), *low, shape, in), want, 2e-2f, "fp16 " + what);
+  }
+  // The weights the convs keep are the transformed ones: 16 positions of
+  // C4 x M4 blocks of 4 x 4 floats, and the bias (conv_c4's would be 9 taps).
+  size_t want_bytes = 0;
+  for (auto [c, m, bias] : {std::tuple<int, int, bool>{8, 10, true}, {10, 12, false}, {12, 12, true}, {12, 12, true},
+                            {12, 9, true}}) {
+    const size_t c4 = static_cast<size_t>(c + 3) / 4, m4 = static_cast<size_t>(m + 3) / 4;
+    want_bytes += (16 * m4 * c4 * 4 + m4) * 4 * sizeof(float);
+    (void)bias;  // the bias's vec4s are there either way
+  }
+  for (const MemoryUse& m : (*packed)->memory()) {
+    if (m.backend == ForwardTypeName(kGpu)) {
+      EXPECT_EQ(m.constant_bytes, want_bytes);
+    }
+  }
 }
 
 TEST(GpuPacked, BordersStayPlanar) {
