@@ -56,6 +56,11 @@ struct GpuCaps {
   // PoCL (ResNet18: lavapipe 328 -> 200 ms, PoCL 114 -> 69 ms; 4 x 8 on
   // lavapipe ran 179 ms but took twice as long to compile).
   uint32_t conv_tile_blocks = 1, conv_tile_cols = 4;
+  // The blocks for convs of one input block (a network's first conv on
+  // RGB), where the loop over input blocks is one step and each tap's
+  // input loads are shared by more output blocks; 0: conv_tile_blocks.
+  // 8 on lavapipe (ResNet18's 7x7 stem 41 -> 28 ms); PoCL gains nothing.
+  uint32_t conv_tile_blocks_narrow = 0;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.

@@ -339,6 +339,32 @@ TEST(GpuPacked, WinogradConvs) {
   }
 }
 
+// A first conv on RGB (one input block: GpuCaps::conv_tile_blocks_narrow
+// blocks of output channels an invocation), 7x7 stride 2 as in ResNet, with
+// 5 and 20 output blocks (a partial tile of blocks), X from the app.
+TEST(GpuPacked, OneInputBlock) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  for (int m : {20, 80}) {
+    NetBuilder b("stem");
+    int x = b.addInput("x", fb::DataType::F32, {1, 3, "h", "w"});
+    int c1 = ConvOp(b, "stem", x, 3, m, 7, 1, 2, 3, true, 95);
+    b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
+    b.addOutput(ConvOp(b, "head", c1, m, 6, 1, 1, 1, 0, true, 96));
+    auto bytes = b.finish();
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+    auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
+    ASSERT_TRUE(hs.ok() && packed.ok()) << packed.status().ToString();
+    const std::vector<int64_t> shape = {1, 3, 29, 35};
+    const auto in = Random(3 * 29 * 35, -2, 2, 8);
+    ExpectNear(RunOnce(interp->get(), *packed, shape, in), RunOnce(interp->get(), *hs, shape, in), 1e-4f,
+               "stem to " + std::to_string(m));
+    EXPECT_EQ(PackedTensors(*packed), 1u);
+  }
+}
+
 TEST(GpuPacked, BordersStayPlanar) {
   KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("borders");

@@ -382,7 +382,9 @@ class ConvExecution final : public GemmExecution {
       ActPush act;
     } push{s.c, cg, (cg + 3) / 4, s.m, mg, (mg + 3) / 4, s.batch, 0, bias_at_, w, act};
     // The invocation's register tile, by device (GpuCaps::conv_tile_*).
-    const uint32_t xb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
+    const GpuCaps& caps = gpu()->gpuCaps();
+    const uint32_t xb = caps.conv_tile_cols;
+    const uint32_t mb = push.cg4 == 1 && caps.conv_tile_blocks_narrow ? caps.conv_tile_blocks_narrow : caps.conv_tile_blocks;
     std::vector<uint32_t> tile_spec = spec;
     tile_spec.push_back(xb);
     tile_spec.push_back(mb);
