@@ -49,18 +49,21 @@ struct GpuCaps {
   // Kernels for CPU drivers (lavapipe, PoCL): no shared-memory tiling, where
   // barriers cost more than the reuse saves.
   bool cpu_kernels = false;
-  // conv_c4's register tile: blocks of four output channels by output
-  // columns an invocation. 1 x 4 on GPUs (registers are per lane and
-  // scarce); on CPU drivers every load is a memory access of its own, and a
-  // larger tile does more multiply-adds a load: 2 x 8 on lavapipe, 4 x 8 on
-  // PoCL (ResNet18: lavapipe 328 -> 200 ms, PoCL 114 -> 69 ms; 4 x 8 on
+  // conv_c4's and wino_gemm's register tile: blocks of four output channels
+  // by output columns (tiles) an invocation. 1 x 4 on GPUs (registers are
+  // per lane and scarce); on CPU drivers every load is a memory access of
+  // its own (lavapipe: one scalar load a lane and component), and a larger
+  // tile does more multiply-adds a load: 2 x 8 on lavapipe, 4 x 8 on PoCL
+  // (ResNet18: lavapipe 328 -> 200 ms, PoCL 114 -> 69 ms; 4 x 8 on
   // lavapipe ran 179 ms but took twice as long to compile).
   uint32_t conv_tile_blocks = 1, conv_tile_cols = 4;
-  // The blocks for convs of one input block (a network's first conv on
-  // RGB), where the loop over input blocks is one step and each tap's
-  // input loads are shared by more output blocks; 0: conv_tile_blocks.
-  // 8 on lavapipe (ResNet18's 7x7 stem 41 -> 28 ms); PoCL gains nothing.
-  uint32_t conv_tile_blocks_narrow = 0;
+  // 1x1 convs whose output blocks are a multiple of it take this many
+  // blocks instead (0: conv_tile_blocks): their loop is the input blocks
+  // alone, which an 8 x 8 tile on lavapipe runs a quarter faster (ResNet50
+  // 646 -> 498 ms) for one more pipeline to compile. 3x3 convs of stride 1
+  // go through Winograd; for the rest the larger tile's compile time
+  // (lavapipe compiles at the first dispatch) outweighs it.
+  uint32_t conv_tile_blocks_pointwise = 0;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.

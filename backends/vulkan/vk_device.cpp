@@ -236,7 +236,7 @@ Status VulkanDevice::init(int index) {
     if (std::strcmp(k, "gpu") == 0) caps_.cpu_kernels = false;
     else if (std::strcmp(k, "cpu") == 0) caps_.cpu_kernels = true;
   }
-  if (caps_.cpu_kernels) caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_narrow = 8;
+  if (caps_.cpu_kernels) caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
   if (caps_.cpu_kernels) caps_.gemm_register_tile = 8;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)

@@ -339,17 +339,20 @@ TEST(GpuPacked, WinogradConvs) {
   }
 }
 
-// A first conv on RGB (one input block: GpuCaps::conv_tile_blocks_narrow
-// blocks of output channels an invocation), 7x7 stride 2 as in ResNet, with
-// 5 and 20 output blocks (a partial tile of blocks), X from the app.
-TEST(GpuPacked, OneInputBlock) {
+// A first conv on RGB (one input block), 7x7 stride 2 as in ResNet, then
+// a 1x1 conv, with 20 and 64 channels: lavapipe's pointwise tile of 8
+// blocks (GpuCaps::conv_tile_blocks_pointwise) divides 16 blocks and not 5
+// (which take the general tile, a partial last one). X from the app.
+TEST(GpuPacked, StemAndPointwiseTiles) {
   KILN_REQUIRE_BACKEND(kGpu);
-  for (int m : {20, 80}) {
+  for (int m : {20, 64}) {
     NetBuilder b("stem");
     int x = b.addInput("x", fb::DataType::F32, {1, 3, "h", "w"});
     int c1 = ConvOp(b, "stem", x, 3, m, 7, 1, 2, 3, true, 95);
     b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
-    b.addOutput(ConvOp(b, "head", c1, m, 6, 1, 1, 1, 0, true, 96));
+    int c2 = ConvOp(b, "pw", c1, m, m, 1, 1, 1, 0, true, 96);
+    b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
+    b.addOutput(ConvOp(b, "head", c2, m, 6, 1, 1, 1, 0, true, 97));
     auto bytes = b.finish();
     ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
     auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
@@ -360,8 +363,8 @@ TEST(GpuPacked, OneInputBlock) {
     const std::vector<int64_t> shape = {1, 3, 29, 35};
     const auto in = Random(3 * 29 * 35, -2, 2, 8);
     ExpectNear(RunOnce(interp->get(), *packed, shape, in), RunOnce(interp->get(), *hs, shape, in), 1e-4f,
-               "stem to " + std::to_string(m));
-    EXPECT_EQ(PackedTensors(*packed), 1u);
+               std::to_string(m) + " channels");
+    EXPECT_EQ(PackedTensors(*packed), 2u);
   }
 }
 

@@ -384,7 +384,9 @@ class ConvExecution final : public GemmExecution {
     // The invocation's register tile, by device (GpuCaps::conv_tile_*).
     const GpuCaps& caps = gpu()->gpuCaps();
     const uint32_t xb = caps.conv_tile_cols;
-    const uint32_t mb = push.cg4 == 1 && caps.conv_tile_blocks_narrow ? caps.conv_tile_blocks_narrow : caps.conv_tile_blocks;
+    const uint32_t mb = kvol == 1 && caps.conv_tile_blocks_pointwise && push.mg4 % caps.conv_tile_blocks_pointwise == 0
+                            ? caps.conv_tile_blocks_pointwise
+                            : caps.conv_tile_blocks;
     std::vector<uint32_t> tile_spec = spec;
     tile_spec.push_back(xb);
     tile_spec.push_back(mb);
