@@ -55,7 +55,11 @@ void GpuExecution::Groups1D(uint64_t n, uint32_t local, uint32_t groups[3]) {
 
 Status GpuExecution::addRaw(const char* name, std::vector<GpuBinding> bindings, std::vector<uint8_t> push,
                             const uint32_t groups[3], const uint32_t local[3], const std::vector<uint32_t>& spec) {
-  KILN_ASSIGN_OR_RETURN(const GpuKernel* k, gpu()->kernel(name, static_cast<uint32_t>(bindings.size()), local, spec));
+  uint32_t texel_mask = 0;
+  for (size_t i = 0; i < bindings.size(); ++i)
+    if (bindings[i].texel) texel_mask |= 1u << i;
+  KILN_ASSIGN_OR_RETURN(const GpuKernel* k,
+                        gpu()->kernel(name, static_cast<uint32_t>(bindings.size()), local, spec, texel_mask));
   GpuDispatch d;
   d.kernel = k;
   d.bindings = std::move(bindings);

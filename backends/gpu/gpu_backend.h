@@ -64,6 +64,13 @@ struct GpuCaps {
   // go through Winograd; for the rest the larger tile's compile time
   // (lavapipe compiles at the first dispatch) outweighs it.
   uint32_t conv_tile_blocks_pointwise = 0;
+  // The most texels a binding read as a texel buffer may hold (GpuBinding::
+  // texel), or 0 where kernels read storage buffers only. Lavapipe (Mesa
+  // 22.3) runs a storage-buffer load as a loop over the lanes, one scalar
+  // load and two branches a lane and component; a texel fetch is one
+  // gathered load for the lanes. On CPU drivers with RGBA32F and RGBA16F
+  // uniform texel buffers.
+  uint64_t texel_elements = 0;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.
@@ -87,10 +94,13 @@ struct GpuKernel {
 };
 
 // One binding of a dispatch: a session tensor or an execution's own buffer.
+// `texel`: read as a texel buffer of four-float texels (a packed pixel a
+// texel; GpuCaps::texel_elements), by the kernel's <name>_tx variant.
 struct GpuBinding {
   const Tensor* tensor = nullptr;
   const GpuBuffer* buffer = nullptr;
   bool write = false;
+  bool texel = false;
 };
 
 // One unit of recorded work: a kernel dispatch, or (kernel == nullptr) a
@@ -204,8 +214,10 @@ class GpuBackend : public Backend {
   }
   // The kernel `name` for `bindings` buffers, work-group size `local` and
   // spec constants (ids 3...), created (compiled) on first use and kept.
+  // texel_mask: bit k when binding k is read as a texel buffer (the
+  // kernel's <name>_tx variant; only where GpuCaps::texel_elements).
   virtual StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
-                                            const std::vector<uint32_t>& spec) = 0;
+                                            const std::vector<uint32_t>& spec, uint32_t texel_mask = 0) = 0;
   // A device buffer owned by the caller (freed with freeBuffer), with `data`
   // uploaded when given (bytes as they are: no fp16 conversion).
   virtual StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) = 0;

@@ -239,7 +239,7 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
 }
 
 StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bindings, const uint32_t local[3],
-                                                 const std::vector<uint32_t>& spec) {
+                                                 const std::vector<uint32_t>& spec, uint32_t /*texel_mask: pointers either way*/) {
   std::string key = StrFormat("%s/%u/%u,%u,%u", name, bindings, local[0], local[1], local[2]);
   for (uint32_t v : spec) key += StrFormat(",%u", v);
   auto it = kernels_.find(key);

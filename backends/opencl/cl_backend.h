@@ -72,7 +72,7 @@ class OpenCLBackend final : public GpuBackend {
   // GpuBackend.
   const GpuCaps& gpuCaps() const override { return device_->caps(); }
   StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
-                                    const std::vector<uint32_t>& spec) override;
+                                    const std::vector<uint32_t>& spec, uint32_t texel_mask = 0) override;
   StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) override;
   void freeBuffer(GpuBuffer* b) override;
   Status submitExecution(GpuExecution* exec) override;

@@ -67,7 +67,8 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
   // packed measured faster (README, Benchmarks: resnet18 1.4x, mobilenet_v2
   // 3.5x; not yet measured on a real GPU).
   pack_layout_ = config.gpuLayout != GpuLayout::kPlanar;
-  planner_ = MemoryPlanner(std::max<size_t>(64, device_->caps().min_storage_offset_alignment));
+  planner_ = MemoryPlanner(std::max<size_t>({64, device_->caps().min_storage_offset_alignment,
+                                             device_->caps().min_texel_offset_alignment}));
   VkDevice dev = device_->device();
 
   std::vector<char> blob;
@@ -172,11 +173,15 @@ Status VulkanBackend::saveCache() {
 // ------------------------------------------------------------------ pipelines
 
 StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bindings, const uint32_t local[3],
-                                                  const std::vector<uint32_t>& spec) {
+                                                  const std::vector<uint32_t>& spec, uint32_t texel_mask) {
   // In fp16 mode a float kernel (one with a STORE_T variant) runs as its
-  // fp16-storage variant.
+  // fp16-storage variant; with texel-buffer bindings, as its _tx variant.
   std::string name = shader;
   if (half_ && FindSpirv((name + "_f16").c_str())) name += "_f16";
+  if (texel_mask) {
+    if (!caps().texel_elements) return Internal("%s: texel-buffer bindings on a device without them", shader);
+    name += "_tx";
+  }
   std::string key = StrFormat("%s/%u/%u,%u,%u", name.c_str(), bindings, local[0], local[1], local[2]);
   for (uint32_t v : spec) key += StrFormat(",%u", v);
   auto it = pipelines_.find(key);
@@ -193,12 +198,14 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
   auto p = std::make_unique<VulkanPipeline>();
   p->name = name;
   p->bindings = bindings;
+  p->texel_mask = texel_mask;
   std::copy(local, local + 3, p->local_size);
 
   std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
   for (uint32_t i = 0; i < bindings; ++i) {
     lb[i].binding = i;
-    lb[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    lb[i].descriptorType =
+        (texel_mask >> i) & 1 ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     lb[i].descriptorCount = 1;
     lb[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
@@ -303,6 +310,7 @@ StatusOr<VulkanBuffer> VulkanBackend::createVkBuffer(VkDeviceSize bytes, const v
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = b.bytes;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (caps().texel_elements) bci.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;  // GpuBinding::texel
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   KILN_RETURN_IF_ERROR(VkCheck(vkCreateBuffer(dev, &bci, nullptr, &b.buffer), "vkCreateBuffer"));
   VkMemoryRequirements req;
@@ -364,7 +372,8 @@ void VulkanBackend::freeBuffer(GpuBuffer* g) {
 
 // Lays every constant out in one buffer and uploads them with one copy.
 Status VulkanBackend::uploadConstants() {
-  const VkDeviceSize align = std::max<VkDeviceSize>(64, caps().min_storage_offset_alignment);
+  const VkDeviceSize align =
+      std::max<VkDeviceSize>({64, caps().min_storage_offset_alignment, caps().min_texel_offset_alignment});
   VkDeviceSize total = 0;
   for (Constant& c : constants_) {
     if (!uploads(c)) continue;
@@ -574,6 +583,8 @@ void VulkanBackend::freeRecording() {
   last_of_run_.clear();
   if (descriptor_pool_) vkDestroyDescriptorPool(dev, descriptor_pool_, nullptr);
   descriptor_pool_ = VK_NULL_HANDLE;
+  for (VkBufferView v : texel_views_) vkDestroyBufferView(dev, v, nullptr);
+  texel_views_.clear();
   if (queries_) vkDestroyQueryPool(dev, queries_, nullptr);
   queries_ = VK_NULL_HANDLE;
   query_of_.clear();
@@ -641,24 +652,29 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
   KILN_RETURN_IF_ERROR(waitIdle());
   freeRecording();
   // Descriptor sets: one per dispatch, written once.
-  uint32_t sets = 0, descriptors = 0;
+  uint32_t sets = 0, descriptors = 0, texels = 0;
   for (const auto& run : runs)
     for (Execution* e : run)
       for (const GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches())
         if (d.kernel) {
           ++sets;
-          descriptors += static_cast<uint32_t>(d.bindings.size());
+          const uint32_t mask = static_cast<const VulkanPipeline*>(d.kernel)->texel_mask;
+          const uint32_t t = static_cast<uint32_t>(__builtin_popcount(mask));
+          texels += t;
+          descriptors += static_cast<uint32_t>(d.bindings.size()) - t;
         }
   if (sets > 0) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)};
+    const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)},
+                                           {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, std::max(texels, 1u)}};
     VkDescriptorPoolCreateInfo dpi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dpi.maxSets = sets;
-    dpi.poolSizeCount = 1;
-    dpi.pPoolSizes = &size;
+    dpi.poolSizeCount = 2;
+    dpi.pPoolSizes = sizes;
     KILN_RETURN_IF_ERROR(VkCheck(vkCreateDescriptorPool(dev, &dpi, nullptr, &descriptor_pool_), "vkCreateDescriptorPool"));
   }
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
+  texel_views_.reserve(texels);  // the writes point into it: no reallocation
   for (const auto& run : runs)
     for (Execution* e : run)
       for (GpuDispatch& d : static_cast<GpuExecution*>(e)->dispatches()) {
@@ -682,6 +698,7 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
                              BindingRange(storageBytes(*b.tensor))});
           }
         }
+        const uint32_t texel_mask = static_cast<const VulkanPipeline*>(d.kernel)->texel_mask;
         for (uint32_t i = 0; i < infos.size(); ++i) {
           VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
           w.dstSet = set;
@@ -689,6 +706,25 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
           w.descriptorCount = 1;
           w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
           w.pBufferInfo = &infos[i];
+          if ((texel_mask >> i) & 1) {
+            // Four floats a texel (fp16 storage: four halves), the binding's range.
+            VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+            vi.buffer = infos[i].buffer;
+            vi.format = half_ ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+            vi.offset = infos[i].offset;
+            const VkDeviceSize texel = half_ ? 8 : 16;
+            vi.range = infos[i].range / texel * texel;
+            if (vi.offset % caps().min_texel_offset_alignment != 0 || vi.range == 0 ||
+                vi.range / texel > caps().texel_elements)
+              return Internal("%s: binding %u (offset %llu, %llu bytes) cannot be a texel buffer", d.kernel->name.c_str(),
+                              i, (unsigned long long)vi.offset, (unsigned long long)vi.range);
+            VkBufferView view = VK_NULL_HANDLE;
+            KILN_RETURN_IF_ERROR(VkCheck(vkCreateBufferView(dev, &vi, nullptr, &view), "vkCreateBufferView"));
+            texel_views_.push_back(view);
+            w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+            w.pBufferInfo = nullptr;
+            w.pTexelBufferView = &texel_views_.back();
+          }
           writes.push_back(w);
         }
         vkUpdateDescriptorSets(dev, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);

@@ -57,6 +57,7 @@ struct VulkanPipeline : GpuKernel {
   // SPIR-V and the specialization values (local size first).
   const struct SpirvBlob* spirv = nullptr;
   std::vector<uint32_t> spec;
+  uint32_t texel_mask = 0;  // bindings that are uniform texel buffers
 };
 
 class VulkanBackend final : public GpuBackend {
@@ -82,7 +83,7 @@ class VulkanBackend final : public GpuBackend {
   // GpuBackend.
   const GpuCaps& gpuCaps() const override { return device_->caps(); }
   StatusOr<const GpuKernel*> kernel(const char* name, uint32_t bindings, const uint32_t local[3],
-                                    const std::vector<uint32_t>& spec) override;
+                                    const std::vector<uint32_t>& spec, uint32_t texel_mask = 0) override;
   StatusOr<GpuBuffer> createBuffer(uint64_t bytes, const void* data = nullptr) override;
   void freeBuffer(GpuBuffer* b) override;
   Status submitExecution(GpuExecution* exec) override;
@@ -136,6 +137,7 @@ class VulkanBackend final : public GpuBackend {
 
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+  std::vector<VkBufferView> texel_views_;  // the recording's texel-buffer bindings
   struct Run {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;

@@ -201,6 +201,8 @@ Status VulkanDevice::init(int index) {
   caps_.max_push_constants = p.limits.maxPushConstantsSize;
   caps_.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   caps_.min_storage_offset_alignment = p.limits.minStorageBufferOffsetAlignment;
+  caps_.min_texel_offset_alignment = std::max<VkDeviceSize>(1, p.limits.minTexelBufferOffsetAlignment);
+  const uint64_t max_texels = p.limits.maxTexelBufferElements;
   caps_.non_coherent_atom_size = p.limits.nonCoherentAtomSize;
   caps_.timestamp_period_ns = p.limits.timestampPeriod;
 
@@ -237,6 +239,17 @@ Status VulkanDevice::init(int index) {
     else if (std::strcmp(k, "cpu") == 0) caps_.cpu_kernels = true;
   }
   if (caps_.cpu_kernels) caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
+  // Texel-buffer reads (GpuCaps::texel_elements) on CPU drivers, where the
+  // device reads both texel formats as uniform texel buffers.
+  if (caps_.cpu_kernels) {
+    bool formats = true;
+    for (VkFormat f : {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT}) {
+      VkFormatProperties fp{};
+      vkGetPhysicalDeviceFormatProperties(physical_, f, &fp);
+      formats = formats && (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
+    }
+    if (formats) caps_.texel_elements = max_texels;
+  }
   if (caps_.cpu_kernels) caps_.gemm_register_tile = 8;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)

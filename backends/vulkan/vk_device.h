@@ -40,6 +40,7 @@ struct VulkanCaps : GpuCaps {
   float timestamp_period_ns = 0;
   uint32_t max_push_constants = 0;
   VkDeviceSize min_storage_offset_alignment = 0;
+  VkDeviceSize min_texel_offset_alignment = 1;
   VkDeviceSize non_coherent_atom_size = 0;
   // GpuCaps::cpu_kernels: true on CPU devices; KILN_VULKAN_KERNELS=gpu|cpu
   // overrides (the tests cover both paths on lavapipe).

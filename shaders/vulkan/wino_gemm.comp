@@ -1,8 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
-#include "unary_fn.glsl"
-#include "conv_c4_common.glsl"
 #include "wino_common.glsl"
 
 // The 16 products: one invocation owns MB blocks of four output channels
@@ -13,8 +11,25 @@
 // + j. Writes position pos of block mb of tile t at ((n * 16 + pos) * m4 +
 // mb) * tiles + t (binding 2). Invocations: tile group fastest, then block
 // group, position, image.
+//
+// Buffers hold STORE_T (wino_gemm_f16: fp16 storage).
+// KILN_TEXEL (wino_gemm_tx): V and U read as uniform texel buffers of vec4
+// (GpuCaps::texel_elements), where lavapipe's storage-buffer loads run lane
+// by lane.
 layout(constant_id = 7) const uint TB = 4u;
 layout(constant_id = 8) const uint MB = 1u;
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer v_texels;
+layout(binding = 1) uniform samplerBuffer u_texels;
+#define LOAD_V(i) texelFetch(v_texels, int(i))
+#define LOAD_U(i) texelFetch(u_texels, int(i))
+#else
+layout(std430, binding = 0) readonly buffer V { STORE4_T v4[]; };
+layout(std430, binding = 1) readonly buffer U { STORE4_T u4[]; };
+#define LOAD_V(i) vec4(v4[i])
+#define LOAD_U(i) vec4(u4[i])
+#endif
+layout(std430, binding = 2) writeonly buffer M { STORE4_T m4[]; };
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;
@@ -35,10 +50,10 @@ void main() {
   const uint vbase = (n * 16u + pos) * p.c4 * p.tiles;
   for (uint cb = 0u; cb < p.c4; ++cb) {
     vec4 xv[TB];
-    [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = vec4(x4[vbase + cb * p.tiles + tix[b]]);
+    [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + cb * p.tiles + tix[b]);
     [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
       const uint wi = wrow[mb] + cb * 4u;
-      const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
+      const vec4 w0 = LOAD_U(wi), w1 = LOAD_U(wi + 1u), w2 = LOAD_U(wi + 2u), w3 = LOAD_U(wi + 3u);
       [[unroll]] for (uint b = 0u; b < TB; ++b)
         acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
     }
@@ -48,7 +63,7 @@ void main() {
     const uint obase = ((n * 16u + pos) * p.m4 + q0 + mb) * p.tiles;
     [[unroll]] for (uint b = 0u; b < TB; ++b) {
       if (t0 + b >= p.tiles) break;
-      y4[obase + t0 + b] = STORE4_T(acc[mb][b]);
+      m4[obase + t0 + b] = STORE4_T(acc[mb][b]);
     }
   }
 }

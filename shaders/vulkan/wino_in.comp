@@ -10,6 +10,17 @@
 // V = B^T d B as 16 vec4 into binding 2, position pos of block cb at
 // ((n * 16 + pos) * c4 + cb) * tiles + t. Invocations: tile fastest, then
 // block, image.
+//
+// KILN_TEXEL (wino_in_tx, for a packed X): X read as a uniform texel
+// buffer of vec4 (binding 0; conv_c4_common.glsl's storage-buffer X there
+// is unused then).
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer x_texels;
+#define LOAD_X4(cb, pix) texelFetch(x_texels, int((n * p.c4 + (cb)) * vol + (pix)))
+#else
+#define LOAD_X4(cb, pix) LoadX4(p.c, n, (cb), vol, (pix))
+#endif
+
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -25,7 +36,7 @@ void main() {
     const uint row = uint(clamp(iy, 0, int(p.h) - 1)) * p.w;
     [[unroll]] for (int c = 0; c < 4; ++c) {
       const int ix = x0 + c;
-      const vec4 v = LoadX4(p.c, n, cb, vol, row + uint(clamp(ix, 0, int(p.w) - 1)));
+      const vec4 v = LOAD_X4(cb, row + uint(clamp(ix, 0, int(p.w) - 1)));
       d[r][c] = row_ok && ix >= 0 && ix < int(p.w) ? v : vec4(0.0);
     }
   }

@@ -11,6 +11,16 @@
 // stores them through the fused activation into Y (binding 2, packed or
 // NCHW), the tile's pixels past the output's edge left out. Invocations:
 // tile fastest, then block, image.
+//
+// KILN_TEXEL (wino_out_tx): the products read as a uniform texel buffer of
+// vec4 (binding 0; conv_c4_common.glsl's X there is unused here).
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer m_texels;
+#define LOAD_M(i) texelFetch(m_texels, int(i))
+#else
+#define LOAD_M(i) vec4(x4[i])
+#endif
+
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -20,8 +30,8 @@ void main() {
   const uint base = (n * 16u * p.m4 + mb) * p.tiles + t, step = p.m4 * p.tiles;
   vec4 s[2][4];  // A^T m: the rows
   [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-    const vec4 m0 = vec4(x4[base + c * step]), m1 = vec4(x4[base + (4u + c) * step]);
-    const vec4 m2 = vec4(x4[base + (8u + c) * step]), m3 = vec4(x4[base + (12u + c) * step]);
+    const vec4 m0 = LOAD_M(base + c * step), m1 = LOAD_M(base + (4u + c) * step);
+    const vec4 m2 = LOAD_M(base + (8u + c) * step), m3 = LOAD_M(base + (12u + c) * step);
     s[0][c] = m0 + m1 + m2;
     s[1][c] = m1 - m2 - m3;
   }

@@ -450,18 +450,26 @@ class ConvExecution final : public GemmExecution {
         gpu()->freeBuffer(buf);
         KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
       }
-    const GpuBinding u{nullptr, &wino_w_}, v_in{nullptr, &wino_v_}, m_in{nullptr, &wino_m_};
+    // Bindings read as texel buffers where the device reads them faster so
+    // (GpuCaps::texel_elements): a packed X, V, U and the products.
+    const uint64_t texels = gpu()->gpuCaps().texel_elements, texel_bytes = half ? 8 : 16;
+    auto fits = [&](uint64_t bytes) { return texels && bytes / texel_bytes <= texels; };
+    const bool tx = fits(wino_v_.bytes) && fits(wino_m_.bytes) && fits(wino_w_.bytes);
+    const GpuBinding u{nullptr, &wino_w_, false, tx};
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.c4 * tiles);
-    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x}, u, {nullptr, &wino_v_, true}}, push, push.total,
-                               {0, 0, packed(x), 0}));
+    const bool x_tx = tx && packed(x) && fits(gpu()->storageBytes(*x));
+    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x, nullptr, false, x_tx}, {nullptr, &wino_w_}, {nullptr, &wino_v_, true}},
+                               push, push.total, {0, 0, packed(x), 0}));
     const uint32_t tb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
     const uint64_t products = uint64_t{s.batch} * 16 * ((push.m4 + mb - 1) / mb) * ((tiles + tb - 1) / tb);
     if (products > UINT32_MAX) return Unsupported("Winograd conv of %llu invocations", (unsigned long long)products);
     push.total = static_cast<uint32_t>(products);
-    KILN_RETURN_IF_ERROR(add1D("wino_gemm", {v_in, u, {nullptr, &wino_m_, true}}, push, push.total,
-                               {0, 0, 0, 0, tb, mb}));
+    KILN_RETURN_IF_ERROR(add1D("wino_gemm", {{nullptr, &wino_v_, false, tx}, u, {nullptr, &wino_m_, true}}, push,
+                               push.total, {0, 0, 0, 0, tb, mb}));
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.m4 * tiles);
-    return add1D("wino_out", {m_in, u, {y, nullptr, true}}, push, push.total, {fa.code, has_bias_, 0, packed(y)});
+    // The bias binding stays a storage buffer: the tx variant reads only the products as texels.
+    return add1D("wino_out", {{nullptr, &wino_m_, false, tx}, {nullptr, &wino_w_}, {y, nullptr, true}}, push,
+                 push.total, {fa.code, has_bias_, 0, packed(y)});
   }
 
   const fb::ConvParams* p_;
