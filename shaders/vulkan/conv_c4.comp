@@ -83,7 +83,7 @@ void main() {
           }
           [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
             const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
-            const vec4 w0 = vec4(w4[wi]), w1 = vec4(w4[wi + 1u]), w2 = vec4(w4[wi + 2u]), w3 = vec4(w4[wi + 3u]);
+            const vec4 w0 = LOAD_W4(wi), w1 = LOAD_W4(wi + 1u), w2 = LOAD_W4(wi + 2u), w3 = LOAD_W4(wi + 3u);
             [[unroll]] for (uint b = 0u; b < XB; ++b)
               acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
           }
@@ -95,7 +95,7 @@ void main() {
   const uint ovol = p.od * p.oh * p.ow, orow = (oz * p.oh + oy) * p.ow;
   [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
     if (q0 + mb >= p.mg4) break;
-    const vec4 bv = HAS_BIAS ? vec4(w4[p.bias_at + gmb[mb]]) : vec4(0.0);
+    const vec4 bv = HAS_BIAS ? LOAD_W4(p.bias_at + gmb[mb]) : vec4(0.0);
     [[unroll]] for (uint b = 0u; b < XB; ++b) {
       if (ox0 + b >= p.ow) break;
       StoreY4(p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi, p.slope);

@@ -17,20 +17,36 @@ layout(constant_id = 6) const bool Y_PACKED = false;
 // Bindings 0 and 2 are each declared twice: per pixel block (vec4) and per
 // element; a spec constant picks the one the layout wants. W4 holds the
 // repacked weights and bias (PackConvWeights).
+//
+// KILN_TEXEL (the <shader>_tx variants, GpuBinding::texel): a packed X and
+// W4 are uniform texel buffers of vec4 instead, where the device reads
+// those faster (lavapipe: a storage-buffer load runs lane by lane). The
+// op layer takes a _tx variant only with X packed.
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer x_texels;
+layout(binding = 1) uniform samplerBuffer w_texels;
+#define LOAD_X4_AT(i) texelFetch(x_texels, int(i))
+#define LOAD_W4(i) texelFetch(w_texels, int(i))
+#else
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
 layout(std430, binding = 1) readonly buffer W4 { STORE4_T w4[]; };
+#define LOAD_X4_AT(i) vec4(x4[i])
+#define LOAD_W4(i) vec4(w4[i])
+#endif
 layout(std430, binding = 2) writeonly buffer Y { STORE_T y[]; };
 layout(std430, binding = 2) writeonly buffer Y4 { STORE4_T y4[]; };
 
 // Channels of `block` at pixel `pix` of image n, X having `channels`
 // channels of `vol` pixels; 0 past the last channel.
 vec4 LoadX4(uint channels, uint n, uint block, uint vol, uint pix) {
-  if (X_PACKED) return vec4(x4[(n * ((channels + 3u) / 4u) + block) * vol + pix]);
-  const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
+  if (X_PACKED) return LOAD_X4_AT((n * ((channels + 3u) / 4u) + block) * vol + pix);
   vec4 v = vec4(0.0);
+#ifndef KILN_TEXEL
+  const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
   [[unroll]] for (uint j = 0u; j < 4u; ++j)
     if (c0 + j < channels) v[j] = float(x[base + j * vol]);
+#endif
   return v;
 }
 

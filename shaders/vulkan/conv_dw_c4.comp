@@ -34,7 +34,7 @@ void main() {
   const uint cb = ncb % p.c4, n = ncb / p.c4;
   const uint oz = orow / p.oh, oy = orow - oz * p.oh, ox0 = xb * XB;
   const int iz0 = int(oz * p.sd) - p.pd, iy0 = int(oy * p.sh) - p.ph;
-  const vec4 bias = HAS_BIAS ? vec4(w4[p.bias_at + cb]) : vec4(0.0);
+  const vec4 bias = HAS_BIAS ? LOAD_W4(p.bias_at + cb) : vec4(0.0);
   vec4 acc[XB];
   [[unroll]] for (uint b = 0u; b < XB; ++b) acc[b] = bias;
   for (uint kz = 0u; kz < p.kd; ++kz) {
@@ -45,7 +45,7 @@ void main() {
       if (iy < 0 || iy >= int(p.h)) continue;
       const uint row = (uint(iz) * p.h + uint(iy)) * p.w, wrow = cb * kvol + (kz * p.kh + ky) * p.kw;
       for (uint kx = 0u; kx < p.kw; ++kx) {
-        const vec4 wv = vec4(w4[wrow + kx]);
+        const vec4 wv = LOAD_W4(wrow + kx);
         [[unroll]] for (uint b = 0u; b < XB; ++b) {
           const int ix = int((ox0 + b) * p.sw + kx * p.dw) - p.pw;
           if (ix >= 0 && ix < int(p.w)) acc[b] += wv * LoadX4(p.c, n, cb, vol, row + uint(ix));

@@ -10,16 +10,8 @@
 // V = B^T d B as 16 vec4 into binding 2, position pos of block cb at
 // ((n * 16 + pos) * c4 + cb) * tiles + t. Invocations: tile fastest, then
 // block, image.
-//
-// KILN_TEXEL (wino_in_tx, for a packed X): X read as a uniform texel
-// buffer of vec4 (binding 0; conv_c4_common.glsl's storage-buffer X there
-// is unused then).
-#ifdef KILN_TEXEL
-layout(binding = 0) uniform samplerBuffer x_texels;
-#define LOAD_X4(cb, pix) texelFetch(x_texels, int((n * p.c4 + (cb)) * vol + (pix)))
-#else
+// (wino_in_tx, for a packed X: X read as texels, conv_c4_common.glsl.)
 #define LOAD_X4(cb, pix) LoadX4(p.c, n, (cb), vol, (pix))
-#endif
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;

@@ -11,15 +11,9 @@
 // stores them through the fused activation into Y (binding 2, packed or
 // NCHW), the tile's pixels past the output's edge left out. Invocations:
 // tile fastest, then block, image.
-//
-// KILN_TEXEL (wino_out_tx): the products read as a uniform texel buffer of
-// vec4 (binding 0; conv_c4_common.glsl's X there is unused here).
-#ifdef KILN_TEXEL
-layout(binding = 0) uniform samplerBuffer m_texels;
-#define LOAD_M(i) texelFetch(m_texels, int(i))
-#else
-#define LOAD_M(i) vec4(x4[i])
-#endif
+// The products are read as conv_c4_common.glsl reads a packed X (so, in
+// wino_out_tx, as texels; the bias too).
+#define LOAD_M(i) LOAD_X4_AT(i)
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;
@@ -35,7 +29,7 @@ void main() {
     s[0][c] = m0 + m1 + m2;
     s[1][c] = m1 - m2 - m3;
   }
-  const vec4 bv = HAS_BIAS ? vec4(w4[p.bias_at + mb]) : vec4(0.0);
+  const vec4 bv = HAS_BIAS ? LOAD_W4(p.bias_at + mb) : vec4(0.0);
   const uint oy0 = (t / p.tw) * 2u, ox0 = (t % p.tw) * 2u, ovol = p.oh * p.ow;
   [[unroll]] for (uint r = 0u; r < 2u; ++r) {
     if (oy0 + r >= p.oh) break;

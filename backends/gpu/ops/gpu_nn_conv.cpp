@@ -357,7 +357,12 @@ class ConvExecution final : public GemmExecution {
       gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
     }
     const std::vector<uint32_t> spec = {fa.code, has_bias_, packed(x), packed(y)};
-    std::vector<GpuBinding> bindings = {{x}, {nullptr, &packed_w_}, {y, nullptr, true}};
+    // A packed X and the weights as texel buffers where the device reads
+    // them faster so (GpuCaps::texel_elements; the kernels' _tx variants).
+    const uint64_t texels = gpu()->gpuCaps().texel_elements, texel_bytes = gpu()->halfStorage() ? 8 : 16;
+    const bool tx = texels && packed(x) && gpu()->storageBytes(*x) / texel_bytes <= texels &&
+                    packed_w_.bytes / texel_bytes <= texels;
+    std::vector<GpuBinding> bindings = {{x, nullptr, false, tx}, {nullptr, &packed_w_, false, tx}, {y, nullptr, true}};
     const ActPush act{fa.lo, fa.hi, fa.slope};
     struct {
       uint32_t total;
@@ -458,7 +463,8 @@ class ConvExecution final : public GemmExecution {
     const GpuBinding u{nullptr, &wino_w_, false, tx};
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.c4 * tiles);
     const bool x_tx = tx && packed(x) && fits(gpu()->storageBytes(*x));
-    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x, nullptr, false, x_tx}, {nullptr, &wino_w_}, {nullptr, &wino_v_, true}},
+    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x, nullptr, false, x_tx}, {nullptr, &wino_w_, false, x_tx},
+                                           {nullptr, &wino_v_, true}},
                                push, push.total, {0, 0, packed(x), 0}));
     const uint32_t tb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
     const uint64_t products = uint64_t{s.batch} * 16 * ((push.m4 + mb - 1) / mb) * ((tiles + tb - 1) / tb);
@@ -467,9 +473,8 @@ class ConvExecution final : public GemmExecution {
     KILN_RETURN_IF_ERROR(add1D("wino_gemm", {{nullptr, &wino_v_, false, tx}, u, {nullptr, &wino_m_, true}}, push,
                                push.total, {0, 0, 0, 0, tb, mb}));
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.m4 * tiles);
-    // The bias binding stays a storage buffer: the tx variant reads only the products as texels.
-    return add1D("wino_out", {{nullptr, &wino_m_, false, tx}, {nullptr, &wino_w_}, {y, nullptr, true}}, push,
-                 push.total, {fa.code, has_bias_, 0, packed(y)});
+    return add1D("wino_out", {{nullptr, &wino_m_, false, tx}, u, {y, nullptr, true}}, push, push.total,
+                 {fa.code, has_bias_, 0, packed(y)});
   }
 
   const fb::ConvParams* p_;
