@@ -94,13 +94,14 @@ struct GpuKernel {
 };
 
 // One binding of a dispatch: a session tensor or an execution's own buffer.
-// `texel`: read as a texel buffer of four-float texels (a packed pixel a
-// texel; GpuCaps::texel_elements), by the kernel's <name>_tx variant.
+// `texel`: read as a texel buffer (GpuCaps::texel_elements) by the kernel's
+// <name>_tx variant, of `texel` floats a texel: 4 (a packed pixel a texel)
+// or 1; 0: a storage buffer.
 struct GpuBinding {
   const Tensor* tensor = nullptr;
   const GpuBuffer* buffer = nullptr;
   bool write = false;
-  bool texel = false;
+  uint8_t texel = 0;
 };
 
 // One unit of recorded work: a kernel dispatch, or (kernel == nullptr) a

@@ -707,12 +707,14 @@ Status VulkanBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
           w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
           w.pBufferInfo = &infos[i];
           if ((texel_mask >> i) & 1) {
-            // Four floats a texel (fp16 storage: four halves), the binding's range.
+            // Four floats a texel or one (fp16 storage: halves), the binding's range.
+            const bool four = d.bindings[i].texel == 4;
             VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
             vi.buffer = infos[i].buffer;
-            vi.format = half_ ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+            vi.format = four ? (half_ ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT)
+                             : (half_ ? VK_FORMAT_R16_SFLOAT : VK_FORMAT_R32_SFLOAT);
             vi.offset = infos[i].offset;
-            const VkDeviceSize texel = half_ ? 8 : 16;
+            const VkDeviceSize texel = (half_ ? 2 : 4) * (four ? 4 : 1);
             vi.range = infos[i].range / texel * texel;
             if (vi.offset % caps().min_texel_offset_alignment != 0 || vi.range == 0 ||
                 vi.range / texel > caps().texel_elements)

@@ -243,7 +243,8 @@ Status VulkanDevice::init(int index) {
   // device reads both texel formats as uniform texel buffers.
   if (caps_.cpu_kernels) {
     bool formats = true;
-    for (VkFormat f : {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT}) {
+    for (VkFormat f : {VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_R16G16B16A16_SFLOAT, VK_FORMAT_R32_SFLOAT,
+                       VK_FORMAT_R16_SFLOAT}) {
       VkFormatProperties fp{};
       vkGetPhysicalDeviceFormatProperties(physical_, f, &fp);
       formats = formats && (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);

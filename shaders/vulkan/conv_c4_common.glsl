@@ -18,10 +18,10 @@ layout(constant_id = 6) const bool Y_PACKED = false;
 // element; a spec constant picks the one the layout wants. W4 holds the
 // repacked weights and bias (PackConvWeights).
 //
-// KILN_TEXEL (the <shader>_tx variants, GpuBinding::texel): a packed X and
-// W4 are uniform texel buffers of vec4 instead, where the device reads
-// those faster (lavapipe: a storage-buffer load runs lane by lane). The
-// op layer takes a _tx variant only with X packed.
+// KILN_TEXEL (the <shader>_tx variants, GpuBinding::texel): X and W4 are
+// uniform texel buffers instead (W4 and a packed X of vec4 texels, an NCHW
+// X of one float a texel), where the device reads those faster (lavapipe:
+// a storage-buffer load runs lane by lane).
 #ifdef KILN_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
 layout(binding = 1) uniform samplerBuffer w_texels;
@@ -42,9 +42,11 @@ layout(std430, binding = 2) writeonly buffer Y4 { STORE4_T y4[]; };
 vec4 LoadX4(uint channels, uint n, uint block, uint vol, uint pix) {
   if (X_PACKED) return LOAD_X4_AT((n * ((channels + 3u) / 4u) + block) * vol + pix);
   vec4 v = vec4(0.0);
-#ifndef KILN_TEXEL
   const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
   [[unroll]] for (uint j = 0u; j < 4u; ++j)
+#ifdef KILN_TEXEL
+    if (c0 + j < channels) v[j] = texelFetch(x_texels, int(base + j * vol)).x;
+#else
     if (c0 + j < channels) v[j] = float(x[base + j * vol]);
 #endif
   return v;

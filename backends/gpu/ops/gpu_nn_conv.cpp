@@ -357,12 +357,15 @@ class ConvExecution final : public GemmExecution {
       gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
     }
     const std::vector<uint32_t> spec = {fa.code, has_bias_, packed(x), packed(y)};
-    // A packed X and the weights as texel buffers where the device reads
-    // them faster so (GpuCaps::texel_elements; the kernels' _tx variants).
-    const uint64_t texels = gpu()->gpuCaps().texel_elements, texel_bytes = gpu()->halfStorage() ? 8 : 16;
-    const bool tx = texels && packed(x) && gpu()->storageBytes(*x) / texel_bytes <= texels &&
-                    packed_w_.bytes / texel_bytes <= texels;
-    std::vector<GpuBinding> bindings = {{x, nullptr, false, tx}, {nullptr, &packed_w_, false, tx}, {y, nullptr, true}};
+    // X (vec4 texels packed, floats NCHW) and the weights as texel buffers
+    // where the device reads them faster so (GpuCaps::texel_elements; the
+    // kernels' _tx variants).
+    const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
+    const uint8_t x_texel = packed(x) ? 4 : 1;
+    const bool tx = texels && gpu()->storageBytes(*x) / (unit * x_texel) <= texels && packed_w_.bytes / (unit * 4) <= texels;
+    std::vector<GpuBinding> bindings = {{x, nullptr, false, static_cast<uint8_t>(tx ? x_texel : 0)},
+                                        {nullptr, &packed_w_, false, static_cast<uint8_t>(tx ? 4 : 0)},
+                                        {y, nullptr, true}};
     const ActPush act{fa.lo, fa.hi, fa.slope};
     struct {
       uint32_t total;
@@ -456,24 +459,27 @@ class ConvExecution final : public GemmExecution {
         KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
       }
     // Bindings read as texel buffers where the device reads them faster so
-    // (GpuCaps::texel_elements): a packed X, V, U and the products.
-    const uint64_t texels = gpu()->gpuCaps().texel_elements, texel_bytes = half ? 8 : 16;
-    auto fits = [&](uint64_t bytes) { return texels && bytes / texel_bytes <= texels; };
-    const bool tx = fits(wino_v_.bytes) && fits(wino_m_.bytes) && fits(wino_w_.bytes);
-    const GpuBinding u{nullptr, &wino_w_, false, tx};
+    // (GpuCaps::texel_elements): X (vec4 texels packed, floats NCHW), V, U
+    // and the products.
+    const uint64_t texels = gpu()->gpuCaps().texel_elements;
+    auto fits = [&](uint64_t bytes, uint64_t floats) { return texels && bytes / (unit * floats) <= texels; };
+    const uint8_t x_texel = packed(x) ? 4 : 1;
+    const bool tx = fits(wino_v_.bytes, 4) && fits(wino_m_.bytes, 4) && fits(wino_w_.bytes, 4) &&
+                    fits(gpu()->storageBytes(*x), x_texel);
+    const uint8_t t4 = tx ? 4 : 0;
+    const GpuBinding u{nullptr, &wino_w_, false, t4};
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.c4 * tiles);
-    const bool x_tx = tx && packed(x) && fits(gpu()->storageBytes(*x));
-    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x, nullptr, false, x_tx}, {nullptr, &wino_w_, false, x_tx},
+    KILN_RETURN_IF_ERROR(add1D("wino_in", {{x, nullptr, false, static_cast<uint8_t>(tx ? x_texel : 0)}, u,
                                            {nullptr, &wino_v_, true}},
                                push, push.total, {0, 0, packed(x), 0}));
     const uint32_t tb = gpu()->gpuCaps().conv_tile_cols, mb = gpu()->gpuCaps().conv_tile_blocks;
     const uint64_t products = uint64_t{s.batch} * 16 * ((push.m4 + mb - 1) / mb) * ((tiles + tb - 1) / tb);
     if (products > UINT32_MAX) return Unsupported("Winograd conv of %llu invocations", (unsigned long long)products);
     push.total = static_cast<uint32_t>(products);
-    KILN_RETURN_IF_ERROR(add1D("wino_gemm", {{nullptr, &wino_v_, false, tx}, u, {nullptr, &wino_m_, true}}, push,
+    KILN_RETURN_IF_ERROR(add1D("wino_gemm", {{nullptr, &wino_v_, false, t4}, u, {nullptr, &wino_m_, true}}, push,
                                push.total, {0, 0, 0, 0, tb, mb}));
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.m4 * tiles);
-    return add1D("wino_out", {{nullptr, &wino_m_, false, tx}, u, {y, nullptr, true}}, push, push.total,
+    return add1D("wino_out", {{nullptr, &wino_m_, false, t4}, u, {y, nullptr, true}}, push, push.total,
                  {fa.code, has_bias_, 0, packed(y)});
   }
 
