@@ -23,8 +23,20 @@ layout(constant_id = 6) const bool HAS_C = false;
 // cost more than the reuse saved).
 layout(constant_id = 7) const uint RT = 0u;
 
+// KILN_TEXEL (gemm_tx, GpuBinding::texel): A and B are uniform texel
+// buffers of one float a texel, where the device reads those faster
+// (lavapipe: a storage-buffer load runs lane by lane).
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer a_texels;
+layout(binding = 1) uniform samplerBuffer b_texels;
+#define LOAD_A(i) texelFetch(a_texels, int(i)).x
+#define LOAD_B(i) texelFetch(b_texels, int(i)).x
+#else
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
+#define LOAD_A(i) float(a[i])
+#define LOAD_B(i) float(b[i])
+#endif
 layout(std430, binding = 2) readonly buffer C { STORE_T c[]; };
 layout(std430, binding = 3) writeonly buffer Y { STORE_T y[]; };
 layout(push_constant) uniform P {
@@ -58,8 +70,8 @@ void RegisterTile(uint a_off, uint b_off, uint y_off, uint row0, uint col0) {
   }
   for (uint kk = 0u; kk < p.k; ++kk) {
     float av[8], bv[8];
-    [[unroll]] for (uint i = 0u; i < RT; ++i) av[i] = float(a[ar[i] + kk * p.a_cs]);
-    [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = float(b[bc[j] + kk * p.b_rs]);
+    [[unroll]] for (uint i = 0u; i < RT; ++i) av[i] = LOAD_A(ar[i] + kk * p.a_cs);
+    [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = LOAD_B(bc[j] + kk * p.b_rs);
     [[unroll]] for (uint i = 0u; i < RT; ++i)
       [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
   }
@@ -105,14 +117,14 @@ void main() {
       const uint r = A_K_FAST ? e / TK : e % TM, kk = A_K_FAST ? e % TK : e / TM;
       const uint gi = row0 + r, gk = k0 + kk;
       float v = 0.0;
-      if (gi < p.m && gk < p.k) v = float(a[a_off + gi * p.a_rs + gk * p.a_cs]);
+      if (gi < p.m && gk < p.k) v = LOAD_A(a_off + gi * p.a_rs + gk * p.a_cs);
       As[kk * AS_STRIDE + r] = v;
     }
     for (uint e = tid; e < TK * TN; e += NT) {
       const uint cc = B_K_FAST ? e / TK : e % TN, kk = B_K_FAST ? e % TK : e / TN;
       const uint gj = col0 + cc, gk = k0 + kk;
       float v = 0.0;
-      if (gj < p.n && gk < p.k) v = float(b[b_off + gk * p.b_rs + gj * p.b_cs]);
+      if (gj < p.n && gk < p.k) v = LOAD_B(b_off + gk * p.b_rs + gj * p.b_cs);
       Bs[kk * BS_STRIDE + cc] = v;
     }
     barrier();

@@ -66,8 +66,14 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   const uint64_t gtm = rt > 0 ? uint64_t{rt} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
   Groups1D((g.m + gtm - 1) / gtm * ((g.n + gtn - 1) / gtn) * g.batches, 1, groups);
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt};
-  // Without C, A stands in for the unused binding.
-  return add("gemm", {{a}, {b}, {c ? c : a}, {y, nullptr, true}}, push, groups, local, spec);
+  // A and B as texel buffers of one float where the device reads them
+  // faster so (GpuCaps::texel_elements; gemm_tx). Without C, A stands in
+  // for the unused binding.
+  const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
+  auto fits = [&](const Tensor& t) { return gpu()->storageBytes(t) > 0 && gpu()->storageBytes(t) / unit <= texels; };
+  const uint8_t tx = texels && fits(*a) && fits(*b) ? 1 : 0;
+  return add("gemm", {{a, nullptr, false, tx}, {b, nullptr, false, tx}, {c ? c : a}, {y, nullptr, true}}, push, groups,
+             local, spec);
 }
 
 namespace {
