@@ -10,11 +10,29 @@
 // constants).
 layout(constant_id = 3) const uint OP = 0;
 
+// KILN_TEXEL (binary_tx, GpuBinding::texel): a and b are uniform texel
+// buffers of one float a texel, where the device reads those faster
+// (lavapipe: a storage-buffer load runs lane by lane). On such devices a
+// texel read of c's own element before its store is ordinary memory (the
+// fused residual's y += r reads and writes y).
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer a_texels;
+layout(binding = 1) uniform samplerBuffer b_texels;
+#define LOAD_A(i) texelFetch(a_texels, int(i)).x
+#define LOAD_B(i) texelFetch(b_texels, int(i)).x
+#define LOAD_A4(q) vec4(LOAD_A(4u * (q)), LOAD_A(4u * (q) + 1u), LOAD_A(4u * (q) + 2u), LOAD_A(4u * (q) + 3u))
+#define LOAD_B4(q) vec4(LOAD_B(4u * (q)), LOAD_B(4u * (q) + 1u), LOAD_B(4u * (q) + 2u), LOAD_B(4u * (q) + 3u))
+#else
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
-layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
 layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
+#define LOAD_A(i) float(a[i])
+#define LOAD_B(i) float(b[i])
+#define LOAD_A4(q) vec4(a4[q])
+#define LOAD_B4(q) vec4(b4[q])
+#endif
+layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
 layout(std430, binding = 2) writeonly buffer C4 { STORE4_T c4[]; };
 KILN_BROADCAST_PUSH;
 
@@ -31,11 +49,11 @@ void main() {
   // an invocation: vec4 accesses (a CPU driver makes each access of a lane
   // a memory operation of its own).
   if (EPI >= 4u && p.rank == 1u && (p.n & 3u) == 0u && p.sa[0] <= 1u && p.sb[0] <= 1u) {
-    const vec4 as = vec4(float(a[0])), bs = vec4(float(b[0]));
+    const vec4 as = vec4(LOAD_A(0u)), bs = vec4(LOAD_B(0u));
     [[unroll]] for (uint e = 0u; e < EPI; e += 4u) {
       const uint q = (base + e) / 4u;
       if (q * 4u >= p.n) break;
-      const vec4 x = p.sa[0] == 1u ? vec4(a4[q]) : as, y = p.sb[0] == 1u ? vec4(b4[q]) : bs;
+      const vec4 x = p.sa[0] == 1u ? LOAD_A4(q) : as, y = p.sb[0] == 1u ? LOAD_B4(q) : bs;
       vec4 r;
       [[unroll]] for (uint l = 0u; l < 4u; ++l) r[l] = BinaryFloat(OP, x[l], y[l]);
       c4[q] = STORE4_T(r);
@@ -46,14 +64,14 @@ void main() {
     const uint s0 = p.sa[0], s1 = p.sb[0];
     [[unroll]] for (uint e = 0u; e < EPI; ++e) {
       const uint i = base + e;
-      if (i < p.n) c[i] = STORE_T(BinaryFloat(OP, float(a[i * s0]), float(b[i * s1])));
+      if (i < p.n) c[i] = STORE_T(BinaryFloat(OP, LOAD_A(i * s0), LOAD_B(i * s1)));
     }
     return;
   }
   uint dims[KILN_MAX_RANK] = p.dims, sa[KILN_MAX_RANK] = p.sa, sb[KILN_MAX_RANK] = p.sb;
   if (EPI == 1u) {
-    c[base] = STORE_T(BinaryFloat(OP, float(a[BroadcastOffset(base, p.rank, dims, sa)]),
-                                  float(b[BroadcastOffset(base, p.rank, dims, sb)])));
+    c[base] = STORE_T(BinaryFloat(OP, LOAD_A(BroadcastOffset(base, p.rank, dims, sa)),
+                                  LOAD_B(BroadcastOffset(base, p.rank, dims, sb))));
     return;
   }
   // Several items: the coordinates of the first by division, then a
@@ -75,7 +93,7 @@ void main() {
   for (uint e = 0u; e < EPI; ++e) {
     const uint i = base + e;
     if (i >= p.n) break;
-    c[i] = STORE_T(BinaryFloat(OP, float(a[oa]), float(b[ob])));
+    c[i] = STORE_T(BinaryFloat(OP, LOAD_A(oa), LOAD_B(ob)));
     for (int d = last; d >= 0; --d) {
       oa += sa[d];
       ob += sb[d];

@@ -106,9 +106,15 @@ class BinaryBase : public UnaryDispatch {
                                                  {gpu()->storageShape(*a), gpu()->storageShape(*b)}));
     BroadcastPush push = MakeBroadcastPush(bc, static_cast<uint32_t>(gpu()->storageElements(*out)));
     if (std::strcmp(shader, "binary") == 0) {
-      // f32: several elements an invocation on CPU drivers (binary.comp's EPI).
+      // f32: several elements an invocation on CPU drivers (binary.comp's
+      // EPI); a and b as texel buffers of one float where the device reads
+      // them faster so (GpuCaps::texel_elements; binary_tx).
       const uint32_t epi = ElementsPerInvocation();
-      return add1D(shader, {{a}, {b}, {out, nullptr, true}}, push, (uint64_t{push.n} + epi - 1) / epi, {code, type, epi});
+      const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
+      auto fits = [&](const Tensor& t) { return gpu()->storageBytes(t) > 0 && gpu()->storageBytes(t) / unit <= texels; };
+      const uint8_t tx = texels && fits(*a) && fits(*b) ? 1 : 0;
+      return add1D(shader, {{a, nullptr, false, tx}, {b, nullptr, false, tx}, {out, nullptr, true}}, push,
+                   (uint64_t{push.n} + epi - 1) / epi, {code, type, epi});
     }
     return add1D(shader, {{a}, {b}, {out, nullptr, true}}, push, push.n, {code, type});
   }

@@ -262,7 +262,14 @@ class ConvExecution final : public GemmExecution {
                                                  {gpu()->storageShape(*y), gpu()->storageShape(*r)}));
     const uint32_t n = static_cast<uint32_t>(gpu()->storageElements(*y));
     const uint32_t epi = gpu()->gpuCaps().cpu_kernels ? 8 : 1;  // as the elementwise ops (gpu_elementwise.cpp)
-    KILN_RETURN_IF_ERROR(add1D("binary", {{y}, {r}, {y, nullptr, true}}, MakeBroadcastPush(bc, n),
+    // y and r read as texels where the device reads them faster so (binary_tx).
+    const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
+    const uint8_t tx = texels && gpu()->storageBytes(*y) / unit <= texels && gpu()->storageBytes(*r) / unit <= texels &&
+                               gpu()->storageBytes(*r) > 0
+                           ? 1
+                           : 0;
+    KILN_RETURN_IF_ERROR(add1D("binary", {{y, nullptr, false, tx}, {r, nullptr, false, tx}, {y, nullptr, true}},
+                               MakeBroadcastPush(bc, n),
                                (uint64_t{n} + epi - 1) / epi, {/*Add*/ 0, /*f32*/ 0, epi}));
     if (act_.code == 0) return Status::Ok();
     UnaryPush push{n, act_.code == UnaryCode(fb::OpType::LeakyRelu) ? act_.slope : act_.lo, act_.hi};
