@@ -19,7 +19,16 @@ layout(constant_id = 5) const uint STAGE = 0;
 const uint kSum = 0, kMean = 1, kMax = 2, kMin = 3, kProd = 4, kL2 = 5, kL1 = 6, kSumSquare = 7, kLogSum = 8,
            kLogSumExp = 9;
 
+// KILN_TEXEL (reduce_tx, GpuBinding::texel): X is a uniform texel buffer
+// of one float a texel, where the device reads those faster (lavapipe: a
+// storage-buffer load runs lane by lane).
+#ifdef KILN_TEXEL
+layout(binding = 0) uniform samplerBuffer x_texels;
+#define LOAD_X(i) texelFetch(x_texels, int(i)).x
+#else
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
+#define LOAD_X(i) float(x[i])
+#endif
 layout(std430, binding = 1) writeonly buffer Y { STORE_T y[]; };
 layout(push_constant) uniform P {
   uint outputs, count;  // results, elements per row
@@ -70,10 +79,10 @@ void main() {
   float acc = Identity();
   if (p.rrank == 1u) {
     for (uint r = c * p.chunk + RowLane(); r < end; r += RowStep())
-      acc = Combine(acc, Map(float(x[base + r * rstrides[0]])));
+      acc = Combine(acc, Map(LOAD_X(base + r * rstrides[0])));
   } else {
     for (uint r = c * p.chunk + RowLane(); r < end; r += RowStep())
-      acc = Combine(acc, Map(float(x[base + BroadcastOffset(r, p.rrank, rdims, rstrides)])));
+      acc = Combine(acc, Map(LOAD_X(base + BroadcastOffset(r, p.rrank, rdims, rstrides))));
   }
   if (ROW_GROUP) {
     const uint lane = gl_LocalInvocationID.x;
