@@ -249,7 +249,8 @@ Status VulkanDevice::init(int index) {
       vkGetPhysicalDeviceFormatProperties(physical_, f, &fp);
       formats = formats && (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
     }
-    if (formats) caps_.texel_elements = max_texels;
+    const char* off = std::getenv("KILN_VULKAN_TEXEL");  // =0: storage buffers only (A/B)
+    if (formats && !(off && std::strcmp(off, "0") == 0)) caps_.texel_elements = max_texels;
   }
   if (caps_.cpu_kernels) caps_.gemm_register_tile = 8;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
