@@ -23,6 +23,17 @@
 // straight from memory (CPU drivers; shaders/vulkan/gemm.comp).
 #define RT KILN_SPEC_7
 #define HAS_C (KILN_SPEC_6 != 0)
+// The register block's rows (0: RT; 1 for a batch-1 product), and K4: A
+// and B read four k at a time (a_cs == b_rs == 1, k and every offset a
+// multiple of 4; shaders/vulkan/gemm.comp).
+#ifndef KILN_SPEC_8
+#define KILN_SPEC_8 0
+#endif
+#ifndef KILN_SPEC_9
+#define KILN_SPEC_9 0
+#endif
+#define RR (KILN_SPEC_8 != 0 ? KILN_SPEC_8 : RT)
+#define K4 (KILN_SPEC_9 != 0)
 
 typedef struct {
   uint m, n, k;
@@ -43,7 +54,7 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
 #define GTM TM
 #define GTN TN
 #else
-#define GTM (RT * LY)
+#define GTM (RR * LY)
 #define GTN (RT * LX)
 #endif
   const uint tiles_n = (p.n + GTN - 1u) / GTN, tiles_m = (p.m + GTM - 1u) / GTM;
@@ -63,22 +74,32 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
 #if RT > 0
   {
     const uint tx = get_local_id(0), ty = get_local_id(1);
-    float acc[RT][RT];
-    uint ar[RT], bc[RT];
-    for (uint i = 0u; i < RT; ++i) {
-      ar[i] = a_off + min(row0 + ty * RT + i, p.m - 1u) * p.a_rs;
-      bc[i] = b_off + min(col0 + tx * RT + i, p.n - 1u) * p.b_cs;
+    float acc[RR][RT];
+    uint ar[RR], bc[RT];
+    for (uint i = 0u; i < RR; ++i) {
+      ar[i] = a_off + min(row0 + ty * RR + i, p.m - 1u) * p.a_rs;
       for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0f;
     }
-    for (uint kk = 0u; kk < p.k; ++kk) {
-      float av[RT], bv[RT];
-      for (uint i = 0u; i < RT; ++i) av[i] = LOAD(a, ar[i] + kk * p.a_cs);
-      for (uint j = 0u; j < RT; ++j) bv[j] = LOAD(b, bc[j] + kk * p.b_rs);
-      for (uint i = 0u; i < RT; ++i)
-        for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+    for (uint j = 0u; j < RT; ++j) bc[j] = b_off + min(col0 + tx * RT + j, p.n - 1u) * p.b_cs;
+    if (K4) {
+      for (uint kk = 0u; kk < p.k; kk += 4u) {
+        float4 av[RR], bv[RT];
+        for (uint i = 0u; i < RR; ++i) av[i] = LOAD4(a, (ar[i] + kk) / 4u);
+        for (uint j = 0u; j < RT; ++j) bv[j] = LOAD4(b, (bc[j] + kk) / 4u);
+        for (uint i = 0u; i < RR; ++i)
+          for (uint j = 0u; j < RT; ++j) acc[i][j] += dot(av[i], bv[j]);
+      }
+    } else {
+      for (uint kk = 0u; kk < p.k; ++kk) {
+        float av[RR], bv[RT];
+        for (uint i = 0u; i < RR; ++i) av[i] = LOAD(a, ar[i] + kk * p.a_cs);
+        for (uint j = 0u; j < RT; ++j) bv[j] = LOAD(b, bc[j] + kk * p.b_rs);
+        for (uint i = 0u; i < RR; ++i)
+          for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+      }
     }
-    for (uint i = 0u; i < RT; ++i) {
-      const uint gi = row0 + ty * RT + i;
+    for (uint i = 0u; i < RR; ++i) {
+      const uint gi = row0 + ty * RR + i;
       if (gi >= p.m) break;
       for (uint j = 0u; j < RT; ++j) {
         const uint gj = col0 + tx * RT + j;

@@ -22,6 +22,13 @@ layout(constant_id = 6) const bool HAS_C = false;
 // 153 ms against 783 with RT = 8; its barriers and shared-memory copies
 // cost more than the reuse saved).
 layout(constant_id = 7) const uint RT = 0u;
+// The register block's rows (0: RT; 1 for a batch-1 product, where the
+// other seven rows only repeated the first), and K4: A and B read four k at
+// a time as vec4 (a_cs == b_rs == 1, k and every offset a multiple of 4;
+// in gemm_tx, texels of four floats): a quarter of the loads.
+layout(constant_id = 8) const uint RM = 0u;
+layout(constant_id = 9) const bool K4 = false;
+const uint RR = RM == 0u ? RT : RM;
 
 // KILN_TEXEL (gemm_tx, GpuBinding::texel): A and B are uniform texel
 // buffers of one float a texel, where the device reads those faster
@@ -31,11 +38,17 @@ layout(binding = 0) uniform samplerBuffer a_texels;
 layout(binding = 1) uniform samplerBuffer b_texels;
 #define LOAD_A(i) texelFetch(a_texels, int(i)).x
 #define LOAD_B(i) texelFetch(b_texels, int(i)).x
+#define LOAD_A4K(q) texelFetch(a_texels, int(q))
+#define LOAD_B4K(q) texelFetch(b_texels, int(q))
 #else
 layout(std430, binding = 0) readonly buffer A { STORE_T a[]; };
 layout(std430, binding = 1) readonly buffer B { STORE_T b[]; };
+layout(std430, binding = 0) readonly buffer A4 { STORE4_T a4[]; };
+layout(std430, binding = 1) readonly buffer B4 { STORE4_T b4[]; };
 #define LOAD_A(i) float(a[i])
 #define LOAD_B(i) float(b[i])
+#define LOAD_A4K(q) vec4(a4[q])
+#define LOAD_B4K(q) vec4(b4[q])
 #endif
 layout(std430, binding = 2) readonly buffer C { STORE_T c[]; };
 layout(std430, binding = 3) writeonly buffer Y { STORE_T y[]; };
@@ -63,20 +76,30 @@ void RegisterTile(uint a_off, uint b_off, uint y_off, uint row0, uint col0) {
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   float acc[8][8];
   uint ar[8], bc[8];
-  [[unroll]] for (uint i = 0u; i < RT; ++i) {
-    ar[i] = a_off + min(row0 + ty * RT + i, p.m - 1u) * p.a_rs;
-    bc[i] = b_off + min(col0 + tx * RT + i, p.n - 1u) * p.b_cs;
+  [[unroll]] for (uint i = 0u; i < RR; ++i) {
+    ar[i] = a_off + min(row0 + ty * RR + i, p.m - 1u) * p.a_rs;
     [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0;
   }
-  for (uint kk = 0u; kk < p.k; ++kk) {
-    float av[8], bv[8];
-    [[unroll]] for (uint i = 0u; i < RT; ++i) av[i] = LOAD_A(ar[i] + kk * p.a_cs);
-    [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = LOAD_B(bc[j] + kk * p.b_rs);
-    [[unroll]] for (uint i = 0u; i < RT; ++i)
-      [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+  [[unroll]] for (uint j = 0u; j < RT; ++j) bc[j] = b_off + min(col0 + tx * RT + j, p.n - 1u) * p.b_cs;
+  if (K4) {
+    for (uint kk = 0u; kk < p.k; kk += 4u) {
+      vec4 av[8], bv[8];
+      [[unroll]] for (uint i = 0u; i < RR; ++i) av[i] = LOAD_A4K((ar[i] + kk) / 4u);
+      [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = LOAD_B4K((bc[j] + kk) / 4u);
+      [[unroll]] for (uint i = 0u; i < RR; ++i)
+        [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += dot(av[i], bv[j]);
+    }
+  } else {
+    for (uint kk = 0u; kk < p.k; ++kk) {
+      float av[8], bv[8];
+      [[unroll]] for (uint i = 0u; i < RR; ++i) av[i] = LOAD_A(ar[i] + kk * p.a_cs);
+      [[unroll]] for (uint j = 0u; j < RT; ++j) bv[j] = LOAD_B(bc[j] + kk * p.b_rs);
+      [[unroll]] for (uint i = 0u; i < RR; ++i)
+        [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
+    }
   }
-  [[unroll]] for (uint i = 0u; i < RT; ++i) {
-    const uint gi = row0 + ty * RT + i;
+  [[unroll]] for (uint i = 0u; i < RR; ++i) {
+    const uint gi = row0 + ty * RR + i;
     if (gi >= p.m) break;
     [[unroll]] for (uint j = 0u; j < RT; ++j) {
       const uint gj = col0 + tx * RT + j;
@@ -87,7 +110,7 @@ void RegisterTile(uint a_off, uint b_off, uint y_off, uint row0, uint col0) {
 }
 
 void main() {
-  const uint GTM = RT == 0u ? TM : RT * LY, GTN = RT == 0u ? TN : RT * LX;
+  const uint GTM = RT == 0u ? TM : RR * LY, GTN = RT == 0u ? TN : RT * LX;
   const uint tiles_n = (p.n + GTN - 1u) / GTN, tiles_m = (p.m + GTM - 1u) / GTM;
   uint tile = TileIndex();
   if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group: before any barrier

@@ -224,6 +224,31 @@ TEST(GpuNnGemm, NoCBetaZeroAndActivation) {
   }
 }
 
+// The register-block forms of CPU drivers: a batch-1 product (one row a
+// block, RM) and operands contiguous along k with k a multiple of four (K4:
+// vec4 steps, texels of four floats on lavapipe), alone and together, and
+// the ones that may not take K4 (k of 33, B not transposed).
+TEST(GpuNnGemm, BatchOneAndFourK) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    int64_t m, k, n;
+    bool trans_b;
+  };
+  for (const Case& c : {Case{1, 64, 37, true}, Case{5, 128, 19, true}, Case{1, 33, 20, false}, Case{1, 33, 20, true},
+                        Case{9, 64, 70, true}}) {
+    fb::GemmParamsT p;
+    p.trans_b = c.trans_b;
+    OpTest op(fb::OpType::Gemm);
+    const std::vector<int64_t> bs = c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n};
+    op.input("a", {c.m, c.k}, Random(static_cast<size_t>(c.m * c.k), -1, 1, 51))
+        .constant("b", bs, Random(static_cast<size_t>(c.k * c.n), -1, 1, 52));
+    op.constant("c", {c.n}, Random(static_cast<size_t>(c.n), -1, 1, 53)).params(p);
+    ExpectSameAsHost(op, kGpu, kTol,
+                     std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
+                         (c.trans_b ? " transB" : ""));
+  }
+}
+
 TEST(GpuNnBatchNorm, Shapes) {
   KILN_REQUIRE_BACKEND(kGpu);
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{2, 17, 5, 3}, {3, 7}, {1, 3, 9, 11}}) {

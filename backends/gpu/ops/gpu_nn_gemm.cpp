@@ -56,22 +56,29 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   // The same tile with fewer invocations where each computes a register
   // block of rt x rt (CPU drivers) instead of 4 x 4 from shared memory.
   const uint32_t rt = gpu()->gpuCaps().gemm_register_tile;
+  // A batch-1 product (an FC layer) computes one row a block, not rt
+  // copies of it.
+  const uint32_t rm = rt > 0 && g.m == 1 ? 1 : 0, rows = rm ? rm : rt;
   const uint64_t tm = 4 * local[1], tn = 4 * local[0];
   if (rt > 0) {
     local[0] = static_cast<uint32_t>(std::max<uint64_t>(1, tn / rt));
-    // No more rows of invocations than the rows of C need (a batch-1 FC
-    // layer has one).
-    local[1] = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(tm, (g.m + rt - 1) / rt * rt) / rt));
+    // No more rows of invocations than the rows of C need.
+    local[1] = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(tm, (g.m + rows - 1) / rows * rows) / rows));
   }
-  const uint64_t gtm = rt > 0 ? uint64_t{rt} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
+  const uint64_t gtm = rt > 0 ? uint64_t{rows} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
   Groups1D((g.m + gtm - 1) / gtm * ((g.n + gtn - 1) / gtn) * g.batches, 1, groups);
-  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt};
+  // K4 (register blocks only): both operands contiguous along k, k and
+  // every row, column and batch offset a multiple of four, so that each
+  // step reads four k of a row of A and a column of B as one vec4.
+  bool k4 = rt > 0 && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 && g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
+  for (int d = 0; d < 4; ++d) k4 = k4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
+  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4};
   // A and B as texel buffers of one float where the device reads them
   // faster so (GpuCaps::texel_elements; gemm_tx). Without C, A stands in
   // for the unused binding.
   const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
   auto fits = [&](const Tensor& t) { return gpu()->storageBytes(t) > 0 && gpu()->storageBytes(t) / unit <= texels; };
-  const uint8_t tx = texels && fits(*a) && fits(*b) ? 1 : 0;
+  const uint8_t tx = texels && fits(*a) && fits(*b) ? (k4 ? 4 : 1) : 0;
   return add("gemm", {{a, nullptr, false, tx}, {b, nullptr, false, tx}, {c ? c : a}, {y, nullptr, true}}, push, groups,
              local, spec);
 }
