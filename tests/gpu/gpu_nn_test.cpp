@@ -172,6 +172,14 @@ TEST(GpuNnMatMul, Shapes) {
   OpTest weights(fb::OpType::MatMul);
   weights.input("a", {3, 7, 17}, Random(3 * 7 * 17, -1, 1, 23)).constant("b", {17, 9}, Random(17 * 9, -1, 1, 24));
   ExpectSameAsHost(weights, kGpu, kTol, "constant B");
+  // Constant B with K a multiple of four: on CPU drivers B is transposed
+  // once and the product runs gemm's K4 steps (folded batches, a batch-1
+  // row, a tall product).
+  for (const std::vector<int64_t>& a : std::vector<std::vector<int64_t>>{{2, 3, 16}, {1, 16}, {70, 16}}) {
+    OpTest t(fb::OpType::MatMul);
+    t.input("a", a, Random(Numel(a), -1, 1, 25)).constant("b", {16, 37}, Random(16 * 37, -1, 1, 26));
+    ExpectSameAsHost(t, kGpu, kTol, "constant B, K 16, A rank " + std::to_string(a.size()));
+  }
 }
 
 TEST(GpuNnGemm, TransposesAndC) {

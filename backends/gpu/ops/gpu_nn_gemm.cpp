@@ -10,8 +10,10 @@
 // [M, N] through strides (0 along a size-1 axis), alpha, beta and the fused
 // activation are applied in the store.
 #include <algorithm>
+#include <cstring>
 
 #include "gpu_nn_gemm.h"
+#include "half.h"
 
 namespace kiln {
 
@@ -41,7 +43,7 @@ void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_i
 }
 
 Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y,
-                              const GemmArgs& g) {
+                              const GemmArgs& g, const GpuBuffer* b_buffer) {
   struct {
     uint32_t m, n, k, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs;
     float alpha, beta, lo, hi, slope;
@@ -67,20 +69,26 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   }
   const uint64_t gtm = rt > 0 ? uint64_t{rows} * local[1] : tm, gtn = rt > 0 ? uint64_t{rt} * local[0] : tn;
   Groups1D((g.m + gtm - 1) / gtm * ((g.n + gtn - 1) / gtn) * g.batches, 1, groups);
-  // K4 (register blocks only): both operands contiguous along k, k and
-  // every row, column and batch offset a multiple of four, so that each
-  // step reads four k of a row of A and a column of B as one vec4.
-  bool k4 = rt > 0 && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 && g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
+  // K4 (register blocks read as texels only): both operands contiguous
+  // along k, k and every row, column and batch offset a multiple of four,
+  // so that each step reads four k of a row of A and a column of B as one
+  // texel of four (a quarter of lavapipe's fetches; on PoCL, which
+  // vectorizes the scalar loop across work items itself, vec4 steps made
+  // the transformer's MatMuls slower, 46 -> 59 ms).
+  const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
+  bool k4 = rt > 0 && texels && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 && g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
   for (int d = 0; d < 4; ++d) k4 = k4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4};
-  // A and B as texel buffers of one float where the device reads them
-  // faster so (GpuCaps::texel_elements; gemm_tx). Without C, A stands in
-  // for the unused binding.
-  const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
-  auto fits = [&](const Tensor& t) { return gpu()->storageBytes(t) > 0 && gpu()->storageBytes(t) / unit <= texels; };
-  const uint8_t tx = texels && fits(*a) && fits(*b) ? (k4 ? 4 : 1) : 0;
-  return add("gemm", {{a, nullptr, false, tx}, {b, nullptr, false, tx}, {c ? c : a}, {y, nullptr, true}}, push, groups,
-             local, spec);
+  // A and B as texel buffers (of one float, or four with K4) where the
+  // device reads them faster so (GpuCaps::texel_elements; gemm_tx).
+  // Without C, A stands in for the unused binding.
+  auto fits = [&](uint64_t bytes) { return bytes > 0 && bytes / unit <= texels; };
+  const uint8_t tx =
+      texels && fits(gpu()->storageBytes(*a)) && fits(b_buffer ? b_buffer->bytes : gpu()->storageBytes(*b))
+          ? (k4 ? 4 : 1)
+          : 0;
+  const GpuBinding bb = b_buffer ? GpuBinding{nullptr, b_buffer, false, tx} : GpuBinding{b, nullptr, false, tx};
+  return add("gemm", {{a, nullptr, false, tx}, bb, {c ? c : a}, {y, nullptr, true}}, push, groups, local, spec);
 }
 
 namespace {
@@ -89,9 +97,46 @@ using IntVec = std::vector<int64_t>;
 
 class MatMulExecution final : public GemmExecution {
  public:
-  using GemmExecution::GemmExecution;
+  MatMulExecution(GpuBackend* b, const GraphTensor* w) : GemmExecution(b), w_(w) {}
+  ~MatMulExecution() override {
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(bt_.bytes));
+    gpu()->freeBuffer(&bt_);
+  }
+  // With B transposed into a buffer of its own, the model's B is not bound.
+  uint32_t unboundInputs(const std::vector<Tensor*>& in, const std::vector<Tensor*>&) const override {
+    return TransposesB(in) ? 2u : 0u;
+  }
 
  private:
+  // Constant 2-D weights [K, N] on a device of register blocks read as
+  // texels (gemm_register_tile, texel_elements), K a multiple of four: B
+  // is transposed once into [N, K], so that both operands run along k and
+  // the product takes gemm's K4 steps (the transformer encoder's 20
+  // MatMuls on lavapipe 100 -> 55 ms).
+  bool TransposesB(const std::vector<Tensor*>& in) const {
+    const GpuCaps& caps = gpu()->gpuCaps();
+    if (!w_ || !caps.gemm_register_tile || !caps.texel_elements || in[1]->dimensions() != 2 || in[0]->dimensions() < 1)
+      return false;
+    const int64_t k = in[1]->length(0), n = in[1]->length(1);
+    return k % 4 == 0 && in[0]->shape().back() == k && w_->constant.size == static_cast<size_t>(k * n) * 4;
+  }
+  Status transposeB(const Tensor& b) {
+    const int64_t k = b.length(0), n = b.length(1);
+    std::vector<float> w(static_cast<size_t>(k * n)), t(w.size());
+    std::memcpy(w.data(), w_->constant.data, w.size() * 4);  // model bytes need not be 4-aligned
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c) t[static_cast<size_t>(c * k + r)] = w[static_cast<size_t>(r * n + c)];
+    if (gpu()->halfStorage()) {
+      std::vector<uint16_t> h(t.size());
+      for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(t[i]);
+      KILN_ASSIGN_OR_RETURN(bt_, gpu()->createBuffer(h.size() * 2, h.data()));
+    } else {
+      KILN_ASSIGN_OR_RETURN(bt_, gpu()->createBuffer(t.size() * 4, t.data()));
+    }
+    gpu()->addOwnWeightBytes(static_cast<int64_t>(bt_.bytes));
+    return Status::Ok();
+  }
+
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     for (const Tensor* t : {in[0], in[1], out[0]}) KILN_RETURN_IF_ERROR(Require32Bit(*t));
     IntVec a = in[0]->shape(), b = in[1]->shape();
@@ -127,8 +172,16 @@ class MatMulExecution final : public GemmExecution {
         g.sb[slot] = bc.strides[1][d] * g.k * g.n;
       }
     }
+    if (TransposesB(in)) {
+      if (!bt_.handle) KILN_RETURN_IF_ERROR(transposeB(*in[1]));
+      g.b_rs = 1;
+      g.b_cs = g.k;
+      return addGemm(in[0], in[1], nullptr, out[0], g, &bt_);
+    }
     return addGemm(in[0], in[1], nullptr, out[0], g);
   }
+  const GraphTensor* w_;  // constant B, or null
+  GpuBuffer bt_;          // B transposed (TransposesB), made at the first plan
 };
 
 class GemmOpExecution final : public GemmExecution {
@@ -171,7 +224,7 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuMatMul(const GraphOp& op, const Gr
   const GraphTensor& y = graph.tensors[static_cast<size_t>(op.outputs[0])];
   if (y.has_shape && y.dims.size() > 6)
     return Unsupported("MatMul output of rank %zu (the GPU kernel takes up to 4 batch dims)", y.dims.size());
-  return Make(std::make_unique<MatMulExecution>(b));
+  return Make(std::make_unique<MatMulExecution>(b, ConstantInput(op, graph, 1)));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuGemm(const GraphOp& op, const Graph& graph, GpuBackend* b) {

@@ -66,8 +66,10 @@ void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_i
 class GemmExecution : public GpuExecution {
  protected:
   using GpuExecution::GpuExecution;
-  // `c` may be null: no C term (beta is then ignored).
-  Status addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y, const GemmArgs& g);
+  // `c` may be null: no C term (beta is then ignored). `b_buffer`, when
+  // given, is bound for B instead of `b` (an execution's own copy).
+  Status addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y, const GemmArgs& g,
+                 const GpuBuffer* b_buffer = nullptr);
 };
 
 }  // namespace kiln
