@@ -27,6 +27,19 @@ const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k
   return t.isConstant() ? &t : nullptr;
 }
 
+StatusOr<GpuBuffer> CreateWeightBuffer(GpuBackend* gpu, const std::vector<float>& values) {
+  GpuBuffer b;
+  if (gpu->halfStorage()) {
+    std::vector<uint16_t> h(values.size());
+    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(values[i]);
+    KILN_ASSIGN_OR_RETURN(b, gpu->createBuffer(h.size() * 2, h.data()));
+  } else {
+    KILN_ASSIGN_OR_RETURN(b, gpu->createBuffer(values.size() * 4, values.data()));
+  }
+  gpu->addOwnWeightBytes(static_cast<int64_t>(b.bytes));
+  return b;
+}
+
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback) {
   if (k >= op.inputs.size() || op.inputs[k] < 0) return fallback;
   const GraphTensor* t = ConstantInput(op, graph, k);

@@ -24,6 +24,10 @@ inline Status RequireF32(const GraphOp& op, const Graph& graph) { return Require
 
 // Input `k` as a constant of the model, or nullptr.
 const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k);
+// A buffer of an execution's own with `values` stored as the backend stores
+// floats (fp16 with halfStorage), its bytes counted with the session's
+// weights (GpuBackend::addOwnWeightBytes; the execution frees and uncounts it).
+StatusOr<GpuBuffer> CreateWeightBuffer(GpuBackend* gpu, const std::vector<float>& values);
 // The first value of constant input `k` widened to float, or `fallback` when
 // the input is missing. Unsupported when it is not a constant.
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback);

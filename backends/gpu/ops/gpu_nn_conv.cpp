@@ -23,7 +23,6 @@
 #include <utility>
 
 #include "gpu_nn_gemm.h"
-#include "half.h"
 
 namespace kiln {
 namespace {
@@ -354,14 +353,7 @@ class ConvExecution final : public GemmExecution {
       if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
       std::vector<float> blocks =
           PackConvWeights(wf.data(), bias_ ? bf.data() : nullptr, s, kvol, depthwise, &bias_at_);
-      if (gpu()->halfStorage()) {
-        std::vector<uint16_t> h(blocks.size());
-        for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(blocks[i]);
-        KILN_ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(h.size() * 2, h.data()));
-      } else {
-        KILN_ASSIGN_OR_RETURN(packed_w_, gpu()->createBuffer(blocks.size() * 4, blocks.data()));
-      }
-      gpu()->addOwnWeightBytes(static_cast<int64_t>(packed_w_.bytes));
+      KILN_ASSIGN_OR_RETURN(packed_w_, CreateWeightBuffer(gpu(), blocks));
     }
     const std::vector<uint32_t> spec = {fa.code, has_bias_, packed(x), packed(y)};
     // X (vec4 texels packed, floats NCHW) and the weights as texel buffers
@@ -439,14 +431,7 @@ class ConvExecution final : public GemmExecution {
       std::memcpy(wf.data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
       if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
       std::vector<float> u = WinogradWeights(wf.data(), bias_ ? bf.data() : nullptr, s.c, s.m, &wino_bias_at_);
-      if (half) {
-        std::vector<uint16_t> h(u.size());
-        for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(u[i]);
-        KILN_ASSIGN_OR_RETURN(wino_w_, gpu()->createBuffer(h.size() * 2, h.data()));
-      } else {
-        KILN_ASSIGN_OR_RETURN(wino_w_, gpu()->createBuffer(u.size() * 4, u.data()));
-      }
-      gpu()->addOwnWeightBytes(static_cast<int64_t>(wino_w_.bytes));
+      KILN_ASSIGN_OR_RETURN(wino_w_, CreateWeightBuffer(gpu(), u));
     }
     WinoPush push{};
     push.c = s.c, push.c4 = (s.c + 3) / 4, push.m = s.m, push.m4 = (s.m + 3) / 4, push.batch = s.batch;

@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "gpu_nn_gemm.h"
-#include "half.h"
 
 namespace kiln {
 
@@ -126,14 +125,7 @@ class MatMulExecution final : public GemmExecution {
     std::memcpy(w.data(), w_->constant.data, w.size() * 4);  // model bytes need not be 4-aligned
     for (int64_t r = 0; r < k; ++r)
       for (int64_t c = 0; c < n; ++c) t[static_cast<size_t>(c * k + r)] = w[static_cast<size_t>(r * n + c)];
-    if (gpu()->halfStorage()) {
-      std::vector<uint16_t> h(t.size());
-      for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(t[i]);
-      KILN_ASSIGN_OR_RETURN(bt_, gpu()->createBuffer(h.size() * 2, h.data()));
-    } else {
-      KILN_ASSIGN_OR_RETURN(bt_, gpu()->createBuffer(t.size() * 4, t.data()));
-    }
-    gpu()->addOwnWeightBytes(static_cast<int64_t>(bt_.bytes));
+    KILN_ASSIGN_OR_RETURN(bt_, CreateWeightBuffer(gpu(), t));
     return Status::Ok();
   }
 
