@@ -42,6 +42,13 @@ enum GpuReduceOp : uint32_t { kSum = 0, kMean, kMax, kMin, kProd, kL2, kL1, kSum
 constexpr uint32_t kChunk = 4096;      // elements a work group reduces when a row is split
 constexpr uint32_t kMaxChunks = 1024;  // partials per result
 constexpr uint64_t kFewRows = 64;      // rows below this are split when long
+// CPU drivers: no work groups sharing a row (their barriers cost more than
+// the tree saves); rows are split into chunks of kCpuChunk, one invocation
+// a chunk, while there are fewer than kCpuFewRows of them. EfficientNet's
+// global pools on packed tensors (96 to 240 rows of 3136 to 12544
+// elements, four lanes apart) ran one row a work group.
+constexpr uint32_t kCpuChunk = 512;
+constexpr uint64_t kCpuFewRows = 4096;
 
 // Kept and reduced dims of X (innermost last), as the host kernel merges
 // them; `count` elements per row (0 when a reduced dim is 0).
@@ -140,17 +147,20 @@ class ReduceExecution final : public RowExecution {
       push.rdims[d] = static_cast<uint32_t>(v.rdims[d]);
       push.rstrides[d] = static_cast<uint32_t>(v.rstrides[d]);
     }
-    const uint32_t group = RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
+    const bool cpu = gpu()->gpuCaps().cpu_kernels;
+    const uint32_t group = cpu ? 0 : RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
     // X read as texels of one float where the device reads them faster so (reduce_tx).
     const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
     const uint8_t tx = texels && gpu()->storageBytes(x) > 0 && gpu()->storageBytes(x) / unit <= texels ? 1 : 0;
     const GpuBinding xb{&x, nullptr, false, tx};
-    if (!group || push.outputs >= kFewRows || push.count < 2 * kChunk)
-      return addRows("reduce", {xb, {out[0], nullptr, true}}, push, push.outputs, group, {code_, 0});
+    const uint32_t chunk = cpu ? kCpuChunk : kChunk;
+    const bool split = cpu ? push.outputs < kCpuFewRows && push.count >= 2 * kCpuChunk
+                           : group && push.outputs < kFewRows && push.count >= 2 * kChunk;
+    if (!split) return addRows("reduce", {xb, {out[0], nullptr, true}}, push, push.outputs, group, {code_, 0});
 
     // Split rows: partial[o * chunks + c] for chunk c of row o, then rows of
     // `chunks` partials.
-    push.chunks = std::min(kMaxChunks, (push.count + kChunk - 1) / kChunk);
+    push.chunks = std::min(kMaxChunks, (push.count + chunk - 1) / chunk);
     push.chunk = (push.count + push.chunks - 1) / push.chunks;
     const uint64_t bytes = uint64_t{push.outputs} * push.chunks * sizeof(float);
     if (partial_.bytes < bytes) {
@@ -169,7 +179,7 @@ class ReduceExecution final : public RowExecution {
     second.rdims[0] = push.chunks;
     second.rstrides[0] = 1;
     return addRows("reduce", {{nullptr, &partial_, false}, {out[0], nullptr, true}}, second, second.outputs,
-                   RowGroupSize(gpu()->gpuCaps(), second.outputs, second.count, true), {code_, 2});
+                   cpu ? 0 : RowGroupSize(gpu()->gpuCaps(), second.outputs, second.count, true), {code_, 2});
   }
 
   const GraphOp& op_;
