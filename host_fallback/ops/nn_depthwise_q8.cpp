@@ -35,6 +35,7 @@ constexpr int kMaxTaps = 8;  // a row's taps in at most two groups of four
 
 thread_local ScratchBuffer tl_plane;
 
+#if KILN_DWQ_X86
 // Scratch geometry: rows of the padded plane the outputs read, each `stride`
 // bytes (covering the last 16-output block's 64-byte loads).
 struct Q8Plan {
@@ -57,7 +58,6 @@ void FillScratch(const Q8Plan& p, uint8_t zero, uint8_t* dst) {
   std::memset(dst, zero, static_cast<size_t>(p.rows * p.stride + 64));
 }
 
-#if KILN_DWQ_X86
 #define KILN_DWQ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
 constexpr __mmask16 kAll = 0xFFFF;
