@@ -16,6 +16,11 @@ GpuBackend* GpuExecution::gpu() const { return static_cast<GpuBackend*>(backend(
 
 bool GpuExecution::packed(const Tensor* t) const { return t && gpu()->packed(*t); }
 
+uint8_t GpuExecution::texelsOf(uint64_t bytes, uint8_t floats) const {
+  const uint64_t texels = gpu()->gpuCaps().texel_elements, texel_bytes = (gpu()->halfStorage() ? 2u : 4u) * floats;
+  return texels && bytes > 0 && bytes / texel_bytes <= texels ? floats : 0;
+}
+
 Status GpuExecution::onResize(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) {
   dispatches_.clear();
   if (!resolvesDtypesAtResize()) {

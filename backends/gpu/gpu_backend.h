@@ -68,8 +68,8 @@ struct GpuCaps {
   // texel), or 0 where kernels read storage buffers only. Lavapipe (Mesa
   // 22.3) runs a storage-buffer load as a loop over the lanes, one scalar
   // load and two branches a lane and component; a texel fetch is one
-  // gathered load for the lanes. On CPU drivers with RGBA32F and RGBA16F
-  // uniform texel buffers.
+  // gathered load for the lanes. On CPU drivers with RGBA32F, RGBA16F,
+  // R32F and R16F uniform texel buffers.
   uint64_t texel_elements = 0;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
@@ -159,6 +159,11 @@ class GpuExecution : public Execution {
   virtual Status plan(const std::vector<Tensor*>& inputs, const std::vector<Tensor*>& outputs) = 0;
   GpuBackend* gpu() const;
   bool packed(const Tensor* t) const;
+  // GpuBinding::texel for a binding of `bytes` of storage read as texels of
+  // `floats` floats (4: a packed pixel, 1: an element): `floats` where the
+  // device reads texel buffers (GpuCaps::texel_elements) and the binding
+  // holds no more texels than it takes, else 0 (a storage buffer).
+  uint8_t texelsOf(uint64_t bytes, uint8_t floats) const;
   // A dispatch of kernel `name` with `spec` constants (ids 3, 4, ...; ids
   // 0-2 are the work-group size `local`), over `groups` work groups.
   template <typename Push>

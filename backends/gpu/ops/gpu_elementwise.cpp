@@ -110,9 +110,7 @@ class BinaryBase : public UnaryDispatch {
       // EPI); a and b as texel buffers of one float where the device reads
       // them faster so (GpuCaps::texel_elements; binary_tx).
       const uint32_t epi = ElementsPerInvocation();
-      const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
-      auto fits = [&](const Tensor& t) { return gpu()->storageBytes(t) > 0 && gpu()->storageBytes(t) / unit <= texels; };
-      const uint8_t tx = texels && fits(*a) && fits(*b) ? 1 : 0;
+      const uint8_t tx = texelsOf(gpu()->storageBytes(*a), 1) && texelsOf(gpu()->storageBytes(*b), 1) ? 1 : 0;
       return add1D(shader, {{a, nullptr, false, tx}, {b, nullptr, false, tx}, {out, nullptr, true}}, push,
                    (uint64_t{push.n} + epi - 1) / epi, {code, type, epi});
     }

@@ -74,16 +74,15 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   // texel of four (a quarter of lavapipe's fetches; on PoCL, which
   // vectorizes the scalar loop across work items itself, vec4 steps made
   // the transformer's MatMuls slower, 46 -> 59 ms).
-  const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
-  bool k4 = rt > 0 && texels && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 && g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
+  bool k4 = rt > 0 && gpu()->gpuCaps().texel_elements && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 &&
+            g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
   for (int d = 0; d < 4; ++d) k4 = k4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4};
   // A and B as texel buffers (of one float, or four with K4) where the
   // device reads them faster so (GpuCaps::texel_elements; gemm_tx).
   // Without C, A stands in for the unused binding.
-  auto fits = [&](uint64_t bytes) { return bytes > 0 && bytes / unit <= texels; };
   const uint8_t tx =
-      texels && fits(gpu()->storageBytes(*a)) && fits(b_buffer ? b_buffer->bytes : gpu()->storageBytes(*b))
+      texelsOf(gpu()->storageBytes(*a), 1) && texelsOf(b_buffer ? b_buffer->bytes : gpu()->storageBytes(*b), 1)
           ? (k4 ? 4 : 1)
           : 0;
   const GpuBinding bb = b_buffer ? GpuBinding{nullptr, b_buffer, false, tx} : GpuBinding{b, nullptr, false, tx};

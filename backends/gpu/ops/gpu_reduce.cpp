@@ -150,9 +150,7 @@ class ReduceExecution final : public RowExecution {
     const bool cpu = gpu()->gpuCaps().cpu_kernels;
     const uint32_t group = cpu ? 0 : RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
     // X read as texels of one float where the device reads them faster so (reduce_tx).
-    const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
-    const uint8_t tx = texels && gpu()->storageBytes(x) > 0 && gpu()->storageBytes(x) / unit <= texels ? 1 : 0;
-    const GpuBinding xb{&x, nullptr, false, tx};
+    const GpuBinding xb{&x, nullptr, false, texelsOf(gpu()->storageBytes(x), 1)};
     const uint32_t chunk = cpu ? kCpuChunk : kChunk;
     const bool split = cpu ? push.outputs < kCpuFewRows && push.count >= 2 * kCpuChunk
                            : group && push.outputs < kFewRows && push.count >= 2 * kChunk;
