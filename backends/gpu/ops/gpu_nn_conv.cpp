@@ -262,11 +262,7 @@ class ConvExecution final : public GemmExecution {
     const uint32_t n = static_cast<uint32_t>(gpu()->storageElements(*y));
     const uint32_t epi = gpu()->gpuCaps().cpu_kernels ? 8 : 1;  // as the elementwise ops (gpu_elementwise.cpp)
     // y and r read as texels where the device reads them faster so (binary_tx).
-    const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
-    const uint8_t tx = texels && gpu()->storageBytes(*y) / unit <= texels && gpu()->storageBytes(*r) / unit <= texels &&
-                               gpu()->storageBytes(*r) > 0
-                           ? 1
-                           : 0;
+    const uint8_t tx = texelsOf(gpu()->storageBytes(*y), 1) && texelsOf(gpu()->storageBytes(*r), 1) ? 1 : 0;
     KILN_RETURN_IF_ERROR(add1D("binary", {{y, nullptr, false, tx}, {r, nullptr, false, tx}, {y, nullptr, true}},
                                MakeBroadcastPush(bc, n),
                                (uint64_t{n} + epi - 1) / epi, {/*Add*/ 0, /*f32*/ 0, epi}));
@@ -345,12 +341,8 @@ class ConvExecution final : public GemmExecution {
     if (WinogradSuits(s, w)) return planWinograd(s, w, x, y, fa);
     const uint32_t kvol = w.kd * w.kh * w.kw;
     if (!packed_w_.handle) {
-      const size_t wn = static_cast<size_t>(s.m) * (s.c / s.groups) * kvol;
-      if (w_->constant.size != wn * 4 || (bias_ && bias_->constant.size != size_t{s.m} * 4))
-        return Internal("conv weights of %zu bytes for %zu elements", w_->constant.size, wn);
-      std::vector<float> wf(wn), bf(bias_ ? s.m : 0);
-      std::memcpy(wf.data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
-      if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
+      std::vector<float> wf, bf;
+      KILN_RETURN_IF_ERROR(readWeights(static_cast<size_t>(s.m) * (s.c / s.groups) * kvol, s.m, &wf, &bf));
       std::vector<float> blocks =
           PackConvWeights(wf.data(), bias_ ? bf.data() : nullptr, s, kvol, depthwise, &bias_at_);
       KILN_ASSIGN_OR_RETURN(packed_w_, CreateWeightBuffer(gpu(), blocks));
@@ -359,9 +351,8 @@ class ConvExecution final : public GemmExecution {
     // X (vec4 texels packed, floats NCHW) and the weights as texel buffers
     // where the device reads them faster so (GpuCaps::texel_elements; the
     // kernels' _tx variants).
-    const uint64_t texels = gpu()->gpuCaps().texel_elements, unit = gpu()->halfStorage() ? 2 : 4;
     const uint8_t x_texel = packed(x) ? 4 : 1;
-    const bool tx = texels && gpu()->storageBytes(*x) / (unit * x_texel) <= texels && packed_w_.bytes / (unit * 4) <= texels;
+    const bool tx = texelsOf(gpu()->storageBytes(*x), x_texel) && texelsOf(packed_w_.bytes, 4);
     std::vector<GpuBinding> bindings = {{x, nullptr, false, static_cast<uint8_t>(tx ? x_texel : 0)},
                                         {nullptr, &packed_w_, false, static_cast<uint8_t>(tx ? 4 : 0)},
                                         {y, nullptr, true}};
@@ -404,6 +395,18 @@ class ConvExecution final : public GemmExecution {
     return add1D("conv_c4", std::move(bindings), push, total, tile_spec);
   }
 
+  // The constant weights (`wn` floats) and bias (`m`, or none) as floats,
+  // for the kernels' own layouts.
+  Status readWeights(size_t wn, uint32_t m, std::vector<float>* wf, std::vector<float>* bf) const {
+    if (w_->constant.size != wn * 4 || (bias_ && bias_->constant.size != size_t{m} * 4))
+      return Internal("conv weights of %zu bytes for %zu elements", w_->constant.size, wn);
+    wf->resize(wn);
+    bf->resize(bias_ ? m : 0);
+    std::memcpy(wf->data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
+    if (bias_) std::memcpy(bf->data(), bias_->constant.data, bf->size() * 4);
+    return Status::Ok();
+  }
+
   // 2-D 3x3 convs of stride 1, one group, with enough channels for the
   // 16 products to outweigh the transforms: through Winograd F(2x2, 3x3)
   // (2.25x fewer multiply-adds). KILN_GPU_WINOGRAD=0 turns it off.
@@ -424,12 +427,8 @@ class ConvExecution final : public GemmExecution {
                       const GpuFusedActivation& fa) {
     const bool half = gpu()->halfStorage();
     if (!wino_w_.handle) {
-      const size_t wn = size_t{s.m} * s.c * 9;
-      if (w_->constant.size != wn * 4 || (bias_ && bias_->constant.size != size_t{s.m} * 4))
-        return Internal("conv weights of %zu bytes for %zu elements", w_->constant.size, wn);
-      std::vector<float> wf(wn), bf(bias_ ? s.m : 0);
-      std::memcpy(wf.data(), w_->constant.data, wn * 4);  // model bytes need not be 4-aligned
-      if (bias_) std::memcpy(bf.data(), bias_->constant.data, bf.size() * 4);
+      std::vector<float> wf, bf;
+      KILN_RETURN_IF_ERROR(readWeights(size_t{s.m} * s.c * 9, s.m, &wf, &bf));
       std::vector<float> u = WinogradWeights(wf.data(), bias_ ? bf.data() : nullptr, s.c, s.m, &wino_bias_at_);
       KILN_ASSIGN_OR_RETURN(wino_w_, CreateWeightBuffer(gpu(), u));
     }
@@ -453,11 +452,9 @@ class ConvExecution final : public GemmExecution {
     // Bindings read as texel buffers where the device reads them faster so
     // (GpuCaps::texel_elements): X (vec4 texels packed, floats NCHW), V, U
     // and the products.
-    const uint64_t texels = gpu()->gpuCaps().texel_elements;
-    auto fits = [&](uint64_t bytes, uint64_t floats) { return texels && bytes / (unit * floats) <= texels; };
     const uint8_t x_texel = packed(x) ? 4 : 1;
-    const bool tx = fits(wino_v_.bytes, 4) && fits(wino_m_.bytes, 4) && fits(wino_w_.bytes, 4) &&
-                    fits(gpu()->storageBytes(*x), x_texel);
+    const bool tx = texelsOf(wino_v_.bytes, 4) && texelsOf(wino_m_.bytes, 4) && texelsOf(wino_w_.bytes, 4) &&
+                    texelsOf(gpu()->storageBytes(*x), x_texel);
     const uint8_t t4 = tx ? 4 : 0;
     const GpuBinding u{nullptr, &wino_w_, false, t4};
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.c4 * tiles);
