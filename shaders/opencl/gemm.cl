@@ -23,17 +23,13 @@
 // straight from memory (CPU drivers; shaders/vulkan/gemm.comp).
 #define RT KILN_SPEC_7
 #define HAS_C (KILN_SPEC_6 != 0)
-// The register block's rows (0: RT; 1 for a batch-1 product), and K4: A
-// and B read four k at a time (a_cs == b_rs == 1, k and every offset a
-// multiple of 4; shaders/vulkan/gemm.comp).
+// The register block's rows (0: RT; 1 for a batch-1 product). Spec
+// constant 9 (K4) is a form of texel reads (shaders/vulkan/gemm.comp) that
+// the op layer never asks of OpenCL.
 #ifndef KILN_SPEC_8
 #define KILN_SPEC_8 0
 #endif
-#ifndef KILN_SPEC_9
-#define KILN_SPEC_9 0
-#endif
 #define RR (KILN_SPEC_8 != 0 ? KILN_SPEC_8 : RT)
-#define K4 (KILN_SPEC_9 != 0)
 
 typedef struct {
   uint m, n, k;
@@ -81,22 +77,12 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
       for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0f;
     }
     for (uint j = 0u; j < RT; ++j) bc[j] = b_off + min(col0 + tx * RT + j, p.n - 1u) * p.b_cs;
-    if (K4) {
-      for (uint kk = 0u; kk < p.k; kk += 4u) {
-        float4 av[RR], bv[RT];
-        for (uint i = 0u; i < RR; ++i) av[i] = LOAD4(a, (ar[i] + kk) / 4u);
-        for (uint j = 0u; j < RT; ++j) bv[j] = LOAD4(b, (bc[j] + kk) / 4u);
-        for (uint i = 0u; i < RR; ++i)
-          for (uint j = 0u; j < RT; ++j) acc[i][j] += dot(av[i], bv[j]);
-      }
-    } else {
-      for (uint kk = 0u; kk < p.k; ++kk) {
-        float av[RR], bv[RT];
-        for (uint i = 0u; i < RR; ++i) av[i] = LOAD(a, ar[i] + kk * p.a_cs);
-        for (uint j = 0u; j < RT; ++j) bv[j] = LOAD(b, bc[j] + kk * p.b_rs);
-        for (uint i = 0u; i < RR; ++i)
-          for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
-      }
+    for (uint kk = 0u; kk < p.k; ++kk) {
+      float av[RR], bv[RT];
+      for (uint i = 0u; i < RR; ++i) av[i] = LOAD(a, ar[i] + kk * p.a_cs);
+      for (uint j = 0u; j < RT; ++j) bv[j] = LOAD(b, bc[j] + kk * p.b_rs);
+      for (uint i = 0u; i < RR; ++i)
+        for (uint j = 0u; j < RT; ++j) acc[i][j] += av[i] * bv[j];
     }
     for (uint i = 0u; i < RR; ++i) {
       const uint gi = row0 + ty * RR + i;

@@ -1,8 +1,9 @@
 // Winograd F(2x2, 3x3) on channel-packed tensors (wino_in.comp,
 // wino_gemm.comp, wino_out.comp; planned by backends/gpu/ops/gpu_nn_conv.cpp,
-// which documents the buffers). Included after conv_c4_common.glsl: the
-// three kernels bind (source, weights, destination) as conv_c4 binds
-// (X, W4, Y), so its load and store helpers serve them.
+// which documents the buffers). The three kernels bind (source, weights,
+// destination) as conv_c4 binds (X, W4, Y): wino_in and wino_out include
+// conv_c4_common.glsl for its loads and stores (and, in their _tx
+// variants, its texel reads); wino_gemm declares its own bindings.
 //
 // A 4x4 input patch d of each 2x2 output tile becomes V = B^T d B, the 16
 // positions of V are 16 products U[pos] (M x C, from the weights' G g G^T)

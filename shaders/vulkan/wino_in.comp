@@ -10,8 +10,7 @@
 // V = B^T d B as 16 vec4 into binding 2, position pos of block cb at
 // ((n * 16 + pos) * c4 + cb) * tiles + t. Invocations: tile fastest, then
 // block, image.
-// (wino_in_tx, for a packed X: X read as texels, conv_c4_common.glsl.)
-#define LOAD_X4(cb, pix) LoadX4(p.c, n, (cb), vol, (pix))
+// (wino_in_tx reads X as texels: conv_c4_common.glsl's LoadX4.)
 
 void main() {
   uint i = KILN_GLOBAL_INDEX;
@@ -28,7 +27,7 @@ void main() {
     const uint row = uint(clamp(iy, 0, int(p.h) - 1)) * p.w;
     [[unroll]] for (int c = 0; c < 4; ++c) {
       const int ix = x0 + c;
-      const vec4 v = LOAD_X4(cb, row + uint(clamp(ix, 0, int(p.w) - 1)));
+      const vec4 v = LoadX4(p.c, n, cb, vol, row + uint(clamp(ix, 0, int(p.w) - 1)));
       d[r][c] = row_ok && ix >= 0 && ix < int(p.w) ? v : vec4(0.0);
     }
   }
