@@ -119,6 +119,7 @@ class VulkanBackend final : public GpuBackend {
                       uint32_t push_bytes, uint32_t groups, double* seconds);
   Status uploadConstants();
   void freeRecording();
+  Status writeDescriptorSets(const std::vector<std::vector<Execution*>>& runs);
   Status readTimings();
 
   std::shared_ptr<VulkanDevice> device_;
