@@ -21,4 +21,16 @@ bool CpuHasNeon();
 // Linux CPU; false elsewhere. QGemm's NEON kernel runs only when this holds.
 bool CpuHasDotProd();
 
+// The data caches the host's first core sees, in bytes, 0 where unknown:
+// Linux sysfs (/sys/devices/system/cpu/cpu0/cache), else on x86-64 cpuid's
+// cache leaves (4 on Intel, 0x8000001D on AMD). l2 is one core's (or its
+// cluster's), l3 the shared last level. Read once; kernels size their
+// blocks from these rather than from the core the code was tuned on.
+struct CpuCaches {
+  int64_t l1d = 0, l2 = 0, l3 = 0;
+};
+const CpuCaches& HostCaches();
+// "L1d 48K L2 2M L3 300M" (for kiln-kernelbench and the device name).
+std::string HostCachesText();
+
 }  // namespace kiln

@@ -112,7 +112,7 @@ const fb::PrepackedBlob* HostBackend::bundled(int op, const std::string& key) co
 std::string HostBackend::deviceName() const {
   static const std::string features = HostCpuFeatures();
   return CpuModel() + " (" + GemmIsaName(GemmBestIsa()) + " GEMM" + (features.empty() ? "" : ", cpu: " + features) +
-         ", " + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
+         ", " + HostCachesText() + ", " + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
 }
 
 StatusOr<std::unique_ptr<Execution>> HostBackend::onCreate(const GraphOp& op, const Graph& graph) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_features.h"
 #include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
@@ -579,7 +580,9 @@ class ConvExecution final : public Execution {
       return;
     }
     const bool k3 = a_.kernel == IntVec{3, 3};  // 2-D, so Y has 4 axes
-    const int wino_tile = k3 ? WinogradConv::Tile(C_, M_, Y.length(2), Y.length(3)) : 0;
+    const int wino_tile =
+        k3 ? WinogradConv::Tile(GemmBestIsa(), C_, M_, Y.length(2), Y.length(3), be.pool().threads(), HostCaches().l2)
+           : 0;
     winograd_ = !direct_ && constant_weights_ && a_.group == 1 && k3 && a_.strides == IntVec{1, 1} &&
                  a_.dilations == IntVec{1, 1} && winograd_on_ && wino_tile != 0;
     // Constant weights are transformed (Winograd) or packed for the GEMM

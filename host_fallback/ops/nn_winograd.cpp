@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu_features.h"
 #include "scratch.h"
 #include "simd_clones.h"
 #include "thread_pool.h"
@@ -201,16 +202,55 @@ struct WinogradConv::Block {
   float lo, hi;
 };
 
-int WinogradConv::Tile(int64_t C, int64_t M, int64_t OH, int64_t OW) {
+int64_t WinogradConv::BlockTiles(int64_t T, int64_t P, int64_t C, int64_t m_pad, int mr, int threads,
+                                 int64_t l2_bytes) {
+  // The L2's floats for one block: 1 MiB (a Zen 4 or 5 core's L2, where this
+  // was first tuned) when unknown; a 2 MiB L2 (Sapphire / Emerald Rapids)
+  // takes 256 -> 256 channels on 14x14 in one block, so the weights are read
+  // once, not twice (F(4x4) 2.9 -> 2.0 ms a conv of a model).
+  const int64_t block_floats = (l2_bytes > 0 ? l2_bytes : int64_t{1} << 20) / static_cast<int64_t>(sizeof(float));
+  const int64_t cap = std::max<int64_t>(mr, block_floats / (P * (C + m_pad)) / mr * mr);
+  int64_t blocks = (T + cap - 1) / cap;
+  // As many blocks as makes each thread the same share (196 tiles in
+  // 88-tile blocks made 3 blocks for 2 threads: one thread did two).
+  if (threads > 1) blocks = (std::max<int64_t>(blocks, threads) + threads - 1) / threads * threads;
+  return ((T + blocks - 1) / blocks + mr - 1) / mr * mr;
+}
+
+int WinogradConv::Tile(Isa isa, int64_t C, int64_t M, int64_t OH, int64_t OW, int threads, int64_t l2_bytes) {
   // Few channels leave the GEMMs too short to pay for the transforms; a tiny
   // plane wastes most of its tiles' outputs.
   if (C < 16 || M < 16 || OH < 6 || OW < 6) return 0;
-  // With at most 2 x 2 F(4x4) tiles (planes up to 8x8) each transformed
-  // weight serves 4 tiles, so reading the 36 / 9 of the weights bounds the
-  // products; F(2x2) reads 16 / 9 for 16 tiles. 512 -> 512 channels on 7x7:
-  // 2.1 -> 1.6 ms. On 13x13 and up F(4x4) wins (64 -> 256: 0.24 against
-  // 0.6 ms).
-  return (OH + 3) / 4 * ((OW + 3) / 4) <= 4 ? 2 : 4;
+  if (const char* e = std::getenv("KILN_HOST_WINOGRAD_TILE")) {
+    if (e[0] == '4' || e[0] == '2') return e[0] - '0';
+  }
+  // In a model every conv's weights are cold: a run reads them from memory
+  // (or a shared L3) once for each block of tiles, and F(4x4)'s are 36 / 9
+  // of the weights, F(2x2)'s 16 / 9. Cost = the products' flops + the
+  // flops a core could have done in the time those bytes take to arrive
+  // (kFlopsPerByte: about 20 on an Emerald Rapids VM core, 150 GFLOP/s
+  // against some 8 GB/s of weights streamed; about 10 on a Zen 5 core).
+  // Measured in a model (8 convs of distinct weights), one thread, Emerald
+  // Rapids: 256 -> 256 on 14x14 F(2x2) 1.67 ms against F(4x4) 1.97 ms;
+  // 128 -> 128 on 28x28 F(4x4) 1.38 against 1.5; 512 -> 512 on 7x7 F(2x2)
+  // 3.3 against 6.8; 64 -> 64 on 56x56 F(4x4).
+  // The transforms add about kTransformFlops a value they write (inputs
+  // and products, P x tiles x (C + M)): scattered loads and stores more
+  // than arithmetic. Without them F(2x2)'s 16 / 4 values an output against
+  // F(4x4)'s 36 / 16 went unpriced, and 128 -> 128 on 28x28 at 2 threads
+  // took F(2x2), 1.23 ms a conv against F(4x4)'s 0.99.
+  constexpr double kFlopsPerByte = 16, kTransformFlops = 64;
+  const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(isa);
+  const int64_t m_pad = (M + k.nr - 1) / k.nr * k.nr;
+  auto cost = [&](int r) {
+    const int64_t P = (r + 2) * (r + 2), T = (OH + r - 1) / r * ((OW + r - 1) / r);
+    const int64_t tb = BlockTiles(T, P, C, m_pad, k.mr, threads, l2_bytes), blocks = (T + tb - 1) / tb;
+    const double flops = 2.0 * static_cast<double>(P * blocks * tb * C * m_pad);
+    const double weight_bytes = static_cast<double>(blocks * P * C * m_pad) * sizeof(float);
+    const double transformed = static_cast<double>(P * blocks * tb * (C + M));
+    return flops + kFlopsPerByte * weight_bytes + kTransformFlops * transformed;
+  };
+  return cost(2) < cost(4) ? 2 : 4;
 }
 
 namespace {
@@ -320,18 +360,12 @@ void WinogradConv::run(ThreadPool& pool, const float* x, int64_t H, int64_t W, i
   const int64_t P = a_ * a_;  // patch positions
   Block b{H, W, pad_t, pad_l, OH, OW, (OW + r_ - 1) / r_, 0, 0, 0, bias, clamp, lo, hi};
   b.T = (OH + r_ - 1) / r_ * b.TW;
-  // Tiles a block: its transformed inputs and products (P x tb x (C + M))
-  // within about 1 MiB, so they stay in L2 between the three phases.
-  constexpr int64_t kBlockFloats = 256 * 1024;
-  // Then as many blocks as makes each thread the same share (196 tiles in
-  // 88-tile blocks made 3 blocks for 2 threads: one thread did two).
-  const int64_t cap = std::max<int64_t>(mr, kBlockFloats / (P * (C_ + m_pad_)) / mr * mr);
+  // Tiles a block: its transformed inputs and products within the L2, so
+  // they stay there between the three phases.
   const int threads = pool.threads();
-  int64_t blocks = (b.T + cap - 1) / cap;
-  if (threads > 1) blocks = (std::max<int64_t>(blocks, threads) + threads - 1) / threads * threads;
-  b.tb = ((b.T + blocks - 1) / blocks + mr - 1) / mr * mr;
+  b.tb = BlockTiles(b.T, P, C_, m_pad_, mr, threads, HostCaches().l2);
   b.panels = b.tb / mr;
-  blocks = (b.T + b.tb - 1) / b.tb;
+  const int64_t blocks = (b.T + b.tb - 1) / b.tb;
   const size_t v_size = static_cast<size_t>(P * b.tb * C_), prod_size = static_cast<size_t>(P * b.tb * m_pad_ + kOutLanes);
   if (threads == 1 || blocks >= threads) {
     // Whole blocks a thread, each in its own scratch: no barrier between phases.

@@ -31,9 +31,18 @@ class ThreadPool;
 class WinogradConv {
  public:
   // The output tile (4: F(4x4, 3x3), 2: F(2x2, 3x3)) that is the faster way
-  // for C input and M output channels on an OH x OW output, or 0 where
-  // im2col + Sgemm is (measured; see the .cpp).
-  static int Tile(int64_t C, int64_t M, int64_t OH, int64_t OW);
+  // for C input and M output channels on an OH x OW output on `threads`
+  // threads of `isa`'s kernel, each with an L2 of `l2_bytes` (0: unknown,
+  // taken as 1 MiB), or 0 where im2col + Sgemm is. A cost model (see the
+  // .cpp): the products' multiply-adds plus the transformed weights read
+  // from memory, once for each block of tiles that cycles through the L2.
+  // KILN_HOST_WINOGRAD_TILE=4 or 2 forces a tile where Winograd applies.
+  static int Tile(Isa isa, int64_t C, int64_t M, int64_t OH, int64_t OW, int threads, int64_t l2_bytes);
+  // The tiles of one block (a multiple of the kernel's mr) for T tiles of
+  // a patch of P positions: the block's transformed inputs and products
+  // (P x tiles x (C + m_pad) floats) within the L2, and as many blocks as
+  // gives each of `threads` the same share.
+  static int64_t BlockTiles(int64_t T, int64_t P, int64_t C, int64_t m_pad, int mr, int threads, int64_t l2_bytes);
 
   // Transforms the weights w [M, C, 3, 3] for output tiles of `tile` (4 or
   // 2) and packs them for `isa`'s micro-kernel, the panels split over

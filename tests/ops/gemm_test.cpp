@@ -85,6 +85,23 @@ TEST(Gemm, ReportsIsas) {
               GemmIsaName(GemmBestIsa()), HostCpuFeatures().c_str());
 }
 
+// The caches kernels size their blocks by: read on every Linux machine
+// (sysfs, or cpuid on x86-64), in order of level.
+TEST(Gemm, HostCachesKnown) {
+  const CpuCaches& c = HostCaches();
+  std::printf("host caches: %s\n", HostCachesText().c_str());
+#ifdef __linux__
+  EXPECT_GT(c.l1d, 0);
+  EXPECT_GT(c.l2, 0);
+#endif
+  if (c.l1d && c.l2) {
+    EXPECT_LT(c.l1d, c.l2);
+  }
+  if (c.l2 && c.l3) {
+    EXPECT_LE(c.l2, c.l3);
+  }
+}
+
 // The NEON kernel is what an arm64 build runs (HWCAP_ASIMD is on every
 // AArch64 Linux CPU), and is never offered elsewhere.
 TEST(Gemm, NeonExactlyOnArm64) {

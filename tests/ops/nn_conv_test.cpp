@@ -3,6 +3,7 @@
 // ConvTranspose in nn_conv_transpose_test.cpp.
 #include "half.h"
 #include "ops/nn_test_util.h"
+#include "ops/nn_winograd.h"
 
 namespace kiln {
 namespace {
@@ -404,10 +405,46 @@ TEST(NnConv, Winograd3x3) {
     k.act = fb::Activation::Sigmoid;
     add("F(2x2) 16->48 on 8x8 from 10x8, sigmoid after", k);
   }
-  for (auto& [name, k] : cases) {
-    k.tol = 5e-4f;
-    RunConvCase(k, name);
+  // Each case on the tile the cost model picks, then on each tile forced.
+  for (const char* tile : {"", "4", "2"}) {
+    SCOPED_TRACE(std::string("KILN_HOST_WINOGRAD_TILE=") + tile);
+    setenv("KILN_HOST_WINOGRAD_TILE", tile, 1);
+    for (auto& [name, k] : cases) {
+      k.tol = 5e-4f;
+      RunConvCase(k, name);
+    }
   }
+  unsetenv("KILN_HOST_WINOGRAD_TILE");
+}
+
+// The tile choice weighs the products against the transformed weights
+// read from memory once a block of tiles (WinogradConv::Tile): large
+// planes take F(4x4); where a plane has few tiles for many channels, the
+// 36 / 9 weights of F(4x4) cost more than F(2x2)'s extra products.
+TEST(NnConv, WinogradTileByCost) {
+  const Isa isa = GemmBestIsa();
+  const int64_t mib = int64_t{1} << 20;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_EQ(WinogradConv::Tile(isa, 64, 64, 56, 56, threads, mib), 4);
+    EXPECT_EQ(WinogradConv::Tile(isa, 128, 128, 28, 28, threads, 2 * mib), 4);
+    EXPECT_EQ(WinogradConv::Tile(isa, 256, 256, 14, 14, threads, 2 * mib), 2);
+    EXPECT_EQ(WinogradConv::Tile(isa, 512, 512, 7, 7, threads, mib), 2);
+    EXPECT_EQ(WinogradConv::Tile(isa, 512, 512, 7, 7, threads, 0), 2);  // L2 unknown: 1 MiB
+    EXPECT_EQ(WinogradConv::Tile(isa, 8, 64, 56, 56, threads, mib), 0);   // too few channels
+    EXPECT_EQ(WinogradConv::Tile(isa, 64, 64, 5, 40, threads, mib), 0);   // too few rows
+  }
+  // A block's transformed inputs and products fit the L2: 16 F(4x4) tiles
+  // of 256 -> 256 channels (36 x 16 x 512 floats, 1.2 MB) are one block in
+  // 2 MiB, two of 8 in 1 MiB; two threads always get a block each.
+  const int mr = gemm_detail::KernelForIsa(isa).mr;
+  const int64_t m_pad = (256 + gemm_detail::KernelForIsa(isa).nr - 1) / gemm_detail::KernelForIsa(isa).nr *
+                        gemm_detail::KernelForIsa(isa).nr;
+  const int64_t whole = (16 + mr - 1) / mr * mr;
+  EXPECT_EQ(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, 2 * mib), whole);
+  EXPECT_LT(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, mib), whole);
+  EXPECT_LT(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 2, 2 * mib), whole);
+  EXPECT_EQ(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, 2 * mib) % mr, 0);
 }
 
 // Strided convs of constant weights whose output rows are wide enough
