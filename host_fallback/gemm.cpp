@@ -224,6 +224,21 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           WidenHalf(pr.packed_half + pc * pr.m_pad + ic * kc, pack_a, (mc + mr - 1) / mr * mr * kc);
         else if (!prepacked)
           PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
+        // Pre-packed weights as B (small planes, y^T = x^T w^T): the first
+        // row of panels reads this block from memory, the others from L2.
+        // Ask for the next K block's panels while those others run, a share
+        // a micro-kernel call, so its first row of panels finds them in L2
+        // (8 convs 512 -> 512 on 7x7, Emerald Rapids, 1 thread: 26.9 -> 25.0 ms).
+        const char* next_b = nullptr;
+        int64_t next_lines = 0, lines_per_call = 0;
+        if (pr.packed_b && pc + kc < pr.K && mc > mr) {
+          const int64_t kc_next = std::min(KC, pr.K - pc - kc);
+          next_b = reinterpret_cast<const char*>(pr.packed_b + (pc + kc) * pr.n_pad + jc * kc_next);
+          next_lines = (kc_next * ((nc + nr - 1) / nr * nr) * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+          const int64_t calls = ((mc + mr - 1) / mr - 1) * ((nc + nr - 1) / nr);
+          lines_per_call = (next_lines + calls - 1) / calls;
+        }
+        int64_t next_line = 0;
         for (int64_t ir = 0; ir < mc; ir += mr) {
           const int64_t mrr = std::min<int64_t>(mr, mc - ir);
           const float* pa = block_a + ir * kc;
@@ -242,6 +257,9 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
               pb = jr < full ? pr.B + pc * pr.ldb + jc + jr : pack_b;
               ldb = jr < full ? pr.ldb : nr;
             }
+            if (next_b && ir > 0)
+              for (int64_t e = std::min(next_lines, next_line + lines_per_call); next_line < e; ++next_line)
+                __builtin_prefetch(next_b + next_line * 64, 0, 2);
             float* c = pr.C + (ic + ir) * pr.ldc + jc + jr;
             // A last panel of at most nr / 2 columns takes the half tile.
             const bool half = kr.micro_half && 2 * nrr <= nr;
