@@ -30,6 +30,37 @@
 #define KILN_SPEC_8 0
 #endif
 #define RR (KILN_SPEC_8 != 0 ? KILN_SPEC_8 : RT)
+// VN (spec constant 10, with RT == 8 and B contiguous along n, b_cs == 1):
+// a work item's eight columns are one float8, loaded with one vload8 a k
+// and updated with RR vector multiply-adds (broadcast A). PoCL does not
+// vectorize this kernel across work items (the k loop inside), so the
+// scalar form ran at one lane: 1024^3 at 14 GFLOP/s.
+#ifndef KILN_SPEC_10
+#define KILN_SPEC_10 0
+#endif
+#define VN (KILN_SPEC_10 != 0 && RT == 8)
+#ifdef KILN_FP16
+#define LOAD8_AT(p, i) vload_half8(0u, (p) + (i))
+#define STORE8_AT(p, i, v) vstore_half8((v), 0u, (p) + (i))
+#else
+#define LOAD8_AT(p, i) vload8(0u, (p) + (i))
+#define STORE8_AT(p, i, v) vstore8((v), 0u, (p) + (i))
+#endif
+
+#ifdef KILN_FP16
+#define LOAD4_AT(p, i) vload_half4(0u, (p) + (i))
+#else
+#define LOAD4_AT(p, i) vload4(0u, (p) + (i))
+#endif
+
+// Eight columns of a row of B from bo on; past the last (a partial block)
+// each reads column `last` again.
+float8 LoadB8(__global const STORE_T* b, uint bo, bool whole, uint last) {
+  if (whole) return LOAD8_AT(b, bo);
+  float t[8];
+  for (uint j = 0u; j < 8u; ++j) t[j] = LOAD(b, bo + min(j, last));
+  return vload8(0u, t);
+}
 
 typedef struct {
   uint m, n, k;
@@ -68,7 +99,57 @@ __kernel void gemm(__global const STORE_T* a, __global const STORE_T* b, __globa
   }
   const uint y_off = (tile / tiles_m) * p.m * p.n;
 #if RT > 0
-  {
+  if (VN) {
+    const uint tx = get_local_id(0), ty = get_local_id(1);
+    const uint c0 = col0 + tx * 8u;
+    if (c0 >= p.n) return;  // no barrier in this form
+    // Columns past N (a last partial block) read N - 1 and store nothing.
+    const bool whole = c0 + 8u <= p.n;
+    float8 acc[RR];
+    uint ar[RR];
+    for (uint i = 0u; i < RR; ++i) {
+      ar[i] = a_off + min(row0 + ty * RR + i, p.m - 1u) * p.a_rs;
+      acc[i] = (float8)(0.0f);
+    }
+    const uint last = p.n - 1u - c0;
+    uint bo = b_off + c0, kk = 0u;
+    // A along k (a_cs == 1): four k of a row a vector load, so a step of
+    // four k is RR + 4 loads for 4 x RR vector multiply-adds.
+    if (A_K_FAST) {
+      for (; kk + 4u <= p.k; kk += 4u, bo += 4u * p.b_rs) {
+        const float8 b0 = LoadB8(b, bo, whole, last), b1 = LoadB8(b, bo + p.b_rs, whole, last);
+        const float8 b2 = LoadB8(b, bo + 2u * p.b_rs, whole, last), b3 = LoadB8(b, bo + 3u * p.b_rs, whole, last);
+        for (uint i = 0u; i < RR; ++i) {
+          const float4 av = LOAD4_AT(a, ar[i] + kk);
+          acc[i] = fma((float8)(av.x), b0, acc[i]);
+          acc[i] = fma((float8)(av.y), b1, acc[i]);
+          acc[i] = fma((float8)(av.z), b2, acc[i]);
+          acc[i] = fma((float8)(av.w), b3, acc[i]);
+        }
+      }
+    }
+    for (; kk < p.k; ++kk, bo += p.b_rs) {
+      const float8 bv = LoadB8(b, bo, whole, last);
+      for (uint i = 0u; i < RR; ++i) acc[i] = fma((float8)(LOAD(a, ar[i] + kk * p.a_cs)), bv, acc[i]);
+    }
+    for (uint i = 0u; i < RR; ++i) {
+      const uint gi = row0 + ty * RR + i;
+      if (gi >= p.m) break;
+      float t[8];
+      vstore8(acc[i], 0u, t);
+      for (uint j = 0u; j < 8u; ++j) {
+        const uint gj = c0 + j;
+        float v = p.alpha * t[j];
+        if (HAS_C && gj < p.n) v += p.beta * LOAD(c, gi * p.c_rs + gj * p.c_cs);
+        t[j] = FusedActivation(ACT, v, p.lo, p.hi, p.slope);
+      }
+      if (whole) {
+        STORE8_AT(y, y_off + gi * p.n + c0, vload8(0u, t));
+      } else {
+        for (uint j = 0u; c0 + j < p.n; ++j) STORE(y, y_off + gi * p.n + c0 + j, t[j]);
+      }
+    }
+  } else {
     const uint tx = get_local_id(0), ty = get_local_id(1);
     float acc[RR][RT];
     uint ar[RR], bc[RT];

@@ -135,14 +135,15 @@ TEST(Bundle, OtherSizesIsaOrBackendPackAgain) {
   auto interp = Interpreter::createFromBuffer(model.data(), model.size());
   ASSERT_TRUE(interp.ok());
   Session* s = nullptr;
-  RunAt(**interp, 12, &s);
+  RunAt(**interp, 28, &s);
   const std::string path = Temp("sizes");
   ASSERT_TRUE((*interp)->saveBundle(s, path).ok());
-  // The input fixed at 12 in the bundle: edit it back to symbolic, then run
-  // at 7x7, where the 3x3 conv takes another Winograd tile (F(2x2), not F(4x4)).
+  // The input fixed at 28 in the bundle: edit it back to symbolic, then run
+  // at 7x7, where the 3x3 conv takes another Winograd tile (F(2x2), not
+  // F(4x4): WinogradConv::Tile).
   Edit(path, [](fb::NetT& net) {
     for (auto& d : net.tensors[static_cast<size_t>(net.inputs[0])]->shape)
-      if (d->size == 12) d->size = -1, d->symbol = "h";
+      if (d->size == 28) d->size = -1, d->symbol = "h";
   });
   auto other = Interpreter::createFromFile(path);
   ASSERT_TRUE(other.ok()) << other.status().ToString();

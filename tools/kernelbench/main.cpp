@@ -284,7 +284,7 @@ bool WriteCsv(const std::string& file, const std::vector<Line>& lines, const std
   std::fprintf(f, "backend,kernel,size,ms,gflops,gbps,intensity,peak_gflops,peak_gbps,roof_fraction,timer,error\n");
   for (const Line& l : lines) {
     const DevicePeaks& p = peaks.at(l.backend);
-    std::fprintf(f, "%s,%s,%s,%.6f,%.3f,%.3f,%.4f,%.3f,%.3f,%.4f,%s,\"%s\"\n", l.backend.c_str(), l.kernel.c_str(),
+    std::fprintf(f, "%s,%s,%s,%.6f,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%s,\"%s\"\n", l.backend.c_str(), l.kernel.c_str(),
                  l.size.c_str(), l.ms, l.gflops, l.gbps, l.intensity, p.gflops, p.gbps, l.roof_fraction,
                  l.device_timer ? "device" : "wall", l.error.c_str());
   }

@@ -77,7 +77,10 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   bool k4 = rt > 0 && gpu()->gpuCaps().texel_elements && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 &&
             g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
   for (int d = 0; d < 4; ++d) k4 = k4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
-  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4};
+  // VN (register blocks of 8 on OpenCL): B contiguous along n, so a work
+  // item's 8 columns are one vector load (gemm.cl).
+  const bool vn = rt == 8 && !k4 && g.b_cs == 1 && gpu()->gpuCaps().gemm_vector_columns;
+  const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4, vn};
   // A and B as texel buffers (of one float, or four with K4) where the
   // device reads them faster so (GpuCaps::texel_elements; gemm_tx).
   // Without C, A stands in for the unused binding.
