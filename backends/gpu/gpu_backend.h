@@ -75,10 +75,12 @@ struct GpuCaps {
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.
   uint32_t gemm_register_tile = 0;
-  // With gemm_register_tile 8: a block's 8 columns as one vector load and
-  // 8-wide multiply-adds where B runs along n (gemm.cl's VN; CPU OpenCL
-  // drivers, which run a work item on one lane). KILN_GPU_GEMM_VECTOR=0: off.
-  bool gemm_vector_columns = false;
+  // With gemm_register_tile 8, where B runs along n: a block's 8 columns
+  // read as vectors and A four k a vector load (gemm's VN). 0: off; 1: at
+  // any offsets (OpenCL's vloadn; PoCL runs a work item on one lane); 4:
+  // k, strides and offsets multiples of four (Vulkan's vec4 views and
+  // RGBA texels). KILN_GPU_GEMM_VECTOR=0 turns it off.
+  uint32_t gemm_vector_columns = 0;
 };
 
 // A device buffer owned by an execution (packed weights, scratch, tables):

@@ -253,6 +253,8 @@ Status VulkanDevice::init(int index) {
     if (formats && !(off && std::strcmp(off, "0") == 0)) caps_.texel_elements = max_texels;
   }
   if (caps_.cpu_kernels) caps_.gemm_register_tile = 8;
+  if (const char* v = std::getenv("KILN_GPU_GEMM_VECTOR"); caps_.cpu_kernels && !(v && v[0] == '0'))
+    caps_.gemm_vector_columns = 4;
   vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
   for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
     if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)

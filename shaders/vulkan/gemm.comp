@@ -28,6 +28,11 @@ layout(constant_id = 7) const uint RT = 0u;
 // in gemm_tx, texels of four floats): a quarter of the loads.
 layout(constant_id = 8) const uint RM = 0u;
 layout(constant_id = 9) const bool K4 = false;
+// VN (RT == 8, A contiguous along k, B along n; k, strides and offsets
+// multiples of four): a row of B's 8 columns is two vec4 reads and A four k
+// a vec4 read, 16 reads for 4 x 64 multiply-adds where the scalar form made
+// 64 (in gemm_tx, RGBA texels: the 1024^3 product's B runs along n).
+layout(constant_id = 10) const bool VN = false;
 const uint RR = RM == 0u ? RT : RM;
 
 // KILN_TEXEL (gemm_tx, GpuBinding::texel): A and B are uniform texel
@@ -81,6 +86,36 @@ void RegisterTile(uint a_off, uint b_off, uint y_off, uint row0, uint col0) {
     [[unroll]] for (uint j = 0u; j < RT; ++j) acc[i][j] = 0.0;
   }
   [[unroll]] for (uint j = 0u; j < RT; ++j) bc[j] = b_off + min(col0 + tx * RT + j, p.n - 1u) * p.b_cs;
+  if (VN) {
+    // Columns past N (n is a multiple of four) read its last four.
+    const uint c0 = col0 + tx * 8u, c1 = min(c0 + 4u, p.n - 4u);
+    vec4 lo[8], hi[8];
+    [[unroll]] for (uint i = 0u; i < RR; ++i) lo[i] = hi[i] = vec4(0.0);
+    uint bo = b_off + min(c0, p.n - 4u);
+    const uint b1 = c1 - min(c0, p.n - 4u);
+    for (uint kk = 0u; kk < p.k; kk += 4u, bo += 4u * p.b_rs) {
+      vec4 av[8];
+      [[unroll]] for (uint i = 0u; i < RR; ++i) av[i] = LOAD_A4K((ar[i] + kk) / 4u);
+      [[unroll]] for (uint s = 0u; s < 4u; ++s) {
+        const uint q = bo + s * p.b_rs;
+        const vec4 bl = LOAD_B4K(q / 4u), bh = LOAD_B4K((q + b1) / 4u);
+        [[unroll]] for (uint i = 0u; i < RR; ++i) {
+          lo[i] += av[i][s] * bl;
+          hi[i] += av[i][s] * bh;
+        }
+      }
+    }
+    [[unroll]] for (uint i = 0u; i < RR; ++i) {
+      const uint gi = row0 + ty * RR + i;
+      if (gi >= p.m) break;
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const uint gj = c0 + j;
+        if (gj >= p.n) break;
+        Store(y_off, gi, gj, j < 4u ? lo[i][j] : hi[i][j - 4u]);
+      }
+    }
+    return;
+  }
   if (K4) {
     for (uint kk = 0u; kk < p.k; kk += 4u) {
       vec4 av[8], bv[8];

@@ -182,6 +182,41 @@ TEST(GpuNnMatMul, Shapes) {
   }
 }
 
+// B running along n with K and N multiples of four: on CPU drivers a
+// block's 8 columns are read as vectors and A four k at a time (gemm's VN,
+// GpuCaps::gemm_vector_columns): whole and partial column blocks (N 20:
+// the last block's second half past N), batches, M = 1, N = 4, and a Gemm
+// with C, alpha, beta and Relu.
+TEST(GpuNnMatMul, VectorColumns) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    const char* what;
+    std::vector<int64_t> a, b;
+  };
+  const Case cases[] = {
+      {"2-D, N 24", {7, 16}, {16, 24}},
+      {"partial column block, N 20", {9, 12}, {12, 20}},
+      {"many tiles", {70, 132}, {132, 68}},
+      {"batched 3-D", {3, 5, 8}, {3, 8, 12}},
+      {"batch broadcast 4-D", {2, 1, 5, 8}, {3, 8, 12}},
+      {"M = 1", {1, 32}, {32, 36}},
+      {"N = 4", {6, 8}, {8, 4}},
+  };
+  for (const Case& c : cases) {
+    OpTest op(fb::OpType::MatMul);
+    op.input("a", c.a, Random(Numel(c.a), -1, 1, 27)).input("b", c.b, Random(Numel(c.b), -1, 1, 28));
+    ExpectSameAsHost(op, kGpu, kTol, c.what);
+  }
+  fb::GemmParamsT p;
+  p.alpha = 0.5f;
+  p.beta = 2.f;
+  p.activation = fb::Activation::Relu;
+  OpTest gemm(fb::OpType::Gemm);
+  gemm.input("a", {11, 16}, Random(11 * 16, -1, 1, 29)).input("b", {16, 20}, Random(16 * 20, -1, 1, 30));
+  gemm.constant("c", {20}, Random(20, -1, 1, 34)).params(p);
+  ExpectSameAsHost(gemm, kGpu, kTol, "Gemm, C [N], relu");
+}
+
 TEST(GpuNnGemm, TransposesAndC) {
   KILN_REQUIRE_BACKEND(kGpu);
   const int64_t m = 7, k = 17, n = 9;

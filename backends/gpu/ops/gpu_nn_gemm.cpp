@@ -74,19 +74,25 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   // texel of four (a quarter of lavapipe's fetches; on PoCL, which
   // vectorizes the scalar loop across work items itself, vec4 steps made
   // the transformer's MatMuls slower, 46 -> 59 ms).
-  bool k4 = rt > 0 && gpu()->gpuCaps().texel_elements && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 &&
-            g.a_rs % 4 == 0 && g.b_cs % 4 == 0;
-  for (int d = 0; d < 4; ++d) k4 = k4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
-  // VN (register blocks of 8 on OpenCL): B contiguous along n, so a work
-  // item's 8 columns are one vector load (gemm.cl).
-  const bool vn = rt == 8 && !k4 && g.b_cs == 1 && gpu()->gpuCaps().gemm_vector_columns;
+  bool offsets4 = true;  // every batch offset of A and B a multiple of four
+  for (int d = 0; d < 4; ++d) offsets4 = offsets4 && g.sa[d] % 4 == 0 && g.sb[d] % 4 == 0;
+  const bool k4 = rt > 0 && gpu()->gpuCaps().texel_elements && g.a_cs == 1 && g.b_rs == 1 && g.k % 4 == 0 &&
+                  g.a_rs % 4 == 0 && g.b_cs % 4 == 0 && offsets4;
+  // VN (register blocks of 8, B contiguous along n): a block's 8 columns
+  // of a row of B as vectors, A (when contiguous along k) four k a vector.
+  // Vulkan reads vec4s (views or RGBA texels), so k, strides and offsets
+  // must be multiples of four there; OpenCL's vloadn take any offset.
+  const uint32_t vector_columns = gpu()->gpuCaps().gemm_vector_columns;
+  const bool vn = rt == 8 && !k4 && g.b_cs == 1 && vector_columns != 0 &&
+                  (vector_columns == 1 || (g.a_cs == 1 && g.k % 4 == 0 && g.a_rs % 4 == 0 && g.b_rs % 4 == 0 &&
+                                           g.n % 4 == 0 && offsets4));
   const std::vector<uint32_t> spec = {g.a_cs == 1, g.b_cs != 1, g.act.code, c != nullptr, rt, rm, k4, vn};
-  // A and B as texel buffers (of one float, or four with K4) where the
-  // device reads them faster so (GpuCaps::texel_elements; gemm_tx).
-  // Without C, A stands in for the unused binding.
+  // A and B as texel buffers (of one float, or four with K4 and Vulkan's
+  // VN) where the device reads them faster so (GpuCaps::texel_elements;
+  // gemm_tx). Without C, A stands in for the unused binding.
   const uint8_t tx =
       texelsOf(gpu()->storageBytes(*a), 1) && texelsOf(b_buffer ? b_buffer->bytes : gpu()->storageBytes(*b), 1)
-          ? (k4 ? 4 : 1)
+          ? (k4 || (vn && vector_columns == 4) ? 4 : 1)
           : 0;
   const GpuBinding bb = b_buffer ? GpuBinding{nullptr, b_buffer, false, tx} : GpuBinding{b, nullptr, false, tx};
   return add("gemm", {{a, nullptr, false, tx}, bb, {c ? c : a}, {y, nullptr, true}}, push, groups, local, spec);
