@@ -29,6 +29,11 @@ typedef struct {
 #define KILN_SPEC_7 1
 #endif
 #define XB KILN_SPEC_7  // output columns a work item (GpuCaps::conv_tile_cols)
+#ifdef KILN_FP16
+#define LOAD16_AT(p, i) vload_half16(0u, (p) + (i))
+#else
+#define LOAD16_AT(p, i) vload16(0u, (p) + (i))
+#endif
 
 __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y,
                          ConvDwC4Push p) {
@@ -41,6 +46,50 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
   const uint oz = orow / p.oh, oy = orow - oz * p.oh, ox0 = xb * XB;
   const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph;
   const float4 bias = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
+#if XB % 4 == 0
+  // Packed X, unit stride and dilation along x: four adjacent outputs read
+  // four adjacent pixels, 16 floats in a row, so a tap is one vload16 and
+  // one 16-wide multiply-add for four outputs (PoCL runs a work item on one
+  // lane; the float4 form used a quarter of an AVX-512 register).
+  if (X_PACKED && p.sw == 1u && p.dw == 1u) {
+    float16 acc16[XB / 4];
+    for (uint g = 0u; g < XB / 4u; ++g) acc16[g] = (float16)(bias, bias, bias, bias);
+    const uint plane = (n * p.c4 + cb) * vol;
+    for (uint kz = 0u; kz < p.kd; ++kz) {
+      const int iz = iz0 + (int)(kz * p.dd);
+      if (iz < 0 || iz >= (int)p.d) continue;
+      for (uint ky = 0u; ky < p.kh; ++ky) {
+        const int iy = iy0 + (int)(ky * p.dh);
+        if (iy < 0 || iy >= (int)p.h) continue;
+        const uint row = plane + ((uint)iz * p.h + (uint)iy) * p.w, wrow = cb * kvol + (kz * p.kh + ky) * p.kw;
+        for (uint kx = 0u; kx < p.kw; ++kx) {
+          const float4 wv = LOAD4(w4, wrow + kx);
+          const float16 w16 = (float16)(wv, wv, wv, wv);
+          for (uint g = 0u; g < XB / 4u; ++g) {
+            const int ix = (int)(ox0 + 4u * g + kx) - p.pw;
+            float16 xv;
+            if (ix >= 0 && ix + 3 < (int)p.w) {
+              xv = LOAD16_AT(x, (row + (uint)ix) * 4u);
+            } else {
+              float4 t[4];
+              for (uint e = 0u; e < 4u; ++e)
+                t[e] = ix + (int)e >= 0 && ix + (int)e < (int)p.w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
+              xv = (float16)(t[0], t[1], t[2], t[3]);
+            }
+            acc16[g] = fma(w16, xv, acc16[g]);
+          }
+        }
+      }
+    }
+    for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b) {
+      const float16 a = acc16[b / 4u];
+      const uint q = b % 4u;
+      const float4 v = q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef;
+      StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, orow * p.ow + ox0 + b, v, p.lo, p.hi, p.slope);
+    }
+    return;
+  }
+#endif
   float4 acc[XB];
   for (uint b = 0u; b < XB; ++b) acc[b] = bias;
   for (uint kz = 0u; kz < p.kd; ++kz) {

@@ -368,6 +368,39 @@ TEST(GpuPacked, StemAndPointwiseTiles) {
   }
 }
 
+// Depthwise convs between packed convs: 3x3 and 5x5, stride 1 (on CPU
+// OpenCL drivers four outputs a 16-wide vector, their taps one load where
+// all four pixels are inside, else pixel by pixel: planes of 5 to 37
+// columns, pads 0 to 2) and stride 2, channels not a multiple of four.
+TEST(GpuPacked, DepthwiseColumns) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    int k, stride, pad;
+  };
+  for (const Case c : {Case{3, 1, 1}, Case{3, 1, 0}, Case{5, 1, 2}, Case{3, 2, 1}}) {
+    NetBuilder b("dw");
+    int x = b.addInput("x", fb::DataType::F32, {1, 3, "h", "w"});
+    int c1 = ConvOp(b, "in", x, 3, 10, 1, 1, 1, 0, true, 91);
+    int d = ConvOp(b, "dw", c1, 10, 10, c.k, 10, c.stride, c.pad, true, 92);
+    b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
+    b.addOutput(ConvOp(b, "out", d, 10, 6, 1, 1, 1, 0, true, 93));
+    auto bytes = b.finish();
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
+    auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
+    ASSERT_TRUE(hs.ok() && packed.ok()) << packed.status().ToString();
+    for (int64_t w : {5, 8, 13, 37}) {
+      const std::vector<int64_t> shape = {1, 3, 9, w};
+      const auto in = Random(static_cast<size_t>(3 * 9 * w), -2, 2, 9);
+      ExpectNear(RunOnce(interp->get(), *packed, shape, in), RunOnce(interp->get(), *hs, shape, in), 1e-4f,
+                 "k " + std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
+                     " width " + std::to_string(w));
+    }
+  }
+}
+
 TEST(GpuPacked, BordersStayPlanar) {
   KILN_REQUIRE_BACKEND(kGpu);
   NetBuilder b("borders");
