@@ -68,6 +68,62 @@ void main() {
     }
     return;
   }
+  // One operand dense over [D0, D1, D2], the other [D0, 1, D2] (strides
+  // D2, 0, 1), D2 a multiple of four: a packed tensor times a per-channel
+  // scale (an SE block's x [N, C/4, HW, 4] * s [N, C/4, 1, 4]), or an NCHW
+  // one over [N, C, HW] with HW a multiple of four. Four elements a step,
+  // vec4 reads and store, plain counters (no arrays: lavapipe keeps a
+  // run-time-indexed array in memory, lane by lane).
+  if (EPI >= 4u && p.rank == 3u && (p.dims[2] & 3u) == 0u) {
+    const uint d1 = p.dims[1], d2 = p.dims[2], plane = d1 * d2;
+    const bool dense_a = p.sa[0] == plane && p.sa[1] == d2 && p.sa[2] == 1u;
+    const bool dense_b = p.sb[0] == plane && p.sb[1] == d2 && p.sb[2] == 1u;
+    const bool scale_a = p.sa[0] == d2 && p.sa[1] == 0u && p.sa[2] == 1u;
+    const bool scale_b = p.sb[0] == d2 && p.sb[1] == 0u && p.sb[2] == 1u;
+    if ((dense_a && scale_b) || (scale_a && dense_b)) {
+      uint i0 = base / plane, r = base - i0 * plane, i1 = r / d2, i2 = r - i1 * d2;
+      for (uint e = 0u; e < EPI; e += 4u) {
+        const uint i = base + e;
+        if (i >= p.n) break;
+        const uint s = (i0 * d2 + i2) / 4u;
+        const vec4 x = dense_a ? LOAD_A4(i / 4u) : LOAD_A4(s), y = dense_b ? LOAD_B4(i / 4u) : LOAD_B4(s);
+        vec4 v;
+        [[unroll]] for (uint l = 0u; l < 4u; ++l) v[l] = BinaryFloat(OP, x[l], y[l]);
+        c4[i / 4u] = STORE4_T(v);
+        i2 += 4u;
+        if (i2 < d2) continue;
+        i2 = 0u;
+        if (++i1 < d1) continue;
+        i1 = 0u;
+        ++i0;
+      }
+      return;
+    }
+  }
+  // One operand dense over [D0, D1], the other one value a row (strides 1,
+  // 0), D1 a multiple of four: an NCHW tensor times a per-channel scale
+  // ([N * C, H * W] * [N * C, 1]). Four elements a step as above.
+  if (EPI >= 4u && p.rank == 2u && (p.dims[1] & 3u) == 0u) {
+    const uint d1 = p.dims[1];
+    const bool dense_a = p.sa[0] == d1 && p.sa[1] == 1u, dense_b = p.sb[0] == d1 && p.sb[1] == 1u;
+    const bool row_a = p.sa[0] == 1u && p.sa[1] == 0u, row_b = p.sb[0] == 1u && p.sb[1] == 0u;
+    if ((dense_a && row_b) || (row_a && dense_b)) {
+      uint i0 = base / d1, i1 = base - i0 * d1;
+      for (uint e = 0u; e < EPI; e += 4u) {
+        const uint i = base + e;
+        if (i >= p.n) break;
+        const vec4 x = dense_a ? LOAD_A4(i / 4u) : vec4(LOAD_A(i0)), y = dense_b ? LOAD_B4(i / 4u) : vec4(LOAD_B(i0));
+        vec4 v;
+        [[unroll]] for (uint l = 0u; l < 4u; ++l) v[l] = BinaryFloat(OP, x[l], y[l]);
+        c4[i / 4u] = STORE4_T(v);
+        i1 += 4u;
+        if (i1 < d1) continue;
+        i1 = 0u;
+        ++i0;
+      }
+      return;
+    }
+  }
   uint dims[KILN_MAX_RANK] = p.dims, sa[KILN_MAX_RANK] = p.sa, sb[KILN_MAX_RANK] = p.sb;
   if (EPI == 1u) {
     c[base] = STORE_T(BinaryFloat(OP, LOAD_A(BroadcastOffset(base, p.rank, dims, sa)),

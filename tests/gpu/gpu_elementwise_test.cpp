@@ -92,6 +92,19 @@ TEST(GpuElementwise, BinaryBroadcast) {
       ExpectSameAsHost(op, kGpu, 1e-6f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(c.a.size()));
     }
   }
+  // A per-channel scale, [N, C, H, W] with [N, C, 1, 1] on either side,
+  // H * W a multiple of four (binary.comp's scale paths, several elements of
+  // a plane a step) and not (7 x 5); a scale row broadcast along H ([N, C,
+  // 1, W], the rank-3 form with W lanes). Sub: the operands' order counts.
+  const Case scales[] = {{{2, 5, 6, 6}, {2, 5, 1, 1}}, {{1, 3, 1, 1}, {1, 3, 4, 9}}, {{1, 6, 7, 5}, {1, 6, 1, 1}},
+                         {{2, 3, 4, 8}, {2, 3, 1, 8}}, {{2, 3, 1, 8}, {2, 3, 5, 8}}};
+  for (fb::OpType t : {fb::OpType::Mul, fb::OpType::Sub}) {
+    for (const Case& c : scales) {
+      OpTest op(t);
+      op.input("a", c.a, Random(Numel(c.a), -2, 2, 1)).input("b", c.b, Random(Numel(c.b), 0.5f, 2, 2));
+      ExpectSameAsHost(op, kGpu, 1e-6f, std::string(fb::EnumNameOpType(t)) + " scale " + std::to_string(Numel(c.a)));
+    }
+  }
   OpTest pow(fb::OpType::Pow);
   pow.input("a", {3, 5}, Random(15, 0.1f, 3)).constant("b", {5}, {2.f, 0.5f, -1.f, 3.f, 1.5f});
   ExpectSameAsHost(pow, kGpu, 1e-5f, "Pow");
