@@ -24,11 +24,13 @@ layout(push_constant) uniform P {
 // Output columns an invocation (GpuCaps::conv_tile_cols): each weight is
 // loaded once for XB outputs of a row instead of once an output.
 layout(constant_id = 7) const uint XB = 1u;
-// K3S (with XB == 8): a 2-D 3x3 kernel of dilation 1 and column stride
-// K3S (1 or 2); 0: any kernel. A row's pixels are read once for the XB
-// outputs, (XB - 1) * K3S + 3 reads where the taps made 3 * XB (lavapipe:
-// each read a gather), their indices all fixed once the loops unroll.
-layout(constant_id = 8) const uint K3S = 0u;
+// RS (with XB == 8): a 2-D square kernel of RK (3 or 5) taps, dilation 1
+// and column stride RS (1 or 2); RS 0: any kernel. A row's pixels are read
+// once for the XB outputs, (XB - 1) * RS + RK reads where the taps made
+// RK * XB (lavapipe: each read a gather), their indices all fixed once the
+// loops unroll.
+layout(constant_id = 8) const uint RS = 0u;
+layout(constant_id = 9) const uint RK = 3u;
 
 void main() {
   const uint i = KILN_GLOBAL_INDEX;
@@ -42,21 +44,22 @@ void main() {
   const vec4 bias = HAS_BIAS ? LOAD_W4(p.bias_at + cb) : vec4(0.0);
   vec4 acc[XB];
   [[unroll]] for (uint b = 0u; b < XB; ++b) acc[b] = bias;
-  if (K3S != 0u && XB == 8u) {
-    const uint npx = 7u * K3S + 3u;
-    const int ix0 = int(ox0 * K3S) - p.pw;
-    [[unroll]] for (uint ky = 0u; ky < 3u; ++ky) {
+  if (RS != 0u && XB == 8u) {
+    const uint npx = 7u * RS + RK;
+    const int ix0 = int(ox0 * RS) - p.pw;
+    [[unroll]] for (uint ky = 0u; ky < RK; ++ky) {
       const int iy = iy0 + int(ky);
       if (iy < 0 || iy >= int(p.h)) continue;
-      const uint row = uint(iy) * p.w, wrow = cb * 9u + ky * 3u;
-      const vec4 w0 = LOAD_W4(wrow), w1 = LOAD_W4(wrow + 1u), w2 = LOAD_W4(wrow + 2u);
-      vec4 px[17];
+      const uint row = uint(iy) * p.w, wrow = cb * RK * RK + ky * RK;
+      vec4 wk[5];
+      [[unroll]] for (uint j = 0u; j < RK; ++j) wk[j] = LOAD_W4(wrow + j);
+      vec4 px[19];
       [[unroll]] for (uint j = 0u; j < npx; ++j) {
         const int ix = ix0 + int(j);
         px[j] = ix >= 0 && ix < int(p.w) ? LoadX4(p.c, n, cb, vol, row + uint(ix)) : vec4(0.0);
       }
       [[unroll]] for (uint b = 0u; b < 8u; ++b)
-        acc[b] += w0 * px[b * K3S] + w1 * px[b * K3S + 1u] + w2 * px[b * K3S + 2u];
+        [[unroll]] for (uint j = 0u; j < RK; ++j) acc[b] += wk[j] * px[b * RS + j];
     }
   } else {
   for (uint kz = 0u; kz < p.kd; ++kz) {

@@ -368,12 +368,13 @@ class ConvExecution final : public GemmExecution {
       const uint32_t xb = gpu()->gpuCaps().cpu_kernels ? gpu()->gpuCaps().conv_tile_cols : 1;
       std::vector<uint32_t> dw_spec = spec;
       dw_spec.push_back(xb);
-      // 3x3, 2-D, dilation 1, column stride 1 or 2, 8 columns an
+      // 3x3 or 5x5, 2-D, dilation 1, column stride 1 or 2, 8 columns an
       // invocation: the row's pixels read once for the 8 outputs
-      // (conv_dw_c4.comp's K3S; Vulkan only).
-      const bool k3 = xb == 8 && w.kd == 1 && w.d == 1 && w.kh == 3 && w.kw == 3 && w.dh == 1 && w.dw == 1 &&
-                      (w.sw == 1 || w.sw == 2);
-      dw_spec.push_back(k3 && k3s_on_ ? w.sw : 0);
+      // (conv_dw_c4.comp's RS and RK; Vulkan only).
+      const bool rows = xb == 8 && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) && w.dh == 1 &&
+                        w.dw == 1 && (w.sw == 1 || w.sw == 2);
+      dw_spec.push_back(rows && k3s_on_ ? w.sw : 0);
+      dw_spec.push_back(rows ? w.kw : 3);
       const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * ((w.ow + xb - 1) / xb);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
       dw.total = static_cast<uint32_t>(total);
@@ -489,7 +490,7 @@ class ConvExecution final : public GemmExecution {
   // and the transformed input and products (scratch, grown by resizes).
   GpuBuffer wino_w_, wino_v_, wino_m_;
   uint32_t wino_bias_at_ = 0;
-  // KILN_GPU_DW_ROWS=0: depthwise 3x3 convs read each tap's pixel (no K3S).
+  // KILN_GPU_DW_ROWS=0: depthwise convs read each tap's pixel (no row reader).
   const bool k3s_on_ = [] {
     const char* v = std::getenv("KILN_GPU_DW_ROWS");
     return !(v && v[0] == '0');
