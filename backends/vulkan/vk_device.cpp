@@ -76,6 +76,52 @@ bool HasExtension(const std::vector<VkExtensionProperties>& exts, const char* na
   return false;
 }
 
+// The process's Vulkan instance (one with the validation layer, one
+// without), created on first use and kept for the process's life: only
+// devices come and go with sessions. NVIDIA's driver failed vkCreateInstance
+// with VK_ERROR_INCOMPATIBLE_DRIVER after some dozens of create/destroy
+// cycles in one process (an H100, driver 580), and an instance costs tens of
+// milliseconds a session besides. Called under g_devices_mutex.
+StatusOr<VkInstance> SharedInstance(bool validation) {
+  static VkInstance instances[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  VkInstance& instance = instances[validation ? 1 : 0];
+  if (instance) return instance;
+  std::vector<const char*> layers, extensions;
+  if (validation) {
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, nullptr);
+    std::vector<VkLayerProperties> props(n);
+    vkEnumerateInstanceLayerProperties(&n, props.data());
+    bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p) {
+      return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0;
+    });
+    if (!found)
+      return Unavailable("KILN_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
+                         "(Debian: vulkan-validationlayers)");
+    layers.push_back("VK_LAYER_KHRONOS_validation");
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "kiln";
+  app.pEngineName = "kiln";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  ici.ppEnabledLayerNames = layers.data();
+  ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  ici.ppEnabledExtensionNames = extensions.data();
+  VkInstance created = VK_NULL_HANDLE;
+  VkResult r = vkCreateInstance(&ici, nullptr, &created);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unavailable("no Vulkan driver (vkCreateInstance: %s)", VkResultName(r));
+  KILN_RETURN_IF_ERROR(VkCheck(r, "vkCreateInstance"));
+  // Device-level entry points go through the loader's dispatch, so that
+  // several devices (indices) can coexist in one process.
+  volkLoadInstance(created);
+  instance = created;
+  return instance;
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<VulkanDevice>> VulkanDevice::Get(int index) {
@@ -113,38 +159,8 @@ Status VulkanDevice::init(int index) {
   if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
     return Unavailable("the Vulkan loader is older than 1.1");
 
-  bool validation = EnvFlag("KILN_VULKAN_VALIDATION");
-  std::vector<const char*> layers, extensions;
-  if (validation) {
-    uint32_t n = 0;
-    vkEnumerateInstanceLayerProperties(&n, nullptr);
-    std::vector<VkLayerProperties> props(n);
-    vkEnumerateInstanceLayerProperties(&n, props.data());
-    bool found = std::any_of(props.begin(), props.end(), [](const VkLayerProperties& p) {
-      return std::strcmp(p.layerName, "VK_LAYER_KHRONOS_validation") == 0;
-    });
-    if (!found)
-      return Unavailable("KILN_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed "
-                         "(Debian: vulkan-validationlayers)");
-    layers.push_back("VK_LAYER_KHRONOS_validation");
-    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-  }
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-  app.pApplicationName = "kiln";
-  app.pEngineName = "kiln";
-  app.apiVersion = VK_API_VERSION_1_1;
-  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ici.pApplicationInfo = &app;
-  ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
-  ici.ppEnabledLayerNames = layers.data();
-  ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
-  ici.ppEnabledExtensionNames = extensions.data();
-  VkResult r = vkCreateInstance(&ici, nullptr, &instance_);
-  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return Unavailable("no Vulkan driver (vkCreateInstance: %s)", VkResultName(r));
-  KILN_RETURN_IF_ERROR(VkCheck(r, "vkCreateInstance"));
-  // Device-level entry points go through the loader's dispatch, so that
-  // several devices (indices) can coexist in one process.
-  volkLoadInstance(instance_);
+  const bool validation = EnvFlag("KILN_VULKAN_VALIDATION");
+  KILN_ASSIGN_OR_RETURN(instance_, SharedInstance(validation));
   if (validation) {
     VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
@@ -324,7 +340,7 @@ VulkanDevice::~VulkanDevice() {
     vkDestroyDevice(device_, nullptr);
   }
   if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
-  if (instance_) vkDestroyInstance(instance_, nullptr);
+  // instance_ is the process's (SharedInstance): kept.
 }
 
 int VulkanDevice::findMemoryType(uint32_t type_bits, VkMemoryPropertyFlags required,

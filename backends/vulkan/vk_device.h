@@ -1,5 +1,6 @@
-// VulkanDevice: one Vulkan instance + logical device + compute queue, shared
-// by every session of the process that asks for the same device index.
+// VulkanDevice: a logical device + compute queue on the process's Vulkan
+// instance (created once and kept), shared by every session of the process
+// that asks for the same device index; the device goes with its last session.
 //
 // Entry points come from volk, so a process on a machine without a Vulkan
 // loader or driver still starts: Get() returns Unavailable and the scheduler
@@ -56,6 +57,7 @@ class VulkanDevice {
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
 
+  VkInstance instance() const { return instance_; }
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
   VkQueue queue() const { return queue_; }
@@ -78,7 +80,7 @@ class VulkanDevice {
                                                        const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
   Status init(int index);
 
-  VkInstance instance_ = VK_NULL_HANDLE;
+  VkInstance instance_ = VK_NULL_HANDLE;  // the process's, never destroyed
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;

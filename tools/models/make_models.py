@@ -13,6 +13,7 @@ ConstantOfShape/Expand, encoder, head) at 4 layers, hidden 192, 3 heads,
 usage: make_models.py OUT_DIR [NAME ...]
 writes OUT_DIR/NAME.onnx, OUT_DIR/NAME.input.npy, OUT_DIR/NAME.output.npy
 """
+import inspect
 import os
 import sys
 
@@ -86,8 +87,11 @@ def main():
             y = model(x)
         # Exported with autograd on: under no_grad, TransformerEncoderLayer
         # takes a fused fast path that has no ONNX export.
+        # The TorchScript exporter (torch >= 2.9 defaults to the dynamo one,
+        # whose graphs differ): the same ONNX from every torch version.
+        legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
         torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
-                          opset_version=13, do_constant_folding=True)
+                          opset_version=13, do_constant_folding=True, **legacy)
         np.save(os.path.join(out, name + ".input.npy"), x.numpy())
         np.save(os.path.join(out, name + ".output.npy"), y.numpy())
         print(f"{name}: wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
