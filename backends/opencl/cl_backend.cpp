@@ -201,9 +201,9 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
                                      caps().driver_version.c_str(), (unsigned long long)Fnv1a(source + options));
   const cl_device_id dev = device_->device();
   cl_int err = CL_SUCCESS;
-  cl_program program = nullptr;
+  cl_program program = device_->findProgram(ckey);  // built by an earlier session of the process
   auto cached = binaries_.find(ckey);
-  if (cached != binaries_.end()) {
+  if (!program && cached != binaries_.end()) {
     const unsigned char* bin = cached->second.data();
     const size_t len = cached->second.size();
     cl_int bin_status = CL_SUCCESS;
@@ -233,6 +233,7 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
     std::vector<uint8_t> bin = ProgramBinary(cl(), program);
     if (!bin.empty()) binaries_[ckey] = std::move(bin);
   }
+  device_->keepProgram(ckey, program);
   programs_[pkey] = program;
   program_keys_[pkey] = ckey;
   return program;

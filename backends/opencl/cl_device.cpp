@@ -1,5 +1,6 @@
 #include "cl_device.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -40,9 +41,9 @@ std::string ClCaps::toString() const {
 
 StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   static std::mutex mu;
-  static std::map<int, std::weak_ptr<ClDevice>> cache;
+  static std::map<int, std::shared_ptr<ClDevice>> cache;  // for the process: see cl_device.h
   std::lock_guard<std::mutex> lock(mu);
-  if (auto d = cache[index].lock()) return d;
+  if (auto it = cache.find(index); it != cache.end()) return it->second;
 
   KILN_ASSIGN_OR_RETURN(const ClApi* api, LoadOpenCL());
   const ClApi& cl = *api;
@@ -142,7 +143,32 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
 }
 
 ClDevice::~ClDevice() {
+  for (auto& [key, p] : programs_) api_->clReleaseProgram(p);
   if (context_) api_->clReleaseContext(context_);
+}
+
+namespace {
+bool SharePrograms() {
+  const char* v = std::getenv("KILN_OPENCL_SHARE_PROGRAMS");
+  return !(v && v[0] == '0');
+}
+}  // namespace
+
+cl_program ClDevice::findProgram(const std::string& key) const {
+  if (!SharePrograms()) return nullptr;
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  auto it = programs_.find(key);
+  if (it == programs_.end()) return nullptr;
+  api_->clRetainProgram(it->second);
+  return it->second;
+}
+
+void ClDevice::keepProgram(const std::string& key, cl_program program) {
+  if (!SharePrograms()) return;
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  if (programs_.count(key)) return;
+  api_->clRetainProgram(program);
+  programs_[key] = program;
 }
 
 }  // namespace kiln

@@ -1,16 +1,22 @@
 // ClDevice: one OpenCL platform device and a context on it, shared by every
 // session of the process that asks for the same device index (each backend
-// makes its own in-order command queue on it).
+// makes its own in-order command queue on it), kept for the process's life
+// with the programs its sessions built: a later session reuses a program of
+// the same source and options instead of compiling it again (a PoCL build
+// runs Clang, most of a small session's creation).
 //
 // Device choice: an explicit index into the devices of all platforms, in
 // platform order; else the fastest kind (GPU, accelerator, then CPU drivers
 // such as PoCL). No OpenCL library or no device: Get() returns Unavailable
 // and the scheduler falls back.
 //
-// Thread-safety: immutable after Get().
+// Thread-safety: immutable after Get(), but for the program list (its own
+// mutex).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "cl_loader.h"
@@ -43,6 +49,14 @@ class ClDevice {
   cl_context context() const { return context_; }
   const ClCommandBufferApi& commandBuffers() const { return command_buffers_; }
 
+  // The process's built programs, by a key naming the source, the options,
+  // the device and the driver. findProgram returns one retained for the
+  // caller (null if none); keepProgram retains what it keeps. Off with
+  // KILN_OPENCL_SHARE_PROGRAMS=0 (read at each call): every backend builds
+  // its own, as a fresh process would (kiln-bench's cache-file timings).
+  cl_program findProgram(const std::string& key) const;
+  void keepProgram(const std::string& key, cl_program program);
+
  private:
   ClDevice() = default;
   const ClApi* api_ = nullptr;
@@ -50,6 +64,8 @@ class ClDevice {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   ClCommandBufferApi command_buffers_;
+  mutable std::mutex programs_mutex_;
+  std::map<std::string, cl_program> programs_;
 };
 
 }  // namespace kiln

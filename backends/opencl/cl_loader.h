@@ -36,6 +36,7 @@ namespace kiln {
   X(clBuildProgram)             \
   X(clGetProgramBuildInfo)      \
   X(clGetProgramInfo)           \
+  X(clRetainProgram)            \
   X(clReleaseProgram)           \
   X(clCreateKernel)             \
   X(clReleaseKernel)            \

@@ -125,10 +125,33 @@ TEST(OpenCLSession, HostFallbackNamesTheOp) {
   ExpectNear(out[0], out[1], 1e-6f, "detour");
 }
 
+// A second backend of the process builds no program that an earlier one
+// built (none kept with KILN_OPENCL_SHARE_PROGRAMS=0).
+TEST(OpenCLSession, ProgramsSharedInProcess) {
+  KILN_REQUIRE_BACKEND(kCl);
+  // A work-group size no other test asks for: a program of its own.
+  const uint32_t local[3] = {48, 1, 1};
+  ScheduleConfig c;
+  c.type = kCl;
+  // Not kept while sharing is off, so built again once it is on, then shared.
+  const std::pair<const char*, size_t> passes[] = {{"0", 1}, {"1", 1}, {"1", 0}, {"0", 1}};
+  for (auto [share, compiled] : passes) {
+    setenv("KILN_OPENCL_SHARE_PROGRAMS", share, 1);
+    auto b = OpenCLBackend::Create(c);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    auto* cl = static_cast<OpenCLBackend*>(b->get());
+    ASSERT_TRUE(cl->kernel("unary", 2, local, {5}).ok());
+    EXPECT_EQ(cl->programsCompiled(), compiled) << "KILN_OPENCL_SHARE_PROGRAMS=" << share;
+  }
+  unsetenv("KILN_OPENCL_SHARE_PROGRAMS");
+}
+
 // A second backend with the cache file builds no program from source; a
-// file that is not a cache is ignored.
+// file that is not a cache is ignored. Programs are not shared in-process
+// here, so that each backend starts as a fresh process would.
 TEST(OpenCLSession, ProgramBinaryCacheFile) {
   KILN_REQUIRE_BACKEND(kCl);
+  setenv("KILN_OPENCL_SHARE_PROGRAMS", "0", 1);
   const std::string file = TempDir() + "/cl.cache";
   const uint32_t local[3] = {64, 1, 1};
   ScheduleConfig c;
@@ -148,6 +171,7 @@ TEST(OpenCLSession, ProgramBinaryCacheFile) {
   auto* cl = static_cast<OpenCLBackend*>(b->get());
   ASSERT_TRUE(cl->kernel("unary", 2, local, {3}).ok());
   EXPECT_EQ(cl->programsCompiled(), 1u);
+  unsetenv("KILN_OPENCL_SHARE_PROGRAMS");
 }
 
 // Tuning measures each 1-D dispatch's work-group size once, keeps the result

@@ -154,6 +154,9 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
   std::string cache = "/tmp/kiln-bench-" + std::to_string(getpid()) + ".cache";
   std::remove(cache.c_str());
   Session* s = nullptr;
+  // Each pass as a fresh process would see it: no OpenCL program built by
+  // an earlier session (or model) of this process is reused.
+  setenv("KILN_OPENCL_SHARE_PROGRAMS", "0", 1);
   for (int pass = 0; pass < 3; ++pass) {
     if (s) KILN_RETURN_IF_ERROR(interp->releaseSession(s));
     config.cacheFile = pass == 0 ? "" : cache;
@@ -164,6 +167,7 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     (pass == 0 ? r->first_session_ms : pass == 1 ? r->cold_cache_ms : r->warm_cache_ms) = ms;
     if (pass != 1) (pass == 0 ? r->phases_first : r->phases_warm) = s->phases();
   }
+  unsetenv("KILN_OPENCL_SHARE_PROGRAMS");
   std::remove(cache.c_str());
   r->ops_per_backend = s->placement().ops_per_backend;
   r->switches = s->placement().switches;

@@ -4,8 +4,9 @@
 // Runs Debian's ONNX backend test cases (libonnx-testdata: model.onnx and
 // test_data_set_*/{input,output}_*.pb under data/{node,pytorch-converted,
 // pytorch-operator,simple}): convert, run, compare with the expected outputs
-// at ONNX's own tolerances (rtol 1e-3, atol 1e-7). Each case runs in a forked
-// child, so a crash is a failed case, not a dead runner.
+// at ONNX's own tolerances (rtol 1e-3, atol 1e-7). The cases run in a forked
+// worker process, so a crash is a failed case, not a dead runner: a new
+// worker goes on from the case after it.
 //
 // With --expected, every case listed there must pass (exit 1 otherwise). An
 // expected file may also name what stays on the host by design (a GPU
@@ -448,39 +449,64 @@ int main(int argc, char** argv) {
     Outcome outcome;
   };
   std::vector<Result> results;
-  for (const char* suite : kSuites) {
-    for (const std::string& name : ListDir(data + "/" + suite)) {
-      std::string id = std::string(suite) + "/" + name;
-      if (!std::regex_search(id, re)) continue;
-      int fds[2];
-      if (pipe(fds) != 0) return 1;
-      pid_t pid = fork();
-      if (pid == 0) {
-        close(fds[0]);
-        auto [outcome, msg] = RunCase(data + "/" + id, backend, host_only);
-        std::string line = std::to_string(static_cast<int>(outcome)) + msg;
-        if (write(fds[1], line.data(), line.size()) < 0) _exit(3);
-        _exit(0);
-      }
-      close(fds[1]);
-      std::string buf;
-      char chunk[4096];
-      ssize_t r;
-      while ((r = read(fds[0], chunk, sizeof chunk)) > 0) buf.append(chunk, static_cast<size_t>(r));
+  for (const char* suite : kSuites)
+    for (const std::string& name : ListDir(data + "/" + suite))
+      if (std::regex_search(std::string(suite) + "/" + name, re)) results.push_back({suite, name, "", Outcome::kFailed});
+  // A worker process runs the cases in turn and reports each as it ends
+  // ("<index> <outcome><message>\0"); a case that kills its worker is failed
+  // as crashed, and a new worker goes on from the next. One process for many
+  // cases keeps what its sessions share (the GPU backends' compiled kernels)
+  // and spares a process start a case.
+  size_t next = 0;
+  while (next < results.size()) {
+    int fds[2];
+    if (pipe(fds) != 0) return 1;
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
       close(fds[0]);
-      int status = 0;
-      waitpid(pid, &status, 0);
-      Result res{suite, name, "", Outcome::kFailed};
-      if (WIFSIGNALED(status)) {
-        res.message = StrFormat("crashed (signal %d)", WTERMSIG(status));
-      } else if (buf.empty()) {
-        res.message = "no result";
-      } else {
-        res.outcome = static_cast<Outcome>(buf[0] - '0');
-        res.message = buf.substr(1);
+      for (size_t i = next; i < results.size(); ++i) {
+        auto [outcome, msg] = RunCase(data + "/" + results[i].suite + "/" + results[i].name, backend, host_only);
+        std::string record = std::to_string(i) + " " + std::to_string(static_cast<int>(outcome)) + msg;
+        record.push_back('\0');
+        for (size_t off = 0; off < record.size();) {
+          const ssize_t w = write(fds[1], record.data() + off, record.size() - off);
+          if (w <= 0) _exit(3);
+          off += static_cast<size_t>(w);
+        }
       }
-      results.push_back(res);
+      _exit(0);
     }
+    close(fds[1]);
+    std::string buf;
+    char chunk[4096];
+    ssize_t r;
+    while ((r = read(fds[0], chunk, sizeof chunk)) > 0) buf.append(chunk, static_cast<size_t>(r));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    size_t done = next;  // the first case without a report
+    for (size_t pos = 0; pos < buf.size();) {
+      const size_t end = buf.find('\0', pos);
+      if (end == std::string::npos) break;  // a report cut short
+      const std::string record = buf.substr(pos, end - pos);
+      pos = end + 1;
+      const size_t space = record.find(' ');
+      if (space == std::string::npos || space + 1 >= record.size()) continue;
+      const size_t i = std::stoul(record.substr(0, space));
+      if (i >= results.size()) continue;
+      results[i].outcome = static_cast<Outcome>(record[space + 1] - '0');
+      results[i].message = record.substr(space + 2);
+      done = i + 1;
+    }
+    if (done < results.size() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0 && done == results.size())) {
+      results[done].outcome = Outcome::kFailed;
+      results[done].message = WIFSIGNALED(status) ? StrFormat("crashed (signal %d)", WTERMSIG(status))
+                                                  : StrFormat("no result (worker exit %d)", WEXITSTATUS(status));
+      ++done;
+    }
+    next = done;
   }
 
   std::map<std::string, std::array<int, 5>> per_suite;
