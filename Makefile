@@ -63,7 +63,8 @@ test-arm64: deps
 # `make fuzz-ci` (CI) runs each target for a fixed number of inputs with a
 # fixed seed from the seeds alone (about 30 s a target on 2 cores), so that
 # its result is the same on every machine: a finding is reproducible, and a
-# green run here is a green run in CI.
+# green run here is a green run in CI. The fuzzers reach the host only, so
+# the fuzz build leaves the GPU backends (and their shaders) out.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := loader onnx tflite run
 FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -71,7 +72,7 @@ FUZZ_FLAGS := -rss_limit_mb=4096 -timeout=20 -max_len=65536 -print_final_stats=1
 FUZZ_FILTER := grep -E "^(stat::|\#[0-9]+ *DONE|==[0-9]+==|SUMMARY)"
 fuzz-build: deps
 	@$(DEPS) tools/setup/debian-packages-fuzz.txt
-	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF
+	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_VULKAN=OFF -DKILN_OPENCL=OFF
 	cmake --build build-fuzz -j$(JOBS) --target $(addprefix kiln-fuzz-,$(FUZZ_TARGETS)) kiln-fuzz-corpus
 	mkdir -p build-fuzz/crashes
 
