@@ -38,6 +38,15 @@ typedef struct {
 #define KILN_SPEC_9 3
 #endif
 #define RK KILN_SPEC_9
+#if KILN_SPEC_8 == 1
+#define DW_KD 1u
+#define DW_KH RK
+#define DW_KW RK
+#else
+#define DW_KD p.kd
+#define DW_KH p.kh
+#define DW_KW p.kw
+#endif
 #ifdef KILN_FP16
 #define LOAD16_AT(p, i) vload_half16(0u, (p) + (i))
 #else
@@ -55,69 +64,31 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
   const uint oz = orow / p.oh, oy = orow - oz * p.oh, ox0 = xb * XB;
   const int iz0 = (int)(oz * p.sd) - p.pd, iy0 = (int)(oy * p.sh) - p.ph;
   const float4 bias = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
-#if XB % 4 == 0 && KILN_SPEC_8 == 1
-  // 2-D, a square RK x RK window, unit strides and dilations (the spec
-  // constants RS = 1 and RK that Vulkan's row reader takes): the taps
-  // unrolled at compile time, one vload16 and one 16-wide multiply-add a tap
-  // for four outputs.
-  if (X_PACKED) {
-    float16 acc16[XB / 4];
-    for (uint g = 0u; g < XB / 4u; ++g) acc16[g] = (float16)(bias, bias, bias, bias);
-    const uint plane = (n * p.c4 + cb) * vol;
-    const int ix0 = (int)ox0 - p.pw;
-    for (uint ky = 0u; ky < RK; ++ky) {
-      const int iy = iy0 + (int)ky;
-      if (iy < 0 || iy >= (int)p.h) continue;
-      const uint row = plane + (uint)iy * p.w;
-      __global const STORE_T* w_row = w4 + (cb * (RK * RK) + ky * RK) * 4u;
-#pragma unroll
-      for (uint kx = 0u; kx < RK; ++kx) {
-        const float4 wv = LOAD4(w_row, kx);
-        const float16 w16 = (float16)(wv, wv, wv, wv);
-#pragma unroll
-        for (uint g = 0u; g < XB / 4u; ++g) {
-          const int ix = ix0 + (int)(4u * g + kx);
-          float16 xv;
-          if (ix >= 0 && ix + 3 < (int)p.w) {
-            xv = LOAD16_AT(x, (row + (uint)ix) * 4u);
-          } else {
-            float4 t[4];
-            for (uint e = 0u; e < 4u; ++e)
-              t[e] = ix + (int)e >= 0 && ix + (int)e < (int)p.w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
-            xv = (float16)(t[0], t[1], t[2], t[3]);
-          }
-          acc16[g] = fma(w16, xv, acc16[g]);
-        }
-      }
-    }
-    for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b) {
-      const float16 a = acc16[b / 4u];
-      const uint q = b % 4u;
-      const float4 v = q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef;
-      StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, orow * p.ow + ox0 + b, v, p.lo, p.hi, p.slope);
-    }
-    return;
-  }
-#endif
 #if XB % 4 == 0
   // Packed X, unit stride and dilation along x: four adjacent outputs read
   // four adjacent pixels, 16 floats in a row, so a tap is one vload16 and
   // one 16-wide multiply-add for four outputs (PoCL runs a work item on one
   // lane; the float4 form used a quarter of an AVX-512 register).
+  // With RS = 1 (a 2-D RK x RK window, unit strides and dilations: the
+  // spec constants Vulkan's row reader takes) the window's extents are
+  // compile-time and the taps unroll.
   if (X_PACKED && p.sw == 1u && p.dw == 1u) {
     float16 acc16[XB / 4];
     for (uint g = 0u; g < XB / 4u; ++g) acc16[g] = (float16)(bias, bias, bias, bias);
     const uint plane = (n * p.c4 + cb) * vol;
-    for (uint kz = 0u; kz < p.kd; ++kz) {
+    for (uint kz = 0u; kz < DW_KD; ++kz) {
       const int iz = iz0 + (int)(kz * p.dd);
       if (iz < 0 || iz >= (int)p.d) continue;
-      for (uint ky = 0u; ky < p.kh; ++ky) {
+#pragma unroll
+      for (uint ky = 0u; ky < DW_KH; ++ky) {
         const int iy = iy0 + (int)(ky * p.dh);
         if (iy < 0 || iy >= (int)p.h) continue;
-        const uint row = plane + ((uint)iz * p.h + (uint)iy) * p.w, wrow = cb * kvol + (kz * p.kh + ky) * p.kw;
-        for (uint kx = 0u; kx < p.kw; ++kx) {
+        const uint row = plane + ((uint)iz * p.h + (uint)iy) * p.w, wrow = cb * kvol + (kz * DW_KH + ky) * DW_KW;
+#pragma unroll
+        for (uint kx = 0u; kx < DW_KW; ++kx) {
           const float4 wv = LOAD4(w4, wrow + kx);
           const float16 w16 = (float16)(wv, wv, wv, wv);
+#pragma unroll
           for (uint g = 0u; g < XB / 4u; ++g) {
             const int ix = (int)(ox0 + 4u * g + kx) - p.pw;
             float16 xv;
