@@ -151,17 +151,21 @@ void OpenCLBackend::loadCache() {
   binaries_loaded_ = binaries_.size();
 }
 
-Status OpenCLBackend::saveCache() {
-  // Binaries are read now rather than at build: to give one, PoCL compiles
-  // the program's kernels for any work-group size, work that a session
-  // without a cache file never needs (a third of the OpenCL suites' kernel
-  // compiles in CI).
+// Binaries are read when they are saved or exported, never at build: to
+// give one, PoCL compiles the program's kernels for any work-group size,
+// work that a session without a cache file never needs (a third of the
+// OpenCL suites' kernel compiles in CI).
+void OpenCLBackend::readBinaries(bool again) {
   for (auto& [pkey, program] : programs_) {
     auto ck = program_keys_.find(pkey);
-    if (ck == program_keys_.end() || binaries_.count(ck->second)) continue;
+    if (ck == program_keys_.end() || (!again && binaries_.count(ck->second))) continue;
     std::vector<uint8_t> bin = ProgramBinary(cl(), program);
     if (!bin.empty()) binaries_[ck->second] = std::move(bin);
   }
+}
+
+Status OpenCLBackend::saveCache() {
+  readBinaries(false);
   if (binaries_.size() == binaries_loaded_) return Status::Ok();  // nothing new learned
   const std::vector<uint8_t> bytes = SerializeCache(binaries_);
   KILN_RETURN_IF_ERROR(WriteFileAtomically(config_.cacheFile, bytes.data(), bytes.size(), "OpenCL program cache"));
@@ -178,12 +182,7 @@ StatusOr<std::vector<uint8_t>> OpenCLBackend::exportCache() {
   // Each program's binary read again now: after the session's runs a driver
   // that compiles kernels for their work-group sizes at first enqueue
   // (PoCL) has those in it too, which is most of its cold start.
-  for (auto& [pkey, program] : programs_) {
-    auto ck = program_keys_.find(pkey);
-    if (ck == program_keys_.end()) continue;
-    std::vector<uint8_t> bin = ProgramBinary(cl(), program);
-    if (!bin.empty()) binaries_[ck->second] = std::move(bin);
-  }
+  readBinaries(true);
   return SerializeCache(binaries_);
 }
 

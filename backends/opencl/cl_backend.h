@@ -108,6 +108,8 @@ class OpenCLBackend final : public GpuBackend {
   Status ensureStaging(uint64_t bytes);
   void freeRecording();
   void loadCache();
+  // Each program's binary into binaries_: those missing, or (again) all.
+  void readBinaries(bool again);
   Status saveCache();
 
   std::shared_ptr<ClDevice> device_;
