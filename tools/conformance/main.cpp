@@ -500,7 +500,7 @@ int main(int argc, char** argv) {
       results[i].message = record.substr(space + 2);
       done = i + 1;
     }
-    if (done < results.size() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0 && done == results.size())) {
+    if (done < results.size()) {  // the worker ended before reporting this case
       results[done].outcome = Outcome::kFailed;
       results[done].message = WIFSIGNALED(status) ? StrFormat("crashed (signal %d)", WTERMSIG(status))
                                                   : StrFormat("no result (worker exit %d)", WEXITSTATUS(status));
