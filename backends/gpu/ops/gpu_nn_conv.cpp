@@ -373,7 +373,7 @@ class ConvExecution final : public GemmExecution {
       // (conv_dw_c4.comp's RS and RK; Vulkan only).
       const bool rows = xb == 8 && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) && w.dh == 1 &&
                         w.dw == 1 && (w.sw == 1 || w.sw == 2);
-      dw_spec.push_back(rows && k3s_on_ ? w.sw : 0);
+      dw_spec.push_back(rows && dw_rows_on_ ? w.sw : 0);
       dw_spec.push_back(rows ? w.kw : 3);
       const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * ((w.ow + xb - 1) / xb);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
@@ -491,7 +491,7 @@ class ConvExecution final : public GemmExecution {
   GpuBuffer wino_w_, wino_v_, wino_m_;
   uint32_t wino_bias_at_ = 0;
   // KILN_GPU_DW_ROWS=0: depthwise convs read each tap's pixel (no row reader).
-  const bool k3s_on_ = [] {
+  const bool dw_rows_on_ = [] {
     const char* v = std::getenv("KILN_GPU_DW_ROWS");
     return !(v && v[0] == '0');
   }();
