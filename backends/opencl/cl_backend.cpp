@@ -24,8 +24,8 @@ cl_mem CreateClBuffer(const ClApi& cl, cl_context context, cl_mem_flags flags, s
   return cl.clCreateBuffer(context, flags, bytes, nullptr, err);
 }
 
-// Sub-buffers of at least a word, and pool slack so that one at the pool's
-// end stays inside it.
+// Pool slack, so that a kernel's pointer to an empty tensor at the pool's
+// end (offset = the pool's size) still points inside the buffer.
 constexpr uint64_t kPoolSlack = 256;
 constexpr char kCacheMagic[8] = {'K', 'I', 'L', 'N', 'C', 'L', 'B', '1'};
 
@@ -197,6 +197,63 @@ StatusOr<std::string> OpenCLBackend::importCache(const uint8_t* data, size_t byt
   return StrFormat("%zu program binaries and %zu tuned work-group sizes", programs, sizes);
 }
 
+// Kernel arguments point at their tensor by buffer and byte offset, not by
+// sub-buffer: NVIDIA's driver crashed releasing sub-buffers of a pool that
+// kernels had written (stop 37), and a sub-buffer's origin must be aligned
+// to the device's base address alignment. So every __kernel of a source
+// gets one `ulong` byte offset per __global pointer parameter, appended
+// after its own parameters in order, and moves the pointer by it first.
+StatusOr<std::string> WithBufferOffsets(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t k; (k = body.find("__kernel", pos)) != std::string::npos;) {
+    const size_t name = body.find(" void ", k);  // past any __attribute__((...))
+    const size_t open = name == std::string::npos ? name : body.find('(', name);
+    if (open == std::string::npos) return Internal("OpenCL source: a __kernel without parameters");
+    size_t close = open;
+    for (int depth = 0; close < body.size(); ++close) {
+      if (body[close] == '(') ++depth;
+      if (body[close] == ')' && --depth == 0) break;
+    }
+    const size_t brace = body.find('{', close);
+    if (close >= body.size() || brace == std::string::npos)
+      return Internal("OpenCL source: an unterminated __kernel signature");
+    std::string extra, prologue;
+    size_t start = open + 1;
+    for (size_t i = open + 1; i <= close; ++i) {
+      if (body[i] != ',' && i != close) continue;
+      std::string param = body.substr(start, i - start);
+      start = i + 1;
+      const size_t star = param.rfind('*');
+      if (param.find("__global") == std::string::npos || star == std::string::npos) continue;
+      size_t e = param.find_last_not_of(" \t\n");
+      size_t b = param.find_last_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", e);
+      const std::string name = param.substr(b + 1, e - b);
+      std::string type = param.substr(0, star + 1);
+      type = type.substr(type.find_first_not_of(" \t\n"));
+      const bool is_const = type.find("const") != std::string::npos;
+      extra += ", ulong kiln_off_" + name;
+      prologue += "\n  " + name + " = (" + type + ")((__global " + (is_const ? "const " : "") + "uchar*)" + name +
+                  " + kiln_off_" + name + ");";
+    }
+    out += body.substr(pos, close - pos) + extra + body.substr(close, brace + 1 - close) + prologue;
+    pos = brace + 1;
+  }
+  return out + body.substr(pos);
+}
+
+Status SetKernelArgs(const ClApi& cl, cl_kernel kernel, const std::vector<ClArg>& buffers,
+                     const std::vector<uint8_t>& push) {
+  cl_uint arg = 0;
+  for (const ClArg& b : buffers) KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, sizeof(cl_mem), &b.mem), "buffer"));
+  if (!push.empty()) KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, push.size(), push.data()), "push constants"));
+  for (const ClArg& b : buffers) {
+    const cl_ulong offset = b.offset;
+    KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, sizeof(offset), &offset), "buffer offset"));
+  }
+  return Status::Ok();
+}
+
 StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const std::string& options) {
   const std::string pkey = stem + " " + options;
   auto it = programs_.find(pkey);
@@ -205,7 +262,8 @@ StatusOr<cl_program> OpenCLBackend::buildProgram(const std::string& stem, const 
   const char* common = FindClSource("common");
   const char* body = FindClSource(stem.c_str());
   if (!codes || !common || !body) return Internal("no OpenCL kernel source '%s' in this build", stem.c_str());
-  const std::string source = std::string(codes) + "\n" + common + "\n" + body;
+  KILN_ASSIGN_OR_RETURN(std::string kernels, WithBufferOffsets(body));
+  const std::string source = std::string(codes) + "\n" + common + "\n" + kernels;
   const std::string ckey = StrFormat("%s|%s|%s|%016llx", stem.c_str(), caps().name.c_str(),
                                      caps().driver_version.c_str(), (unsigned long long)Fnv1a(source + options));
   const cl_device_id dev = device_->device();
@@ -260,6 +318,7 @@ StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bind
   // summing in double (the op layer asks for it where the device has fp64);
   // in fp16 mode a float kernel (one that uses STORE_T) stores half.
   std::string stem = name, options = "-cl-std=CL1.2";
+  if (caps().exact_divide) options += " -cl-fp32-correctly-rounded-divide-sqrt";
   for (const char* variant : {"_u16", "_f64"}) {
     if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, variant) == 0) {
       stem.resize(stem.size() - 4);
@@ -424,21 +483,6 @@ Status OpenCLBackend::onCopyWithin(const Tensor& src, Tensor* dst) {
 
 // ---------------------------------------------------------------- recording
 
-StatusOr<cl_mem> OpenCLBackend::subBuffer(const Tensor& t) {
-  if (!t.deviceHandle()) return Internal("tensor '%s' is bound to no OpenCL memory", t.name().c_str());
-  const uint64_t size = std::max<uint64_t>(storageBytes(t), 4);
-  const auto key = std::make_pair(t.deviceHandle(), std::make_pair(t.deviceOffset(), size));
-  auto it = sub_buffers_.find(key);
-  if (it != sub_buffers_.end()) return it->second;
-  cl_buffer_region region{t.deviceOffset(), size};
-  cl_int err = CL_SUCCESS;
-  cl_mem m = cl().clCreateSubBuffer(Mem(t.deviceHandle()), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                    &err);
-  KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("sub-buffer of '%s'", t.name().c_str()).c_str()));
-  sub_buffers_[key] = m;
-  return m;
-}
-
 void OpenCLBackend::freeRecording() {
   for (cl_command_buffer_khr b : command_buffers_) device_->commandBuffers().release(b);  // before their kernels
   command_buffers_.clear();
@@ -447,8 +491,6 @@ void OpenCLBackend::freeRecording() {
   recorded_kernels_.clear();
   tuned_local_.clear();
   tuned_measured_ = tuned_cached_ = 0;
-  for (auto& [key, m] : sub_buffers_) cl().clReleaseMemObject(m);
-  sub_buffers_.clear();
   for (auto& [e, ev] : events_) {
     if (ev.first) cl().clReleaseEvent(ev.first);
     if (ev.second && ev.second != ev.first) cl().clReleaseEvent(ev.second);
@@ -469,19 +511,17 @@ Status OpenCLBackend::onRecord(const std::vector<std::vector<Execution*>>& runs)
         KILN_RETURN_IF_ERROR(ClCheck(err, StrFormat("clCreateKernel %s", k->name.c_str()).c_str()));
         recorded_kernels_.push_back(kernel);
         d.prepared = reinterpret_cast<uint64_t>(kernel);
-        cl_uint arg = 0;
+        std::vector<ClArg> args;
         for (const GpuBinding& b : d.bindings) {
-          cl_mem m = nullptr;
           if (b.buffer) {
-            m = Mem(b.buffer->handle);
+            args.push_back({Mem(b.buffer->handle), 0});
+          } else if (b.tensor->deviceHandle()) {
+            args.push_back({Mem(b.tensor->deviceHandle()), b.tensor->deviceOffset()});
           } else {
-            KILN_ASSIGN_OR_RETURN(m, subBuffer(*b.tensor));
+            return Internal("tensor '%s' is bound to no OpenCL memory", b.tensor->name().c_str());
           }
-          KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg++, sizeof(cl_mem), &m), k->name.c_str()));
         }
-        if (!d.push.empty())
-          KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(kernel, arg, d.push.size(), d.push.data()),
-                                  StrFormat("%s: push constants", k->name.c_str()).c_str()));
+        KILN_RETURN_IF_ERROR(SetKernelArgs(cl(), kernel, args, d.push), "%s", k->name.c_str());
         if (config_.tuning != Tuning::kNone && d.free_local) KILN_RETURN_IF_ERROR(tune(d));
       }
   if (config_.tuning != Tuning::kNone)

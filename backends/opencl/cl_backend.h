@@ -1,8 +1,9 @@
 // The OpenCL backend: the GPU op layer (backends/gpu) on OpenCL 1.2.
 //
 // Memory: one cl_mem per session pool, planned by MemoryPlanner with
-// offsets aligned to the device's base-address alignment, so that each
-// tensor a kernel reads is a sub-buffer of the pool; the model constants
+// offsets aligned to the device's base-address alignment; a kernel reads a
+// tensor through the pool and the tensor's byte offset, two arguments
+// (WithBufferOffsets, cl_backend.cpp: no sub-buffers); the model constants
 // (weights) read by OpenCL ops live in a buffer of their own, uploaded once
 // when the session first resizes and kept across later resizes. Copies to
 // and from the host go through a pinned staging buffer (CL_MEM_ALLOC_HOST_PTR,
@@ -48,6 +49,23 @@ struct ClKernel : GpuKernel {
   std::string options;  // the build options (spec constants, fp16)
 };
 
+// A kernel's buffer argument: the buffer and the byte offset of the data.
+struct ClArg {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;
+};
+
+// A kernel source with one `ulong kiln_off_<name>` parameter appended to
+// each __kernel for each of its __global pointer parameters, in order, and
+// each pointer moved by its offset (bytes) before the body runs.
+StatusOr<std::string> WithBufferOffsets(const std::string& body);
+
+// Sets a kernel's arguments in the order its built source takes them: the
+// buffers, the push-constant struct (when not empty), then each buffer's
+// byte offset (WithBufferOffsets in cl_backend.cpp appends those).
+Status SetKernelArgs(const ClApi& cl, cl_kernel kernel, const std::vector<ClArg>& buffers,
+                     const std::vector<uint8_t>& push);
+
 class OpenCLBackend final : public GpuBackend {
  public:
   static StatusOr<std::unique_ptr<Backend>> Create(const ScheduleConfig& config);
@@ -88,7 +106,6 @@ class OpenCLBackend final : public GpuBackend {
   Status init(const ScheduleConfig& config);
   const ClApi& cl() const { return device_->api(); }
   StatusOr<cl_program> buildProgram(const std::string& stem, const std::string& options);
-  StatusOr<cl_mem> subBuffer(const Tensor& t);
   // What one dispatch launches (nothing when it is empty or an aliasing copy).
   struct Launch {
     bool skip = false, copy = false;
@@ -129,10 +146,8 @@ class OpenCLBackend final : public GpuBackend {
   size_t binaries_loaded_ = 0;
   size_t programs_compiled_ = 0;
 
-  // The recording: one cl_kernel per dispatch (GpuDispatch::prepared) and
-  // the sub-buffers their arguments point at.
+  // The recording: one cl_kernel per dispatch (GpuDispatch::prepared).
   std::vector<cl_kernel> recorded_kernels_;
-  std::map<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>, cl_mem> sub_buffers_;
   bool op_by_op_ = false;
   std::vector<cl_command_buffer_khr> command_buffers_;
   std::unordered_map<const Execution*, cl_command_buffer_khr> buffer_of_run_end_;

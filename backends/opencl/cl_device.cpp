@@ -34,9 +34,9 @@ int Rank(cl_device_type t) {
 
 std::string ClCaps::toString() const {
   const char* kind = (type & CL_DEVICE_TYPE_GPU) ? "gpu" : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator" : "cpu";
-  return StrFormat("%s (%s, %s, %s, fp16 math %s, command buffers %s, %u compute units)", name.c_str(), kind,
-                   device_version.c_str(), platform.c_str(), fp16_math ? "yes" : "no", command_buffer ? "yes" : "no",
-                   compute_units);
+  return StrFormat("%s (%s, %s, %s, fp16 math %s, fp64 %s, exact divide %s, command buffers %s, %u compute units)",
+                   name.c_str(), kind, device_version.c_str(), platform.c_str(), fp16_math ? "yes" : "no",
+                   float64 ? "yes" : "no", exact_divide ? "yes" : "no", command_buffer ? "yes" : "no", compute_units);
 }
 
 StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
@@ -99,6 +99,10 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   const std::string ext = DeviceString(cl, d, CL_DEVICE_EXTENSIONS);
   c.fp16_math = ext.find("cl_khr_fp16") != std::string::npos;
   c.float64 = ext.find("cl_khr_fp64") != std::string::npos;
+  if (const char* v = std::getenv("KILN_OPENCL_FP64")) c.float64 = c.float64 && std::string(v) != "0";
+  c.exact_divide = (DeviceValue<cl_device_fp_config>(cl, d, CL_DEVICE_SINGLE_FP_CONFIG) &
+                    CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+  if (const char* v = std::getenv("KILN_OPENCL_EXACT_DIVIDE")) c.exact_divide = c.exact_divide && std::string(v) != "0";
   // vload_half / vstore_half and char pointers are core OpenCL 1.2: every
   // device can store 16- and 8-bit elements.
   c.storage_16bit = true;

@@ -30,9 +30,12 @@ struct ClCaps : GpuCaps {
   bool fp16_math = false;  // cl_khr_fp16
   bool images = false;
   bool command_buffer = false;  // cl_khr_command_buffer, with its entry points resolved
+  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: programs are built with
+  // -cl-fp32-correctly-rounded-divide-sqrt (float division as the host's).
+  bool exact_divide = false;
   uint32_t compute_units = 0;
   uint64_t local_memory = 0;
-  uint32_t base_address_align = 0;  // bytes: sub-buffer origins are multiples of it
+  uint32_t base_address_align = 0;  // bytes: tensor offsets in a buffer are multiples of it
   std::string toString() const;
 };
 

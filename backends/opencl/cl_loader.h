@@ -29,7 +29,6 @@ namespace kiln {
   X(clCreateCommandQueue)       \
   X(clReleaseCommandQueue)      \
   X(clCreateBuffer)             \
-  X(clCreateSubBuffer)          \
   X(clReleaseMemObject)         \
   X(clCreateProgramWithSource)  \
   X(clCreateProgramWithBinary)  \

@@ -25,10 +25,11 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
     if (k) cl().clReleaseKernel(k);
     k = cl().clCreateKernel(static_cast<const ClKernel*>(gk)->program, "peak", &err);
     KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateKernel peak"));
-    cl_mem ma = reinterpret_cast<cl_mem>(a.handle), mb = reinterpret_cast<cl_mem>(b->handle);
-    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 0, sizeof(cl_mem), &ma), "peak"));
-    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 1, sizeof(cl_mem), &mb), "peak"));
-    KILN_RETURN_IF_ERROR(ClCheck(cl().clSetKernelArg(k, 2, sizeof(push), &push), "peak"));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&push);
+    KILN_RETURN_IF_ERROR(SetKernelArgs(cl(), k,
+                                       {{reinterpret_cast<cl_mem>(a.handle), 0}, {reinterpret_cast<cl_mem>(b->handle), 0}},
+                                       std::vector<uint8_t>(bytes, bytes + sizeof(push))),
+                         "peak");
     const size_t global = (size_t{push.n} + kLocal - 1) / kLocal * kLocal, lsize = kLocal;
     auto t0 = std::chrono::steady_clock::now();
     KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &lsize, 0, nullptr, nullptr),

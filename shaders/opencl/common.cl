@@ -165,6 +165,14 @@ typedef struct {
   uint sb[KILN_MAX_RANK];
 } BroadcastPush;
 
+// x / y rounded to nearest, as IEEE division (the host's): OpenCL C lets
+// float division be 2.5 ulp off (shaders/vulkan/common.glsl's DivRn).
+float DivRn(float x, float y) {
+  const float q = x / y;
+  if (q == 0.0f || isinf(q) || isnan(q)) return q;
+  return q + fma(-q, y, x) / y;
+}
+
 // The float functions of the binary ops (binary.cl, binary_bytes.cl;
 // shaders/vulkan/binary_fn.glsl): 0 Add, 1 Sub, 2 Mul, 3 Div, 4 Pow, 5 Max,
 // 6 Min, 7 PRelu, 8 Mod with fmod (the dividend's sign), 9 Mod (the
@@ -174,7 +182,7 @@ float BinaryFloat(uint op, float x, float y) {
     case 0: return x + y;
     case 1: return x - y;
     case 2: return x * y;
-    case 3: return x / y;
+    case 3: return DivRn(x, y);
     case 4: {  // Pow: negative bases with integral exponents keep their sign
       if (x >= 0.0f) return pow(x, y);
       float r = pow(-x, y);
@@ -458,14 +466,14 @@ ulong CastBits(ulong v, uint src, uint dst) {
 
 // The quantized kernels' 8-bit loads, division and requantizing (quantize,
 // dequantize, dq_range, qmatmul, qconv; shaders/vulkan/quant.glsl), with the
-// host kernels' arithmetic (host_fallback/ops/quant.cpp); KILN_F64 (their
-// _f64 variants) divides and requantizes in double.
+// host kernels' arithmetic (host_fallback/ops/quant.cpp). The quotient is
+// DivRn's in the _f64 variants too: NVIDIA's compiler turned
+// (float)((double)a / (double)b) back into its inexact float division (the
+// scale of DynamicQuantizeLinear 1 ulp off on an H100, stop 37).
 #ifdef KILN_F64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#define QDIV(a, b) ((float)((double)(a) / (double)(b)))
-#else
-#define QDIV(a, b) ((a) / (b))
 #endif
+#define QDIV(a, b) DivRn((a), (b))
 
 int LoadQ(uchar v, uint type) { return type == 1 ? (int)as_char(v) : (int)v; }
 int QLo(uint type) { return type == 1 ? -128 : 0; }

@@ -1,7 +1,7 @@
 // DynamicQuantizeLinear's first pass, one work group of 64, as
 // shaders/vulkan/dq_range.comp: the range of x (including 0, NaNs
 // skipped), then the scale and u8 zero point as the host computes them in
-// f32. KILN_F64 (dq_range_f64) divides in double.
+// f32 (its quotients QDIV's, common.cl).
 #define DQ_LOCAL 64
 
 typedef struct {

@@ -1,7 +1,7 @@
 // QLinearAdd, as shaders/vulkan/qadd.comp (spec 3 TYPE, 4 FLAGS: 1 za, 2 zb,
 // 4 zc, 8 / 16 the fused activation's bounds). No multiply-add contraction
-// (FP_CONTRACT OFF): each step is the host's f32 operation. KILN_F64
-// (qadd_f64) divides in double.
+// (FP_CONTRACT OFF): each step is the host's f32 operation; quotients are
+// QDIV's (common.cl).
 #pragma OPENCL FP_CONTRACT OFF
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0

@@ -1,6 +1,6 @@
 // ConvInteger and QLinearConv, direct, one work item an output element, as
 // shaders/vulkan/qconv.comp (spec 3 XT, 4 WT, 5 YT, 6 FLAGS; the same
-// flags). KILN_F64 (qconv_f64) divides the multiplier in double.
+// flags). The multiplier is divided by QDIV (common.cl).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif

@@ -1,6 +1,6 @@
 // MatMulInteger and QLinearMatMul, one work item an output element, as
 // shaders/vulkan/qmatmul.comp (spec 3 AT, 4 BT, 5 YT, 6 FLAGS; the same
-// flags). KILN_F64 (qmatmul_f64) divides the multiplier in double.
+// flags). The multiplier is divided by QDIV (common.cl).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif

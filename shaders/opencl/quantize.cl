@@ -1,7 +1,7 @@
 // QuantizeLinear (and DynamicQuantizeLinear's second pass), as
 // shaders/vulkan/quantize.comp: y[i] = saturate(round_half_even(x[i] / s[c])
 // + z[c]), c = (i / inner) % axis_n. TYPE (spec 3): y's type (0 u8, 1 i8);
-// HAS_ZP (spec 4) 0: zero point 0. KILN_F64 (quantize_f64) divides in double.
+// HAS_ZP (spec 4) 0: zero point 0. The quotient is QDIV's (common.cl).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif

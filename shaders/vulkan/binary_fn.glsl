@@ -6,7 +6,7 @@ float BinaryFloat(uint op, float x, float y) {
     case 0: return x + y;
     case 1: return x - y;
     case 2: return x * y;
-    case 3: return x / y;
+    case 3: return DivRn(x, y);
     case 4: {  // Pow: negative bases with integral exponents keep their sign
       if (x >= 0.0) return pow(x, y);
       float r = pow(-x, y);
@@ -16,7 +16,7 @@ float BinaryFloat(uint op, float x, float y) {
     case 6: return min(x, y);
     case 8:
     case 9: {
-      float r = x - y * trunc(x / y);
+      float r = x - y * trunc(DivRn(x, y));
       return op == 9u && r != 0.0 && ((r < 0.0) != (y < 0.0)) ? r + y : r;
     }
     default: return x >= 0.0 ? x : x * y;  // 7: PRelu

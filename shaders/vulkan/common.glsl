@@ -10,6 +10,17 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
+// x / y rounded to nearest, as IEEE division (the host's): Vulkan lets
+// OpFDiv be 2.5 ulp off, and NVIDIA's is (a reciprocal), which moved a
+// Div + Round graph's 25.5 to 25 (conformance on an H100, stop 37). The
+// residual x - q*y is exact with fma, and one correction step rounds q.
+float DivRn(float x, float y) {
+  precise float q = x / y;
+  if (q == 0.0 || isinf(q) || isnan(q)) return q;
+  precise float r = fma(-q, y, x);
+  return q + r / y;
+}
+
 // STORE_T: the element type of float tensors (STORE4_T: four of them, a
 // channel-packed pixel): float, or float16_t in the
 // fp16-storage variant (<shader>_f16, built with -DKILN_FP16, used when the

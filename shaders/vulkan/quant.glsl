@@ -11,12 +11,13 @@ int LoadQ(uint v, uint type) { return type == 1u ? int(v << 24) >> 24 : int(v); 
 int QLo(uint type) { return type == 1u ? -128 : 0; }
 int QHi(uint type) { return type == 1u ? 127 : 255; }
 
-// a / b in f32, correctly rounded in the _f64 variant (double quotient,
-// rounded once more to float: exact for f32 operands), as the host's.
+// a / b in f32, correctly rounded as the host's: in the _f64 variant a
+// double quotient rounded once more to float (exact for f32 operands),
+// else DivRn's corrected quotient.
 #ifdef KILN_F64
 #define QDIV(a, b) float(double(a) / double(b))
 #else
-#define QDIV(a, b) ((a) / (b))
+#define QDIV(a, b) DivRn(a, b)
 #endif
 
 // round(q) half to even, plus zp, saturated to [lo, hi]; NaN gives zp.

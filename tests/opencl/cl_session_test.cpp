@@ -244,6 +244,26 @@ TEST(OpenCLSession, RunsAreCommandBuffersWhereTheDeviceHasThem) {
   }
 }
 
+// Kernels take each tensor as a buffer and a byte offset (no sub-buffers):
+// every __global pointer, and only those, gets its offset parameter, after
+// the kernel's own parameters and whatever attribute precedes its name.
+TEST(OpenCLKernelSource, BufferOffsetsAppendedToEveryKernel) {
+  const std::string src =
+      "typedef struct { uint n; } P;\n"
+      "__kernel void a(__global const float* x, __global uchar* y, P p) { y[0] = (uchar)x[0]; }\n"
+      "__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void b(__global float4* z) { z[0] = 0; }\n";
+  auto out = WithBufferOffsets(src);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_NE(out->find("void a(__global const float* x, __global uchar* y, P p, ulong kiln_off_x, ulong kiln_off_y) {"),
+            std::string::npos)
+      << *out;
+  EXPECT_NE(out->find("x = (__global const float*)((__global const uchar*)x + kiln_off_x);"), std::string::npos) << *out;
+  EXPECT_NE(out->find("y = (__global uchar*)((__global uchar*)y + kiln_off_y);"), std::string::npos) << *out;
+  EXPECT_NE(out->find("void b(__global float4* z, ulong kiln_off_z) {"), std::string::npos) << *out;
+  EXPECT_EQ(out->find("kiln_off_p"), std::string::npos) << *out;
+  EXPECT_FALSE(WithBufferOffsets("__kernel void broken(__global float* x").ok());
+}
+
 TEST(OpenCLSession, BadDeviceIndexFallsBackWithReason) {
   auto interp = Chain();
   ScheduleConfig c;
