@@ -5,11 +5,12 @@
 # each GPU backend and compared with torch's output. Carries nothing but
 # binaries: the models are written there (make_models.py, needs torch).
 #
-# usage: gpu_check.sh BIN_DIR OUT_DIR [suites] [bench] [models]
+# usage: gpu_check.sh BIN_DIR OUT_DIR [suites] [bench] [models] [conformance]
 #   BIN_DIR: stripped gpu_test, kiln-kernelbench, kiln-bench, kiln-convert,
-#            kiln-run; debs of libvulkan1 and ocl-icd-libopencl1 in BIN_DIR/deb
+#            kiln-run, kiln-conformance; debs of libvulkan1 and ocl-icd-libopencl1 in BIN_DIR/deb
 #   OUT_DIR: the logs (one a step) and kernelbench's CSV
-# With no step named, all three run.
+# With no step named, suites, bench and models run; "conformance" (ONNX's
+# backend cases, BIN_DIR/onnxdata.tar.xz) only when named.
 set -u
 py=${PYTHON:-python3}  # one with torch and numpy
 bin=$(cd "$1" && pwd)
@@ -20,19 +21,7 @@ backends=${KILN_CHECK_BACKENDS:-vulkan opencl}
 mkdir -p "$out"
 log() { echo "== $*" | tee -a "$out/summary.log"; }
 
-# --- the loaders (Vulkan, OpenCL ICD) and the driver's files -----------------
-for f in "$bin"/deb/*.deb; do dpkg -x "$f" /; done
-ldconfig
-nvlib=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -n 1)
-if [ -n "$nvlib" ]; then
-  export LD_LIBRARY_PATH="$(dirname "$nvlib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  mkdir -p /tmp/ocl-vendors
-  echo "$nvlib" > /tmp/ocl-vendors/nvidia.icd
-  export OCL_ICD_VENDORS=/tmp/ocl-vendors
-fi
-icd=$(ls /usr/share/vulkan/icd.d/nvidia*.json /etc/vulkan/icd.d/nvidia*.json \
-         /usr/local/nvidia/share/vulkan/icd.d/nvidia*.json 2>/dev/null | head -n 1)
-[ -n "$icd" ] && export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
+. "$(dirname "$0")/gpu_env.sh" "$bin"
 {
   nvidia-smi -L
   echo "opencl lib: $nvlib  vulkan icd: $icd"
@@ -65,11 +54,24 @@ if [[ " $steps " == *" suites "* ]]; then
   pids=()
   for b in $backends; do
     session=$([ "$b" = vulkan ] && echo Vulkan || echo OpenCL)
-    suite "$b" "KILN_TEST_GPU=$b" "Gpu*:$session*" & pids+=($!)
+    suite "$b" "KILN_TEST_GPU=$b" "${KILN_CHECK_FILTER:-Gpu*:$session*}" & pids+=($!)
     [ -n "${KILN_CHECK_FP16-1}" ] && { suite "${b}_fp16" "KILN_TEST_GPU=$b KILN_TEST_PRECISION=low" "Gpu*$fp16_skip" & pids+=($!); }
   done
   wait "${pids[@]}"
   log "suites took $((SECONDS - start)) s"
+fi
+
+# --- ONNX's backend cases (BIN_DIR/onnxdata.tar.xz: Debian's libonnx-testdata
+# data/ folder), each backend against its expected list ---------------------
+if [[ " $steps " == *" conformance "* ]]; then
+  start=$SECONDS
+  mkdir -p /tmp/onnxdata && tar xJf "$bin/onnxdata.tar.xz" -C /tmp/onnxdata
+  for b in $backends; do
+    timeout "${KILN_CHECK_CONFORMANCE_TIMEOUT:-240}" "$bin/kiln-conformance" --backend "$b" --data /tmp/onnxdata/data \
+      ${KILN_CHECK_CONFORMANCE_FILTER:+--filter "$KILN_CHECK_CONFORMANCE_FILTER"} --expected "$(dirname "$0")/../../tests/conformance/expected_$b.txt" > "$out/conformance_$b.log" 2>&1
+    log "conformance $b: rc $? in $((SECONDS - start)) s"
+    tail -n 15 "$out/conformance_$b.log" | tee -a "$out/summary.log"
+  done
 fi
 
 if [[ " $steps " == *" bench "* ]]; then
@@ -125,7 +127,7 @@ print('shape %s != %s' % (got.shape, want.shape) if got.shape != want.shape else
     done
   done
   # A peer on the same card: torch (cuDNN, fp32, eager), median of 30 after 5.
-  ( cd "$(dirname "$0")/../.." && timeout 120 $py - $models <<'EOF'
+  [ -n "${KILN_CHECK_TORCH-1}" ] && ( cd "$(dirname "$0")/../.." && timeout 120 $py - $models <<'EOF'
 import sys, time, torch, numpy as np
 sys.path.insert(0, "tools/models")
 import make_models

@@ -1,0 +1,16 @@
+# Sourced by the device scripts: unpacks the Vulkan and OpenCL loaders
+# (debs in BIN_DIR/deb) and points them at NVIDIA's driver files.
+# usage: . gpu_env.sh BIN_DIR   (sets nvlib and icd for the caller's log)
+# --- the loaders (Vulkan, OpenCL ICD) and the driver's files -----------------
+for f in "$1"/deb/*.deb; do dpkg -x "$f" /; done
+ldconfig
+nvlib=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -n 1)
+if [ -n "$nvlib" ]; then
+  export LD_LIBRARY_PATH="$(dirname "$nvlib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  mkdir -p /tmp/ocl-vendors
+  echo "$nvlib" > /tmp/ocl-vendors/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/ocl-vendors
+fi
+icd=$(ls /usr/share/vulkan/icd.d/nvidia*.json /etc/vulkan/icd.d/nvidia*.json \
+         /usr/local/nvidia/share/vulkan/icd.d/nvidia*.json 2>/dev/null | head -n 1)
+[ -n "$icd" ] && export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
