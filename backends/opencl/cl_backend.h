@@ -114,7 +114,8 @@ class OpenCLBackend final : public GpuBackend {
     size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
   };
   Launch launchOf(const GpuDispatch& d) const;
-  Status enqueue(const GpuDispatch& d, cl_event* event);
+  // On `queue`, or the session's queue when null.
+  Status enqueue(const GpuDispatch& d, cl_event* event, cl_command_queue queue = nullptr);
   // cl_khr_command_buffer: each run recorded once, enqueued by its last op.
   Status recordCommandBuffers(const std::vector<std::vector<Execution*>>& runs);
   // ScheduleConfig::tuning: the work-group size of a free_local dispatch,
@@ -132,6 +133,7 @@ class OpenCLBackend final : public GpuBackend {
   std::shared_ptr<ClDevice> device_;
   ScheduleConfig config_;
   cl_command_queue queue_ = nullptr;
+  cl_command_queue tune_queue_ = nullptr;  // with profiling, made by the first tune()
   cl_mem pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
   cl_mem constant_buffer_ = nullptr;
