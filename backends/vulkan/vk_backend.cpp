@@ -1,6 +1,7 @@
 #include "vk_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 
 #include "fault_injection.h"
@@ -56,6 +57,15 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
   KILN_ASSIGN_OR_RETURN(device_, VulkanDevice::Get(config.deviceIndex));
   // Without 16-bit storage kLow is a no-op: fp32 is a valid "low" precision.
   half_ = config.precision == Precision::kLow && device_->caps().storage_16bit;
+  // And on a GPU with shaderFloat16, the kernels that have a
+  // half-arithmetic variant (<shader>_f16m: the packed conv) run it;
+  // Softmax, LayerNorm and the reductions have none and stay in f32. Not on
+  // CPU drivers: lavapipe runs half arithmetic through f32 conversions,
+  // ResNet18 at precision low 187 -> 448 ms. KILN_VULKAN_FP16_MATH=1 / 0
+  // forces it on / off (where the device has shaderFloat16).
+  const char* m16 = std::getenv("KILN_VULKAN_FP16_MATH");
+  const bool m16_wanted = m16 ? std::string(m16) != "0" : device_->caps().type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  math16_ = half_ && device_->caps().float16 && m16_wanted;
   // Channel-packed conv chains unless planar is asked for: on lavapipe too,
   // packed measured faster (README, Benchmarks: resnet18 1.4x, mobilenet_v2
   // 3.5x; not yet measured on a real GPU).

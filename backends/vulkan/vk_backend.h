@@ -150,6 +150,7 @@ class VulkanBackend final : public GpuBackend {
   VkCommandBuffer one_shot_ = VK_NULL_HANDLE;
   VkFence one_shot_fence_ = VK_NULL_HANDLE;
   bool op_by_op_ = false;
+  bool math16_ = false;  // half arithmetic where a kernel has it (init)
 
   VkQueryPool queries_ = VK_NULL_HANDLE;
   std::unordered_map<const Execution*, uint32_t> query_of_;  // exec -> its first timestamp query

@@ -63,8 +63,13 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
                                                   const std::vector<uint32_t>& spec, uint32_t texel_mask) {
   // In fp16 mode a float kernel (one with a STORE_T variant) runs as its
   // fp16-storage variant; with texel-buffer bindings, as its _tx variant.
+  // A kernel with a half-arithmetic variant runs it where the device has
+  // shaderFloat16 (VulkanBackend::math16_).
   std::string name = shader;
-  if (half_ && FindSpirv((name + "_f16").c_str())) name += "_f16";
+  if (math16_ && FindSpirv((name + "_f16m").c_str()))
+    name += "_f16m";
+  else if (half_ && FindSpirv((name + "_f16").c_str()))
+    name += "_f16";
   if (texel_mask) {
     if (!caps().texel_elements) return Internal("%s: texel-buffer bindings on a device without them", shader);
     name += "_tx";

@@ -76,6 +76,15 @@ foreach(src ${KILN_VK_SHADERS})
   elseif(uses_unit)
     kiln_spirv(${stem}_u16 ${src} "-DKILN_UNIT16")
   endif()
+  # KILN_FP16_MATH: <stem>_f16m (and <stem>_f16m_tx), fp16 storage and half
+  # multiply-adds, for devices with shaderFloat16 at precision low.
+  file(STRINGS ${src} uses_math16 REGEX "KILN_FP16_MATH")
+  if(uses_math16)
+    kiln_spirv(${stem}_f16m ${src} "-DKILN_FP16;-DKILN_FP16_MATH")
+    if(uses_texel)
+      kiln_spirv(${stem}_f16m_tx ${src} "-DKILN_FP16;-DKILN_FP16_MATH;-DKILN_TEXEL")
+    endif()
+  endif()
   # KILN_TEXEL: <stem>_tx (and <stem>_f16_tx) reading some bindings as
   # uniform texel buffers (GpuBinding::texel), on devices that take them.
   if(uses_texel)

@@ -75,6 +75,31 @@ void main() {
           pix[b] = row + uint(clamp(ix, 0, int(p.w) - 1));  // always inside X: loads need no mask
         }
         const uint t = (kz * p.kh + ky) * p.kw + kx;
+#ifdef KILN_FP16_MATH
+        // Half products summed 16 input blocks (64 channels) at a time, each
+        // partial sum added to the f32 accumulators: a 3x3 conv of 512
+        // channels sums 4608 products, too many for half's 11 bits.
+        for (uint c0 = 0u; c0 < p.cg4; c0 += 16u) {
+          MATH4_T part[MB][XB];
+          [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+            [[unroll]] for (uint b = 0u; b < XB; ++b) part[mb][b] = MATH4_T(0.0);
+          for (uint cb = c0; cb < min(c0 + 16u, p.cg4); ++cb) {
+            MATH4_T xv[XB];
+            [[unroll]] for (uint b = 0u; b < XB; ++b) {
+              const MATH4_T v = LoadX4M(p.c, n, cb0 + cb, vol, pix[b]);
+              xv[b] = ok[b] ? v : MATH4_T(0.0);
+            }
+            [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+              const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
+              const MATH4_T w0 = LOAD_W4_M(wi), w1 = LOAD_W4_M(wi + 1u), w2 = LOAD_W4_M(wi + 2u), w3 = LOAD_W4_M(wi + 3u);
+              [[unroll]] for (uint b = 0u; b < XB; ++b)
+                part[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
+            }
+          }
+          [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+            [[unroll]] for (uint b = 0u; b < XB; ++b) acc[mb][b] += vec4(part[mb][b]);
+        }
+#else
         for (uint cb = 0u; cb < p.cg4; ++cb) {
           vec4 xv[XB];
           [[unroll]] for (uint b = 0u; b < XB; ++b) {
@@ -88,6 +113,7 @@ void main() {
               acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
           }
         }
+#endif
       }
     }
   }

@@ -22,17 +22,34 @@ layout(constant_id = 6) const bool Y_PACKED = false;
 // uniform texel buffers instead (W4 and a packed X of vec4 texels, an NCHW
 // X of one float a texel), where the device reads those faster (lavapipe:
 // a storage-buffer load runs lane by lane).
+//
+// KILN_FP16_MATH (the <shader>_f16m variants, fp16 storage on a device
+// with shaderFloat16, at precision low): MATH_T / MATH4_T are float16_t /
+// f16vec4, loads stay in half (LOAD_X4_M, LOAD_W4_M), and the kernel does
+// its multiply-adds in half; elsewhere they are float and vec4.
+#ifdef KILN_FP16_MATH
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define MATH_T float16_t
+#define MATH4_T f16vec4
+#else
+#define MATH_T float
+#define MATH4_T vec4
+#endif
 #ifdef KILN_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
 layout(binding = 1) uniform samplerBuffer w_texels;
 #define LOAD_X4_AT(i) texelFetch(x_texels, int(i))
 #define LOAD_W4(i) texelFetch(w_texels, int(i))
+#define LOAD_X4_AT_M(i) MATH4_T(texelFetch(x_texels, int(i)))
+#define LOAD_W4_M(i) MATH4_T(texelFetch(w_texels, int(i)))
 #else
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 0) readonly buffer X4 { STORE4_T x4[]; };
 layout(std430, binding = 1) readonly buffer W4 { STORE4_T w4[]; };
 #define LOAD_X4_AT(i) vec4(x4[i])
 #define LOAD_W4(i) vec4(w4[i])
+#define LOAD_X4_AT_M(i) MATH4_T(x4[i])
+#define LOAD_W4_M(i) MATH4_T(w4[i])
 #endif
 layout(std430, binding = 2) writeonly buffer Y { STORE_T y[]; };
 layout(std430, binding = 2) writeonly buffer Y4 { STORE4_T y4[]; };
@@ -51,6 +68,14 @@ vec4 LoadX4(uint channels, uint n, uint block, uint vol, uint pix) {
 #endif
   return v;
 }
+
+#ifdef KILN_FP16_MATH
+// LoadX4 in half, as stored.
+MATH4_T LoadX4M(uint channels, uint n, uint block, uint vol, uint pix) {
+  if (X_PACKED) return LOAD_X4_AT_M((n * ((channels + 3u) / 4u) + block) * vol + pix);
+  return MATH4_T(LoadX4(channels, n, block, vol, pix));
+}
+#endif
 
 // v through the fused activation into `block` at pixel `pix` of image n, Y
 // having `channels` channels of `vol` pixels; packed lanes past the last

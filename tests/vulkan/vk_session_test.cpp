@@ -3,6 +3,8 @@
 // device selection errors.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -11,6 +13,7 @@
 #include "kiln/net_builder.h"
 #include "support/backend_compare.h"
 #include "support/test_models.h"
+#include "vk_device.h"
 
 namespace kiln::test {
 namespace {
@@ -277,6 +280,60 @@ TEST(VulkanSession, BadDeviceIndexFallsBackWithReason) {
 // the weights), kernels compute in fp32, results match fp32 within 1e-2;
 // an op whose kernel cannot take fp16 storage (a comparison) runs on the host
 // and the placement says why.
+// At precision low on a device with shaderFloat16, the packed conv runs
+// its half-arithmetic variant (conv_c4_f16m) where asked: on by default on
+// GPUs, off on CPU drivers, KILN_VULKAN_FP16_MATH=1 / 0 forcing it. The
+// results stay within fp16 tolerance of fp16 storage with f32 arithmetic
+// and are not the same bits (the half products really round).
+TEST(VulkanSession, HalfArithmeticWhereAsked) {
+  KILN_REQUIRE_BACKEND(kVk);
+  auto device = VulkanDevice::Get(-1);
+  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  if (!(*device)->caps().float16) GTEST_SKIP() << "no shaderFloat16 on " << (*device)->caps().toString();
+  NetBuilder b("two_convs");
+  int x = b.addInput("x", fb::DataType::F32, {1, 16, 12, 12});
+  int w = b.addConstant("w", {16, 16, 3, 3}, RandomFloats(16 * 16 * 9, 21));
+  int bias = b.addConstant("b", {16}, RandomFloats(16, 22));
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.strides = {2, 2};
+  conv.pads = {1, 1, 1, 1};
+  int y1 = b.addOp(fb::OpType::Conv, "conv1", {x, w, bias}, {"y1"}, conv)[0];
+  // A second conv, so that the first writes channel-packed (a graph
+  // border stays planar) and both run the packed kernel.
+  conv.strides = {1, 1};
+  int w2 = b.addConstant("w2", {16, 16, 3, 3}, RandomFloats(16 * 16 * 9, 24));
+  b.addOutput(b.addOp(fb::OpType::Conv, "conv2", {y1, w2, bias}, {"y"}, conv)[0]);
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok());
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  const std::vector<float> in = RandomFloats(16 * 12 * 12, 23);
+  std::map<std::string, std::vector<float>> out;
+  for (const char* math : {"0", "1"}) {
+    setenv("KILN_VULKAN_FP16_MATH", math, 1);
+    ScheduleConfig c;
+    c.type = kVk;
+    c.precision = Precision::kLow;
+    auto s = (*interp)->createSession(c);
+    unsetenv("KILN_VULKAN_FP16_MATH");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ((*s)->placement().ops_per_backend.at("vulkan"), 2);
+    out[math] = RunOnce(interp->get(), *s, {1, 16, 12, 12}, in);
+    ASSERT_TRUE((*interp)->releaseSession(*s).ok());
+  }
+  // Half sums of 64 products round at half's step of the partial sums:
+  // measured against the outputs' scale, not element by element.
+  ASSERT_EQ(out["1"].size(), out["0"].size());
+  float err = 0, scale = 0;
+  for (size_t i = 0; i < out["0"].size(); ++i) {
+    err = std::max(err, std::fabs(out["1"][i] - out["0"][i]));
+    scale = std::max(scale, std::fabs(out["0"][i]));
+  }
+  EXPECT_LE(err, kFp16Tolerance * scale) << "half vs f32 arithmetic, scale " << scale;
+  EXPECT_GT(err, 0.f) << "the half-arithmetic kernel did not run";
+}
+
 TEST(VulkanSession, Fp16StorageHalvesMemoryAndMatches) {
   KILN_REQUIRE_BACKEND(kVk);
   auto bytes = TinyCnn().finish();
