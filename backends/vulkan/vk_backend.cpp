@@ -58,7 +58,8 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
   // Without 16-bit storage kLow is a no-op: fp32 is a valid "low" precision.
   half_ = config.precision == Precision::kLow && device_->caps().storage_16bit;
   // And on a GPU with shaderFloat16, the kernels that have a
-  // half-arithmetic variant (<shader>_f16m: the packed conv) run it;
+  // half-arithmetic variant (<shader>_f16m: the packed conv, Winograd's
+  // products) run it;
   // Softmax, LayerNorm and the reductions have none and stay in f32. Not on
   // CPU drivers: lavapipe runs half arithmetic through f32 conversions,
   // ResNet18 at precision low 187 -> 448 ms. KILN_VULKAN_FP16_MATH=1 / 0

@@ -38,6 +38,21 @@ float DivRn(float x, float y) {
 #define STORE_T float
 #define STORE4_T vec4
 #endif
+// KILN_FP16_MATH (the <shader>_f16m variants: fp16 storage on a device
+// with shaderFloat16, at precision low; VulkanBackend::kernel picks them):
+// MATH_T / MATH4_T are float16_t / f16vec4, for the kernels that do their
+// multiply-adds in half (partial sums of a bounded length, added to f32
+// accumulators); elsewhere float and vec4.
+#ifdef KILN_FP16_MATH
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define MATH_T float16_t
+#define MATH4_T f16vec4
+#else
+#define MATH_T float
+#define MATH4_T vec4
+#endif
+#define KILN_F16_CHUNK 16u  // input blocks (64 channels) a half partial sum
+
 // UnitToFloat / FloatToUnit read and write a unit holding a float (Resize's
 // linear mode): fp16 bits in a 16-bit unit. Macros, since 16-bit types may
 // only be loaded and stored (no parameters) without shaderInt16.

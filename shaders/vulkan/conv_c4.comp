@@ -79,11 +79,11 @@ void main() {
         // Half products summed 16 input blocks (64 channels) at a time, each
         // partial sum added to the f32 accumulators: a 3x3 conv of 512
         // channels sums 4608 products, too many for half's 11 bits.
-        for (uint c0 = 0u; c0 < p.cg4; c0 += 16u) {
+        for (uint c0 = 0u; c0 < p.cg4; c0 += KILN_F16_CHUNK) {
           MATH4_T part[MB][XB];
           [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
             [[unroll]] for (uint b = 0u; b < XB; ++b) part[mb][b] = MATH4_T(0.0);
-          for (uint cb = c0; cb < min(c0 + 16u, p.cg4); ++cb) {
+          for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.cg4); ++cb) {
             MATH4_T xv[XB];
             [[unroll]] for (uint b = 0u; b < XB; ++b) {
               const MATH4_T v = LoadX4M(p.c, n, cb0 + cb, vol, pix[b]);

@@ -23,18 +23,8 @@ layout(constant_id = 6) const bool Y_PACKED = false;
 // X of one float a texel), where the device reads those faster (lavapipe:
 // a storage-buffer load runs lane by lane).
 //
-// KILN_FP16_MATH (the <shader>_f16m variants, fp16 storage on a device
-// with shaderFloat16, at precision low): MATH_T / MATH4_T are float16_t /
-// f16vec4, loads stay in half (LOAD_X4_M, LOAD_W4_M), and the kernel does
-// its multiply-adds in half; elsewhere they are float and vec4.
-#ifdef KILN_FP16_MATH
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#define MATH_T float16_t
-#define MATH4_T f16vec4
-#else
-#define MATH_T float
-#define MATH4_T vec4
-#endif
+// KILN_FP16_MATH (common.glsl): LOAD_X4_AT_M / LOAD_W4_M load as MATH4_T,
+// half without a conversion where the storage is half.
 #ifdef KILN_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
 layout(binding = 1) uniform samplerBuffer w_texels;

@@ -12,7 +12,9 @@
 // mb) * tiles + t (binding 2). Invocations: tile group fastest, then block
 // group, position, image.
 //
-// Buffers hold STORE_T (wino_gemm_f16: fp16 storage).
+// Buffers hold STORE_T (wino_gemm_f16: fp16 storage). KILN_FP16_MATH
+// (wino_gemm_f16m): half multiply-adds, KILN_F16_CHUNK input blocks a
+// partial sum, the partial sums added in f32 (common.glsl).
 // KILN_TEXEL (wino_gemm_tx): V and U read as uniform texel buffers of vec4
 // (GpuCaps::texel_elements), where lavapipe's storage-buffer loads run lane
 // by lane.
@@ -21,13 +23,13 @@ layout(constant_id = 8) const uint MB = 1u;
 #ifdef KILN_TEXEL
 layout(binding = 0) uniform samplerBuffer v_texels;
 layout(binding = 1) uniform samplerBuffer u_texels;
-#define LOAD_V(i) texelFetch(v_texels, int(i))
-#define LOAD_U(i) texelFetch(u_texels, int(i))
+#define LOAD_V(i) MATH4_T(texelFetch(v_texels, int(i)))
+#define LOAD_U(i) MATH4_T(texelFetch(u_texels, int(i)))
 #else
 layout(std430, binding = 0) readonly buffer V { STORE4_T v4[]; };
 layout(std430, binding = 1) readonly buffer U { STORE4_T u4[]; };
-#define LOAD_V(i) vec4(v4[i])
-#define LOAD_U(i) vec4(u4[i])
+#define LOAD_V(i) MATH4_T(v4[i])
+#define LOAD_U(i) MATH4_T(u4[i])
 #endif
 layout(std430, binding = 2) writeonly buffer M { STORE4_T m4[]; };
 
@@ -48,6 +50,25 @@ void main() {
   uint wrow[MB];
   [[unroll]] for (uint mb = 0u; mb < MB; ++mb) wrow[mb] = (pos * p.m4 + min(q0 + mb, p.m4 - 1u)) * p.c4 * 4u;
   const uint vbase = (n * 16u + pos) * p.c4 * p.tiles;
+#ifdef KILN_FP16_MATH
+  for (uint c0 = 0u; c0 < p.c4; c0 += KILN_F16_CHUNK) {
+    MATH4_T part[MB][TB];
+    [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+      [[unroll]] for (uint b = 0u; b < TB; ++b) part[mb][b] = MATH4_T(0.0);
+    for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.c4); ++cb) {
+      MATH4_T xv[TB];
+      [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + cb * p.tiles + tix[b]);
+      [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
+        const uint wi = wrow[mb] + cb * 4u;
+        const MATH4_T w0 = LOAD_U(wi), w1 = LOAD_U(wi + 1u), w2 = LOAD_U(wi + 2u), w3 = LOAD_U(wi + 3u);
+        [[unroll]] for (uint b = 0u; b < TB; ++b)
+          part[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
+      }
+    }
+    [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
+      [[unroll]] for (uint b = 0u; b < TB; ++b) acc[mb][b] += vec4(part[mb][b]);
+  }
+#else
   for (uint cb = 0u; cb < p.c4; ++cb) {
     vec4 xv[TB];
     [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + cb * p.tiles + tix[b]);
@@ -58,6 +79,7 @@ void main() {
         acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
     }
   }
+#endif
   [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
     if (q0 + mb >= p.m4) break;
     const uint obase = ((n * 16u + pos) * p.m4 + q0 + mb) * p.tiles;
