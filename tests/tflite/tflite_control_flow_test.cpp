@@ -58,7 +58,7 @@ std::vector<uint8_t> WhileIfModel(int cond_graph = 1) {
 
 // The converted model on the host, with n and flag as given.
 StatusOr<std::vector<float>> RunWhileIf(const std::vector<uint8_t>& model, const std::vector<float>& x, int32_t n, bool flag) {
-  std::string path = WriteTemp(model, "while_if");
+  const TempFile path = WriteTemp(model, "while_if");
   KILN_ASSIGN_OR_RETURN(NetBuilder b, ImportTflite(path, {}, nullptr));
   KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
   KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));

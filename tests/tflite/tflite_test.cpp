@@ -339,7 +339,7 @@ TEST(TfliteImport, MediaPipePoolingAndUnsupported) {
   t.op(tfl::FLOOR, {u}, {f});
   t.io({x}, {v, f});
   const std::vector<uint8_t> model = t.finish();
-  std::string path = WriteTemp(model, "pooling");
+  const TempFile path = WriteTemp(model, "pooling");
   ConvertReport rep;
   auto refused = ImportTflite(path, {}, &rep);
   ASSERT_FALSE(refused.ok());
@@ -486,7 +486,7 @@ TEST(TfliteImport, CorruptFiles) {
     for (uint8_t mask : {0x01, 0x80, 0xff}) {
       std::vector<uint8_t> bad = good;
       bad[k] ^= mask;
-      std::string path = WriteTemp(bad, "corrupt");
+      const TempFile path = WriteTemp(bad, "corrupt");
       auto b = ImportTflite(path, {}, nullptr);
       if (!b.ok()) {
         ++errors;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <unistd.h>
 #include <map>
@@ -44,14 +45,32 @@ inline std::vector<float> ToNchw(const std::vector<float>& v, const Shape& s) {
 }
 inline std::vector<int64_t> NchwShape(const Shape& s) { return {s[0], s[3], s[1], s[2]}; }
 
+// A model file that is removed when the object goes (the tests wrote
+// hundreds into the temp folder and left them there).
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  TempFile(TempFile&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  operator const std::string&() const { return path_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // The file's name carries the process id: ctest runs tests of one binary
 // in parallel processes, and two that wrote one path read each other's
 // half-written file.
-inline std::string WriteTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
-  std::string path = ::testing::TempDir() + "/" + name + "." + std::to_string(::getpid()) + ".tflite";
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
-  return path;
+inline TempFile WriteTemp(const std::vector<uint8_t>& bytes, const std::string& name) {
+  TempFile file(::testing::TempDir() + "/" + name + "." + std::to_string(::getpid()) + ".tflite");
+  std::ofstream(file.path(), std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return file;
 }
 
 struct Feed {
@@ -62,7 +81,7 @@ struct Feed {
 // Imports, runs on the host, returns every output by name.
 inline StatusOr<std::map<std::string, OpResult>> RunModel(const std::vector<uint8_t>& tflite, const std::map<std::string, Feed>& in,
                                               const ConvertOptions& opt = {}, ConvertReport* report = nullptr) {
-  std::string path = WriteTemp(tflite, ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const TempFile path = WriteTemp(tflite, ::testing::UnitTest::GetInstance()->current_test_info()->name());
   KILN_ASSIGN_OR_RETURN(NetBuilder b, ImportTflite(path, opt, report));
   KILN_ASSIGN_OR_RETURN(auto bytes, b.finish());
   KILN_ASSIGN_OR_RETURN(auto interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
