@@ -9,6 +9,8 @@
 // callbacks see each op's output.
 #include <cmath>
 #include <map>
+#include <memory>
+#include <vector>
 
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
@@ -94,43 +96,61 @@ size_t PackedTensors(Session* s) {
   return 0;
 }
 
+// A model with one session a config: the host's reference and the GPU
+// sessions under test, created the same way in every test below.
+struct Loaded {
+  std::unique_ptr<Interpreter> interp;
+  std::vector<Session*> sessions;
+  Session* operator[](size_t i) const { return sessions[i]; }
+  std::vector<float> run(size_t i, const std::vector<int64_t>& shape, const std::vector<float>& x) const {
+    return RunOnce(interp.get(), sessions[i], shape, x);
+  }
+};
+
+StatusOr<Loaded> Load(const std::vector<uint8_t>& bytes, const std::vector<ScheduleConfig>& configs) {
+  Loaded l;
+  KILN_ASSIGN_OR_RETURN(l.interp, Interpreter::createFromBuffer(bytes.data(), bytes.size()));
+  for (const ScheduleConfig& c : configs) {
+    KILN_ASSIGN_OR_RETURN(Session * s, l.interp->createSession(c), "session on %s", ForwardTypeName(c.type));
+    l.sessions.push_back(s);
+  }
+  return l;
+}
+
+StatusOr<Loaded> Load(NetBuilder& b, const std::vector<ScheduleConfig>& configs) {
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, b.finish());
+  return Load(bytes, configs);
+}
+
+const ScheduleConfig kHostConfig = Config(ForwardType::kHost, GpuLayout::kAuto);
+
 TEST(GpuPacked, ChainMatchesHostAcrossResizes) {
   KILN_REQUIRE_BACKEND(kGpu);
-  auto bytes = Chain();
-  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
-  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-  ASSERT_TRUE(hs.ok());
-  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
-  auto planar = (*interp)->createSession(Config(kGpu, GpuLayout::kPlanar));
-  ASSERT_TRUE(planar.ok());
-  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  auto m = Load(Chain(), {kHostConfig, Config(kGpu, GpuLayout::kPacked), Config(kGpu, GpuLayout::kPlanar)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Session *packed = (*m)[1], *planar = (*m)[2];
+  EXPECT_EQ(packed->placement().ops_per_backend.count("host"), 0u) << packed->placement().toString();
   for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {7, 9, 2}, {11, 13, 3}}) {
     const std::vector<int64_t> shape = {1, 5, h, w};
     const auto x = Random(static_cast<size_t>(5 * h * w), -2, 2, seed);
-    const auto want = RunOnce(interp->get(), *hs, shape, x);
+    const auto want = m->run(0, shape, x);
     const std::string what = std::to_string(h) + "x" + std::to_string(w);
-    ExpectNear(RunOnce(interp->get(), *packed, shape, x), want, 1e-4f, "packed " + what);
-    EXPECT_EQ(PackedTensors(*packed), kChainPacked) << what;
-    ExpectNear(RunOnce(interp->get(), *planar, shape, x), want, 1e-4f, "planar " + what);
-    EXPECT_EQ(PackedTensors(*planar), 0u) << what;
+    ExpectNear(m->run(1, shape, x), want, 1e-4f, "packed " + what);
+    EXPECT_EQ(PackedTensors(packed), kChainPacked) << what;
+    ExpectNear(m->run(2, shape, x), want, 1e-4f, "planar " + what);
+    EXPECT_EQ(PackedTensors(planar), 0u) << what;
   }
 }
 
 TEST(GpuPacked, Fp16Storage) {
   KILN_REQUIRE_BACKEND(kGpu);
-  auto bytes = Chain();
-  auto interp = Interpreter::createFromBuffer(bytes.data(), bytes.size());
-  ASSERT_TRUE(interp.ok());
-  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-  auto low = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked, Precision::kLow));
-  ASSERT_TRUE(hs.ok() && low.ok()) << low.status().ToString();
+  auto m = Load(Chain(), {kHostConfig, Config(kGpu, GpuLayout::kPacked, Precision::kLow)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
   const std::vector<int64_t> shape = {1, 5, 10, 12};
   const auto x = Random(5 * 10 * 12, -2, 2, 4);
   // Sixteen ops, each rounding its output to 11 significant bits.
-  ExpectNear(RunOnce(interp->get(), *low, shape, x), RunOnce(interp->get(), *hs, shape, x), 2e-2f, "fp16 packed");
-  EXPECT_EQ(PackedTensors(*low), kChainPacked);
+  ExpectNear(m->run(1, shape, x), m->run(0, shape, x), 2e-2f, "fp16 packed");
+  EXPECT_EQ(PackedTensors((*m)[1]), kChainPacked);
 }
 
 // Callbacks read every op's output in NCHW order, packed or not.
@@ -219,19 +239,13 @@ TEST(GpuPacked, ConcatOfWholeBlocks) {
     std::vector<int> parts = aligned ? std::vector<int>{ca, cb} : std::vector<int>{cb, ca};
     int cat = b.addOp(fb::OpType::Concat, "cat", parts, {"cat"}, axis)[0];
     b.addOutput(ConvOp(b, "head", cat, 10, 7, 3, 1, 1, 1, true, 103));
-    auto bytes = b.finish();
-    ASSERT_TRUE(bytes.ok());
-    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
-    ASSERT_TRUE(interp.ok());
-    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-    auto gs = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-    ASSERT_TRUE(hs.ok() && gs.ok()) << gs.status().ToString();
+    auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
     const std::vector<int64_t> shape = {1, 5, 9, 7};
     const auto x_values = Random(5 * 9 * 7, -1, 1, 8);
     const std::string what = aligned ? "aligned" : "unaligned";
-    ExpectNear(RunOnce(interp->get(), *gs, shape, x_values), RunOnce(interp->get(), *hs, shape, x_values), 1e-4f,
-               what);
-    EXPECT_EQ(PackedTensors(*gs), aligned ? 4u : 1u) << what;  // c0, ca, cb, cat; or c0 alone
+    ExpectNear(m->run(1, shape, x_values), m->run(0, shape, x_values), 1e-4f, what);
+    EXPECT_EQ(PackedTensors((*m)[1]), aligned ? 4u : 1u) << what;  // c0, ca, cb, cat; or c0 alone
   }
 }
 
@@ -262,21 +276,16 @@ TEST(GpuPacked, FusedResidual) {
   int s1 = ConvOp(b, "down", c4, 6, 6, 3, 1, 2, 1, true, 50);
   int s2 = with_residual(ConvOp(b, "down2", c4, 6, 6, 1, 1, 2, 0, true, 60), s1, fb::Activation::Relu);
   b.addOutput(ConvOp(b, "head", s2, 6, 7, 3, 1, 1, 1, true, 70));
-  auto bytes = b.finish();
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
-  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-  auto planar = (*interp)->createSession(Config(kGpu, GpuLayout::kPlanar));
-  ASSERT_TRUE(hs.ok() && packed.ok() && planar.ok()) << packed.status().ToString();
-  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked), Config(kGpu, GpuLayout::kPlanar)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Session* packed = (*m)[1];
+  EXPECT_EQ(packed->placement().ops_per_backend.count("host"), 0u) << packed->placement().toString();
   const std::vector<int64_t> shape = {1, 5, 11, 13};
   const auto in = Random(5 * 11 * 13, -2, 2, 5);
-  const auto want = RunOnce(interp->get(), *hs, shape, in);
-  ExpectNear(RunOnce(interp->get(), *packed, shape, in), want, 1e-4f, "packed");
-  EXPECT_GE(PackedTensors(*packed), 5u);
-  ExpectNear(RunOnce(interp->get(), *planar, shape, in), want, 1e-4f, "planar");
+  const auto want = m->run(0, shape, in);
+  ExpectNear(m->run(1, shape, in), want, 1e-4f, "packed");
+  EXPECT_GE(PackedTensors(packed), 5u);
+  ExpectNear(m->run(2, shape, in), want, 1e-4f, "planar");
 }
 
 // 3x3 stride-1 convs of 8 or more channels go through Winograd F(2x2,
@@ -306,22 +315,17 @@ TEST(GpuPacked, WinogradConvs) {
   last.inputs.push_back(c3);  // a fused residual: y = relu(conv + b + c3)
   int c5 = conv("c5", c4, 12, 9, {0, 0, 0, 0}, true, fb::Activation::None, 94);     // valid, NCHW out
   b.addOutput(c5);
-  auto bytes = b.finish();
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
-  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-  auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-  auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-  auto low = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked, Precision::kLow));
-  ASSERT_TRUE(hs.ok() && packed.ok() && low.ok()) << packed.status().ToString();
-  EXPECT_EQ((*packed)->placement().ops_per_backend.count("host"), 0u) << (*packed)->placement().toString();
+  auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked), Config(kGpu, GpuLayout::kPacked, Precision::kLow)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  Session* packed = (*m)[1];
+  EXPECT_EQ(packed->placement().ops_per_backend.count("host"), 0u) << packed->placement().toString();
   for (auto [h, w, seed] : {std::tuple<int64_t, int64_t, uint32_t>{11, 13, 1}, {3, 2, 2}, {2, 3, 3}, {7, 7, 4}}) {
     const std::vector<int64_t> shape = {2, 8, h, w};
     const auto in = Random(static_cast<size_t>(2 * 8 * h * w), -2, 2, seed);
-    const auto want = RunOnce(interp->get(), *hs, shape, in);
+    const auto want = m->run(0, shape, in);
     const std::string what = std::to_string(h) + "x" + std::to_string(w);
-    ExpectNear(RunOnce(interp->get(), *packed, shape, in), want, 1e-4f, "packed " + what);
-    ExpectNear(RunOnce(interp->get(), *low, shape, in), want, 2e-2f, "fp16 " + what);
+    ExpectNear(m->run(1, shape, in), want, 1e-4f, "packed " + what);
+    ExpectNear(m->run(2, shape, in), want, 2e-2f, "fp16 " + what);
   }
   // The weights the convs keep are the transformed ones: 16 positions of
   // C4 x M4 blocks of 4 x 4 floats, and the bias (conv_c4's would be 9 taps).
@@ -332,9 +336,9 @@ TEST(GpuPacked, WinogradConvs) {
     want_bytes += (16 * m4 * c4 * 4 + m4) * 4 * sizeof(float);
     (void)bias;  // the bias's vec4s are there either way
   }
-  for (const MemoryUse& m : (*packed)->memory()) {
-    if (m.backend == ForwardTypeName(kGpu)) {
-      EXPECT_EQ(m.constant_bytes, want_bytes);
+  for (const MemoryUse& use : packed->memory()) {
+    if (use.backend == ForwardTypeName(kGpu)) {
+      EXPECT_EQ(use.constant_bytes, want_bytes);
     }
   }
 }
@@ -353,18 +357,12 @@ TEST(GpuPacked, StemAndPointwiseTiles) {
     int c2 = ConvOp(b, "pw", c1, m, m, 1, 1, 1, 0, true, 96);
     b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
     b.addOutput(ConvOp(b, "head", c2, m, 6, 1, 1, 1, 0, true, 97));
-    auto bytes = b.finish();
-    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
-    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-    auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-    ASSERT_TRUE(hs.ok() && packed.ok()) << packed.status().ToString();
+    auto l = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
     const std::vector<int64_t> shape = {1, 3, 29, 35};
     const auto in = Random(3 * 29 * 35, -2, 2, 8);
-    ExpectNear(RunOnce(interp->get(), *packed, shape, in), RunOnce(interp->get(), *hs, shape, in), 1e-4f,
-               std::to_string(m) + " channels");
-    EXPECT_EQ(PackedTensors(*packed), 2u);
+    ExpectNear(l->run(1, shape, in), l->run(0, shape, in), 1e-4f, std::to_string(m) + " channels");
+    EXPECT_EQ(PackedTensors((*l)[1]), 2u);
   }
 }
 
@@ -385,17 +383,12 @@ TEST(GpuPacked, DepthwiseColumns) {
     int d = ConvOp(b, "dw", c1, 10, 10, c.k, 10, c.stride, c.pad, true, 92);
     b.net().ops.back()->params.AsConvParams()->activation = fb::Activation::Relu;
     b.addOutput(ConvOp(b, "out", d, 10, 6, 1, 1, 1, 0, true, 93));
-    auto bytes = b.finish();
-    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-    auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
-    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-    auto hs = (*interp)->createSession(Config(ForwardType::kHost, GpuLayout::kAuto));
-    auto packed = (*interp)->createSession(Config(kGpu, GpuLayout::kPacked));
-    ASSERT_TRUE(hs.ok() && packed.ok()) << packed.status().ToString();
+    auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
     for (int64_t w : {5, 8, 13, 37}) {
       const std::vector<int64_t> shape = {1, 3, 9, w};
       const auto in = Random(static_cast<size_t>(3 * 9 * w), -2, 2, 9);
-      ExpectNear(RunOnce(interp->get(), *packed, shape, in), RunOnce(interp->get(), *hs, shape, in), 1e-4f,
+      ExpectNear(m->run(1, shape, in), m->run(0, shape, in), 1e-4f,
                  "k " + std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
                      " width " + std::to_string(w));
     }
