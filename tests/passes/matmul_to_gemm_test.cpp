@@ -1,5 +1,6 @@
 // matmul_to_gemm: MatMul(A [M, K], constant W [K, N]) + constant bias
-// becomes one Gemm (and then takes a following activation); not for a 3-D A
+// becomes one Gemm (and then takes a following activation), an N-D A one
+// between two Reshapes; not for a bias that varies along A's leading dims
 // or when the MatMul's output is read twice.
 #include "passes/pass_test_util.h"
 
@@ -55,8 +56,28 @@ TEST(PassesMatMulToGemm, ThenActivationFuses) {
   test::ExpectSameOutputs(n.b.net(), after);
 }
 
-TEST(PassesMatMulToGemm, NotFor3DInput) {
-  MmNet n = BuildMatMulAdd({2, 4, 8}, {6}, false);
+// An N-D A (a Linear layer on [batch, tokens, features]): Reshape into
+// [M, K], Gemm with the bias, Reshape back; the same outputs, and a
+// following Relu fuses into the Gemm through the Reshape.
+TEST(PassesMatMulToGemm, NdInputThroughReshapes) {
+  const std::vector<std::vector<int64_t>> biases = {{6}, {1, 1, 6}, {1}, {}};
+  for (const auto& bias : biases)
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE("bias rank " + std::to_string(bias.size()) + (relu ? ", relu" : ""));
+      MmNet n = BuildMatMulAdd({2, 4, 8}, bias, false);
+      n.b.addOutput(relu ? n.b.addOp(fb::OpType::Relu, "relu", {n.y}, {"r"})[0] : n.y);
+      fb::NetT after = n.b.net();
+      PassReport report;
+      ASSERT_TRUE(OptimizeNet(after, &report).ok());
+      EXPECT_EQ(test::OpTypes(after), "Reshape Gemm Reshape");
+      EXPECT_EQ(FindOp(after, fb::OpType::Gemm)->params.AsGemmParams()->activation,
+                relu ? fb::Activation::Relu : fb::Activation::None);
+      test::ExpectSameOutputs(n.b.net(), after);
+    }
+}
+
+TEST(PassesMatMulToGemm, NotForABiasAlongTheLeadingDims) {
+  MmNet n = BuildMatMulAdd({2, 4, 8}, {4, 6}, false);
   n.b.addOutput(n.y);
   fb::NetT after = ApplyPass(n.b.net(), MatMulToGemm, 0);
   EXPECT_EQ(CountOps(after, fb::OpType::MatMul), 1);

@@ -4,7 +4,9 @@
 // ([0, 6]), Clip [min, max], LeakyRelu (alpha), Sigmoid, HardSwish, Gelu
 // (the exact erf form only) and Silu. The producer's output must have
 // exactly one reader (the activation) and not be a graph output; the
-// producer then writes the activation's output tensor.
+// producer then writes the activation's output tensor. A Gemm followed by a
+// Reshape (matmul_to_gemm's N-D form) takes the activation after the
+// Reshape the same way; the Reshape then writes its output.
 // Gated forms, y * gate(y) as two ops, count as one activation: Mul(y,
 // Sigmoid(y)) is Silu and Mul(y, HardSigmoid(y)) with alpha 1/6 and beta 1/2
 // is HardSwish (how torch exports them below opset 14); then y has exactly
@@ -125,9 +127,23 @@ StatusOr<int> FuseActivation(fb::NetT& net) {
     if (a.type == fb::Activation::None) continue;
     const int p = idx.producerOf(x);
     if (p < 0 || x < 0 || idx.is_output[static_cast<size_t>(x)] || idx.uses(x) != (gate >= 0 ? 2 : 1)) continue;
-    fb::OpT& prod = *net.ops[static_cast<size_t>(p)];
+    // Through a Reshape of a Gemm's output (matmul_to_gemm's N-D form): the
+    // activation is elementwise, so the Gemm applies it and the Reshape
+    // writes the activation's output.
+    int reshape = -1, q = p;
+    if (net.ops[static_cast<size_t>(p)]->type == fb::OpType::Reshape && gate < 0) {
+      const fb::OpT& r = *net.ops[static_cast<size_t>(p)];
+      const int g = r.inputs.empty() ? -1 : r.inputs[0];
+      const int gp = g < 0 ? -1 : idx.producerOf(g);
+      if (gp < 0 || idx.is_output[static_cast<size_t>(g)] || idx.uses(g) != 1 || r.outputs.size() != 1 ||
+          net.ops[static_cast<size_t>(gp)]->type != fb::OpType::Gemm)
+        continue;
+      reshape = p;
+      q = gp;
+    }
+    fb::OpT& prod = *net.ops[static_cast<size_t>(q)];
     if (prod.outputs.size() != 1) continue;
-    if (prod.type == fb::OpType::Conv) {
+    if (prod.type == fb::OpType::Conv && reshape < 0) {
       // A fused residual (fuse_residual) takes Relu only: the GPU backends
       // apply it after the residual's Add.
       if (prod.inputs.size() > 3 && a.type != fb::Activation::Relu) continue;
@@ -139,7 +155,10 @@ StatusOr<int> FuseActivation(fb::NetT& net) {
     } else {
       continue;
     }
-    prod.outputs[0] = act.outputs[0];
+    if (reshape >= 0)
+      net.ops[static_cast<size_t>(reshape)]->outputs[0] = act.outputs[0];
+    else
+      prod.outputs[0] = act.outputs[0];
     removed[i] = 1;
     if (gate >= 0) removed[static_cast<size_t>(gate)] = 1;
     ++n;

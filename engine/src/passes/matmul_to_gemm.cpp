@@ -3,6 +3,15 @@
 // without growing it ([N], [1, N], [M, N], [M, 1], [1] or a scalar) becomes
 // Gemm(A, W, B): one op, and a Gemm a following activation can fuse into.
 // The MatMul's output must be read only by the Add and not be a graph output.
+// An A of static shape [d0, ..., K] (a transformer's Linear layer on
+// [batch, tokens, features]) with a bias of N values that broadcasts over
+// the leading dims ([N], [1, ..., 1, N], [1] or a scalar) becomes
+// Reshape(A, [M, K]) -> Gemm -> Reshape(., [d0, ..., N]): the bias (and an
+// activation, fuse_activation) ride on the GEMM's stores instead of a pass
+// of their own; the Reshapes move no data.
+#include <algorithm>
+#include <memory>
+
 #include "kiln/passes.h"
 #include "passes/pass_util.h"
 
@@ -26,6 +35,8 @@ StatusOr<int> MatMulToGemm(fb::NetT& net) {
   std::vector<uint8_t> removed(net.ops.size(), 0);
   NetIndex idx(net, removed);
   StaticShapes s = InferStaticShapes(net);
+  // The N-D form's Reshape into [M, K], to go just before the MatMul's slot.
+  std::vector<std::unique_ptr<fb::OpT>> before(net.ops.size());
   int n = 0;
   for (size_t i = 0; i < net.ops.size(); ++i) {
     fb::OpT& add = *net.ops[i];
@@ -40,24 +51,92 @@ StatusOr<int> MatMulToGemm(fb::NetT& net) {
       std::vector<float> wv, bv;
       std::vector<int64_t> wshape, bshape;
       if (!s.has(a) || s.dtype[static_cast<size_t>(a)] != fb::DataType::F32 ||
-          s.shape[static_cast<size_t>(a)].size() != 2)
+          s.shape[static_cast<size_t>(a)].size() < 2)
         continue;
       if (!ConstFloats(net, w, &wv) || !StaticShapeOf(*net.tensors[static_cast<size_t>(w)], &wshape) ||
           wshape.size() != 2)
         continue;
       if (!ConstFloats(net, bias, &bv) || !StaticShapeOf(*net.tensors[static_cast<size_t>(bias)], &bshape)) continue;
-      const int64_t M = s.shape[static_cast<size_t>(a)][0], K = s.shape[static_cast<size_t>(a)][1];
-      if (wshape[0] != K || !BiasFits(bshape, M, wshape[1])) continue;
-      add.type = fb::OpType::Gemm;
-      add.inputs = {a, w, bias};
-      add.params.Set(fb::GemmParamsT());
-      removed[static_cast<size_t>(p)] = 1;
+      const std::vector<int64_t>& ashape = s.shape[static_cast<size_t>(a)];
+      const int64_t K = ashape.back(), N = wshape[1];
+      if (wshape[0] != K) continue;
+      if (ashape.size() == 2) {
+        if (!BiasFits(bshape, ashape[0], N)) continue;
+        add.type = fb::OpType::Gemm;
+        add.inputs = {a, w, bias};
+        add.params.Set(fb::GemmParamsT());
+        removed[static_cast<size_t>(p)] = 1;
+      } else {
+        // N-D: the bias must not vary along the leading dims.
+        const int64_t bn = NumElements(bshape);
+        bool lead_ones = bshape.size() <= ashape.size();
+        for (size_t d = 0; d + 1 < bshape.size(); ++d) lead_ones = lead_ones && bshape[d] == 1;
+        if (!lead_ones || (bn != N && bn != 1) || (bn == N && !bshape.empty() && bshape.back() != N)) continue;
+        const int64_t M = NumElements(ashape) / std::max<int64_t>(K, 1);
+        std::vector<int64_t> out_shape = ashape;
+        out_shape.back() = N;
+        const std::string base = net.ops[static_cast<size_t>(p)]->name;
+        const int in_shape = AddConstant(net, base + "/gemm_in_shape", fb::DataType::I64, {2},
+                                         std::vector<int64_t>{M, K}.data(), 2 * sizeof(int64_t));
+        const int back_shape = AddConstant(net, base + "/gemm_out_shape", fb::DataType::I64,
+                                           {static_cast<int64_t>(out_shape.size())}, out_shape.data(),
+                                           out_shape.size() * sizeof(int64_t));
+        const int bias2 = bshape.size() <= 1 ? bias : AddConstantF32(net, base + "/gemm_bias", {bn}, bv);
+        // A as [M, K] and the Gemm's [M, N]: new f32 tensors, their shapes
+        // inferred at resize.
+        auto tensor = [&](const std::string& want) {
+          std::string name = want;
+          for (int k = 1; std::any_of(net.tensors.begin(), net.tensors.end(),
+                                      [&](const std::unique_ptr<fb::TensorT>& t) { return t->name == name; });
+               ++k)
+            name = want + "_" + std::to_string(k);
+          auto t = std::make_unique<fb::TensorT>();
+          t->name = name;
+          t->dtype = fb::DataType::F32;
+          t->unknown_rank = true;
+          net.tensors.push_back(std::move(t));
+          return static_cast<int>(net.tensors.size()) - 1;
+        };
+        const int a2 = tensor(base + "/gemm_in");
+        const int g = tensor(base + "/gemm_out");
+        auto reshape_in = std::make_unique<fb::OpT>();
+        reshape_in->type = fb::OpType::Reshape;
+        reshape_in->name = base + "/gemm_in";
+        reshape_in->inputs = {a, in_shape};
+        reshape_in->outputs = {a2};
+        reshape_in->params.Set(fb::ReshapeParamsT());
+        before[static_cast<size_t>(p)] = std::move(reshape_in);
+        // The MatMul's slot: the Gemm; the Add's: the Reshape back.
+        fb::OpT& gemm = *net.ops[static_cast<size_t>(p)];
+        gemm.type = fb::OpType::Gemm;
+        gemm.inputs = {a2, w, bias2};
+        gemm.outputs = {g};
+        gemm.params.Set(fb::GemmParamsT());
+        add.type = fb::OpType::Reshape;
+        add.inputs = {g, back_shape};
+        add.params.Set(fb::ReshapeParamsT());
+      }
       ++n;
       idx = NetIndex(net, removed);
       break;
     }
   }
   EraseOps(net, removed);
+  // The Reshapes into [M, K], each before its Gemm (removed ops are gone, so
+  // a slot is found by its Gemm's input).
+  std::vector<std::unique_ptr<fb::OpT>> pending;
+  for (auto& r : before)
+    if (r) pending.push_back(std::move(r));
+  if (!pending.empty()) {
+    std::vector<std::unique_ptr<fb::OpT>> ops;
+    for (auto& op : net.ops) {
+      for (auto& r : pending)
+        if (r && op->type == fb::OpType::Gemm && !op->inputs.empty() && op->inputs[0] == r->outputs[0])
+          ops.push_back(std::move(r));
+      ops.push_back(std::move(op));
+    }
+    net.ops = std::move(ops);
+  }
   return n;
 }
 
