@@ -246,8 +246,10 @@ StatusOr<std::string> WithBufferOffsets(const std::string& body) {
 Status SetKernelArgs(const ClApi& cl, cl_kernel kernel, const std::vector<ClArg>& buffers,
                      const std::vector<uint8_t>& push) {
   cl_uint arg = 0;
-  for (const ClArg& b : buffers) KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, sizeof(cl_mem), &b.mem), "buffer"));
-  if (!push.empty()) KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, push.size(), push.data()), "push constants"));
+  for (const ClArg& b : buffers)
+    KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, sizeof(cl_mem), &b.mem), "buffer"));
+  if (!push.empty())
+    KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, push.size(), push.data()), "push constants"));
   for (const ClArg& b : buffers) {
     const cl_ulong offset = b.offset;
     KILN_RETURN_IF_ERROR(ClCheck(cl.clSetKernelArg(kernel, arg++, sizeof(offset), &offset), "buffer offset"));
@@ -566,7 +568,8 @@ Status OpenCLBackend::tune(const GpuDispatch& d) {
     cl_ulong start = 0, end = 0;
     if (err == CL_SUCCESS && ev) {
       err = cl().clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
-      if (err == CL_SUCCESS) err = cl().clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
+      if (err == CL_SUCCESS)
+        err = cl().clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
     }
     if (ev) cl().clReleaseEvent(ev);
     KILN_RETURN_IF_ERROR(ClCheck(err, "tuning: the device's timestamps"));
@@ -635,7 +638,8 @@ Status OpenCLBackend::enqueue(const GpuDispatch& d, cl_event* event, cl_command_
   if (l.skip) return Status::Ok();
   if (!queue) queue = queue_;
   if (l.copy)
-    return ClCheck(cl().clEnqueueCopyBuffer(queue, l.src, l.dst, l.src_offset, l.dst_offset, l.bytes, 0, nullptr, event),
+    return ClCheck(cl().clEnqueueCopyBuffer(queue, l.src, l.dst, l.src_offset, l.dst_offset, l.bytes, 0, nullptr,
+                                            event),
                    "clEnqueueCopyBuffer");
   return ClCheck(cl().clEnqueueNDRangeKernel(queue, reinterpret_cast<cl_kernel>(d.prepared), 3, nullptr, l.global,
                                              l.local, 0, nullptr, event),

@@ -26,10 +26,9 @@ StatusOr<DevicePeaks> OpenCLBackend::measurePeaks() {
     k = cl().clCreateKernel(static_cast<const ClKernel*>(gk)->program, "peak", &err);
     KILN_RETURN_IF_ERROR(ClCheck(err, "clCreateKernel peak"));
     const auto* bytes = reinterpret_cast<const uint8_t*>(&push);
-    KILN_RETURN_IF_ERROR(SetKernelArgs(cl(), k,
-                                       {{reinterpret_cast<cl_mem>(a.handle), 0}, {reinterpret_cast<cl_mem>(b->handle), 0}},
-                                       std::vector<uint8_t>(bytes, bytes + sizeof(push))),
-                         "peak");
+    const std::vector<ClArg> buffers = {{reinterpret_cast<cl_mem>(a.handle), 0},
+                                        {reinterpret_cast<cl_mem>(b->handle), 0}};
+    KILN_RETURN_IF_ERROR(SetKernelArgs(cl(), k, buffers, std::vector<uint8_t>(bytes, bytes + sizeof(push))), "peak");
     const size_t global = (size_t{push.n} + kLocal - 1) / kLocal * kLocal, lsize = kLocal;
     auto t0 = std::chrono::steady_clock::now();
     KILN_RETURN_IF_ERROR(ClCheck(cl().clEnqueueNDRangeKernel(queue_, k, 1, nullptr, &global, &lsize, 0, nullptr, nullptr),

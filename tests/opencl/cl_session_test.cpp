@@ -257,7 +257,8 @@ TEST(OpenCLKernelSource, BufferOffsetsAppendedToEveryKernel) {
   EXPECT_NE(out->find("void a(__global const float* x, __global uchar* y, P p, ulong kiln_off_x, ulong kiln_off_y) {"),
             std::string::npos)
       << *out;
-  EXPECT_NE(out->find("x = (__global const float*)((__global const uchar*)x + kiln_off_x);"), std::string::npos) << *out;
+  EXPECT_NE(out->find("x = (__global const float*)((__global const uchar*)x + kiln_off_x);"), std::string::npos)
+      << *out;
   EXPECT_NE(out->find("y = (__global uchar*)((__global uchar*)y + kiln_off_y);"), std::string::npos) << *out;
   EXPECT_NE(out->find("void b(__global float4* z, ulong kiln_off_z) {"), std::string::npos) << *out;
   EXPECT_EQ(out->find("kiln_off_p"), std::string::npos) << *out;
