@@ -28,6 +28,16 @@ bool BiasFits(const std::vector<int64_t>& b, int64_t M, int64_t N) {
   return true;
 }
 
+// The N-D form: b holds one value or N, along its last dim, every other dim
+// 1 (so it does not vary along A's leading dims), and it has no more dims
+// than A (rank `rank`): [N], [1, ..., 1, N], [1] or a scalar.
+bool BiasFitsRows(const std::vector<int64_t>& b, size_t rank, int64_t N) {
+  if (b.size() > rank) return false;
+  for (size_t d = 0; d + 1 < b.size(); ++d)
+    if (b[d] != 1) return false;
+  return b.empty() || b.back() == 1 || b.back() == N;
+}
+
 }  // namespace
 
 StatusOr<int> MatMulToGemm(fb::NetT& net) {
@@ -67,11 +77,8 @@ StatusOr<int> MatMulToGemm(fb::NetT& net) {
         add.params.Set(fb::GemmParamsT());
         removed[static_cast<size_t>(p)] = 1;
       } else {
-        // N-D: the bias must not vary along the leading dims.
+        if (!BiasFitsRows(bshape, ashape.size(), N)) continue;
         const int64_t bn = NumElements(bshape);
-        bool lead_ones = bshape.size() <= ashape.size();
-        for (size_t d = 0; d + 1 < bshape.size(); ++d) lead_ones = lead_ones && bshape[d] == 1;
-        if (!lead_ones || (bn != N && bn != 1) || (bn == N && !bshape.empty() && bshape.back() != N)) continue;
         const int64_t M = NumElements(ashape) / std::max<int64_t>(K, 1);
         std::vector<int64_t> out_shape = ashape;
         out_shape.back() = N;
@@ -82,23 +89,9 @@ StatusOr<int> MatMulToGemm(fb::NetT& net) {
                                            {static_cast<int64_t>(out_shape.size())}, out_shape.data(),
                                            out_shape.size() * sizeof(int64_t));
         const int bias2 = bshape.size() <= 1 ? bias : AddConstantF32(net, base + "/gemm_bias", {bn}, bv);
-        // A as [M, K] and the Gemm's [M, N]: new f32 tensors, their shapes
-        // inferred at resize.
-        auto tensor = [&](const std::string& want) {
-          std::string name = want;
-          for (int k = 1; std::any_of(net.tensors.begin(), net.tensors.end(),
-                                      [&](const std::unique_ptr<fb::TensorT>& t) { return t->name == name; });
-               ++k)
-            name = want + "_" + std::to_string(k);
-          auto t = std::make_unique<fb::TensorT>();
-          t->name = name;
-          t->dtype = fb::DataType::F32;
-          t->unknown_rank = true;
-          net.tensors.push_back(std::move(t));
-          return static_cast<int>(net.tensors.size()) - 1;
-        };
-        const int a2 = tensor(base + "/gemm_in");
-        const int g = tensor(base + "/gemm_out");
+        // A as [M, K] and the Gemm's [M, N], their shapes inferred at resize.
+        const int a2 = AddTensor(net, base + "/gemm_in", fb::DataType::F32);
+        const int g = AddTensor(net, base + "/gemm_out", fb::DataType::F32);
         auto reshape_in = std::make_unique<fb::OpT>();
         reshape_in->type = fb::OpType::Reshape;
         reshape_in->name = base + "/gemm_in";
@@ -121,22 +114,13 @@ StatusOr<int> MatMulToGemm(fb::NetT& net) {
       break;
     }
   }
-  EraseOps(net, removed);
-  // The Reshapes into [M, K], each before its Gemm (removed ops are gone, so
-  // a slot is found by its Gemm's input).
-  std::vector<std::unique_ptr<fb::OpT>> pending;
-  for (auto& r : before)
-    if (r) pending.push_back(std::move(r));
-  if (!pending.empty()) {
-    std::vector<std::unique_ptr<fb::OpT>> ops;
-    for (auto& op : net.ops) {
-      for (auto& r : pending)
-        if (r && op->type == fb::OpType::Gemm && !op->inputs.empty() && op->inputs[0] == r->outputs[0])
-          ops.push_back(std::move(r));
-      ops.push_back(std::move(op));
-    }
-    net.ops = std::move(ops);
+  // The ops that stay, each N-D Gemm after its Reshape into [M, K].
+  std::vector<std::unique_ptr<fb::OpT>> ops;
+  for (size_t i = 0; i < net.ops.size(); ++i) {
+    if (before[i]) ops.push_back(std::move(before[i]));
+    if (!removed[i]) ops.push_back(std::move(net.ops[i]));
   }
+  net.ops = std::move(ops);
   return n;
 }
 

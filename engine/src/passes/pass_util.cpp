@@ -149,18 +149,25 @@ bool IsScalarNear(const fb::NetT& net, int t, double want, double tol) {
   return ConstScalar(net, t, &v) && std::fabs(v - want) <= tol * std::max(1.0, std::fabs(want));
 }
 
-int AddConstant(fb::NetT& net, const std::string& base, fb::DataType dtype, const std::vector<int64_t>& shape,
-                const void* data, size_t bytes) {
+int AddTensor(fb::NetT& net, const std::string& base, fb::DataType dtype) {
   std::unordered_set<std::string> names;
   for (const auto& t : net.tensors) names.insert(t->name);
   std::string name = base;
   for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
   auto t = std::make_unique<fb::TensorT>();
   t->name = name;
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  SetConstant(*t, dtype, shape, std::vector<uint8_t>(p, p + bytes));
+  t->dtype = dtype;
+  t->unknown_rank = true;
   net.tensors.push_back(std::move(t));
   return static_cast<int>(net.tensors.size()) - 1;
+}
+
+int AddConstant(fb::NetT& net, const std::string& base, fb::DataType dtype, const std::vector<int64_t>& shape,
+                const void* data, size_t bytes) {
+  const int t = AddTensor(net, base, dtype);
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  SetConstant(*net.tensors[static_cast<size_t>(t)], dtype, shape, std::vector<uint8_t>(p, p + bytes));
+  return t;
 }
 
 int AddConstantF32(fb::NetT& net, const std::string& base, const std::vector<int64_t>& shape,

@@ -47,6 +47,9 @@ bool ConstScalar(const fb::NetT& net, int t, double* v);
 // A one-element constant of rank <= 1 within `tol` (relative) of `want`.
 bool IsScalarNear(const fb::NetT& net, int t, double want, double tol = 1e-4);
 
+// Adds a tensor of unknown rank (shape inference gives it one) with a name
+// not used yet (base, base_1, ...).
+int AddTensor(fb::NetT& net, const std::string& base, fb::DataType dtype);
 // Adds a constant tensor with a name not used yet (base, base_1, ...).
 int AddConstant(fb::NetT& net, const std::string& base, fb::DataType dtype, const std::vector<int64_t>& shape,
                 const void* data, size_t bytes);
