@@ -37,6 +37,26 @@ layout(push_constant) uniform P {
 layout(constant_id = 7) const uint XB = 4u;
 layout(constant_id = 8) const uint MB = 1u;
 
+// Input block cb's products, XB pixels by MB output blocks, added to SUM
+// (MATH4_T[MB][XB]: the f32 accumulators, or a half partial sum), with
+// main's n, cb0, vol, pix, ok, gmb, kvol and t: one body for both
+// arithmetics.
+#define CONV_C4_BLOCK(SUM, cb)                                                                    \
+  {                                                                                               \
+    MATH4_T xv[XB];                                                                               \
+    [[unroll]] for (uint b = 0u; b < XB; ++b) {                                                   \
+      const MATH4_T v = LoadX4M(p.c, n, cb0 + (cb), vol, pix[b]);                                \
+      xv[b] = ok[b] ? v : MATH4_T(0.0);                                                           \
+    }                                                                                             \
+    [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {                                                \
+      const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + (cb)) * 4u;                                 \
+      const MATH4_T w0 = LOAD_W4_M(wi), w1 = LOAD_W4_M(wi + 1u), w2 = LOAD_W4_M(wi + 2u),        \
+                    w3 = LOAD_W4_M(wi + 3u);                                                      \
+      [[unroll]] for (uint b = 0u; b < XB; ++b)                                                   \
+        SUM[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;                 \
+    }                                                                                             \
+  }
+
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -83,36 +103,12 @@ void main() {
           MATH4_T part[MB][XB];
           [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
             [[unroll]] for (uint b = 0u; b < XB; ++b) part[mb][b] = MATH4_T(0.0);
-          for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.cg4); ++cb) {
-            MATH4_T xv[XB];
-            [[unroll]] for (uint b = 0u; b < XB; ++b) {
-              const MATH4_T v = LoadX4M(p.c, n, cb0 + cb, vol, pix[b]);
-              xv[b] = ok[b] ? v : MATH4_T(0.0);
-            }
-            [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
-              const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
-              const MATH4_T w0 = LOAD_W4_M(wi), w1 = LOAD_W4_M(wi + 1u), w2 = LOAD_W4_M(wi + 2u), w3 = LOAD_W4_M(wi + 3u);
-              [[unroll]] for (uint b = 0u; b < XB; ++b)
-                part[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
-            }
-          }
+          for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.cg4); ++cb) CONV_C4_BLOCK(part, cb)
           [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
             [[unroll]] for (uint b = 0u; b < XB; ++b) acc[mb][b] += vec4(part[mb][b]);
         }
 #else
-        for (uint cb = 0u; cb < p.cg4; ++cb) {
-          vec4 xv[XB];
-          [[unroll]] for (uint b = 0u; b < XB; ++b) {
-            const vec4 v = LoadX4(p.c, n, cb0 + cb, vol, pix[b]);
-            xv[b] = ok[b] ? v : vec4(0.0);
-          }
-          [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
-            const uint wi = ((gmb[mb] * kvol + t) * p.cg4 + cb) * 4u;
-            const vec4 w0 = LOAD_W4(wi), w1 = LOAD_W4(wi + 1u), w2 = LOAD_W4(wi + 2u), w3 = LOAD_W4(wi + 3u);
-            [[unroll]] for (uint b = 0u; b < XB; ++b)
-              acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
-          }
-        }
+        for (uint cb = 0u; cb < p.cg4; ++cb) CONV_C4_BLOCK(acc, cb)
 #endif
       }
     }

@@ -59,13 +59,11 @@ vec4 LoadX4(uint channels, uint n, uint block, uint vol, uint pix) {
   return v;
 }
 
-#ifdef KILN_FP16_MATH
-// LoadX4 in half, as stored.
+// LoadX4 as MATH4_T: in half, as stored, in the _f16m variants.
 MATH4_T LoadX4M(uint channels, uint n, uint block, uint vol, uint pix) {
   if (X_PACKED) return LOAD_X4_AT_M((n * ((channels + 3u) / 4u) + block) * vol + pix);
   return MATH4_T(LoadX4(channels, n, block, vol, pix));
 }
-#endif
 
 // v through the fused activation into `block` at pixel `pix` of image n, Y
 // having `channels` channels of `vol` pixels; packed lanes past the last

@@ -33,6 +33,21 @@ layout(std430, binding = 1) readonly buffer U { STORE4_T u4[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer M { STORE4_T m4[]; };
 
+// Input block cb's products, TB tiles by MB output blocks, added to SUM
+// (MATH4_T[MB][TB]: the f32 accumulators, or a half partial sum), with
+// main's vbase, tix and wrow: one body for both arithmetics.
+#define WINO_BLOCK(SUM, cb)                                                                        \
+  {                                                                                                \
+    MATH4_T xv[TB];                                                                                \
+    [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + (cb) * p.tiles + tix[b]);    \
+    [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {                                                 \
+      const uint wi = wrow[mb] + (cb) * 4u;                                                        \
+      const MATH4_T w0 = LOAD_U(wi), w1 = LOAD_U(wi + 1u), w2 = LOAD_U(wi + 2u), w3 = LOAD_U(wi + 3u); \
+      [[unroll]] for (uint b = 0u; b < TB; ++b)                                                    \
+        SUM[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;                  \
+    }                                                                                              \
+  }
+
 void main() {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
@@ -55,30 +70,12 @@ void main() {
     MATH4_T part[MB][TB];
     [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
       [[unroll]] for (uint b = 0u; b < TB; ++b) part[mb][b] = MATH4_T(0.0);
-    for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.c4); ++cb) {
-      MATH4_T xv[TB];
-      [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + cb * p.tiles + tix[b]);
-      [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
-        const uint wi = wrow[mb] + cb * 4u;
-        const MATH4_T w0 = LOAD_U(wi), w1 = LOAD_U(wi + 1u), w2 = LOAD_U(wi + 2u), w3 = LOAD_U(wi + 3u);
-        [[unroll]] for (uint b = 0u; b < TB; ++b)
-          part[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
-      }
-    }
+    for (uint cb = c0; cb < min(c0 + KILN_F16_CHUNK, p.c4); ++cb) WINO_BLOCK(part, cb)
     [[unroll]] for (uint mb = 0u; mb < MB; ++mb)
       [[unroll]] for (uint b = 0u; b < TB; ++b) acc[mb][b] += vec4(part[mb][b]);
   }
 #else
-  for (uint cb = 0u; cb < p.c4; ++cb) {
-    vec4 xv[TB];
-    [[unroll]] for (uint b = 0u; b < TB; ++b) xv[b] = LOAD_V(vbase + cb * p.tiles + tix[b]);
-    [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
-      const uint wi = wrow[mb] + cb * 4u;
-      const vec4 w0 = LOAD_U(wi), w1 = LOAD_U(wi + 1u), w2 = LOAD_U(wi + 2u), w3 = LOAD_U(wi + 3u);
-      [[unroll]] for (uint b = 0u; b < TB; ++b)
-        acc[mb][b] += w0 * xv[b].x + w1 * xv[b].y + w2 * xv[b].z + w3 * xv[b].w;
-    }
-  }
+  for (uint cb = 0u; cb < p.c4; ++cb) WINO_BLOCK(acc, cb)
 #endif
   [[unroll]] for (uint mb = 0u; mb < MB; ++mb) {
     if (q0 + mb >= p.m4) break;
