@@ -24,6 +24,12 @@ T DeviceValue(const ClApi& cl, cl_device_id d, cl_device_info what) {
   return v;
 }
 
+// A capability switched off for diagnosis: `name` set to "0".
+bool EnvIsZero(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == "0";
+}
+
 int Rank(cl_device_type t) {
   if (t & CL_DEVICE_TYPE_GPU) return 0;
   if (t & CL_DEVICE_TYPE_ACCELERATOR) return 1;
@@ -98,11 +104,10 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   }
   const std::string ext = DeviceString(cl, d, CL_DEVICE_EXTENSIONS);
   c.fp16_math = ext.find("cl_khr_fp16") != std::string::npos;
-  c.float64 = ext.find("cl_khr_fp64") != std::string::npos;
-  if (const char* v = std::getenv("KILN_OPENCL_FP64")) c.float64 = c.float64 && std::string(v) != "0";
+  c.float64 = ext.find("cl_khr_fp64") != std::string::npos && !EnvIsZero("KILN_OPENCL_FP64");
   c.exact_divide = (DeviceValue<cl_device_fp_config>(cl, d, CL_DEVICE_SINGLE_FP_CONFIG) &
-                    CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-  if (const char* v = std::getenv("KILN_OPENCL_EXACT_DIVIDE")) c.exact_divide = c.exact_divide && std::string(v) != "0";
+                    CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0 &&
+                   !EnvIsZero("KILN_OPENCL_EXACT_DIVIDE");
   // vload_half / vstore_half and char pointers are core OpenCL 1.2: every
   // device can store 16- and 8-bit elements.
   c.storage_16bit = true;
@@ -119,7 +124,7 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
     cb.copy = reinterpret_cast<clCommandCopyBufferKHR_fn>(get("clCommandCopyBufferKHR"));
     c.command_buffer = cb.ok();
   }
-  if (const char* v = std::getenv("KILN_OPENCL_COMMAND_BUFFER")) c.command_buffer = c.command_buffer && std::string(v) != "0";
+  c.command_buffer = c.command_buffer && !EnvIsZero("KILN_OPENCL_COMMAND_BUFFER");
   c.compute_units = DeviceValue<cl_uint>(cl, d, CL_DEVICE_MAX_COMPUTE_UNITS);
   c.local_memory = DeviceValue<cl_ulong>(cl, d, CL_DEVICE_LOCAL_MEM_SIZE);
   c.base_address_align = DeviceValue<cl_uint>(cl, d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;
