@@ -139,6 +139,7 @@ TEST(Gemm, BlockEdgesAndThreads) {
   for (Isa isa : Isas()) {
     for (ThreadPool* pool : {&one, &three}) {
       Check(isa, *pool, false, false, 5, 4100, 3, 1.f, 0.f, 0, 11);   // several NC blocks
+      Check(isa, *pool, false, false, 20, 1100, 300, 1.f, 1.f, 0, 16);  // NC sized from the L2 for a K block
       Check(isa, *pool, true, false, 300, 9, 600, 1.f, 1.f, 2, 12);   // several KC and MC blocks, split over M
       Check(isa, *pool, false, true, 130, 260, 513, 0.25f, 0.f, 1, 13);
       Check(isa, *pool, true, true, 2, 2, 0, 1.f, 0.5f, 0, 14);       // K == 0: C = beta * C
