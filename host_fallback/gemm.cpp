@@ -198,11 +198,15 @@ int64_t BlockColumns(const GemmKernel& kr, int64_t kc) {
 // C[m0, m1) x [n0, n1) = alpha * op(A) op(B) + beta * C on the calling thread.
 void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   if (m1 <= m0 || n1 <= n0) return;
-  if (pr.beta != 0.f && pr.beta != 1.f)
+  const float* residual = pr.ep ? pr.ep->residual : nullptr;
+  if (pr.beta != 0.f && pr.beta != 1.f && !residual)
     for (int64_t i = m0; i < m1; ++i)
       for (int64_t j = n0; j < n1; ++j) pr.C[i * pr.ldc + j] *= pr.beta;
   if (pr.K == 0) {
-    if (pr.beta == 0.f)
+    if (residual)
+      for (int64_t i = m0; i < m1; ++i)
+        std::copy(residual + i * pr.ep->ld_residual + n0, residual + i * pr.ep->ld_residual + n1, pr.C + i * pr.ldc + n0);
+    else if (pr.beta == 0.f)
       for (int64_t i = m0; i < m1; ++i) std::fill(pr.C + i * pr.ldc + n0, pr.C + i * pr.ldc + n1, 0.f);
     if (pr.ep) ApplyEpilogue(pr, m0, m1 - m0, n0, n1 - n0);
     return;
@@ -220,7 +224,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
     const int64_t nc = std::min(NC, n1 - jc);
     for (int64_t pc = 0; pc < pr.K; pc += KC) {
       const int64_t kc = std::min(KC, pr.K - pc);
-      const bool load = pc > 0 || pr.beta != 0.f;
+      const bool load = pc > 0 || pr.beta != 0.f || residual;
       const bool last = pc + kc == pr.K;
       const int64_t full = nc / nr * nr;  // direct B: the columns of whole panels
       if (pr.direct_b) {
@@ -253,6 +257,11 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
             ldb = jr < full ? pr.ldb : nr;
           }
           float* c = pr.C + (ic + ir) * pr.ldc + jc + jr;
+          if (residual && pc == 0) {
+            const float* r = residual + (ic + ir) * pr.ep->ld_residual + jc + jr;
+            for (int64_t i = 0; i < mrr; ++i)
+              std::memcpy(c + i * pr.ldc, r + i * pr.ep->ld_residual, static_cast<size_t>(nrr) * sizeof(float));
+          }
           // A last panel of at most nr / 2 columns takes the half tile.
           const bool half = kr.micro_half && 2 * nrr <= nr;
           const MicroKernel micro = half ? kr.micro_half : kr.micro;
@@ -418,6 +427,13 @@ void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, 
   }
 }
 
+// What row 0's product is added to at column j (M == 1): the epilogue's
+// residual, or beta * C.
+inline float RowStart(const Problem& pr, int64_t j) {
+  if (pr.ep && pr.ep->residual) return pr.ep->residual[j];
+  return pr.beta == 0.f ? 0.f : pr.beta * pr.C[j];
+}
+
 // alpha * op(A)'s single row (M == 1), contiguous, in the calling thread's
 // scratch (the pool's threads only read it while the call lasts).
 thread_local ScratchBuffer tl_row;
@@ -436,8 +452,7 @@ void Gemv(ThreadPool& pool, const Problem& pr, int64_t N) {
       const int64_t j1 = std::min(e, j0 + 256);
       float y[256];
       GemvRange(a, pr.K, pr.tb, pr.B, pr.ldb, j0, j1, y);
-      for (int64_t j = j0; j < j1; ++j)
-        pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
+      for (int64_t j = j0; j < j1; ++j) pr.C[j] = RowStart(pr, j) + y[j - j0];
       if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
     }
   }, 64);
@@ -470,7 +485,7 @@ void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64
         kr.gemv(pr.K, KC, a, pr.packed_b, pr.n_pad, p0, np, y);
       }
       const int64_t j0 = p0 * nr, j1 = std::min(N, (p0 + np) * nr);
-      for (int64_t j = j0; j < j1; ++j) pr.C[j] = (pr.beta == 0.f ? 0.f : pr.beta * pr.C[j]) + y[j - j0];
+      for (int64_t j = j0; j < j1; ++j) pr.C[j] = RowStart(pr, j) + y[j - j0];
       if (pr.ep) ApplyEpilogue(pr, 0, 1, j0, j1 - j0);
     }
   }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pr.K * nr)));

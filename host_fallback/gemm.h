@@ -35,6 +35,13 @@ struct GemmEpilogue {
   const float* col_bias = nullptr;  // [N] or null (Gemm: C broadcast along rows)
   bool clamp = false;
   float lo = 0.f, hi = 0.f;
+  // A matrix added before the bias and activation (Conv's fused residual):
+  // C = act(op(A) op(B) + residual + biases), beta taken as 0. Each tile of
+  // it is copied into C just before the tile's first K block accumulates
+  // there, so it is read once, while that tile is in L1, with no pass over
+  // C of its own. residual[i * ld_residual + j] is C(i, j)'s.
+  const float* residual = nullptr;
+  int64_t ld_residual = 0;
   // Then, on each finished tile while it is in L1, an activation that is no
   // clamp (Sigmoid, Silu, HardSwish, ...): `rows` rows of `cols` at stride
   // ldc. Called from the pool's threads at once.

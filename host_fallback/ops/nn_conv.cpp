@@ -430,9 +430,10 @@ class ConvExecution final : public Execution {
     if (out[0]->elementCount() == 0) return Status::Ok();
     if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
     // A fused residual (input 3, fuse_residual): y = act(conv + bias + r).
-    // The GEMM paths start from r in y (beta 1), so that it is added in
-    // their stores before the activation; the others compute conv + bias
-    // and add it afterwards (AddResidual), the activation with it.
+    // The GEMM paths take r as their epilogue's residual (each tile starts
+    // from its part of r), so that it is added before the activation; the
+    // others compute conv + bias and add it afterwards (AddResidual), the
+    // activation with it.
     const Tensor* R = in.size() > 3 ? in[3] : nullptr;
     const bool gemm_path = !direct_ && !narrow_ && !winograd_ && !transposed_;
     if (R && !gemm_path) {
@@ -442,16 +443,15 @@ class ConvExecution final : public Execution {
       return Status::Ok();
     }
     if (direct_) return RunConv(op_, in, out, be, channels16_on_, false);
-    if (R && out[0]->byteSize())
-      std::memcpy(out[0]->host<float>(), R->host<float>(), out[0]->byteSize());
-    return runPlain(be, in, out, false, R ? 1.f : 0.f);
+    return runPlain(be, in, out, false, R ? R->host<float>() : nullptr);
   }
 
  private:
-  // Every path but the direct one: y = act(conv(x) + bias) + beta * y
-  // (beta: the GEMM paths only), without the activation when no_activation.
+  // Every path but the direct one: y = act(conv(x) + bias + residual)
+  // (residual: the GEMM paths only; y's shape), without the activation when
+  // no_activation.
   Status runPlain(HostBackend& be, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
-                  bool no_activation, float beta = 0.f) {
+                  bool no_activation, const float* residual = nullptr) {
     ConvAttrs a = a_;
     if (no_activation) a.act = fb::Activation::None;
     const Tensor* B = in.size() > 2 ? in[2] : nullptr;
@@ -483,15 +483,17 @@ class ConvExecution final : public Execution {
       for (int64_t g = 0; g < a_.group; ++g) {
         const float* xg = x + (n * C_ + g * Cg_) * in_plane_;
         const float* bmat = xg;
+        ep.residual = residual ? residual + (n * M_ + g * Mg_) * out_plane_ : nullptr;
+        ep.ld_residual = out_plane_;
         if (phased_) {
-          KILN_RETURN_IF_ERROR(runPhased(be, xg, g, bias, &ep, beta, y + (n * M_ + g * Mg_) * out_plane_));
+          KILN_RETURN_IF_ERROR(runPhased(be, xg, g, bias, &ep, y + (n * M_ + g * Mg_) * out_plane_));
           continue;
         }
         if (!pointwise_ && !transposed_ && !subsampled_ && !packed_.empty()) {
           ep.row_bias = bias ? bias + g * Mg_ : nullptr;
           const ImplicitCol ic{&taps_, col_rows_.data(), xg};
           SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackImplicitCol, &ic},
-                               beta, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
+                               0.f, y + (n * M_ + g * Mg_) * out_plane_, out_plane_, &ep);
           continue;
         }
         if (!pointwise_) {
@@ -503,7 +505,9 @@ class ConvExecution final : public Execution {
         float* yg = y + (n * M_ + g * Mg_) * out_plane_;
         if (transposed_) {
           // y^T [out_plane x M] = bmat^T * w^T into scratch (bias a column
-          // now), then transposed into the output planes.
+          // now), then transposed into the output planes. (A residual
+          // takes AddResidual here: onExecute passes none.)
+          ep.residual = nullptr;
           float* yt = tl_yt.get(static_cast<size_t>(out_plane_ * M_));
           if (!yt) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the transposed output");
           ep.col_bias = bias;
@@ -513,10 +517,10 @@ class ConvExecution final : public Execution {
         }
         ep.row_bias = bias ? bias + g * Mg_ : nullptr;
         if (!packed_.empty())
-          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, beta, yg,
+          SgemmPacked(be.pool(), packed_[static_cast<size_t>(g)], false, out_plane_, bmat, out_plane_, 0.f, yg,
                       out_plane_, &ep);
         else
-          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, beta,
+          Sgemm(be.pool(), false, false, Mg_, out_plane_, kdim, 1.f, w + g * Mg_ * kdim, kdim, bmat, out_plane_, 0.f,
                 yg, out_plane_, &ep);
       }
     }
@@ -661,8 +665,7 @@ class ConvExecution final : public Execution {
   }
 
   // One group of one image through its phase planes (PhaseGeometry).
-  Status runPhased(HostBackend& be, const float* xg, int64_t g, const float* bias, GemmEpilogue* ep, float beta,
-                   float* yg) {
+  Status runPhased(HostBackend& be, const float* xg, int64_t g, const float* bias, GemmEpilogue* ep, float* yg) {
     const PhaseGeometry& ph = phase_;
     float* planes = tl_col.get(ph.floats(Cg_));
     if (!planes) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the phase planes");
@@ -671,7 +674,7 @@ class ConvExecution final : public Execution {
                           std::max<int64_t>(1, 16384 / std::max<int64_t>(1, in_plane_)));
     ep->row_bias = bias ? bias + g * Mg_ : nullptr;
     const PhasedCol pc{phase_rows_.data(), planes, y_shape_[3], ph.wp};
-    SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackPhasedCol, &pc}, beta,
+    SgemmPackedImplicitB(be.pool(), packed_[static_cast<size_t>(g)], out_plane_, BPacker{&PackPhasedCol, &pc}, 0.f,
                          yg, out_plane_, ep);
     return Status::Ok();
   }
