@@ -4,10 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <random>
 #include <stdexcept>
+#include <system_error>
 
 namespace kiln::test {
 
@@ -55,13 +58,35 @@ NetBuilder TinyCnn() {
   return b;
 }
 
+namespace {
+// The directories TempDir made, removed at exit (each ctest case is a
+// process of its own: a run left thousands behind before).
+struct TempDirs {
+  std::mutex mu;
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    for (const std::string& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& Made() {
+  static TempDirs made;
+  return made;
+}
+}  // namespace
+
 std::string TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string templ = std::string(base && *base ? base : "/tmp") + "/kiln-test-XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-  return std::string(buf.data());
+  TempDirs& made = Made();
+  std::lock_guard<std::mutex> lock(made.mu);
+  made.dirs.emplace_back(buf.data());
+  return made.dirs.back();
 }
 
 std::vector<uint8_t> ReadFile(const std::string& path) {

@@ -17,7 +17,8 @@ NetBuilder TinyCnn();
 std::vector<float> RandomFloats(size_t n, uint32_t seed);
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale);
 
-// A fresh directory under the test's temp dir, removed by the OS / ctest.
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// the test process exits normally.
 std::string TempDir();
 
 std::vector<uint8_t> ReadFile(const std::string& path);
