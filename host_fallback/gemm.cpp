@@ -361,6 +361,15 @@ const char* GemmIsaName(Isa isa) {
   return "?";
 }
 
+std::string GemmBlockingText() {
+  const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
+  const int64_t l2 = HostCaches().l2;
+  return std::string(GemmIsaName(GemmBestIsa())) + " " + std::to_string(k.mr) + "x" + std::to_string(k.nr) +
+         " tiles, K blocks of " + std::to_string(k.kc) + ", column blocks of " +
+         std::to_string(gemm_detail::BlockColumns(k, k.kc)) +
+         (l2 > 0 ? " (a quarter of the " + std::to_string(l2 >> 10) + "K L2)" : " (L2 unknown: the kernel's own)");
+}
+
 namespace gemm_detail {
 namespace {
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -25,6 +26,10 @@ bool GemmIsaSupported(Isa isa);
 // The fastest supported ISA (what Sgemm uses).
 Isa GemmBestIsa();
 const char* GemmIsaName(Isa isa);
+// The blocking Sgemm chose for this machine: "avx512 8x32 tiles, K blocks
+// of 256, column blocks of 512 (a quarter of the 2M L2)" (kiln-kernelbench
+// prints it).
+std::string GemmBlockingText();
 
 // What Sgemm does to each output element after the product, while the tile
 // is still in registers or L1 (a separate pass would stream C through memory

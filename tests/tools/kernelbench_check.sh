@@ -19,4 +19,9 @@ awk -F, 'NR > 1 && !($4 > 0 && $6 > 0 && $8 > 0 && $9 > 0 && $10 > 0 && $12 == "
          NR > 1 && $2 != "copy" && !($5 > 0) { print "no GFLOP/s: " $0; bad = 1 }
          END { exit bad }' "$out/k.csv"
 [ "$(head -c 4 "$out/roof.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "roof.png is not a PNG"; exit 1; }
+# The host says which blocking its GEMM chose for this machine.
+case ",$backends," in
+  *,host,*) grep -q "GEMM blocking: .* tiles, K blocks of [0-9]*, column blocks of [0-9]*" "$out/log" ||
+              { echo "no GEMM blocking line for the host"; cat "$out/log"; exit 1; } ;;
+esac
 echo "kernelbench ok: $((got - 1)) kernels measured on $backends"

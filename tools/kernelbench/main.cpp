@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "gemm.h"
 #include "qgemm.h"
 #include "session_impl.h"
 
@@ -405,6 +406,7 @@ int main(int argc, char** argv) {
     if (p->core_gflops > 0)
       std::printf("  one core: %.1f GFLOP/s (the FMA probe on one thread; \"of core\" = GFLOP/s / this)\n",
                   p->core_gflops);
+    if (name == "host") std::printf("  GEMM blocking: %s\n", GemmBlockingText().c_str());
     std::printf("  %-8s %-24s %10s %10s %9s %8s %8s %7s%s\n", "kernel", "size", "ms", "GFLOP/s", "GB/s", "flop/B",
                 "roof", "of roof", p->core_gflops > 0 ? "  of core" : "");
     for (size_t ci = 0; ci < cases.size(); ++ci) {
