@@ -195,6 +195,18 @@ int64_t BlockColumns(const GemmKernel& kr, int64_t kc) {
   return std::clamp<int64_t>(cols, 4 * kr.nr, kr.nc);
 }
 
+}  // namespace
+
+bool PrefetchWeights() {
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_HOST_PREFETCH");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
+namespace {
+
 // C[m0, m1) x [n0, n1) = alpha * op(A) op(B) + beta * C on the calling thread.
 void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   if (m1 <= m0 || n1 <= n0) return;
@@ -246,7 +258,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         else if (!prepacked)
           PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
         // One mr x nr tile of C.
-        auto tile = [&](int64_t ir, int64_t jr) {
+        auto tile = [&](int64_t ir, int64_t jr, const char* pf = nullptr, int64_t pf_lines = 0) {
           const int64_t mrr = std::min<int64_t>(mr, mc - ir);
           const float* pa = block_a + ir * kc;
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
@@ -270,11 +282,14 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
               const GemmEpilogue& e = *pr.ep;
               const TileEpilogue te{e.row_bias ? e.row_bias + ic + ir : nullptr,
                                     e.col_bias ? e.col_bias + jc + jr : nullptr, e.clamp, e.lo, e.hi};
-              micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
+              if (pf && !half) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, &te, pf, pf_lines);
+              else micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
             } else {
-              micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
+              if (pf && !half) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, nullptr, pf, pf_lines);
+              else micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
             }
           } else {
+            for (int64_t l = 0; pf && l < pf_lines; ++l) __builtin_prefetch(pf + l * 64, 0, 2);  // an edge tile's share
             micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
             for (int64_t i = 0; i < mrr; ++i)
               for (int64_t j = 0; j < nrr; ++j)
@@ -294,12 +309,28 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // Pre-packed weights as B (small planes, y^T = x^T w^T; MatMul
           // weights): each panel of B comes from memory once a run and
           // serves every panel of A (the block of A stays in L2) before the
-          // next one is read, so the stream of weights runs beside the
-          // arithmetic. Rows of panels outermost, the first row waited on
-          // each panel: 8 convs 512 -> 512 on 7x7 (Emerald Rapids, 1
-          // thread) 28.8 -> 25.3 ms, 26.5 with the next block prefetched.
-          for (int64_t jr = 0; jr < nc; jr += nr)
-            for (int64_t ir = 0; ir < mc; ir += mr) tile(ir, jr);
+          // next one is read. Each tile also asks for its share of the next
+          // panel, spread over its k loop (micro_pf), so that the stream of
+          // weights runs beside the arithmetic instead of stalling the first
+          // tile of each panel: 8 convs 512 -> 512 3x3 on 7x7 without
+          // Winograd 25.5 -> 18.4 ms; ResNet-50's 7x7 1x1 convs 1.27-1.39 ->
+          // 0.89-0.99 ms (Emerald Rapids, 1 thread). KILN_HOST_PREFETCH=0
+          // turns it off.
+          const bool pf_on = PrefetchWeights();
+          const int64_t tiles = (mc + mr - 1) / mr;
+          const int64_t panel_lines = kc * nr * static_cast<int64_t>(sizeof(float)) / 64;
+          const int64_t per_tile = (panel_lines + tiles - 1) / tiles;
+          for (int64_t jr = 0; jr < nc; jr += nr) {
+            // The next panel of weights: this block's, or the next block's first.
+            const float* next = jr + nr < nc ? block_b + (jr + nr) * kc
+                                : pc + kc < pr.K ? pr.packed_b + (pc + kc) * pr.n_pad + jc * std::min(KC, pr.K - pc - kc)
+                                                 : nullptr;
+            const char* ahead = pf_on && kr.micro_pf && next ? reinterpret_cast<const char*>(next) : nullptr;
+            for (int64_t ir = 0, t = 0; ir < mc; ir += mr, ++t) {
+              const int64_t l0 = std::min(panel_lines, t * per_tile), l1 = std::min(panel_lines, l0 + per_tile);
+              tile(ir, jr, ahead ? ahead + l0 * 64 : nullptr, l1 - l0);
+            }
+          }
           for (int64_t ir = 0; ir < mc; ir += mr) activate(ir);
           continue;
         }

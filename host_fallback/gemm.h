@@ -190,6 +190,13 @@ struct TileEpilogue {
 // where it lies (small M, where packing B cost more than it saved).
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                              bool load_c, const TileEpilogue* ep);
+// MicroKernel that also asks for `lines` cache lines from `pf` on (into
+// L2), spread over its k loop: the next weight panel of a product whose
+// weights stream from memory, fetched while this tile computes.
+// KILN_HOST_PREFETCH=0 turns micro_pf's use off (for measuring).
+bool PrefetchWeights();
+using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                               bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);
@@ -217,6 +224,7 @@ struct GemmKernel {
   // most nr/2 columns (13x13 = 169 = 5 x 32 + 9 fills 176 columns, not
   // 192), or null.
   MicroKernel micro_half = nullptr;
+  MicroKernelPf micro_pf = nullptr;  // micro with prefetches, or null
 };
 // nullptr when the build has no such kernel (AVX: non-x86; NEON: non-arm64).
 const GemmKernel* Avx512Kernel();

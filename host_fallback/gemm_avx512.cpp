@@ -5,6 +5,8 @@
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include <algorithm>
+
 namespace kiln::gemm_detail {
 namespace {
 
@@ -35,12 +37,28 @@ struct Finish512 {
   }
 };
 
-void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
-                 const TileEpilogue* ep) {
+// The 8 x 32 tile; with kPrefetch it also asks for `lines` cache lines
+// from pf on (into L2), one every kc / lines k steps: the next panel of
+// weights that stream from memory, fetched while this tile computes
+// (GemmKernel::micro_pf). A burst of them at the tile's start did not
+// help: the misses queue behind each other where spread ones overlap the
+// arithmetic.
+template <bool kPrefetch>
+__attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, bool load_c, const TileEpilogue* ep,
+                                                      const char* pf, int64_t lines) {
 #define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
+  const int64_t every = kPrefetch && lines > 0 ? std::max<int64_t>(1, kc / lines) : kc + 1;
+  const char* pf_end = kPrefetch ? pf + lines * 64 : pf;
+  int64_t countdown = every;
   for (int64_t k = 0; k < kc; ++k) {
+    if (kPrefetch && --countdown == 0) {
+      if (pf < pf_end) _mm_prefetch(pf, _MM_HINT_T1);
+      pf += 64;
+      countdown = every;
+    }
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #define KILN_FMA(i)                               \
   {                                               \
@@ -53,6 +71,8 @@ void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float*
     a += 8;
     b += ldb;
   }
+  if (kPrefetch)
+    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T1);  // kc < lines
 #define KILN_STORE(i)                                                                   \
   {                                                                                     \
     float* ci = c + (i) * ldc;                                                          \
@@ -67,6 +87,16 @@ void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float*
   const Finish512 finish(ep ? *ep : TileEpilogue{}, true);
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
 #undef KILN_STORE
+}
+
+void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+                 const TileEpilogue* ep) {
+  Micro8x32<false>(kc, a, b, ldb, c, ldc, load_c, ep, nullptr, 0);
+}
+
+void MicroAvx512Pf(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+                   const TileEpilogue* ep, const char* pf, int64_t lines) {
+  Micro8x32<true>(kc, a, b, ldb, c, ldc, load_c, ep, pf, lines);
 }
 
 // The 8 x 16 tile (GemmKernel::micro_half) on 32-wide panels (ldb 32):
@@ -245,7 +275,8 @@ void PackA8(const float* A, int64_t lda, int64_t kc, float alpha, float* d) {
 }
 
 const GemmKernel kKernel = {8,      32,         128,     256,          2048,        &MicroAvx512, &FmaLoopAvx512,
-                            12 * 16 * 2, &GemvAvx512, &PackA8, &WidenAvx512, &MicroAvx512Half};
+                            12 * 16 * 2, &GemvAvx512, &PackA8, &WidenAvx512, &MicroAvx512Half,
+                            &MicroAvx512Pf};
 
 }  // namespace
 
