@@ -195,6 +195,25 @@ using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t
 // weights stream from memory, fetched while this tile computes.
 // KILN_HOST_PREFETCH=0 turns micro_pf's use off (for measuring).
 bool PrefetchWeights();
+// micro_pf's prefetches: `lines` cache lines from pf on, one every kc /
+// lines steps of a k loop of kc (step() once a step), the rest at finish().
+// A burst of them at a tile's start did not help: the misses queue behind
+// each other where spread ones overlap the arithmetic.
+struct SpreadPrefetch {
+  const char *p, *end;
+  int64_t every, left;
+  SpreadPrefetch(const char* pf, int64_t lines, int64_t kc)
+      : p(pf), end(pf + lines * 64), every(lines > 0 ? (kc / lines > 1 ? kc / lines : 1) : kc + 1), left(every) {}
+  void step() {
+    if (--left != 0) return;
+    if (p < end) __builtin_prefetch(p, 0, 2);  // into L2
+    p += 64;
+    left = every;
+  }
+  void finish() {
+    for (; p < end; p += 64) __builtin_prefetch(p, 0, 2);
+  }
+};
 using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
 // Peak probe: `iters` rounds of independent FMA chains in registers;

@@ -29,12 +29,17 @@ struct Finish256 {
   }
 };
 
-void MicroAvx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
-               const TileEpilogue* ep) {
+// The 6 x 16 tile; with kPrefetch, micro_pf's prefetches (SpreadPrefetch).
+template <bool kPrefetch>
+__attribute__((always_inline)) inline void Micro6x16(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, bool load_c, const TileEpilogue* ep,
+                                                      const char* pf, int64_t lines) {
 #define KILN_ROW(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5)
 #undef KILN_ROW
+  SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kc);
   for (int64_t k = 0; k < kc; ++k) {
+    if (kPrefetch) fetch.step();
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #define KILN_FMA(i)                               \
   {                                               \
@@ -47,6 +52,7 @@ void MicroAvx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c
     a += 6;
     b += ldb;
   }
+  if (kPrefetch) fetch.finish();
 #define KILN_STORE(i)                                                \
   {                                                                  \
     float* ci = c + (i) * ldc;                                       \
@@ -61,6 +67,16 @@ void MicroAvx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c
   const Finish256 finish(ep ? *ep : TileEpilogue{});
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5)
 #undef KILN_STORE
+}
+
+void MicroAvx2(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+               const TileEpilogue* ep) {
+  Micro6x16<false>(kc, a, b, ldb, c, ldc, load_c, ep, nullptr, 0);
+}
+
+void MicroAvx2Pf(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+                 const TileEpilogue* ep, const char* pf, int64_t lines) {
+  Micro6x16<true>(kc, a, b, ldb, c, ldc, load_c, ep, pf, lines);
 }
 
 // 12 independent chains: enough to cover FMA latency x issue width on the
@@ -153,7 +169,8 @@ void GemvAvx2(int64_t K, int64_t KC, const float* a, const float* packed, int64_
   }
 }
 
-const GemmKernel kKernel = {6, 16, 96, 256, 2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2, &GemvAvx2, nullptr, &WidenF16c};
+const GemmKernel kKernel = {6,        16,      96,      256,         2048, &MicroAvx2, &FmaLoopAvx2, 12 * 8 * 2,
+                            &GemvAvx2, nullptr, &WidenF16c, nullptr, &MicroAvx2Pf};
 
 }  // namespace
 

@@ -5,8 +5,6 @@
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
 
-#include <algorithm>
-
 namespace kiln::gemm_detail {
 namespace {
 
@@ -38,11 +36,8 @@ struct Finish512 {
 };
 
 // The 8 x 32 tile; with kPrefetch it also asks for `lines` cache lines
-// from pf on (into L2), one every kc / lines k steps: the next panel of
-// weights that stream from memory, fetched while this tile computes
-// (GemmKernel::micro_pf). A burst of them at the tile's start did not
-// help: the misses queue behind each other where spread ones overlap the
-// arithmetic.
+// from pf on (SpreadPrefetch): the next panel of weights that stream from
+// memory, fetched while this tile computes (GemmKernel::micro_pf).
 template <bool kPrefetch>
 __attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a, const float* b, int64_t ldb,
                                                       float* c, int64_t ldc, bool load_c, const TileEpilogue* ep,
@@ -50,15 +45,9 @@ __attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a,
 #define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
-  const int64_t every = kPrefetch && lines > 0 ? std::max<int64_t>(1, kc / lines) : kc + 1;
-  const char* pf_end = kPrefetch ? pf + lines * 64 : pf;
-  int64_t countdown = every;
+  SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kc);
   for (int64_t k = 0; k < kc; ++k) {
-    if (kPrefetch && --countdown == 0) {
-      if (pf < pf_end) _mm_prefetch(pf, _MM_HINT_T1);
-      pf += 64;
-      countdown = every;
-    }
+    if (kPrefetch) fetch.step();
     const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #define KILN_FMA(i)                               \
   {                                               \
@@ -71,8 +60,7 @@ __attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a,
     a += 8;
     b += ldb;
   }
-  if (kPrefetch)
-    for (; pf < pf_end; pf += 64) _mm_prefetch(pf, _MM_HINT_T1);  // kc < lines
+  if (kPrefetch) fetch.finish();
 #define KILN_STORE(i)                                                                   \
   {                                                                                     \
     float* ci = c + (i) * ldc;                                                          \

@@ -42,12 +42,17 @@ struct FinishNeon {
   }
 };
 
-void MicroNeon(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
-               const TileEpilogue* ep) {
+// The 8 x 12 tile; with kPrefetch, micro_pf's prefetches (SpreadPrefetch).
+template <bool kPrefetch>
+__attribute__((always_inline)) inline void Micro8x12(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                      float* c, int64_t ldc, bool load_c, const TileEpilogue* ep,
+                                                      const char* pf, int64_t lines) {
 #define KILN_ROW(i) float32x4_t c##i##0 = vdupq_n_f32(0.f), c##i##1 = vdupq_n_f32(0.f), c##i##2 = vdupq_n_f32(0.f);
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
+  SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kc);
   for (int64_t k = 0; k < kc; ++k) {
+    if (kPrefetch) fetch.step();
     const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
     const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
     // Row i takes lane i % 4 of a0 (rows 0-3) or a1 (rows 4-7).
@@ -61,6 +66,7 @@ void MicroNeon(int64_t kc, const float* a, const float* b, int64_t ldb, float* c
     a += 8;
     b += ldb;
   }
+  if (kPrefetch) fetch.finish();
 #define KILN_STORE(i)                                  \
   {                                                    \
     float* ci = c + (i) * ldc;                         \
@@ -77,6 +83,16 @@ void MicroNeon(int64_t kc, const float* a, const float* b, int64_t ldb, float* c
   const FinishNeon finish(ep ? *ep : TileEpilogue{});
   KILN_STORE(0) KILN_STORE(1) KILN_STORE(2) KILN_STORE(3) KILN_STORE(4) KILN_STORE(5) KILN_STORE(6) KILN_STORE(7)
 #undef KILN_STORE
+}
+
+void MicroNeon(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+               const TileEpilogue* ep) {
+  Micro8x12<false>(kc, a, b, ldb, c, ldc, load_c, ep, nullptr, 0);
+}
+
+void MicroNeonPf(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
+                 const TileEpilogue* ep, const char* pf, int64_t lines) {
+  Micro8x12<true>(kc, a, b, ldb, c, ldc, load_c, ep, pf, lines);
 }
 
 // 20 independent chains of 4-lane FMAs: the widest Arm cores we know issue
@@ -184,7 +200,8 @@ void GemvNeon(int64_t K, int64_t KC, const float* a, const float* packed, int64_
 // mc 128 (A block 128 KiB), kc 256 (an A panel 8 KiB and a B panel 12 KiB
 // stay in L1), nc 2040 (a multiple of 12; B block 2 MiB).
 // A panels are packed by the generic loop (pack_a null).
-const GemmKernel kKernel = {8, 12, 128, 256, 2040, &MicroNeon, &FmaLoopNeon, 20 * 4 * 2, &GemvNeon, nullptr, &WidenNeon};
+const GemmKernel kKernel = {8,        12,      128,       256,     2040,        &MicroNeon, &FmaLoopNeon, 20 * 4 * 2,
+                            &GemvNeon, nullptr, &WidenNeon, nullptr, &MicroNeonPf};
 
 }  // namespace
 
