@@ -2,6 +2,8 @@
 // requantizing epilogue and the portable micro-kernel.
 #include "qgemm.h"
 
+#include "gemm.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -335,12 +337,15 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         const int64_t abytes = a.kq * mr * kg * (k.a16 ? 2 : 1);
         const int8_t* ap = a.panels() + pm * abytes;
         const int64_t m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
-        if (pm + 1 < p1) {
-          // The weights stream from memory once a column block (a deep
-          // layer's outgrow L2): ask for the next panel now.
-          const char* next = reinterpret_cast<const char*>(ap + abytes);
+        // The weights stream from memory once a column block (a deep
+        // layer's outgrow L2): the next panel is asked for, spread over the
+        // row's tiles' k loops where the kernel can (micro_finish_pf), else
+        // all of it now.
+        const char* next = pm + 1 < p1 ? reinterpret_cast<const char*>(ap + abytes) : nullptr;
+        const bool spread = next && ep.row_scale && k.micro_finish_pf && gemm_detail::PrefetchWeights();
+        if (next && !spread)
           for (int64_t off = 0; off < abytes; off += 64) __builtin_prefetch(next + off, 0, 2);
-        }
+        const int64_t lines = abytes / 64, row_tiles = (ncols + nr - 1) / nr, per = (lines + row_tiles - 1) / row_tiles;
         // The panel's row offsets (the flip's correction included).
         int32_t add[8];
         for (int64_t r = 0; r < rows; ++r) {
@@ -350,6 +355,13 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         }
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
+          if (spread) {
+            const int64_t l0 = std::min(lines, pn * per), l1 = std::min(lines, l0 + per);
+            k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
+                              static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
+                              static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc, next + l0 * 64, l1 - l0);
+            continue;
+          }
           if (ep.row_scale && k.micro_finish) {
             k.micro_finish(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                            static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),

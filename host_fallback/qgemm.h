@@ -101,12 +101,18 @@ using QFinish = void (*)(const int32_t* c, int nr, int64_t rows, int64_t cols, c
 using QMicroFinish = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                               const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out,
                               int64_t ldc);
+// micro_finish that also asks for `lines` cache lines from pf on, spread
+// over its k loop (gemm_detail::SpreadPrefetch): the next weight panel.
+using QMicroFinishPf = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                                const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out,
+                                int64_t ldc, const char* pf, int64_t lines);
 struct QKernel {
   int mr, nr, kg;
   bool a16;  // A stored as int16 (kg values a group)
   QMicro micro;
   QFinish finish = nullptr;  // null: the portable loop
   QMicroFinish micro_finish = nullptr;  // null: micro, then finish
+  QMicroFinishPf micro_finish_pf = nullptr;  // null: none
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* Avx2QKernel();

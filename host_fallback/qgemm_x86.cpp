@@ -13,6 +13,8 @@
 // int32 lane: 12 accumulators, exact for every input.
 #include "qgemm.h"
 
+#include "gemm.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
@@ -35,9 +37,12 @@ inline int32_t LoadDword(const void* p) {
 #define KILN_VNNI_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
                           X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
 #define KILN_VNNI_REF(c) __m512i& c,
+template <bool kPrefetch = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq, const int8_t* a, const uint8_t* b,
-                                                                     KILN_VNNI_ACCS(KILN_VNNI_REF) int /*end*/) {
+                                                                     KILN_VNNI_ACCS(KILN_VNNI_REF)
+                                                                         gemm_detail::SpreadPrefetch* fetch) {
   for (int64_t q = 0; q < kq; ++q, a += 32, b += 128) {
+    if (kPrefetch) fetch->step();
     const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
 #define KILN_VNNI_ROW(r)                                           \
   {                                                                \
@@ -55,7 +60,7 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq,
 
 KILN_VNNI_TARGET void MicroVnni(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
-  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) 0);
+  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) nullptr);
   const __m512i out[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int i = 0; i < 16; ++i) _mm512_store_si512(c + i * 16, out[i]);
 }
@@ -115,12 +120,16 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__
 }
 
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
-// in registers: rows x cols of the tile stored as bytes.
-KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
-                                      const int32_t* add, const float* scale, float zero, float lo, float hi,
-                                      uint8_t* out, int64_t ldc) {
+// in registers: rows x cols of the tile stored as bytes; with kPrefetch,
+// `lines` lines from pf on asked for during the k loop (micro_finish_pf).
+template <bool kPrefetch>
+KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
+    int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
+    float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
-  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) 0);
+  gemm_detail::SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kq);
+  VnniSums<kPrefetch>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
+  if (kPrefetch) fetch.finish();
   const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
   const __mmask16 m1 = cols >= 32 ? kAll : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1u);
@@ -133,13 +142,25 @@ KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t
   }
 }
 
+KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                                      const int32_t* add, const float* scale, float zero, float lo, float hi,
+                                      uint8_t* out, int64_t ldc) {
+  FinishedVnni<false>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
+}
+
+KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                                        const int32_t* add, const float* scale, float zero, float lo, float hi,
+                                        uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
+  FinishedVnni<true>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
+}
+
 #undef KILN_VNNI_ARG
 #undef KILN_VNNI_ZERO
 #undef KILN_VNNI_REF
 #undef KILN_VNNI_ACCS
 #undef KILN_VNNI_TARGET
 
-const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni};
+const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 
 }  // namespace
