@@ -277,19 +277,23 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // A last panel of at most nr / 2 columns takes the half tile.
           const bool half = kr.micro_half && 2 * nrr <= nr;
           const MicroKernel micro = half ? kr.micro_half : kr.micro;
-          if (mrr == mr && nrr == (half ? nr / 2 : nr)) {
+          const bool whole = mrr == mr && nrr == (half ? nr / 2 : nr);
+          // The prefetches ride in the k loop of a whole full-width tile;
+          // a half or edge tile asks for its share now.
+          const bool pf_inside = pf && whole && !half;
+          for (int64_t l = 0; pf && !pf_inside && l < pf_lines; ++l) __builtin_prefetch(pf + l * 64, 0, 2);
+          if (whole) {
             if (last && pr.ep) {
               const GemmEpilogue& e = *pr.ep;
               const TileEpilogue te{e.row_bias ? e.row_bias + ic + ir : nullptr,
                                     e.col_bias ? e.col_bias + jc + jr : nullptr, e.clamp, e.lo, e.hi};
-              if (pf && !half) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, &te, pf, pf_lines);
+              if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, &te, pf, pf_lines);
               else micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
             } else {
-              if (pf && !half) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, nullptr, pf, pf_lines);
+              if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, nullptr, pf, pf_lines);
               else micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
             }
           } else {
-            for (int64_t l = 0; pf && l < pf_lines; ++l) __builtin_prefetch(pf + l * 64, 0, 2);  // an edge tile's share
             micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
             for (int64_t i = 0; i < mrr; ++i)
               for (int64_t j = 0; j < nrr; ++j)
