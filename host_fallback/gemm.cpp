@@ -281,7 +281,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // The prefetches ride in the k loop of a whole full-width tile;
           // a half or edge tile asks for its share now.
           const bool pf_inside = pf && whole && !half;
-          for (int64_t l = 0; pf && !pf_inside && l < pf_lines; ++l) __builtin_prefetch(pf + l * 64, 0, 2);
+          if (pf && !pf_inside) PrefetchLines(pf, pf_lines);
           if (whole) {
             if (last && pr.ep) {
               const GemmEpilogue& e = *pr.ep;
@@ -320,19 +320,17 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // Winograd 25.5 -> 18.4 ms; ResNet-50's 7x7 1x1 convs 1.27-1.39 ->
           // 0.89-0.99 ms (Emerald Rapids, 1 thread). KILN_HOST_PREFETCH=0
           // turns it off.
-          const bool pf_on = PrefetchWeights();
-          const int64_t tiles = (mc + mr - 1) / mr;
-          const int64_t panel_lines = kc * nr * static_cast<int64_t>(sizeof(float)) / 64;
-          const int64_t per_tile = (panel_lines + tiles - 1) / tiles;
+          const bool pf_on = PrefetchWeights() && kr.micro_pf;
+          const int64_t tiles = (mc + mr - 1) / mr, panel_bytes = kc * nr * static_cast<int64_t>(sizeof(float));
           for (int64_t jr = 0; jr < nc; jr += nr) {
             // The next panel of weights: this block's, or the next block's first.
-            const float* next = jr + nr < nc ? block_b + (jr + nr) * kc
+            const float* next = !pf_on           ? nullptr
+                                : jr + nr < nc   ? block_b + (jr + nr) * kc
                                 : pc + kc < pr.K ? pr.packed_b + (pc + kc) * pr.n_pad + jc * std::min(KC, pr.K - pc - kc)
                                                  : nullptr;
-            const char* ahead = pf_on && kr.micro_pf && next ? reinterpret_cast<const char*>(next) : nullptr;
             for (int64_t ir = 0, t = 0; ir < mc; ir += mr, ++t) {
-              const int64_t l0 = std::min(panel_lines, t * per_tile), l1 = std::min(panel_lines, l0 + per_tile);
-              tile(ir, jr, ahead ? ahead + l0 * 64 : nullptr, l1 - l0);
+              const PanelShare share = ShareOfNext(next, panel_bytes, tiles, t);
+              tile(ir, jr, share.at, share.lines);
             }
           }
           for (int64_t ir = 0; ir < mc; ir += mr) activate(ir);
@@ -347,16 +345,15 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // stride-2 and large-plane 1x1 convs).
           const char* next = pr.packed_a && ic + ir + mr < m1 ? reinterpret_cast<const char*>(block_a + (ir + mr) * kc)
                                                               : nullptr;
+          const int64_t panel_bytes = mr * kc * static_cast<int64_t>(sizeof(float));
           if (next && (!kr.micro_pf || !PrefetchWeights())) {
-            for (int64_t off = 0; off < static_cast<int64_t>(mr * kc * sizeof(float)); off += 64)
-              __builtin_prefetch(next + off, 0, 2);
+            PrefetchLines(next, (panel_bytes + 63) / 64);
             next = nullptr;
           }
-          const int64_t a_lines = mr * kc * static_cast<int64_t>(sizeof(float)) / 64;
-          const int64_t row_tiles = (nc + nr - 1) / nr, a_per = (a_lines + row_tiles - 1) / row_tiles;
+          const int64_t row_tiles = (nc + nr - 1) / nr;
           for (int64_t jr = 0, t = 0; jr < nc; jr += nr, ++t) {
-            const int64_t l0 = std::min(a_lines, t * a_per), l1 = std::min(a_lines, l0 + a_per);
-            tile(ir, jr, next ? next + l0 * 64 : nullptr, l1 - l0);
+            const PanelShare share = ShareOfNext(next, panel_bytes, row_tiles, t);
+            tile(ir, jr, share.at, share.lines);
           }
           activate(ir);
         }

@@ -214,6 +214,24 @@ struct SpreadPrefetch {
     for (; p < end; p += 64) __builtin_prefetch(p, 0, 2);
   }
 };
+// Asks for `lines` cache lines from p on at once (into L2): a tile that
+// has no prefetching form, or a kernel without micro_pf.
+inline void PrefetchLines(const char* p, int64_t lines) {
+  for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(p + l * 64, 0, 2);
+}
+// The next weight panel (`bytes` from next; null: none) split over the
+// `parts` tiles that use the current one, whole cache lines each: tile t's
+// share (possibly empty), for micro_pf / SpreadPrefetch.
+struct PanelShare {
+  const char* at = nullptr;
+  int64_t lines = 0;
+};
+inline PanelShare ShareOfNext(const void* next, int64_t bytes, int64_t parts, int64_t t) {
+  if (!next || parts <= 0) return {};
+  const int64_t lines = (bytes + 63) / 64, per = (lines + parts - 1) / parts;
+  const int64_t l0 = t * per < lines ? t * per : lines, l1 = l0 + per < lines ? l0 + per : lines;
+  return {static_cast<const char*>(next) + l0 * 64, l1 - l0};
+}
 using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
 // Peak probe: `iters` rounds of independent FMA chains in registers;

@@ -343,9 +343,8 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         // all of it now.
         const char* next = pm + 1 < p1 ? reinterpret_cast<const char*>(ap + abytes) : nullptr;
         const bool spread = next && ep.row_scale && k.micro_finish_pf && gemm_detail::PrefetchWeights();
-        if (next && !spread)
-          for (int64_t off = 0; off < abytes; off += 64) __builtin_prefetch(next + off, 0, 2);
-        const int64_t lines = abytes / 64, row_tiles = (ncols + nr - 1) / nr, per = (lines + row_tiles - 1) / row_tiles;
+        if (next && !spread) gemm_detail::PrefetchLines(next, (abytes + 63) / 64);
+        const int64_t row_tiles = (ncols + nr - 1) / nr;
         // The panel's row offsets (the flip's correction included).
         int32_t add[8];
         for (int64_t r = 0; r < rows; ++r) {
@@ -356,10 +355,10 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
           if (spread) {
-            const int64_t l0 = std::min(lines, pn * per), l1 = std::min(lines, l0 + per);
+            const gemm_detail::PanelShare share = gemm_detail::ShareOfNext(next, abytes, row_tiles, pn);
             k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                               static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
-                              static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc, next + l0 * 64, l1 - l0);
+                              static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc, share.at, share.lines);
             continue;
           }
           if (ep.row_scale && k.micro_finish) {

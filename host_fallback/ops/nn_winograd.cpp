@@ -349,22 +349,22 @@ void WinogradConv::runBlock(const Block& b, const float* x, float* y, int64_t t0
     // (micro_pf). 8 convs 512 -> 512 on 7x7 (F(2x2)) 24.4 -> 15.1 ms,
     // ResNet-50's 14x14 convs 1.59-1.73 -> 1.14-1.24 ms (Emerald Rapids,
     // 1 thread).
-    const bool pf_on = gemm_detail::PrefetchWeights();
-    const int64_t panel_lines = C_ * nr * static_cast<int64_t>(sizeof(float)) / 64;
-    const int64_t per_tile = (panel_lines + b.panels - 1) / std::max<int64_t>(1, b.panels);
+    const bool pf_on = gemm_detail::PrefetchWeights() && kernel_->micro_pf;
+    const int64_t panel_bytes = C_ * nr * static_cast<int64_t>(sizeof(float));
     const float* last = transformed() + (a_ * a_ * m_panels_ - 1) * C_ * nr;
     for (int64_t idx = begin; idx < end; ++idx) {
       const int64_t xi = idx / m_panels_, np = idx % m_panels_;
       const float* bp = transformed() + (xi * m_panels_ + np) * C_ * nr;
-      const char* ahead = pf_on && kernel_->micro_pf && bp < last ? reinterpret_cast<const char*>(bp + C_ * nr) : nullptr;
+      const float* next = pf_on && bp < last ? bp + C_ * nr : nullptr;
       for (int64_t p = 0; p < b.panels; ++p) {
         float* out = prod + (xi * b.tb + p * mr) * m_pad_ + np * nr;
         const float* ap = v + (xi * b.panels + p) * C_ * mr;
-        const int64_t l0 = std::min(panel_lines, p * per_tile), l1 = std::min(panel_lines, l0 + per_tile);
-        if (ahead)
-          kernel_->micro_pf(C_, ap, bp, nr, out, m_pad_, false, nullptr, ahead + l0 * 64, l1 - l0);
-        else
+        if (next) {
+          const gemm_detail::PanelShare share = gemm_detail::ShareOfNext(next, panel_bytes, b.panels, p);
+          kernel_->micro_pf(C_, ap, bp, nr, out, m_pad_, false, nullptr, share.at, share.lines);
+        } else {
           kernel_->micro(C_, ap, bp, nr, out, m_pad_, false, nullptr);
+        }
       }
     }
   } else {
