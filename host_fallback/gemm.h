@@ -190,11 +190,14 @@ struct TileEpilogue {
 // where it lies (small M, where packing B cost more than it saved).
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                              bool load_c, const TileEpilogue* ep);
-// MicroKernel that also asks for `lines` cache lines from `pf` on (into
-// L2), spread over its k loop: the next weight panel of a product whose
-// weights stream from memory, fetched while this tile computes.
-// KILN_HOST_PREFETCH=0 turns micro_pf's use off (for measuring).
+// KILN_HOST_PREFETCH=0 turns the spread weight prefetch (micro_pf) off,
+// for measuring.
 bool PrefetchWeights();
+// Asks for `lines` cache lines from p on at once (into L2): a tile that
+// has no prefetching form, or a kernel without micro_pf.
+inline void PrefetchLines(const char* p, int64_t lines) {
+  for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(p + l * 64, 0, 2);
+}
 // micro_pf's prefetches: `lines` cache lines from pf on, one every kc /
 // lines steps of a k loop of kc (step() once a step), the rest at finish().
 // A burst of them at a tile's start did not help: the misses queue behind
@@ -211,14 +214,9 @@ struct SpreadPrefetch {
     left = every;
   }
   void finish() {
-    for (; p < end; p += 64) __builtin_prefetch(p, 0, 2);
+    if (p < end) PrefetchLines(p, (end - p) / 64);
   }
 };
-// Asks for `lines` cache lines from p on at once (into L2): a tile that
-// has no prefetching form, or a kernel without micro_pf.
-inline void PrefetchLines(const char* p, int64_t lines) {
-  for (int64_t l = 0; l < lines; ++l) __builtin_prefetch(p + l * 64, 0, 2);
-}
 // The next weight panel (`bytes` from next; null: none) split over the
 // `parts` tiles that use the current one, whole cache lines each: tile t's
 // share (possibly empty), for micro_pf / SpreadPrefetch.
@@ -232,6 +230,9 @@ inline PanelShare ShareOfNext(const void* next, int64_t bytes, int64_t parts, in
   const int64_t l0 = t * per < lines ? t * per : lines, l1 = l0 + per < lines ? l0 + per : lines;
   return {static_cast<const char*>(next) + l0 * 64, l1 - l0};
 }
+// MicroKernel that also asks for `lines` cache lines from `pf` on (into
+// L2), spread over its k loop (SpreadPrefetch): the next weight panel of a
+// product whose weights stream from memory, fetched while this tile computes.
 using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
