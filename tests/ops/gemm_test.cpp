@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -282,6 +283,61 @@ TEST(Gemm, PackingOnThreadsSameBytes) {
           EXPECT_EQ(0, std::memcmp(b.panels(), b1.panels(), b1.panelBytes())) << what;
         }
       }
+}
+
+// Splitting C over threads changes which thread computes a tile, never its
+// arithmetic: every entry point gives one thread's bits on 2 and 3 threads,
+// on shapes that split by rows (few columns) and by columns (few rows), so
+// that the operand every part shares (A under a column split, B under a row
+// split) is packed once, by all the threads (ShareA / ShareB in gemm.cpp).
+TEST(Gemm, ThreadSplitsGiveOneThreadsBits) {
+  ThreadPool one(1), two(2), three(3);
+  // B given by a packer (a pointwise conv's unfolded input, as in
+  // SgemmPackedImplicitB): row-major K x N at ctx.
+  struct Dense {
+    const float* b;
+    int64_t n;
+  };
+  auto pack = [](const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst) {
+    const Dense& d = *static_cast<const Dense*>(ctx);
+    for (int64_t p = 0; p < nc; p += nr)
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t c = 0; c < nr; ++c)
+          dst[p * kc + k * nr + c] = p + c < nc ? d.b[(k0 + k) * d.n + j0 + p + c] : 0.f;
+  };
+  for (Isa isa : Isas())
+    for (const auto& shape : std::vector<std::array<int64_t, 3>>{{300, 20, 600}, {9, 700, 300}, {130, 49, 1100}}) {
+      const int64_t M = shape[0], N = shape[1], K = shape[2];
+      const std::vector<float> A = RandVec(static_cast<size_t>(M * K), 41), B = RandVec(static_cast<size_t>(K * N), 42);
+      const PackedA pa = PackA(isa, false, M, K, 1.f, A.data(), K, false);
+      const PackedB pb = PackB(isa, false, K, N, B.data(), N, false);
+      const Dense dense{B.data(), N};
+      const BPacker packer{pack, &dense};
+      GemmEpilogue ep;
+      ep.clamp = true;
+      ep.lo = -2.f;
+      ep.hi = 2.f;
+      auto run = [&](int form, ThreadPool& pool) {
+        std::vector<float> c(static_cast<size_t>(M * N), 0.f);
+        switch (form) {
+          case 0: SgemmWithIsa(isa, pool, false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, c.data(), N, &ep); break;
+          case 1: SgemmWithIsa(isa, pool, true, true, M, N, K, 1.f, A.data(), M, B.data(), K, 0.f, c.data(), N, &ep); break;
+          case 2: SgemmPacked(pool, pa, false, N, B.data(), N, 0.f, c.data(), N, &ep); break;
+          case 3: SgemmPackedImplicitB(pool, pa, N, packer, 0.f, c.data(), N, &ep); break;
+          case 4: SgemmPackedB(pool, false, M, 1.f, A.data(), K, pb, 0.f, c.data(), N, &ep); break;
+        }
+        return c;
+      };
+      for (int form = 0; form < 5; ++form) {
+        const std::vector<float> want = run(form, one);
+        for (ThreadPool* pool : {&two, &three}) {
+          const std::vector<float> got = run(form, *pool);
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+              << GemmIsaName(isa) << " form " << form << " M " << M << " N " << N << " K " << K << " threads "
+              << pool->threads();
+        }
+      }
+    }
 }
 
 // The epilogue inside each micro-kernel's full tiles and on the edge tiles:
