@@ -10,8 +10,15 @@
 //   InstanceNormalization (INSTANCE): channel c = row % channels,
 //     a = scale[c] * inv, y = x * a + (bias[c] - mean * a).
 // Without a bias (HAS_BIAS false) scale is bound in its place and unread.
+// ROW_LEN (LayerNorm whose scale and bias hold a whole row each, as they
+// nearly always do): the row length as a constant, so that i / len compiles
+// to a multiply and scale and bias are read at j without BroadcastOffset.
+// CPU drivers divide integers lane by lane: the transformer encoder's
+// LayerNorms (128 rows of 256) took 1.8 ms each on lavapipe with the three
+// run-time divisions an element, 0.6 ms without.
 layout(constant_id = 3) const bool INSTANCE = false;
 layout(constant_id = 4) const bool HAS_BIAS = true;
+layout(constant_id = 5) const uint ROW_LEN = 0u;
 
 layout(std430, binding = 0) readonly buffer X { STORE_T x[]; };
 layout(std430, binding = 1) readonly buffer Mean { STORE_T mean[]; };
@@ -29,6 +36,12 @@ layout(push_constant) uniform P {
 void main() {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
+  if (ROW_LEN != 0u) {
+    const uint r = i / ROW_LEN, j = i - r * ROW_LEN;
+    const float b = HAS_BIAS ? float(bias[j]) : 0.0;
+    y[i] = STORE_T((float(x[i]) - float(mean[r])) * float(inv[r]) * float(scale[j]) + b);
+    return;
+  }
   const uint row = i / p.len;
   const float v = float(x[i]), m = float(mean[row]), s = float(inv[row]);
   if (INSTANCE) {

@@ -20,7 +20,7 @@
 namespace kiln {
 
 uint32_t RowGroupSize(const GpuCaps& caps, uint64_t rows, uint64_t len, bool contiguous) {
-  if (len < 32 || (!contiguous && rows >= 256)) return 0;
+  if (caps.cpu_kernels || len < 32 || (!contiguous && rows >= 256)) return 0;
   uint32_t most = kMaxRowGroup;
   while (most > caps.max_workgroup_invocations || most > caps.max_workgroup_size[0]) most /= 2;
   uint32_t g = 32;
@@ -148,7 +148,7 @@ class ReduceExecution final : public RowExecution {
       push.rstrides[d] = static_cast<uint32_t>(v.rstrides[d]);
     }
     const bool cpu = gpu()->gpuCaps().cpu_kernels;
-    const uint32_t group = cpu ? 0 : RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
+    const uint32_t group = RowGroupSize(gpu()->gpuCaps(), push.outputs, push.count, v.rstrides.back() == 1);
     // X read as texels of one float where the device reads them faster so (reduce_tx).
     const GpuBinding xb{&x, nullptr, false, texelsOf(gpu()->storageBytes(x), 1)};
     const uint32_t chunk = cpu ? kCpuChunk : kChunk;
@@ -177,7 +177,7 @@ class ReduceExecution final : public RowExecution {
     second.rdims[0] = push.chunks;
     second.rstrides[0] = 1;
     return addRows("reduce", {{nullptr, &partial_, false}, {out[0], nullptr, true}}, second, second.outputs,
-                   cpu ? 0 : RowGroupSize(gpu()->gpuCaps(), second.outputs, second.count, true), {code_, 2});
+                   RowGroupSize(gpu()->gpuCaps(), second.outputs, second.count, true), {code_, 2});
   }
 
   const GraphOp& op_;

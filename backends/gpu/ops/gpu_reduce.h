@@ -18,6 +18,11 @@ constexpr uint32_t kMaxRowGroup = 256;  // KILN_ROW_GROUP_MAX in reduce_rows.gls
 // a power of two (about four elements an invocation, at most kMaxRowGroup
 // and the device's limits) for one work group per row. `contiguous`: a row's
 // elements (its innermost ones, for a multi-axis row) are adjacent.
+// Always 0 on CPU drivers (caps.cpu_kernels), whose barriers cost more
+// than the shared-memory tree saves: the transformer encoder's Softmaxes
+// (4 x 128 rows of 128) 5.7 -> 1.8 ms on lavapipe and 3.3 -> 1.6 ms on
+// PoCL, its LayerNorms' statistics (128 rows of 256) about 3 ms less on
+// lavapipe.
 uint32_t RowGroupSize(const GpuCaps& caps, uint64_t rows, uint64_t len, bool contiguous);
 
 // Unsupported unless `x` (an op's input 0, seen at resize) is f32 with a

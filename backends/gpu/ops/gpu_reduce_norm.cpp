@@ -6,8 +6,9 @@
 //      on; InstanceNorm: the N x C planes). Written into the Mean and
 //      InvStdDev outputs when the op has them, else into scratch buffers.
 //   2. norm_apply.comp: one element per invocation, the affine transform
-//      with scale and bias (LayerNorm: broadcast to the normalized shape;
-//      InstanceNorm: per channel).
+//      with scale and bias (LayerNorm: broadcast to the normalized shape,
+//      or a whole row each with the row length a spec constant, the common
+//      case; InstanceNorm: per channel).
 // Memory traffic is that of a single fused kernel (two reads of X for the
 // statistics, one read and one write to apply), and the second pass keeps
 // every invocation busy even when there are few rows.
@@ -75,9 +76,14 @@ class NormExecution final : public RowExecution {
         push.s_bias[d] = bc.strides[1][d];
       }
     }
+    // Scale and bias of a whole row each (len elements: broadcastable to
+    // the normalized shape, so laid out as it is): read at the element's
+    // place in its row, the row length a constant of the kernel.
+    const bool whole_rows = !instance_ && static_cast<uint64_t>(scale->elementCount()) == len &&
+                            (!bias || static_cast<uint64_t>(bias->elementCount()) == len);
     mean.write = inv.write = false;
     return add1D("norm_apply", {{in[0]}, mean, inv, {scale}, {bias ? bias : scale}, {out[0], nullptr, true}}, push,
-                 push.total, {instance_, bias != nullptr});
+                 push.total, {instance_, bias != nullptr, whole_rows ? static_cast<uint32_t>(len) : 0u});
   }
 
   bool instance_;
