@@ -724,7 +724,6 @@ PackedB GeometryB(Isa isa, int64_t K, int64_t N) {
 
 }  // namespace
 
-
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half,
               ThreadPool* pool) {
   using namespace gemm_detail;
