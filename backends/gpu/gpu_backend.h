@@ -64,6 +64,13 @@ struct GpuCaps {
   // go through Winograd; for the rest the larger tile's compile time
   // (lavapipe compiles at the first dispatch) outweighs it.
   uint32_t conv_tile_blocks_pointwise = 0;
+  // Elements an invocation of the unary and binary kernels on large
+  // tensors, where CPU drivers take 8 (0: 8 throughout). 32 on PoCL:
+  // `kiln-kernelbench --kernels add` 1M elements 0.78-1.12 -> 0.26-0.28
+  // ms. Lavapipe keeps 8: its kernels unroll the element loop and it
+  // compiles at the first dispatch (EfficientNet-B0's first run 0.16 ->
+  // 2.2 s at 32; docs/GPU_PERFORMANCE.md).
+  uint32_t elementwise_items_large = 0;
   // The most texels a binding read as a texel buffer may hold (GpuBinding::
   // texel), or 0 where kernels read storage buffers only. Lavapipe (Mesa
   // 22.3) runs a storage-buffer load as a loop over the lanes, one scalar

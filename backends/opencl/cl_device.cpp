@@ -141,6 +141,8 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   if (const char* k = std::getenv("KILN_OPENCL_KERNELS")) c.cpu_kernels = std::string(k) == "cpu";
   if (c.cpu_kernels) c.conv_tile_blocks = 4, c.conv_tile_cols = 8;
   if (c.cpu_kernels) c.gemm_register_tile = 8;
+  if (c.cpu_kernels) c.elementwise_items_large = 32;
+  if (const char* e = std::getenv("KILN_GPU_ELEMENTWISE_ITEMS")) c.elementwise_items_large = std::atoi(e);  // A/B
   if (const char* v = std::getenv("KILN_GPU_GEMM_VECTOR"); c.cpu_kernels && !(v && v[0] == '0'))
     c.gemm_vector_columns = 1;
 

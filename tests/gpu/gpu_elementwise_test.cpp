@@ -18,6 +18,14 @@ TEST(GpuElementwise, UnaryOps) {
     op.input("x", {2, 3, 7, 5}, Random(210, c.lo, c.hi));
     ExpectSameAsHost(op, kGpu, 1e-4f, fb::EnumNameOpType(c.type));
   }
+  // More elements an invocation on CPU drivers' large tensors (the binary
+  // test's `large`): vec4 steps, and one at a time (40 001 elements).
+  for (fb::OpType t : {fb::OpType::Sigmoid, fb::OpType::Relu})
+    for (int64_t n : {40000, 40001}) {
+      OpTest op(t);
+      op.input("x", {n}, Random(static_cast<size_t>(n), -4, 4));
+      ExpectSameAsHost(op, kGpu, 1e-4f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(n));
+    }
 }
 
 TEST(GpuElementwise, UnaryWithParams) {
@@ -103,6 +111,19 @@ TEST(GpuElementwise, BinaryBroadcast) {
       OpTest op(t);
       op.input("a", c.a, Random(Numel(c.a), -2, 2, 1)).input("b", c.b, Random(Numel(c.b), 0.5f, 2, 2));
       ExpectSameAsHost(op, kGpu, 1e-6f, std::string(fb::EnumNameOpType(t)) + " scale " + std::to_string(Numel(c.a)));
+    }
+  }
+  // Tensors large enough for more elements an invocation on CPU drivers
+  // (GpuCaps::elementwise_items_large, 32 768 and more elements on PoCL):
+  // equal shapes (vec4 and, 40 001 elements, one at a time), a scalar, a
+  // per-channel scale (both layouts' scale paths) and a general broadcast.
+  const Case large[] = {{{2, 64, 16, 17}, {2, 64, 16, 17}}, {{40001}, {40001}},  {{3, 11111}, {1}},
+                        {{1, 32, 40, 40}, {1, 32, 1, 1}},   {{1, 32, 1, 1}, {1, 32, 41, 41}}, {{97, 1, 401}, {1, 3, 401}}};
+  for (fb::OpType t : {fb::OpType::Add, fb::OpType::Mul, fb::OpType::Sub}) {
+    for (const Case& c : large) {
+      OpTest op(t);
+      op.input("a", c.a, Random(Numel(c.a), -2, 2, 1)).input("b", c.b, Random(Numel(c.b), 0.5f, 2, 2));
+      ExpectSameAsHost(op, kGpu, 1e-6f, std::string(fb::EnumNameOpType(t)) + " large " + std::to_string(Numel(c.a)));
     }
   }
   OpTest pow(fb::OpType::Pow);

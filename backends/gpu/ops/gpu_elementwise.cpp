@@ -25,10 +25,19 @@ class UnaryDispatch : public GpuExecution {
  protected:
   using GpuExecution::GpuExecution;
   Status addUnary(const Tensor* in, const Tensor* out, const UnaryPush& push, uint32_t code) {
-    const uint32_t epi = ElementsPerInvocation();
+    const uint32_t epi = ElementsPerInvocation(push.n);
     return add1D("unary", {{in}, {out, nullptr, true}}, push, (uint64_t{push.n} + epi - 1) / epi, {code, epi});
   }
-  uint32_t ElementsPerInvocation() const { return gpu()->gpuCaps().cpu_kernels ? 8 : 1; }
+  // Elements an invocation for n of them: 1 on GPUs, 8 on CPU drivers, and
+  // GpuCaps::elementwise_items_large where n keeps 16 work groups of 64
+  // busy at that count (an invocation, and a work group more, costs a CPU
+  // driver far more than an element's arithmetic).
+  uint32_t ElementsPerInvocation(uint64_t n) const {
+    const GpuCaps& caps = gpu()->gpuCaps();
+    if (!caps.cpu_kernels) return 1;
+    const uint32_t large = caps.elementwise_items_large;
+    return large > 8 && n >= uint64_t{16} * 64 * large ? large : 8;
+  }
 };
 
 class UnaryExecution final : public UnaryDispatch {
@@ -109,7 +118,7 @@ class BinaryBase : public UnaryDispatch {
       // f32: several elements an invocation on CPU drivers (binary.comp's
       // EPI); a and b as texel buffers of one float where the device reads
       // them faster so (GpuCaps::texel_elements; binary_tx).
-      uint32_t epi = ElementsPerInvocation();
+      uint32_t epi = ElementsPerInvocation(push.n);
       // A dense operand times one broadcast along the middle of three dims
       // (binary.comp's per-channel scale path): 32 elements an invocation
       // on CPU drivers, where the first element's divisions are the cost
