@@ -65,11 +65,13 @@ struct GpuCaps {
   // (lavapipe compiles at the first dispatch) outweighs it.
   uint32_t conv_tile_blocks_pointwise = 0;
   // Elements an invocation of the unary and binary kernels on large
-  // tensors, where CPU drivers take 8 (0: 8 throughout). 32 on PoCL:
-  // `kiln-kernelbench --kernels add` 1M elements 0.78-1.12 -> 0.26-0.28
-  // ms. Lavapipe keeps 8: its kernels unroll the element loop and it
-  // compiles at the first dispatch (EfficientNet-B0's first run 0.16 ->
-  // 2.2 s at 32; docs/GPU_PERFORMANCE.md).
+  // tensors, where CPU drivers take 8 (0: 8 throughout): fewer work groups,
+  // which cost a CPU driver far more than the elements. 32 on PoCL
+  // (`kiln-kernelbench --kernels add`, 1M elements 0.78-1.12 -> 0.23-0.25
+  // ms), 128 on lavapipe (11.3 -> 1.6-2.4 ms; EfficientNet-B0's SE Muls,
+  // 512 elements an invocation there, 17-23 -> 10-14 ms). The element
+  // loops do not unroll: unrolled, lavapipe's first compile of
+  // EfficientNet-B0 took 2.2 s at 32 and 13 s at 128 (0.16 s at 8).
   uint32_t elementwise_items_large = 0;
   // The most texels a binding read as a texel buffer may hold (GpuBinding::
   // texel), or 0 where kernels read storage buffers only. Lavapipe (Mesa

@@ -269,6 +269,7 @@ Status VulkanDevice::init(int index) {
     if (formats && !(off && std::strcmp(off, "0") == 0)) caps_.texel_elements = max_texels;
   }
   if (caps_.cpu_kernels) caps_.gemm_register_tile = 8;
+  if (caps_.cpu_kernels) caps_.elementwise_items_large = 128;
   if (const char* e = std::getenv("KILN_GPU_ELEMENTWISE_ITEMS")) caps_.elementwise_items_large = std::atoi(e);  // A/B
   if (const char* v = std::getenv("KILN_GPU_GEMM_VECTOR"); caps_.cpu_kernels && !(v && v[0] == '0'))
     caps_.gemm_vector_columns = 4;

@@ -36,10 +36,13 @@ layout(std430, binding = 2) writeonly buffer C { STORE_T c[]; };
 layout(std430, binding = 2) writeonly buffer C4 { STORE4_T c4[]; };
 KILN_BROADCAST_PUSH;
 
-// Elements an invocation (1 on GPUs; 8 on CPU drivers, where an invocation
-// costs more than an element's arithmetic). Collapsed to one dim (equal
-// shapes, or a scalar operand), offsets are i times the stride: no
-// divisions, which CPU drivers do lane by lane.
+// Elements an invocation (1 on GPUs; on CPU drivers, where an invocation
+// costs more than an element's arithmetic, 8, or up to 128 on large
+// tensors: GpuCaps::elementwise_items_large). The element loops do not
+// unroll (lavapipe compiles at the first dispatch, and an unrolled loop of
+// 128 took seconds). Collapsed to one dim (equal shapes, or a scalar
+// operand), offsets are i times the stride: no divisions, which CPU
+// drivers do lane by lane.
 layout(constant_id = 5) const uint EPI = 1u;
 
 void main() {
@@ -50,7 +53,7 @@ void main() {
   // a memory operation of its own).
   if (EPI >= 4u && p.rank == 1u && (p.n & 3u) == 0u && p.sa[0] <= 1u && p.sb[0] <= 1u) {
     const vec4 as = vec4(LOAD_A(0u)), bs = vec4(LOAD_B(0u));
-    [[unroll]] for (uint e = 0u; e < EPI; e += 4u) {
+    [[dont_unroll]] for (uint e = 0u; e < EPI; e += 4u) {
       const uint q = (base + e) / 4u;
       if (q * 4u >= p.n) break;
       const vec4 x = p.sa[0] == 1u ? LOAD_A4(q) : as, y = p.sb[0] == 1u ? LOAD_B4(q) : bs;
@@ -62,7 +65,7 @@ void main() {
   }
   if (p.rank == 1u) {
     const uint s0 = p.sa[0], s1 = p.sb[0];
-    [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+    [[dont_unroll]] for (uint e = 0u; e < EPI; ++e) {
       const uint i = base + e;
       if (i < p.n) c[i] = STORE_T(BinaryFloat(OP, LOAD_A(i * s0), LOAD_B(i * s1)));
     }

@@ -16,13 +16,13 @@ layout(std430, binding = 1) writeonly buffer Y4 { STORE4_T y4[]; };
 // four, over `plane` pixels; the lanes past c stay zero.
 layout(push_constant) uniform P { uint n; float alpha; float beta; uint c, plane; } p;
 
-// Elements an invocation: 1 on GPUs, 8 on CPU drivers (binary.comp's EPI).
+// Elements an invocation: 1 on GPUs, 8 or more on CPU drivers (binary.comp's EPI).
 layout(constant_id = 4) const uint EPI = 1u;
 
 void main() {
   const uint base = KILN_GLOBAL_INDEX * EPI;
   if (EPI >= 4u && p.c == 0u && (p.n & 3u) == 0u) {  // vec4 accesses (binary.comp)
-    [[unroll]] for (uint e = 0u; e < EPI; e += 4u) {
+    [[dont_unroll]] for (uint e = 0u; e < EPI; e += 4u) {
       const uint q = (base + e) / 4u;
       if (q * 4u >= p.n) return;
       const vec4 v = vec4(x4[q]);
@@ -32,7 +32,7 @@ void main() {
     }
     return;
   }
-  [[unroll]] for (uint e = 0u; e < EPI; ++e) {
+  [[dont_unroll]] for (uint e = 0u; e < EPI; ++e) {
     const uint i = base + e;
     if (i >= p.n) return;
     if (p.c != 0u && (i / 4u / p.plane) % ((p.c + 3u) / 4u) * 4u + i % 4u >= p.c)

@@ -19,9 +19,9 @@ TEST(GpuElementwise, UnaryOps) {
     ExpectSameAsHost(op, kGpu, 1e-4f, fb::EnumNameOpType(c.type));
   }
   // More elements an invocation on CPU drivers' large tensors (the binary
-  // test's `large`): vec4 steps, and one at a time (40 001 elements).
+  // test's `large`): vec4 steps, and one at a time (131 073 elements).
   for (fb::OpType t : {fb::OpType::Sigmoid, fb::OpType::Relu})
-    for (int64_t n : {40000, 40001}) {
+    for (int64_t n : {131072, 131073}) {
       OpTest op(t);
       op.input("x", {n}, Random(static_cast<size_t>(n), -4, 4));
       ExpectSameAsHost(op, kGpu, 1e-4f, std::string(fb::EnumNameOpType(t)) + " " + std::to_string(n));
@@ -114,11 +114,12 @@ TEST(GpuElementwise, BinaryBroadcast) {
     }
   }
   // Tensors large enough for more elements an invocation on CPU drivers
-  // (GpuCaps::elementwise_items_large, 32 768 and more elements on PoCL):
-  // equal shapes (vec4 and, 40 001 elements, one at a time), a scalar, a
-  // per-channel scale (both layouts' scale paths) and a general broadcast.
-  const Case large[] = {{{2, 64, 16, 17}, {2, 64, 16, 17}}, {{40001}, {40001}},  {{3, 11111}, {1}},
-                        {{1, 32, 40, 40}, {1, 32, 1, 1}},   {{1, 32, 1, 1}, {1, 32, 41, 41}}, {{97, 1, 401}, {1, 3, 401}}};
+  // (GpuCaps::elementwise_items_large: from 32 768 elements on PoCL, 131 072
+  // on lavapipe): equal shapes (vec4 and, 131 073 elements, one at a
+  // time), a scalar, a per-channel scale (both layouts' scale paths) and a
+  // general broadcast.
+  const Case large[] = {{{2, 64, 32, 34}, {2, 64, 32, 34}}, {{131073}, {131073}},          {{3, 44444}, {1}},
+                        {{1, 64, 48, 48}, {1, 64, 1, 1}},   {{1, 64, 1, 1}, {1, 64, 47, 47}}, {{331, 1, 401}, {1, 3, 401}}};
   for (fb::OpType t : {fb::OpType::Add, fb::OpType::Mul, fb::OpType::Sub}) {
     for (const Case& c : large) {
       OpTest op(t);
