@@ -92,7 +92,6 @@ struct Problem {
   const uint16_t* packed_b_half = nullptr;  // or its fp16 panels
   const BPacker* b_packer = nullptr;  // or B packed on the fly
   bool direct_b = false;  // or B read where it lies (not transposed), its last partial panel packed
-  bool weights_b = false;  // B is the weights (SgemmPackedB): its panels are the loop that streams
   int64_t n_pad = 0;
   const GemmEpilogue* ep = nullptr;
 };
@@ -310,7 +309,7 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
             pr.ep->tile_act(pr.ep->tile_ctx, pr.C + (ic + ir) * pr.ldc + jc, pr.ldc, std::min<int64_t>(mr, mc - ir),
                             nc);
         };
-        if (pr.weights_b && pr.packed_b) {
+        if (pr.packed_b) {
           // Pre-packed weights as B (small planes, y^T = x^T w^T; MatMul
           // weights): each panel of B comes from memory once a run and
           // serves every panel of A (the block of A stays in L2) before the
@@ -544,84 +543,14 @@ void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64
   }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pr.K * nr)));
 }
 
-// Packs panels [0, panels) of each cache block of K: `pack(k0, kc, panel0,
-// count)` packs `count` panels from `panel0` of the block at k0; on the
-// pool's threads, a range of (block, panel) pairs each, when the matrix
-// (`floats`) is at least `parallel_floats`: large enough to pay for waking
-// them.
-constexpr int64_t kParallelPackFloats = int64_t{1} << 16;  // 256 KiB, workers asleep (at prepare)
-template <typename F>
-void PackBlocks(ThreadPool* pool, int64_t K, int64_t kc_max, int64_t panels, int64_t floats, const F& pack,
-                int64_t parallel_floats = kParallelPackFloats) {
-  const int64_t blocks = (K + kc_max - 1) / kc_max;
-  auto range = [&](int64_t begin, int64_t end) {
-    while (begin < end) {
-      const int64_t b = begin / panels, p0 = begin % panels;
-      const int64_t count = std::min(panels - p0, end - begin);
-      pack(b * kc_max, std::min(kc_max, K - b * kc_max), p0, count);
-      begin += count;
-    }
-  };
-  if (pool && pool->threads() > 1 && floats >= parallel_floats) {
-    pool->parallelFor(blocks * panels, range);
-  } else {
-    range(0, blocks * panels);
-  }
-}
-
-// The operand that every part of a split reads whole (A when the columns
-// are split, B when the rows are) is packed once, by all the threads, into
-// one buffer of the calling thread, instead of by each thread for itself:
-// a 672 -> 112 1x1 conv on 14x14 split by rows had both threads pack all
-// of its 672 x 196 input. Up to kSharedPackFloats (8 MiB); above, each
-// thread packs its own cache blocks as before. The workers are awake
-// (spinning) during a run, so a pack of 64 KiB already pays for them.
-constexpr int64_t kSharedPackFloats = int64_t{1} << 21;
-constexpr int64_t kSharedParallelFloats = int64_t{1} << 14;
-thread_local ScratchBuffer tl_shared;
-
-void ShareA(const GemmKernel& kr, ThreadPool& pool, Problem& pr, int64_t M) {
-  if (pr.packed_a || pr.packed_half) return;
-  const int64_t m_pad = (M + kr.mr - 1) / kr.mr * kr.mr, floats = m_pad * pr.K;
-  if (floats > kSharedPackFloats) return;
-  float* buf = tl_shared.get(static_cast<size_t>(floats));
-  if (!buf) return;
-  const Problem& src = pr;
-  PackBlocks(&pool, pr.K, kr.kc, m_pad / kr.mr, floats, [&](int64_t k0, int64_t kc, int64_t p0, int64_t count) {
-    const int64_t i0 = p0 * kr.mr;
-    PackAPanels(kr, src, i0, std::min(count * kr.mr, M - i0), k0, kc, buf + k0 * m_pad + i0 * kc);
-  }, kSharedParallelFloats);
-  pr.packed_a = buf;
-  pr.m_pad = m_pad;
-}
-
-void ShareB(const GemmKernel& kr, ThreadPool& pool, Problem& pr, int64_t N) {
-  if (pr.packed_b || pr.packed_b_half || pr.direct_b) return;
-  const int64_t n_pad = (N + kr.nr - 1) / kr.nr * kr.nr, floats = n_pad * pr.K;
-  if (floats > kSharedPackFloats) return;
-  float* buf = tl_shared.get(static_cast<size_t>(floats));
-  if (!buf) return;
-  const Problem& src = pr;
-  PackBlocks(&pool, pr.K, kr.kc, n_pad / kr.nr, floats, [&](int64_t k0, int64_t kc, int64_t p0, int64_t count) {
-    const int64_t j0 = p0 * kr.nr, nc = std::min(count * kr.nr, N - j0);
-    float* dst = buf + k0 * n_pad + j0 * kc;
-    if (src.b_packer) src.b_packer->pack(src.b_packer->ctx, k0, kc, j0, nc, kr.nr, dst);
-    else PackBPanels(src, kr.nr, k0, kc, j0, nc, dst);
-  }, kSharedParallelFloats);
-  pr.packed_b = buf;
-  pr.n_pad = n_pad;
-  pr.b_packer = nullptr;
-}
-
 // Splits C over the pool's threads and runs GemmRange on each part.
-void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& problem, int64_t M, int64_t N) {
+void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, int64_t N) {
   const int threads = pool.threads();
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(problem.K, 1));
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(pr.K, 1));
   if (threads <= 1 || work < 64.0 * 1024.0) {
-    GemmRange(kr, problem, 0, M, 0, N);
+    GemmRange(kr, pr, 0, M, 0, N);
     return;
   }
-  Problem pr = problem;
   // Split over the dimension whose panels spread more evenly over the threads.
   const int64_t pn = (N + kr.nr - 1) / kr.nr, pm = (M + kr.mr - 1) / kr.mr;
   auto balance = [threads](int64_t panels) {
@@ -629,12 +558,10 @@ void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& problem, int64_t
     return static_cast<double>(panels) / static_cast<double>(per * threads);
   };
   if (pn >= 8 * threads || balance(pn) >= balance(pm)) {
-    if (pr.K > 0) ShareA(kr, pool, pr, M);
     pool.parallelFor(pn, [&](int64_t b, int64_t e) {
       GemmRange(kr, pr, 0, M, b * kr.nr, std::min<int64_t>(N, e * kr.nr));
     });
   } else {
-    if (pr.K > 0) ShareB(kr, pool, pr, N);
     pool.parallelFor(pm, [&](int64_t b, int64_t e) {
       GemmRange(kr, pr, b * kr.mr, std::min<int64_t>(M, e * kr.mr), 0, N);
     });
@@ -724,6 +651,33 @@ PackedB GeometryB(Isa isa, int64_t K, int64_t N) {
 
 }  // namespace
 
+namespace {
+
+// Packs panels [0, panels) of each cache block of K: `pack(k0, kc, panel0,
+// count)` packs `count` panels from `panel0` of the block at k0; on the
+// pool's threads, a range of (block, panel) pairs each, when the matrix is
+// large enough to pay for waking them.
+template <typename F>
+void PackBlocks(ThreadPool* pool, int64_t K, int64_t kc_max, int64_t panels, int64_t floats, const F& pack) {
+  const int64_t blocks = (K + kc_max - 1) / kc_max;
+  auto range = [&](int64_t begin, int64_t end) {
+    while (begin < end) {
+      const int64_t b = begin / panels, p0 = begin % panels;
+      const int64_t count = std::min(panels - p0, end - begin);
+      pack(b * kc_max, std::min(kc_max, K - b * kc_max), p0, count);
+      begin += count;
+    }
+  };
+  constexpr int64_t kParallelFloats = int64_t{1} << 16;  // 256 KiB
+  if (pool && pool->threads() > 1 && floats >= kParallelFloats) {
+    pool->parallelFor(blocks * panels, range);
+  } else {
+    range(0, blocks * panels);
+  }
+}
+
+}  // namespace
+
 PackedA PackA(Isa isa, bool trans_a, int64_t M, int64_t K, float alpha, const float* A, int64_t lda, bool half,
               ThreadPool* pool) {
   using namespace gemm_detail;
@@ -800,7 +754,6 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
   pr.packed_b = b.f32();
   pr.packed_b_half = b.f16();
   pr.n_pad = b.n_pad;
-  pr.weights_b = true;
   pr.ep = epilogue;
   const GemmKernel& kr = KernelForIsa(b.isa);
   if (M == 1 && b.K > 0) return GemvPacked(kr, pool, pr, b.N);

@@ -287,9 +287,7 @@ TEST(Gemm, PackingOnThreadsSameBytes) {
 
 // Splitting C over threads changes which thread computes a tile, never its
 // arithmetic: every entry point gives one thread's bits on 2 and 3 threads,
-// on shapes that split by rows (few columns) and by columns (few rows), so
-// that the operand every part shares (A under a column split, B under a row
-// split) is packed once, by all the threads (ShareA / ShareB in gemm.cpp).
+// on shapes that split by rows (few columns) and by columns (few rows).
 TEST(Gemm, ThreadSplitsGiveOneThreadsBits) {
   ThreadPool one(1), two(2), three(3);
   // B given by a packer (a pointwise conv's unfolded input, as in
