@@ -779,9 +779,16 @@ void RunPackedA(ThreadPool& pool, const PackedA& a, int64_t N, bool trans_b, con
   // 256 on 56x56: 0.956 -> 0.925 ms). Rows off the lines (a 14x14 plane is
   // 784 bytes) split a panel's vector loads over three lines each; packed,
   // ResNet-50's 1x1 convs on 14x14 run 0.86-0.92 -> 0.80-0.85 ms (Emerald
-  // Rapids, 1 thread).
-  constexpr int64_t kLine = 64 / sizeof(float);
-  pr.direct_b = !trans_b && B && ldb % kLine == 0 && reinterpret_cast<uintptr_t>(B) % 64 == 0;
+  // Rapids, 1 thread). But the packing serves only M / mr panels of A, and
+  // each thread of a split by rows packs all of B: with few rows in place
+  // again (1x1 convs on 14x14 in alternating runs, 1 / 2 threads: 384 -> 64
+  // 0.078 -> 0.064 / 0.094 -> 0.069 ms, 576 -> 96 0.139 -> 0.127 / 0.160
+  // -> 0.138, 672 -> 112 0.183 -> 0.170 / 0.237 -> 0.195; 256 -> 1024 and
+  // 1024 -> 256 stay packed: 0.63 against 0.73 and 0.68 against 0.70 ms
+  // at 2 threads).
+  constexpr int64_t kLine = 64 / sizeof(float), kInPlaceRows = 128;
+  const bool on_lines = ldb % kLine == 0 && reinterpret_cast<uintptr_t>(B) % 64 == 0;
+  pr.direct_b = !trans_b && B && (on_lines || a.M <= kInPlaceRows);
   Run(KernelForIsa(a.isa), pool, pr, a.M, N);
 }
 

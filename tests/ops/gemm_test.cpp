@@ -216,47 +216,49 @@ TEST(Gemm, PackedAResidualAndBInPlace) {
       for (int64_t N : {48, 196, 520})
         for (int64_t K : {17, 300})
           for (int64_t shift : {0, 1})  // B's first element on a line, or one float past it
-            for (bool with_residual : {false, true}) {
-              ++seed;
-              const int64_t M = 19, ldb = (N + 15) / 16 * 16 + (N % 3 == 0 ? 0 : 16);
-              std::vector<float> A = RandVec(static_cast<size_t>(M * K), seed);
-              std::vector<float> store = RandVec(static_cast<size_t>(K * ldb + 32), seed + 1);
-              float* B = store.data();
-              while (reinterpret_cast<uintptr_t>(B) % 64) ++B;
-              B += shift;
-              std::vector<float> R = RandVec(static_cast<size_t>(M * (N + 5)), seed + 2);
-              std::vector<float> rb = RandVec(static_cast<size_t>(M), seed + 3);
-              std::vector<float> got(static_cast<size_t>(M * N), 7.f);  // beta 1 would add these
-              GemmEpilogue ep;
-              ep.row_bias = rb.data();
-              ep.clamp = true;
-              ep.lo = -1.5f;
-              ep.hi = 1.25f;
-              if (with_residual) {
-                ep.residual = R.data();
-                ep.ld_residual = N + 5;
-              }
-              const PackedA pa = PackA(isa, false, M, K, 1.f, A.data(), K, false);
-              SgemmPacked(*pool, pa, false, N, B, ldb, with_residual ? 1.f : 0.f, got.data(), N, &ep);
-              const std::string what = std::string(GemmIsaName(isa)) + " threads " + std::to_string(pool->threads()) +
-                                       " N " + std::to_string(N) + " K " + std::to_string(K) + " shift " +
-                                       std::to_string(shift) + (with_residual ? " residual" : "");
-              int bad = 0;
-              for (int64_t i = 0; i < M && bad < 5; ++i)
-                for (int64_t j = 0; j < N && bad < 5; ++j) {
-                  double v = rb[static_cast<size_t>(i)] +
-                             (with_residual ? R[static_cast<size_t>(i * (N + 5) + j)] : 0.0);
-                  for (int64_t k = 0; k < K; ++k)
-                    v += static_cast<double>(A[static_cast<size_t>(i * K + k)]) * B[k * ldb + j];
-                  v = std::min<double>(ep.hi, std::max<double>(ep.lo, v));
-                  const float g = got[static_cast<size_t>(i * N + j)];
-                  if (!(std::fabs(g - v) <= 1e-5 * static_cast<double>(K + 4))) {
-                    ADD_FAILURE() << what << ": C(" << i << ", " << j << ") got " << g << " want " << v;
-                    ++bad;
-                  }
+            for (bool with_residual : {false, true})
+              for (int64_t M : {19, 130}) {  // rows off the lines: B in place (few rows of A) or packed
+                ++seed;
+                const int64_t ldb = (N + 15) / 16 * 16 + (N % 3 == 0 ? 0 : 16);
+                std::vector<float> A = RandVec(static_cast<size_t>(M * K), seed);
+                std::vector<float> store = RandVec(static_cast<size_t>(K * ldb + 32), seed + 1);
+                float* B = store.data();
+                while (reinterpret_cast<uintptr_t>(B) % 64) ++B;
+                B += shift;
+                std::vector<float> R = RandVec(static_cast<size_t>(M * (N + 5)), seed + 2);
+                std::vector<float> rb = RandVec(static_cast<size_t>(M), seed + 3);
+                std::vector<float> got(static_cast<size_t>(M * N), 7.f);  // beta 1 would add these
+                GemmEpilogue ep;
+                ep.row_bias = rb.data();
+                ep.clamp = true;
+                ep.lo = -1.5f;
+                ep.hi = 1.25f;
+                if (with_residual) {
+                  ep.residual = R.data();
+                  ep.ld_residual = N + 5;
                 }
-              if (bad) FAIL() << what;
-            }
+                const PackedA pa = PackA(isa, false, M, K, 1.f, A.data(), K, false);
+                SgemmPacked(*pool, pa, false, N, B, ldb, with_residual ? 1.f : 0.f, got.data(), N, &ep);
+                const std::string what = std::string(GemmIsaName(isa)) + " threads " +
+                                         std::to_string(pool->threads()) + " M " + std::to_string(M) + " N " +
+                                         std::to_string(N) + " K " + std::to_string(K) + " shift " +
+                                         std::to_string(shift) + (with_residual ? " residual" : "");
+                int bad = 0;
+                for (int64_t i = 0; i < M && bad < 5; ++i)
+                  for (int64_t j = 0; j < N && bad < 5; ++j) {
+                    double v = rb[static_cast<size_t>(i)] +
+                               (with_residual ? R[static_cast<size_t>(i * (N + 5) + j)] : 0.0);
+                    for (int64_t k = 0; k < K; ++k)
+                      v += static_cast<double>(A[static_cast<size_t>(i * K + k)]) * B[k * ldb + j];
+                    v = std::min<double>(ep.hi, std::max<double>(ep.lo, v));
+                    const float g = got[static_cast<size_t>(i * N + j)];
+                    if (!(std::fabs(g - v) <= 1e-5 * static_cast<double>(K + 4))) {
+                      ADD_FAILURE() << what << ": C(" << i << ", " << j << ") got " << g << " want " << v;
+                      ++bad;
+                    }
+                  }
+                if (bad) FAIL() << what;
+              }
 }
 
 // PackA / PackB on a pool's threads (large matrices: a range of panels of
