@@ -120,9 +120,10 @@ class BinaryBase : public UnaryDispatch {
       // them faster so (GpuCaps::texel_elements; binary_tx).
       uint32_t epi = ElementsPerInvocation(push.n);
       // A dense operand times one broadcast along the middle of three dims
-      // (binary.comp's per-channel scale path): 32 elements an invocation
-      // on CPU drivers, where the first element's divisions are the cost
-      // (EfficientNet-B0's 16 SE Muls on lavapipe 40 -> 18-22 ms).
+      // (binary.comp's per-channel scale path): four times the elements an
+      // invocation on CPU drivers (32, or 4 x elementwise_items_large on
+      // large tensors), where the first element's divisions are the cost
+      // (EfficientNet-B0's 16 SE Muls on lavapipe 40 -> 18-22 ms at 32).
       if (epi >= 4 && push.rank == 3 && push.dims[2] % 4 == 0) {
         const uint32_t d2 = push.dims[2], plane = push.dims[1] * d2;
         auto dense = [&](const uint32_t* st) { return st[0] == plane && st[1] == d2 && st[2] == 1; };
