@@ -283,16 +283,13 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           const bool pf_inside = pf && whole && !half;
           if (pf && !pf_inside) PrefetchLines(pf, pf_lines);
           if (whole) {
-            if (last && pr.ep) {
-              const GemmEpilogue& e = *pr.ep;
-              const TileEpilogue te{e.row_bias ? e.row_bias + ic + ir : nullptr,
-                                    e.col_bias ? e.col_bias + jc + jr : nullptr, e.clamp, e.lo, e.hi};
-              if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, &te, pf, pf_lines);
-              else micro(kc, pa, pb, ldb, c, pr.ldc, load, &te);
-            } else {
-              if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, nullptr, pf, pf_lines);
-              else micro(kc, pa, pb, ldb, c, pr.ldc, load, nullptr);
-            }
+            const GemmEpilogue* e = last ? pr.ep : nullptr;
+            const TileEpilogue te = e ? TileEpilogue{e->row_bias ? e->row_bias + ic + ir : nullptr,
+                                                     e->col_bias ? e->col_bias + jc + jr : nullptr, e->clamp, e->lo,
+                                                     e->hi}
+                                      : TileEpilogue{};
+            if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr, pf, pf_lines);
+            else micro(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr);
           } else {
             micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
             for (int64_t i = 0; i < mrr; ++i)
