@@ -272,6 +272,14 @@ const GemmKernel* NeonKernel();
 // for callers that lay out their operands in its panels themselves (the
 // Winograd convolution).
 const GemmKernel& KernelForIsa(Isa isa);
+// Rows [i0, i0 + mc) x columns [k0, k0 + kc) of alpha * op(A) (A is M x K,
+// or K x M when trans_a) as kr's mr-tall panels, zero past mc; columns
+// [j0, j0 + nc) x rows [k0, k0 + kc) of op(B) as nr-wide panels, zero past
+// nc: the layouts GemmRange and PackA / PackB share.
+void PackPanelsA(const GemmKernel& kr, bool trans_a, float alpha, const float* A, int64_t lda, int64_t K, int64_t i0,
+                 int64_t mc, int64_t k0, int64_t kc, float* dst);
+void PackPanelsB(int nr, bool trans_b, const float* B, int64_t ldb, int64_t K, int64_t k0, int64_t kc, int64_t j0,
+                 int64_t nc, float* dst);
 }  // namespace gemm_detail
 
 }  // namespace kiln
