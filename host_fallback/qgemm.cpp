@@ -183,6 +183,20 @@ QIsa QBestIsa() {
   return best;
 }
 
+int QGroupedTile(QIsa isa) {
+  const QKernel& k = KernelFor(isa);
+  return k.micro_finish_grouped && k.kg == 4 && !OffsetB(isa) ? k.nr : 0;
+}
+
+void QInterleave4(const uint8_t* const rows[4], int64_t n, uint8_t flip, uint8_t* dst) {
+  // One panel as wide as the rows (Interleave4's nr is an int).
+  for (int64_t j0 = 0; j0 < n; j0 += int64_t{1} << 20) {
+    const int64_t len = std::min<int64_t>(n - j0, int64_t{1} << 20);
+    const uint8_t* const part[4] = {rows[0] + j0, rows[1] + j0, rows[2] + j0, rows[3] + j0};
+    Interleave4(part, len, static_cast<int>(len), 0, flip, dst + 4 * j0);
+  }
+}
+
 const char* QIsaName(QIsa isa) {
   switch (isa) {
     case QIsa::kAvx512Vnni: return "avx512-vnni";
@@ -289,12 +303,18 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
   const int64_t pstride = a.kq * nr * kg;  // bytes of one B panel
   const int64_t work = a.m_pad * depth * n_pad / std::max<int64_t>(blocks * split, 1);
+  // B read in place, tiles straight from the caller's grouped layout.
+  const bool grouped = b.grouped && b.group_off && ep.row_scale && QGroupedTile(a.isa) != 0;
   std::atomic<bool> failed{false};
   pool.parallelFor(blocks * split, [&](int64_t begin, int64_t end) {
-    uint8_t* bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
+    uint8_t* bbuf = nullptr;
+    uint8_t* rbuf = nullptr;
     const int64_t rstride = nc + 16;
-    uint8_t* rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
-    if (!bbuf || !rbuf) {
+    if (!grouped) {
+      bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
+      rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
+    }
+    if (!grouped && (!bbuf || !rbuf)) {
       failed.store(true, std::memory_order_relaxed);
       return;
     }
@@ -303,7 +323,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
     for (int64_t t = begin; t < end; ++t) {
       const int64_t blk = t / split, ms = t % split;
       const int64_t j0 = blk * nc, ncols = std::min(nc, N - j0), ncols_pad = (ncols + nr - 1) / nr * nr;
-      if (packed_block != blk) {
+      if (!grouped && packed_block != blk) {
         // B's block kChunk rows at a time (kept in L1), then interleaved
         // into panels kg rows at a time; columns and rows past B are zero
         // (A is zero past K, so rows there are irrelevant but defined).
@@ -354,6 +374,15 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         }
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
+          if (grouped) {
+            const gemm_detail::PanelShare share =
+                spread ? gemm_detail::ShareOfNext(next, abytes, row_tiles, pn) : gemm_detail::PanelShare{nullptr, 0};
+            k.micro_finish_grouped(a.kq, ap, b.grouped + jj * 4, b.group_off, rows, cols, add, ep.row_scale + m0,
+                                   static_cast<float>(ep.y_zero), static_cast<float>(ep.lo),
+                                   static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc,
+                                   share.at, share.lines);
+            continue;
+          }
           if (spread) {
             const gemm_detail::PanelShare share = gemm_detail::ShareOfNext(next, abytes, row_tiles, pn);
             k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,

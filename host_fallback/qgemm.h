@@ -68,7 +68,24 @@ struct QBSource {
   // copies that chunk). The GEMM then interleaves from B in place: one pass
   // over B instead of a copy and an interleave.
   const uint8_t* (*row)(const void* ctx, int64_t k, int64_t j0, int64_t n) = nullptr;
+  // Optional: B already in the kernel's grouped form, read in place with no
+  // copy at all: k group q (rows 4q .. 4q + 3) of column j is the 4 bytes at
+  // grouped + group_off[q] + 4 * j, for every j below N rounded up to
+  // QGroupedTile (the bytes past N are read, their results never stored).
+  // Only where QGroupedTile(isa) is not 0 and only with a requantizing
+  // epilogue; A's k order is the caller's (a convolution orders it tap by
+  // tap within a quad of channels, so that a group is 4 channels of one
+  // input position: an NC4HW4 copy of the input is B). Else block and row.
+  const uint8_t* grouped = nullptr;
+  const int64_t* group_off = nullptr;  // [a.kq]
 };
+
+// The column tile of the kernel that reads a grouped B (QBSource::grouped),
+// 0 where none does.
+int QGroupedTile(QIsa isa);
+// dst[4 * j + g] = rows[g][j] ^ flip for j < n: four rows interleaved, the
+// grouped B's layout.
+void QInterleave4(const uint8_t* const rows[4], int64_t n, uint8_t flip, uint8_t* dst);
 
 // What becomes of sum = A(i, :) * B(:, j) + row_add[i]:
 //  - row_scale null: C is int32, C(i, j) = sum (ConvInteger);
@@ -106,6 +123,11 @@ using QMicroFinish = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int
 using QMicroFinishPf = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                 const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out,
                                 int64_t ldc, const char* pf, int64_t lines);
+// micro_finish_pf on a grouped B: k group q's tile at b + off[q] (lines 0:
+// no prefetch).
+using QMicroFinishGrouped = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off, int64_t rows,
+                                     int64_t cols, const int32_t* add, const float* scale, float zero, float lo,
+                                     float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines);
 struct QKernel {
   int mr, nr, kg;
   bool a16;  // A stored as int16 (kg values a group)
@@ -113,6 +135,7 @@ struct QKernel {
   QFinish finish = nullptr;  // null: the portable loop
   QMicroFinish micro_finish = nullptr;  // null: micro, then finish
   QMicroFinishPf micro_finish_pf = nullptr;  // null: none
+  QMicroFinishGrouped micro_finish_grouped = nullptr;  // null: no grouped B
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* Avx2QKernel();

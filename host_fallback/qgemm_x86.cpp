@@ -37,13 +37,17 @@ inline int32_t LoadDword(const void* p) {
 #define KILN_VNNI_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
                           X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
 #define KILN_VNNI_REF(c) __m512i& c,
-template <bool kPrefetch = false>
+// B's groups follow one another (a packed panel), or, kGrouped, group q is
+// at b + off[q] (a grouped B read in place).
+template <bool kPrefetch = false, bool kGrouped = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq, const int8_t* a, const uint8_t* b,
+                                                                     const int64_t* off,
                                                                      KILN_VNNI_ACCS(KILN_VNNI_REF)
                                                                          gemm_detail::SpreadPrefetch* fetch) {
-  for (int64_t q = 0; q < kq; ++q, a += 32, b += 128) {
+  for (int64_t q = 0; q < kq; ++q, a += 32) {
     if (kPrefetch) fetch->step();
-    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + 64);
+    const uint8_t* bq = kGrouped ? b + off[q] : b + q * 128;
+    const __m512i b0 = _mm512_loadu_si512(bq), b1 = _mm512_loadu_si512(bq + 64);
 #define KILN_VNNI_ROW(r)                                           \
   {                                                                \
     const __m512i w = _mm512_set1_epi32(LoadDword(a + (r) * 4));   \
@@ -60,7 +64,7 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq,
 
 KILN_VNNI_TARGET void MicroVnni(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
-  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) nullptr);
+  VnniSums(kq, a, b, nullptr, KILN_VNNI_ACCS(KILN_VNNI_ARG) nullptr);
   const __m512i out[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int i = 0; i < 16; ++i) _mm512_store_si512(c + i * 16, out[i]);
 }
@@ -122,13 +126,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
 // in registers: rows x cols of the tile stored as bytes; with kPrefetch,
 // `lines` lines from pf on asked for during the k loop (micro_finish_pf).
-template <bool kPrefetch>
+template <bool kPrefetch, bool kGrouped = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
-    int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
-    float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
+    int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off, int64_t rows, int64_t cols, const int32_t* add,
+    const float* scale, float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
   gemm_detail::SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kq);
-  VnniSums<kPrefetch>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
+  VnniSums<kPrefetch, kGrouped>(kq, a, b, off, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
   if (kPrefetch) fetch.finish();
   const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
@@ -145,13 +149,21 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
 KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                       const int32_t* add, const float* scale, float zero, float lo, float hi,
                                       uint8_t* out, int64_t ldc) {
-  FinishedVnni<false>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
+  FinishedVnni<false>(kq, a, b, nullptr, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
 }
 
 KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                         const int32_t* add, const float* scale, float zero, float lo, float hi,
                                         uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
-  FinishedVnni<true>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
+  FinishedVnni<true>(kq, a, b, nullptr, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
+}
+
+KILN_VNNI_TARGET void MicroFinishVnniGrouped(int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off,
+                                             int64_t rows, int64_t cols, const int32_t* add, const float* scale,
+                                             float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf,
+                                             int64_t lines) {
+  if (lines > 0) FinishedVnni<true, true>(kq, a, b, off, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
+  else FinishedVnni<false, true>(kq, a, b, off, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
 }
 
 #undef KILN_VNNI_ARG
@@ -160,7 +172,8 @@ KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8
 #undef KILN_VNNI_ACCS
 #undef KILN_VNNI_TARGET
 
-const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf};
+const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf,
+                    &MicroFinishVnniGrouped};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 
 }  // namespace

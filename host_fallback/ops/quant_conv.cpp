@@ -6,6 +6,13 @@
 //    input's zero point as the padding. sum (w - zw)(x - zx) = sum (w - zw) x
 //    - zx * rowsum, so the zero point of x is a per-channel offset folded
 //    into the bias; int8 inputs are read as x + 128 with zx + 128.
+//    Stride-1 QLinearConvs other than 1x1 on a kernel that reads a grouped B
+//    (QGroupedTile: AVX-512 VNNI) skip the gather: the input is copied once
+//    into padded NC4HW4 planes (4 channels interleaved, the kernel's dot
+//    width), and the weights are ordered by channel quad, then tap, then
+//    channel in the quad, so that each group of 4 k is 4 channels of one
+//    input position and the GEMM's tiles are read from the copy in place (a
+//    3x3 conv's unfolded input, 9 times the input, is never written).
 //  - Depthwise 2-D convolutions (QLinearConv, strides 1 or 2) go through the
 //    integer depthwise kernel where the CPU has AVX-512 VNNI and VBMI
 //    (DepthwiseQ8Dot: no dilation, kernels up to 8x8), else the flat
@@ -141,8 +148,8 @@ class QConvExecution final : public Execution {
   void prepacked(std::vector<Prepacked>* out) const override {
     for (size_t g = 0; g < packed_.size(); ++g) {
       const QPackedA& a = packed_[g];
-      out->push_back({"qpanels." + std::to_string(g), QPackedMeta(a), a.panels(), a.panelBytes()});
-      out->push_back({"qrowsum." + std::to_string(g), QPackedMeta(a), a.rowSums(),
+      out->push_back({panelKey() + std::to_string(g), QPackedMeta(a), a.panels(), a.panelBytes()});
+      out->push_back({rowSumKey() + std::to_string(g), QPackedMeta(a), a.rowSums(),
                       static_cast<size_t>(a.M) * sizeof(int32_t)});
     }
   }
@@ -227,7 +234,12 @@ class QConvExecution final : public Execution {
       for (int64_t g = 0; g < group_; ++g) {
         ConvRows rows = rows_;
         const uint8_t* planes = xb + (n * C_ + g * Cg_) * in_plane;
-        if (rows.pointwise && !x_signed_) {
+        QBSource src{&ConvBlock, &rows, &ConvRow};
+        if (grouped_) {
+          padGrouped(planes, static_cast<uint8_t>(zxr));
+          src.grouped = padded_.data();
+          src.group_off = group_off_.data();
+        } else if (rows.pointwise && !x_signed_) {
           rows.x = planes;
         } else {
           padPlanes(planes, static_cast<uint8_t>(zxr));
@@ -237,16 +249,14 @@ class QConvExecution final : public Execution {
         ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
         uint8_t* y = yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem);
         if (!rows.wide) {
-          if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, QBSource{&ConvBlock, &rows, &ConvRow}, ep,
-                     y, out_plane))
+          if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, src, ep, y, out_plane))
             return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
           continue;
         }
         // Wide rows into a scratch, then each row's first ow columns out.
         const int64_t wide = oh_ * wp_;
         wide_out_.resize(static_cast<size_t>(Mg_ * wide) * elem);
-        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, QBSource{&ConvBlock, &rows, &ConvRow}, ep,
-                   wide_out_.data(), wide))
+        if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, src, ep, wide_out_.data(), wide))
           return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
         const size_t row = static_cast<size_t>(ow_) * elem;
         for (int64_t m = 0; m < Mg_; ++m)
@@ -259,6 +269,9 @@ class QConvExecution final : public Execution {
 
  private:
   const Tensor& weights(const std::vector<Tensor*>& in) const { return *in[qlinear_ ? 3 : 1]; }
+  // A bundle's blobs: the grouped order's panels are not the plain ones.
+  std::string panelKey() const { return grouped_ ? "qpanels4c." : "qpanels."; }
+  std::string rowSumKey() const { return grouped_ ? "qrowsum4c." : "qrowsum."; }
   const Tensor* weightZero(const std::vector<Tensor*>& in) const {
     const size_t k = qlinear_ ? 5 : 3;
     return k < in.size() ? in[k] : nullptr;
@@ -286,10 +299,33 @@ class QConvExecution final : public Execution {
       }
   }
 
+  // padded_ = the group's planes as padPlanes makes them, in NC4HW4 form:
+  // quad q's position i (of hp_ x wp_) holds channels 4q .. 4q + 3 at
+  // padded_[(q * quad_cols_ + i) * 4 ..] (channels past Cg_, whose weights
+  // are zero, hold the pad too), the grouped B of QGemm.
+  void padGrouped(const uint8_t* planes, uint8_t pad) {
+    const int64_t quads = (Cg_ + 3) / 4;
+    padded_.resize(static_cast<size_t>(grouped_bytes_));
+    std::memset(padded_.data(), pad, padded_.size());
+    const uint8_t flip = x_signed_ ? 0x80 : 0;
+    const int64_t cols = std::min(w_, wp_ - pl_);
+    pad_row_.assign(static_cast<size_t>(w_), static_cast<uint8_t>(pad ^ flip));  // read back as pad
+    for (int64_t q = 0; q < quads; ++q)
+      for (int64_t y = 0; y < h_ && y + pt_ < hp_; ++y) {
+        const uint8_t* rows[4];
+        for (int64_t g = 0; g < 4; ++g) {
+          const int64_t c = 4 * q + g;
+          rows[g] = c < Cg_ ? planes + (c * h_ + y) * w_ : pad_row_.data();
+        }
+        QInterleave4(rows, cols, flip, padded_.data() + (q * quad_cols_ + (y + pt_) * wp_ + pl_) * 4);
+      }
+  }
+
   // Packs the centered weights (GEMM panels, or floats for the depthwise
   // kernel); packed_ok_ stays false where the fast paths do not apply.
   void packWeights(const std::vector<Tensor*>& in) {
     packed_ok_ = false;
+    grouped_ = false;
     packed_.clear();
     const Tensor& w = weights(in);
     const Tensor* wz = weightZero(in);
@@ -304,7 +340,16 @@ class QConvExecution final : public Execution {
     const int64_t Mg = M / group;
     const bool depthwise = qlinear_ && rank == 4 && group == M && per == w.length(2) * w.length(3) &&
                            in[0]->length(1) == group;
-    if (!depthwise && adoptPanels(Mg, per, group)) {
+    // The grouped B where the wide path runs (stride 1, not 1x1) and the
+    // kernel reads one.
+    const int64_t taps = rank == 4 ? w.length(2) * w.length(3) : w.length(2), cg = w.length(1);
+    bool unit_stride = true;
+    if (p && p->strides())
+      for (int64_t s : *p->strides()) unit_stride = unit_stride && s == 1;
+    grouped_ = qlinear_ && !depthwise && wide_on_ && grouped_on_ && unit_stride && taps > 1 &&
+               QGroupedTile(QBestIsa()) != 0 && cg * taps == per;
+    const int64_t quads = (cg + 3) / 4, depth = grouped_ ? quads * 4 * taps : per;
+    if (!depthwise && adoptPanels(Mg, depth, group)) {
       packed_ok_ = true;
       return;
     }
@@ -315,8 +360,18 @@ class QConvExecution final : public Execution {
       dw_w_.assign(centered.begin(), centered.end());
       dw_q8_ = nn::PackDepthwiseQ8(centered.data(), M, w.length(2), w.length(3));
     } else {
+      std::vector<int8_t> ordered;
+      if (grouped_) {  // row m's k = (quad, tap, channel in the quad), zero past cg
+        ordered.assign(static_cast<size_t>(M * depth), 0);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t t = 0; t < taps; ++t)
+              ordered[static_cast<size_t>(m * depth + ((c / 4) * taps + t) * 4 + c % 4)] =
+                  centered[static_cast<size_t>(m * per + c * taps + t)];
+      }
+      const int8_t* a = grouped_ ? ordered.data() : centered.data();
       for (int64_t g = 0; g < group; ++g)
-        packed_.push_back(QPackA(QBestIsa(), Mg, per, centered.data() + g * Mg * per, per));
+        packed_.push_back(QPackA(QBestIsa(), Mg, depth, a + g * Mg * depth, depth));
     }
     packed_ok_ = true;
   }
@@ -328,8 +383,8 @@ class QConvExecution final : public Execution {
     std::vector<QPackedA> views(static_cast<size_t>(group));
     bool all = true, any = false;
     for (int64_t g = 0; g < group; ++g) {
-      const fb::PrepackedBlob* p = be.bundled(index_, "qpanels." + std::to_string(g));
-      const fb::PrepackedBlob* r = be.bundled(index_, "qrowsum." + std::to_string(g));
+      const fb::PrepackedBlob* p = be.bundled(index_, panelKey() + std::to_string(g));
+      const fb::PrepackedBlob* r = be.bundled(index_, rowSumKey() + std::to_string(g));
       any = any || p || r;
       all = all && p && r && p->meta() &&
             QViewPackedA(QBestIsa(), Mg, per, std::vector<int64_t>(p->meta()->begin(), p->meta()->end()),
@@ -337,7 +392,7 @@ class QConvExecution final : public Execution {
                          &views[static_cast<size_t>(g)]);
     }
     for (int64_t g = 0; any && g < group; ++g)
-      for (const char* key : {"qpanels.", "qrowsum."})
+      for (const std::string& key : {panelKey(), rowSumKey()})
         if (be.bundled(index_, key + std::to_string(g))) be.noteBundled(index_, key + std::to_string(g), all);
     if (!all) return false;
     packed_ = std::move(views);
@@ -397,8 +452,21 @@ class QConvExecution final : public Execution {
       a.kh = kh, a.kw = kw, a.sh = r.sh, a.sw = r.sw, a.dh = dh, a.dw = dw, a.pt = pt_, a.pl = pl_;
       dw_dot_ = dot_on_ && nn::DepthwiseQ8DotSuits(a);
       if (!dw_dot_ && !nn::DepthwiseFlatSuits(a)) return false;
-    } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ || packed_[0].K != Cg_ * kh * kw) {
+    } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ ||
+               packed_[0].K != (grouped_ ? (Cg_ + 3) / 4 * 4 : Cg_) * kh * kw || (grouped_ && !r.wide)) {
       return false;
+    }
+    if (grouped_) {
+      // Quad planes of hp_ x wp_ positions (rounded up to whole lines); the
+      // last one's slack covers a last tile read past the wide rows' end.
+      const int64_t taps = kh * kw, quads = (Cg_ + 3) / 4, tile = QGroupedTile(QBestIsa());
+      quad_cols_ = (hp_ * wp_ + 15) / 16 * 16;
+      group_off_.clear();
+      for (int64_t q = 0; q < quads; ++q)
+        for (int64_t t = 0; t < taps; ++t)
+          group_off_.push_back((q * quad_cols_ + (t / kw) * dh * wp_ + (t % kw) * dw) * 4);
+      const int64_t reach = ((kh - 1) * dh * wp_ + (kw - 1) * dw + (oh_ * wp_ + tile - 1) / tile * tile) * 4;
+      grouped_bytes_ = quads * quad_cols_ * 4 + reach + 64;
     }
     return true;
   }
@@ -411,7 +479,9 @@ class QConvExecution final : public Execution {
   // (the float one runs).
   const bool wide_on_ = conv::PathEnabled("KILN_HOST_QCONV_WIDE");
   const bool dot_on_ = conv::PathEnabled("KILN_HOST_QDW_DOT");
-  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false;
+  // KILN_HOST_QCONV_GROUPED=0: the wide path gathers B (no NC4HW4 copy).
+  const bool grouped_on_ = conv::PathEnabled("KILN_HOST_QCONV_GROUPED");
+  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false, grouped_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
   nn::DepthwiseQ8Weights dw_q8_;  // the same weights as DepthwiseQ8Dot reads them
@@ -419,6 +489,9 @@ class QConvExecution final : public Execution {
   ConvRows rows_;
   std::vector<uint8_t> padded_, wide_out_;
   std::vector<int64_t> tap_off_;
+  std::vector<int64_t> group_off_;  // the grouped B's k groups (QBSource::group_off)
+  std::vector<uint8_t> pad_row_;    // a missing channel's row
+  int64_t quad_cols_ = 0, grouped_bytes_ = 0;
   int64_t pt_ = 0, pl_ = 0, hp_ = 1, wp_ = 1;
   int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
   std::vector<int32_t> row_add_;

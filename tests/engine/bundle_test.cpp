@@ -5,16 +5,19 @@
 // a bundle made for other sizes or another ISA is used where it fits and
 // packed again where not, saying so; a GPU session's bundle gives its host
 // forms to a host session; bad bundles are
-// refused by the verifier.
+// refused by the verifier. The int8 convs' panels (either k order) too.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
 #include "kiln/format.h"
 #include "kiln/interpreter.h"
 #include "kiln/net_builder.h"
+#include "qgemm.h"
 #include "support/test_models.h"
 
 namespace kiln {
@@ -174,6 +177,89 @@ TEST(Bundle, OtherSizesIsaOrBackendPackAgain) {
   ASSERT_TRUE(vk.ok());
   RunAt(**vk, 7, &t);
   EXPECT_EQ(t->placement().bundle, "4 of its 5 prepacked forms used, 1 made for other sizes (packed again)");
+  unlink(path.c_str());
+}
+
+// x uint8 [1, 6, 9, 9] -> QLinearConv 3x3 (stride 1: the grouped order of
+// its panels where the CPU reads B in place) -> QLinearConv 1x1 -> y uint8.
+std::vector<uint8_t> QuantizedModel() {
+  NetBuilder b("qbundle");
+  const int x = b.addInput("x", fb::DataType::U8, {1, 6, 9, 9});
+  auto u8 = [&](const std::string& name, std::vector<int64_t> shape, std::vector<uint8_t> v) {
+    return b.addConstant(name, fb::DataType::U8, shape, v.data(), v.size());
+  };
+  auto i8 = [&](const std::string& name, std::vector<int64_t> shape, size_t n, uint32_t seed) {
+    std::vector<int8_t> v(n);
+    const std::vector<float> r = test::RandomFloats(n, seed, 1.f);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<int8_t>(std::lround(r[i] * 100.f));
+    return b.addConstant(name, fb::DataType::I8, shape, v.data(), v.size());
+  };
+  auto conv = [&](const std::string& name, int in, int m, int c, int k, uint32_t seed) {
+    fb::ConvParamsT p;
+    p.kernel_shape = {k, k};
+    p.pads = std::vector<int>(4, k / 2);
+    const int wz = b.addConstant(name + "_wz", fb::DataType::I8, {}, "\0", 1);
+    return b.addOp(fb::OpType::QLinearConv, name,
+                   {in, b.addConstant(name + "_xs", {}, std::vector<float>{0.02f}), u8(name + "_xz", {}, {117}),
+                    i8(name + "_w", {m, c, k, k}, static_cast<size_t>(m * c * k * k), seed),
+                    b.addConstant(name + "_ws", {}, std::vector<float>{0.01f}), wz,
+                    b.addConstant(name + "_ys", {}, std::vector<float>{0.3f}), u8(name + "_yz", {}, {125})},
+                   {name}, p)[0];
+  };
+  const int t = conv("c3", x, 13, 6, 3, 21);
+  b.addOutput(b.addOp(fb::OpType::Identity, "out", {conv("c1", t, 7, 13, 1, 22)}, {"y"})[0]);
+  auto bytes = b.finish();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+// y of a fresh host session of `interp`.
+std::vector<uint8_t> RunQuantized(Interpreter& interp, Session** out) {
+  auto s = interp.createSession({});
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  if (!s.ok()) return {};
+  std::vector<uint8_t> x(6 * 81);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37 + 11) & 255);
+  EXPECT_TRUE((*s)->getInput("x")->copyFromHostTensor(*Tensor::wrap({1, 6, 9, 9}, fb::DataType::U8, x.data())).ok());
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::vector<uint8_t> y(7 * 81);
+  EXPECT_TRUE((*s)->getOutput("y")->copyToHostTensor(Tensor::wrap({1, 7, 9, 9}, fb::DataType::U8, y.data()).get()).ok());
+  *out = *s;
+  return y;
+}
+
+// The int8 convs' panels and row sums (in the grouped order or not) are
+// taken in place and compute the same bytes; a bundle made with the other
+// order is packed again.
+TEST(Bundle, QuantizedConvPanelsAreTakenInPlace) {
+  const std::vector<uint8_t> model = QuantizedModel();
+  auto interp = Interpreter::createFromBuffer(model.data(), model.size());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  Session* packing = nullptr;
+  const std::vector<uint8_t> want = RunQuantized(**interp, &packing);
+  const std::string path = Temp("quant");
+  ASSERT_TRUE((*interp)->saveBundle(packing, path).ok());
+  auto bundle = Interpreter::createFromFile(path);
+  ASSERT_TRUE(bundle.ok()) << bundle.status().ToString();
+  ASSERT_NE((*bundle)->net().bundle(), nullptr);
+  ASSERT_EQ((*bundle)->net().bundle()->blobs()->size(), 4u);  // panels and row sums of both convs
+  Session* taking = nullptr;
+  EXPECT_EQ(RunQuantized(**bundle, &taking), want);
+  EXPECT_EQ(taking->placement().bundle, "4 of its 4 prepacked forms used");
+  // The 3x3 conv's blobs are of one order; a session taking the other does
+  // not read them (nor the 1x1's, which are the same either way).
+  const char* env = std::getenv("KILN_HOST_QCONV_GROUPED");
+  const std::string before = env ? env : "";
+  setenv("KILN_HOST_QCONV_GROUPED", before == "0" ? "1" : "0", 1);
+  auto other = Interpreter::createFromFile(path);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(RunQuantized(**other, &taking), want);
+  const std::string said = taking->placement().bundle;
+  if (env) setenv("KILN_HOST_QCONV_GROUPED", before.c_str(), 1);
+  else unsetenv("KILN_HOST_QCONV_GROUPED");
+  if (QGroupedTile(QBestIsa()) != 0) EXPECT_EQ(said.rfind("2 of its 4 prepacked forms used", 0), 0u) << said;
+  else EXPECT_EQ(said, "4 of its 4 prepacked forms used");  // one order only
   unlink(path.c_str());
 }
 

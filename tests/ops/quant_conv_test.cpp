@@ -1,7 +1,8 @@
 // The fast int8 paths against references written here, bit for bit
 // (requantizing as onnxruntime does: float(int32 sum) * multiplier in f32):
 //  - QGemm on every micro-kernel this CPU (or qemu) runs: the int32 sums
-//    exactly, and the requantizing epilogue;
+//    exactly, and the requantizing epilogue, B gathered and (where the
+//    kernel reads one) grouped in place;
 //  - QLinearConv and ConvInteger through the host backend over shapes that
 //    reach each path (GEMM with and without the unfold, groups, 1-D,
 //    depthwise at strides 1 and 2, dilations, asymmetric pads), with uint8
@@ -74,6 +75,25 @@ TEST(QGemm, EveryKernelSumsExactly) {
       q.out_i8 = true;
       std::vector<int8_t> Q(static_cast<size_t>(M * N));
       ASSERT_TRUE(QGemm(pool, pa, N, src, q, Q.data(), N));
+      // The same B in grouped form where the kernel reads one: groups stored
+      // last first (any offsets), columns past N and rows past K junk.
+      std::vector<int8_t> G(static_cast<size_t>(M * N));
+      const int tile = QGroupedTile(isa);
+      if (tile != 0) {
+        const int64_t groups = (K + 3) / 4, span = ((N + tile - 1) / tile * tile) * 4;
+        std::vector<uint8_t> grouped(static_cast<size_t>(groups * span), 0xA5);
+        std::vector<int64_t> off(static_cast<size_t>(groups));
+        for (int64_t g = 0; g < groups; ++g) {
+          off[static_cast<size_t>(g)] = (groups - 1 - g) * span;
+          for (int64_t k = 4 * g; k < std::min(K, 4 * g + 4); ++k)
+            for (int64_t j = 0; j < N; ++j)
+              grouped[static_cast<size_t>(off[static_cast<size_t>(g)] + 4 * j + k % 4)] = B[static_cast<size_t>(k * N + j)];
+        }
+        QBSource in_place = src;
+        in_place.grouped = grouped.data();
+        in_place.group_off = off.data();
+        ASSERT_TRUE(QGemm(pool, pa, N, in_place, q, G.data(), N));
+      }
       int64_t bad = 0;
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
@@ -81,7 +101,8 @@ TEST(QGemm, EveryKernelSumsExactly) {
           for (int64_t k = 0; k < K; ++k) s += int64_t{A[static_cast<size_t>(i * K + k)]} * B[static_cast<size_t>(k * N + j)];
           const int32_t want = static_cast<int32_t>(s);
           const int64_t wq = std::min<int64_t>(120, std::max<int64_t>(-100, RoundHalfEven(static_cast<float>(want) * scale[static_cast<size_t>(i)]) - 3));
-          bad += C[static_cast<size_t>(i * N + j)] != want || Q[static_cast<size_t>(i * N + j)] != wq;
+          bad += C[static_cast<size_t>(i * N + j)] != want || Q[static_cast<size_t>(i * N + j)] != wq ||
+                 (tile != 0 && G[static_cast<size_t>(i * N + j)] != wq);
         }
       EXPECT_EQ(bad, 0) << QIsaName(isa) << " M=" << M << " K=" << K << " N=" << N;
     }
@@ -232,7 +253,7 @@ void RunCase(const ConvCase& k, uint32_t seed) {
   EXPECT_LT(clamped, static_cast<int64_t>(acc.size()));  // the case is not all saturated
 }
 
-TEST(QLinearConvFast, GemmPaths) {
+void GemmPathCases() {
   uint32_t seed = 1;
   ConvCase base;
   RunCase(base, seed++);
@@ -284,6 +305,21 @@ TEST(QLinearConvFast, GemmPaths) {
   RunCase(integer, seed++);
   integer.xt = fb::DataType::I8, integer.kh = integer.kw = 1, integer.pads = {0, 0, 0, 0};
   RunCase(integer, seed++);
+  ConvCase quads;  // 13 channels (a part quad), 5x5, several column blocks and both threads, int8 input
+  quads.c = 13, quads.m = 40, quads.h = 30, quads.w = 61, quads.kh = quads.kw = 5, quads.pads = {2, 2, 2, 2};
+  quads.xt = fb::DataType::I8, quads.n = 2;
+  RunCase(quads, seed++);
+}
+
+// Each case with the stride-1 convs' grouped B (the NC4HW4 copy, where the
+// CPU has the kernel for it) and with the gathered one.
+TEST(QLinearConvFast, GemmPaths) {
+  for (const char* grouped : {"1", "0"}) {
+    SCOPED_TRACE(std::string("KILN_HOST_QCONV_GROUPED=") + grouped);
+    setenv("KILN_HOST_QCONV_GROUPED", grouped, 1);
+    GemmPathCases();
+  }
+  unsetenv("KILN_HOST_QCONV_GROUPED");
 }
 
 // Depthwise QLinearConvs, each through the integer kernel (DepthwiseQ8Dot,
