@@ -78,6 +78,10 @@ struct QBSource {
   // input position: an NC4HW4 copy of the input is B). Else block and row.
   const uint8_t* grouped = nullptr;
   const int64_t* group_off = nullptr;  // [a.kq]
+  // The grouped B's bytes a column brings into cache (a convolution's: 4 a
+  // quad of channels; its taps read neighbouring columns): sizes the column
+  // blocks.
+  int64_t group_column_bytes = 0;
 };
 
 // The column tile of the kernel that reads a grouped B (QBSource::grouped),

@@ -40,6 +40,7 @@
 #include "ops/op_params.h"
 #include "ops/quant.h"
 #include "qgemm.h"
+#include "thread_pool.h"
 
 namespace kiln {
 namespace {
@@ -236,9 +237,10 @@ class QConvExecution final : public Execution {
         const uint8_t* planes = xb + (n * C_ + g * Cg_) * in_plane;
         QBSource src{&ConvBlock, &rows, &ConvRow};
         if (grouped_) {
-          padGrouped(planes, static_cast<uint8_t>(zxr));
+          padGrouped(be.pool(), planes, static_cast<uint8_t>(zxr));
           src.grouped = padded_.data();
           src.group_off = group_off_.data();
+          src.group_column_bytes = (Cg_ + 3) / 4 * 4;
         } else if (rows.pointwise && !x_signed_) {
           rows.x = planes;
         } else {
@@ -259,10 +261,12 @@ class QConvExecution final : public Execution {
         if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], wide, src, ep, wide_out_.data(), wide))
           return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
         const size_t row = static_cast<size_t>(ow_) * elem;
-        for (int64_t m = 0; m < Mg_; ++m)
-          for (int64_t oy = 0; oy < oh_; ++oy)
-            std::memcpy(y + (m * out_plane + oy * ow_) * static_cast<int64_t>(elem),
-                        wide_out_.data() + (m * wide + oy * wp_) * static_cast<int64_t>(elem), row);
+        be.pool().parallelFor(Mg_, [&](int64_t m0, int64_t m1) {
+          for (int64_t m = m0; m < m1; ++m)
+            for (int64_t oy = 0; oy < oh_; ++oy)
+              std::memcpy(y + (m * out_plane + oy * ow_) * static_cast<int64_t>(elem),
+                          wide_out_.data() + (m * wide + oy * wp_) * static_cast<int64_t>(elem), row);
+        }, std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(wide * static_cast<int64_t>(elem), 1)));
       }
     return Status::Ok();
   }
@@ -303,22 +307,28 @@ class QConvExecution final : public Execution {
   // quad q's position i (of hp_ x wp_) holds channels 4q .. 4q + 3 at
   // padded_[(q * quad_cols_ + i) * 4 ..] (channels past Cg_, whose weights
   // are zero, hold the pad too), the grouped B of QGemm.
-  void padGrouped(const uint8_t* planes, uint8_t pad) {
-    const int64_t quads = (Cg_ + 3) / 4;
+  void padGrouped(ThreadPool& pool, const uint8_t* planes, uint8_t pad) {
+    const int64_t quads = (Cg_ + 3) / 4, quad_bytes = quad_cols_ * 4;
     padded_.resize(static_cast<size_t>(grouped_bytes_));
-    std::memset(padded_.data(), pad, padded_.size());
     const uint8_t flip = x_signed_ ? 0x80 : 0;
     const int64_t cols = std::min(w_, wp_ - pl_);
     pad_row_.assign(static_cast<size_t>(w_), static_cast<uint8_t>(pad ^ flip));  // read back as pad
-    for (int64_t q = 0; q < quads; ++q)
-      for (int64_t y = 0; y < h_ && y + pt_ < hp_; ++y) {
-        const uint8_t* rows[4];
-        for (int64_t g = 0; g < 4; ++g) {
-          const int64_t c = 4 * q + g;
-          rows[g] = c < Cg_ ? planes + (c * h_ + y) * w_ : pad_row_.data();
+    uint8_t* base = padded_.data();
+    std::memset(base + quads * quad_bytes, pad, static_cast<size_t>(grouped_bytes_ - quads * quad_bytes));
+    pool.parallelFor(quads, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        uint8_t* quad = base + q * quad_bytes;
+        std::memset(quad, pad, static_cast<size_t>(quad_bytes));
+        for (int64_t y = 0; y < h_ && y + pt_ < hp_; ++y) {
+          const uint8_t* rows[4];
+          for (int64_t g = 0; g < 4; ++g) {
+            const int64_t c = 4 * q + g;
+            rows[g] = c < Cg_ ? planes + (c * h_ + y) * w_ : pad_row_.data();
+          }
+          QInterleave4(rows, cols, flip, quad + ((y + pt_) * wp_ + pl_) * 4);
         }
-        QInterleave4(rows, cols, flip, padded_.data() + (q * quad_cols_ + (y + pt_) * wp_ + pl_) * 4);
       }
+    }, std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(quad_bytes, 1)));
   }
 
   // Packs the centered weights (GEMM panels, or floats for the depthwise
