@@ -139,6 +139,17 @@ bool CpuHasNeon() {
 #endif
 }
 
+bool CpuHasFma() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool fma = __builtin_cpu_supports("fma");
+  return fma;
+#elif defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool CpuHasDotProd() {
 #if defined(__aarch64__) && defined(__linux__)
   return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;

@@ -21,6 +21,10 @@ bool CpuHasNeon();
 // Linux CPU; false elsewhere. QGemm's NEON kernel runs only when this holds.
 bool CpuHasDotProd();
 
+// A fused multiply-add in hardware (x86-64: FMA3; arm64: always), so that
+// std::fma in a vectorized loop is one instruction, not a library call.
+bool CpuHasFma();
+
 // The data caches the host's first core sees, in bytes, 0 where unknown:
 // Linux sysfs (/sys/devices/system/cpu/cpu0/cache), else on x86-64 cpuid's
 // cache leaves (4 on Intel, 0x8000001D on AMD). l2 is one core's (or its

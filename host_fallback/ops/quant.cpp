@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broadcast.h"
+#include "cpu_features.h"
 #include "elements.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
@@ -282,33 +283,59 @@ Status RunDequantize(const GraphOp& op, const std::vector<Tensor*>& in, const st
 // round half to even, + zc, clamped to [lo, hi] (the type's range narrowed
 // by a fused Relu / Clip). SA / SB: 1, or 0 where that input broadcasts.
 // No multiply-add contraction: the separate ops round each product first.
-template <bool I8, int SA, int SB>
+// The division by sc (a vector division: most of the loop's time) is, with
+// rc = 1 / sc, the quotient corrected once by fused multiply-adds
+// (Markstein): q = s rc, e = s - q sc (exact), q + e rc is s / sc correctly
+// rounded, the same float, wherever rc is the rounded reciprocal of a
+// normal sc and s / sc neither overflows nor is subnormal (QAddRecip checks
+// the scales; a subnormal quotient rounds to 0 either way).
+template <bool I8, int SA, int SB, bool kRecip>
 __attribute__((always_inline)) KILN_NO_FP_CONTRACT inline void QAddLoop(
     const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, float za, float sa, float zb, float sb,
-    float zc, float sc, float lo, float hi, uint8_t* __restrict c) {
+    float zc, float sc, float rc, float lo, float hi, uint8_t* __restrict c) {
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t ab = a[i * SA], bb = b[i * SB];
     const float av = I8 ? static_cast<float>(static_cast<int8_t>(ab)) : static_cast<float>(ab);
     const float bv = I8 ? static_cast<float>(static_cast<int8_t>(bb)) : static_cast<float>(bb);
     const float fa = (av - za) * sa, fb = (bv - zb) * sb;
-    const float r = std::nearbyint((fa + fb) / sc) + zc;
-    const float q = r >= lo ? (r <= hi ? r : hi) : lo;
+    const float s = fa + fb;
+    float quotient;
+    if (kRecip) {
+      const float q = s * rc;
+      quotient = std::fma(std::fma(-q, sc, s), rc, q);
+    } else {
+      quotient = s / sc;
+    }
+    const float r = std::nearbyint(quotient) + zc;
+    const float q = std::min(hi, std::max(lo, r));  // max / min instructions (a NaN r gives lo)
     c[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
   }
 }
 
 KILN_SIMD_CLONES KILN_NO_FP_CONTRACT
 void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __restrict b, int64_t sb_step, int64_t n,
-             bool i8, float za, float sa, float zb, float sb, float zc, float sc, float lo, float hi,
+             bool i8, float za, float sa, float zb, float sb, float zc, float sc, float rc, float lo, float hi,
              uint8_t* __restrict c) {
-#define KILN_QADD(S_A, S_B)                                                          \
-  (i8 ? QAddLoop<true, S_A, S_B>(a, b, n, za, sa, zb, sb, zc, sc, lo, hi, c)         \
-      : QAddLoop<false, S_A, S_B>(a, b, n, za, sa, zb, sb, zc, sc, lo, hi, c))
+#define KILN_QADD_TYPED(S_A, S_B, R)                                                           \
+  (i8 ? QAddLoop<true, S_A, S_B, R>(a, b, n, za, sa, zb, sb, zc, sc, rc, lo, hi, c)            \
+      : QAddLoop<false, S_A, S_B, R>(a, b, n, za, sa, zb, sb, zc, sc, rc, lo, hi, c))
+#define KILN_QADD(S_A, S_B) (rc != 0.f ? KILN_QADD_TYPED(S_A, S_B, true) : KILN_QADD_TYPED(S_A, S_B, false))
   if (sa_step && sb_step) KILN_QADD(1, 1);
   else if (sa_step) KILN_QADD(1, 0);
   else if (sb_step) KILN_QADD(0, 1);
   else KILN_QADD(0, 0);
 #undef KILN_QADD
+#undef KILN_QADD_TYPED
+}
+
+// QAddRow's rc: 1 / sc where the corrected reciprocal gives the division's
+// floats (a normal sc and reciprocal, sums far from overflow: |a - za| and
+// |b - zb| are below 512), on a CPU with hardware FMA; else 0 (divide).
+float QAddRecip(float sa, float sb, float sc) {
+  const float rc = 1.f / sc;
+  const bool normal = std::isnormal(sc) && std::isnormal(rc);
+  const float reach = 512.f * (std::fabs(sa) + std::fabs(sb));
+  return CpuHasFma() && normal && std::isfinite(reach) && reach < 1e30f && reach * std::fabs(rc) < 1e30f ? rc : 0.f;
 }
 
 Status RunQLinearAdd(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
@@ -340,9 +367,10 @@ Status RunQLinearAdd(const GraphOp& op, const std::vector<Tensor*>& in, const st
   const uint8_t* bv = static_cast<const uint8_t*>(b.hostData());
   uint8_t* cv = static_cast<uint8_t*>(c.hostData());
   const bool i8 = a.dtype() == fb::DataType::I8;
+  const float rc = QAddRecip(s[0], s[1], s[2]);
   ForEachBroadcastRow<2>(be.pool(), c.shape(), {&a.shape(), &b.shape()}, [&](const BroadcastRow<2>& r) {
     QAddRow(av + r.in[0], r.stride[0], bv + r.in[1], r.stride[1], r.count, i8, static_cast<float>(z[0]), s[0],
-            static_cast<float>(z[1]), s[1], static_cast<float>(z[2]), s[2], static_cast<float>(lo),
+            static_cast<float>(z[1]), s[1], static_cast<float>(z[2]), s[2], rc, static_cast<float>(lo),
             static_cast<float>(hi), cv + r.out);
   });
   return Status::Ok();

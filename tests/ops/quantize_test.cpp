@@ -6,6 +6,7 @@
 // zero, negative or NaN scale; a per-axis scale of the wrong length;
 // mismatched dtypes).
 #include <cmath>
+#include <random>
 #include <limits>
 
 #include "support/op_test.h"
@@ -301,6 +302,41 @@ TEST(Quantize, QLinearAddIsTheQdqChain) {
           EXPECT_EQ(val(got[i]), want) << i;
         }
       }
+}
+
+// The host divides by C_scale through a corrected reciprocal where it can:
+// every pair of bytes over scales of many magnitudes and significands (all
+// ones, a power of two, random) gives the division's bytes.
+TEST(Quantize, QLinearAddDividesExactlyOverManyScales) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> mant(1.f, 2.f);
+  std::uniform_int_distribution<int> expo(-20, 12);
+  std::vector<uint8_t> a(256 * 256), b(256 * 256);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i / 256), b[i] = static_cast<uint8_t>(i % 256);
+  for (int it = 0; it < 24; ++it) {
+    float sc = std::ldexp(mant(rng), expo(rng));
+    if (it % 3 == 0) sc = std::ldexp(2.f - std::ldexp(1.f, -23), expo(rng));  // all-ones significand
+    if (it % 3 == 1) sc = std::ldexp(1.f, expo(rng));
+    float sa = sc * std::ldexp(mant(rng), -(it % 5)), sb = sc * mant(rng) * 0.3f;
+    if (it % 4 == 3) sa = sc * 0.5f, sb = sc * 0.75f;  // sums on halves and quarters of sc: rounding ties
+    SCOPED_TRACE("sa " + std::to_string(sa) + " sb " + std::to_string(sb) + " sc " + std::to_string(sc));
+    const uint8_t za = static_cast<uint8_t>(rng() & 255), zb = static_cast<uint8_t>(rng() & 255), zc = 128;
+    OpTest t(fb::OpType::QLinearAdd);
+    In(t, "a", {256, 256}, fb::DataType::U8, a).constant("sa", {}, std::vector<float>{sa});
+    t.constant("za", {}, fb::DataType::U8, &za, 1);
+    In(t, "b", {256, 256}, fb::DataType::U8, b).constant("sb", {}, std::vector<float>{sb});
+    t.constant("zb", {}, fb::DataType::U8, &zb, 1).constant("sc", {}, std::vector<float>{sc});
+    t.constant("zc", {}, fb::DataType::U8, &zc, 1);
+    auto out = t.run();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const auto& got = out->at(0).bytes;
+    int64_t bad = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const float sum = DequantizedSum(a[i], za, sa, b[i], zb, sb);
+      bad += got[i] != Sat(RefRound(static_cast<double>(sum / sc)) + zc, 0, 255);
+    }
+    EXPECT_EQ(bad, 0);
+  }
 }
 
 TEST(Quantize, BadScalesAreRefusedByName) {
