@@ -6,7 +6,8 @@
 // AVX-512 VNNI, 8 x 32: each group of four k loads two 64-byte B vectors
 // (32 columns x 4 u8) and, for each of the 8 rows, broadcasts the row's four
 // int8 weights as one dword and issues two vpdpbusd: 16 accumulators, 64
-// multiply-adds an instruction.
+// multiply-adds an instruction. From a packed panel the groups follow one
+// another; from a grouped B (QBSource::grouped) group q is at b + off[q].
 // AVX2, 6 x 16: a group of two k is 32 bytes of B (16 columns x 2 u8),
 // widened to two vectors of i16 pairs; each row's two weights (int16, packed
 // as such) are broadcast and vpmaddwd adds both products into the column's
