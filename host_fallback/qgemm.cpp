@@ -324,13 +324,13 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
     uint8_t* bbuf = nullptr;
     uint8_t* rbuf = nullptr;
     const int64_t rstride = nc + 16;
-    if (!grouped) {
+    if (!grouped) {  // a grouped B is read in place: no block to pack
       bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
       rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
-    }
-    if (!grouped && (!bbuf || !rbuf)) {
-      failed.store(true, std::memory_order_relaxed);
-      return;
+      if (!bbuf || !rbuf) {
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
     }
     int64_t packed_block = -1;
     alignas(64) int32_t tile[8 * 32];
@@ -388,9 +388,9 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         }
         for (int64_t pn = 0; pn * nr < ncols; ++pn) {
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
+          const gemm_detail::PanelShare share =
+              spread ? gemm_detail::ShareOfNext(next, abytes, row_tiles, pn) : gemm_detail::PanelShare{};
           if (grouped) {
-            const gemm_detail::PanelShare share =
-                spread ? gemm_detail::ShareOfNext(next, abytes, row_tiles, pn) : gemm_detail::PanelShare{nullptr, 0};
             k.micro_finish_grouped(a.kq, ap, b.grouped + jj * 4, b.group_off, rows, cols, add, ep.row_scale + m0,
                                    static_cast<float>(ep.y_zero), static_cast<float>(ep.lo),
                                    static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc,
@@ -398,7 +398,6 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
             continue;
           }
           if (spread) {
-            const gemm_detail::PanelShare share = gemm_detail::ShareOfNext(next, abytes, row_tiles, pn);
             k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                               static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
                               static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc, share.at, share.lines);

@@ -67,6 +67,9 @@ struct ConvRows {
 
 constexpr int64_t kRowSlack = 32;  // bytes a copy may read past a run (writes: 16)
 
+// The quads of 4 channels (the grouped B's dot width) that c channels fill.
+constexpr int64_t Quads(int64_t c) { return (c + 3) / 4; }
+
 // d[i] = src[2 * i] for i < n: even bytes, 16 from each 32 (SSE2 where
 // x86-64 has it); may read up to 32 bytes and write up to 16 past n.
 inline void EvenBytes(const uint8_t* __restrict src, int64_t n, uint8_t* __restrict d) {
@@ -240,7 +243,7 @@ class QConvExecution final : public Execution {
           padGrouped(be.pool(), planes, static_cast<uint8_t>(zxr));
           src.grouped = padded_.data();
           src.group_off = group_off_.data();
-          src.group_column_bytes = (Cg_ + 3) / 4 * 4;
+          src.group_column_bytes = Quads(Cg_) * 4;
         } else if (rows.pointwise && !x_signed_) {
           rows.x = planes;
         } else {
@@ -308,7 +311,7 @@ class QConvExecution final : public Execution {
   // padded_[(q * quad_cols_ + i) * 4 ..] (channels past Cg_, whose weights
   // are zero, hold the pad too), the grouped B of QGemm.
   void padGrouped(ThreadPool& pool, const uint8_t* planes, uint8_t pad) {
-    const int64_t quads = (Cg_ + 3) / 4, quad_bytes = quad_cols_ * 4;
+    const int64_t quads = Quads(Cg_), quad_bytes = quad_cols_ * 4;
     padded_.resize(static_cast<size_t>(grouped_bytes_));
     const uint8_t flip = x_signed_ ? 0x80 : 0;
     const int64_t cols = std::min(w_, wp_ - pl_);
@@ -362,8 +365,8 @@ class QConvExecution final : public Execution {
     if (p && p->strides())
       for (int64_t s : *p->strides()) unit_stride = unit_stride && s == 1;
     grouped_ = qlinear_ && !depthwise && wide_on_ && grouped_on_ && unit_stride && taps > 1 &&
-               QGroupedTile(QBestIsa()) != 0 && cg * taps == per && 16 * ((cg + 3) / 4) <= 5 * cg;
-    const int64_t quads = (cg + 3) / 4, depth = grouped_ ? quads * 4 * taps : per;
+               QGroupedTile(QBestIsa()) != 0 && cg * taps == per && 16 * Quads(cg) <= 5 * cg;
+    const int64_t depth = grouped_ ? Quads(cg) * 4 * taps : per;
     if (!depthwise && adoptPanels(Mg, depth, group)) {
       packed_ok_ = true;
       return;
@@ -468,13 +471,13 @@ class QConvExecution final : public Execution {
       dw_dot_ = dot_on_ && nn::DepthwiseQ8DotSuits(a);
       if (!dw_dot_ && !nn::DepthwiseFlatSuits(a)) return false;
     } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ ||
-               packed_[0].K != (grouped_ ? (Cg_ + 3) / 4 * 4 : Cg_) * kh * kw || (grouped_ && !r.wide)) {
+               packed_[0].K != (grouped_ ? Quads(Cg_) * 4 : Cg_) * kh * kw || (grouped_ && !r.wide)) {
       return false;
     }
     if (grouped_) {
       // Quad planes of hp_ x wp_ positions (rounded up to whole lines); the
       // last one's slack covers a last tile read past the wide rows' end.
-      const int64_t taps = kh * kw, quads = (Cg_ + 3) / 4, tile = QGroupedTile(QBestIsa());
+      const int64_t taps = kh * kw, quads = Quads(Cg_), tile = QGroupedTile(QBestIsa());
       quad_cols_ = (hp_ * wp_ + 15) / 16 * 16;
       group_off_.clear();
       for (int64_t q = 0; q < quads; ++q)

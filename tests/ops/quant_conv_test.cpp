@@ -309,14 +309,14 @@ void GemmPathCases() {
   quads.c = 13, quads.m = 40, quads.h = 30, quads.w = 61, quads.kh = quads.kw = 5, quads.pads = {2, 2, 2, 2};
   quads.xt = fb::DataType::I8, quads.n = 2;
   RunCase(quads, seed++);
-  ConvCase s2;  // stride 2 over an odd and an even side: the grouped B's phase planes
+  ConvCase s2;  // stride 2 over an odd and an even side (gathered: the grouped B is stride 1 only)
   s2.c = 24, s2.m = 40, s2.h = 29, s2.w = 34, s2.sh = s2.sw = 2, s2.xt = fb::DataType::I8;
   RunCase(s2, seed++);
-  ConvCase down;  // 1x1 stride 2 (a ResNet downsample): one phase of four read
+  ConvCase down;  // 1x1 stride 2 (a ResNet downsample)
   down.c = 32, down.m = 16, down.h = 14, down.w = 15, down.kh = down.kw = 1, down.sh = down.sw = 2;
   down.pads = {0, 0, 0, 0};
   RunCase(down, seed++);
-  ConvCase patch;  // 2x2 stride 2 with dilation 3 in x and stride 3 in y: phases of mixed strides
+  ConvCase patch;  // 2x2, stride 3 in y and 2 in x, dilation 3 in x
   patch.c = 16, patch.m = 8, patch.h = 20, patch.w = 70, patch.kh = patch.kw = 2, patch.sh = 3, patch.sw = 2;
   patch.dw = 3, patch.pads = {1, 0, 0, 2};
   RunCase(patch, seed++);
