@@ -525,6 +525,11 @@ Status quant::RunQLinearMatMulReference(const GraphOp& op, const std::vector<Ten
   const Tensor& y = *out[0];
   KILN_ASSIGN_OR_RETURN(IntVec yzp, ZeroPoints(op, in[7], "y_zero_point", y.dtype(), 1));
   if (yzp.size() != 1) return InvalidArgument("QLinearMatMul: y_zero_point '%s' must be one value", NameOf(*in[7]));
+  const Tensor* bias = Opt(in, 8);  // Kiln's int32 bias of B's columns (fuse_qdq's quantized Gemm)
+  if (bias && (bias->dtype() != fb::DataType::I32 || bias->elementCount() != cols))
+    return InvalidArgument("QLinearMatMul: bias '%s' must be int32 with %lld values, is %s %s", NameOf(*bias),
+                           static_cast<long long>(cols), DataTypeName(bias->dtype()),
+                           ShapeToString(bias->shape()).c_str());
   int64_t lo = 0, hi = 0;
   QuantRange(y.dtype(), &lo, &hi);
   int64_t m, n;
@@ -532,9 +537,11 @@ Status quant::RunQLinearMatMulReference(const GraphOp& op, const std::vector<Ten
   for (size_t i = 0; i < c.size(); ++i) {
     const size_t r = static_cast<size_t>((static_cast<int64_t>(i) / n) % m), j = static_cast<size_t>(static_cast<int64_t>(i) % n);
     const float mult = sa[sa.size() == 1 ? 0 : r] * sb[sb.size() == 1 ? 0 : j] / sy[0];
+    int64_t v = c[i];
+    if (bias) v += static_cast<const int32_t*>(bias->hostData())[j];
     // The int32 sum as f32 times the f32 multiplier (onnxruntime's arithmetic).
     StoreInt(y, static_cast<int64_t>(i),
-             Requantize(static_cast<double>(static_cast<float>(static_cast<int32_t>(c[i])) * mult), yzp[0], lo, hi));
+             Requantize(static_cast<double>(static_cast<float>(static_cast<int32_t>(v)) * mult), yzp[0], lo, hi));
   }
   return Status::Ok();
 }

@@ -3,8 +3,9 @@
 // centered on their zero points, are QGemm's packed A (packed once, at
 // resize), X's rows are gathered as B's columns, and Y^T is transposed back
 // out of a scratch. The requantization is the reference's (f32, as
-// onnxruntime). Other forms (B not constant, per-row A scales, batched B)
-// run the reference kernel (quant.cpp).
+// onnxruntime); Kiln's optional int32 bias (input 8) joins the zero
+// points' correction. Other forms (B not constant, per-row A scales,
+// batched B) run the reference kernel (quant.cpp).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -60,14 +61,18 @@ class QMatMulExecution final : public Execution {
     if (sa.size() != 1 || za.size() != 1 || sy.size() != 1 || zy.size() != 1 ||
         (sb.size() != 1 && static_cast<int64_t>(sb.size()) != N_))
       return quant::RunQLinearMatMulReference(op_, in, out, be);  // which names the problem
+    const Tensor* bias = in.size() > 8 ? in[8] : nullptr;  // Kiln's int32 bias (fuse_qdq's quantized Gemm)
+    if (bias && (bias->dtype() != fb::DataType::I32 || bias->elementCount() != N_))
+      return quant::RunQLinearMatMulReference(op_, in, out, be);  // which names the problem
     const bool x_i8 = x.dtype() == fb::DataType::I8;
     const int64_t zx = za[0] + (x_i8 ? 128 : 0);
     const int64_t rows = x.elementCount() / K_;
     std::vector<int32_t> add(static_cast<size_t>(N_));
     std::vector<float> scale(static_cast<size_t>(N_));
     for (int64_t n = 0; n < N_; ++n) {
-      add[static_cast<size_t>(n)] = static_cast<int32_t>(0u - static_cast<uint32_t>(zx) *
-                                                               static_cast<uint32_t>(packed_.rowSums()[n]));
+      const uint32_t b = bias ? static_cast<uint32_t>(static_cast<const int32_t*>(bias->hostData())[n]) : 0u;
+      add[static_cast<size_t>(n)] =
+          static_cast<int32_t>(b - static_cast<uint32_t>(zx) * static_cast<uint32_t>(packed_.rowSums()[n]));
       scale[static_cast<size_t>(n)] = sa[0] * sb[sb.size() == 1 ? 0 : static_cast<size_t>(n)] / sy[0];
     }
     int64_t lo = 0, hi = 0;

@@ -27,7 +27,8 @@ typedef struct {
 
 __kernel void qmatmul(__global const uchar* a, __global const uchar* b, __global const uchar* za,
                       __global const uchar* zb, __global const float* sa, __global const float* sb,
-                      __global const float* sy, __global const uchar* zy, __global uchar* y, QMatMulPush p) {
+                      __global const float* sy, __global const uchar* zy, __global const int* bias,
+                      __global uchar* y, QMatMulPush p) {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.n) return;
   const uint j = i % p.cols, r = (i / p.cols) % p.m;
@@ -44,6 +45,7 @@ __kernel void qmatmul(__global const uchar* a, __global const uchar* b, __global
   ob += j;
   int acc = 0;
   for (uint t = 0; t < p.k; ++t) acc += (LoadQ(a[oa + t], AT) - zav) * (LoadQ(b[ob + t * p.cols], BT) - zbv);
+  if ((FLAGS & 64) != 0) acc += bias[j];
   if (YT == 2) {
     ((__global int*)y)[i] = acc;
   } else {

@@ -10,7 +10,8 @@
 // strides, 0 where broadcast). AT, BT: a's and b's types (0 u8, 1 i8); YT:
 // y's (0 u8, 1 i8, 2 i32: the sum itself, MatMulInteger). FLAGS (as
 // gpu_quant.cpp's QFlags): 1 za, 2 za per row, 4 zb, 8 zb per column,
-// 16 sa per row, 32 sb per column, 128 requantize (QLinearMatMul):
+// 16 sa per row, 32 sb per column, 64 an int32 bias of columns added to
+// acc (Kiln's QLinearMatMul input 8), 128 requantize (QLinearMatMul):
 // y = saturate(round_half_even(acc * (sa sb / sy)) + zy), all in f32, the
 // multiplier's division correctly rounded in the _f64 variant (KILN_F64),
 // which QLinearMatMul needs. y is byte-addressed: each invocation writes its own
@@ -28,7 +29,8 @@ layout(std430, binding = 4) readonly buffer SA { float sa[]; };
 layout(std430, binding = 5) readonly buffer SB { float sb[]; };
 layout(std430, binding = 6) readonly buffer SY { float sy[]; };
 layout(std430, binding = 7) readonly buffer YZ { uint8_t zy[]; };
-layout(std430, binding = 8) writeonly buffer Y { uint8_t y[]; };
+layout(std430, binding = 8) readonly buffer BIAS { int bias[]; };
+layout(std430, binding = 9) writeonly buffer Y { uint8_t y[]; };
 layout(push_constant) uniform P {
   uint n, m, cols, k, rank;
   uint batch[4];
@@ -54,6 +56,7 @@ void main() {
   int acc = 0;
   for (uint t = 0u; t < p.k; ++t)
     acc += (LoadQ(uint(a[oa + t]), AT) - zav) * (LoadQ(uint(b[ob + t * p.cols]), BT) - zbv);
+  if ((FLAGS & 64u) != 0u) acc += bias[j];
   if (YT == 2u) {
     const uint v = uint(acc);
     y[4u * i] = uint8_t(v & 0xffu);

@@ -134,6 +134,21 @@ TEST(GpuQuant, QLinearMatMul) {
     Const(t, "zy", {}, fb::DataType::U8, std::vector<uint8_t>{118});
     ExpectSameAsHost(t, kGpu, 0.f, "QLinearMatMul 2-D u8 per-row a");
   }
+  {
+    // Kiln's int32 bias of B's columns (input 8: fuse_qdq's quantized Gemm),
+    // constant weights per column as that pass writes them.
+    OpTest t(fb::OpType::QLinearMatMul);
+    In(t, "a", {3, 21}, fb::DataType::U8, Bytes<uint8_t>(63, 0, 255, 55));
+    t.constant("sa", {}, std::vector<float>{0.0189f});
+    Const(t, "za", {}, fb::DataType::U8, std::vector<uint8_t>{97});
+    Const(t, "b", {21, 6}, fb::DataType::I8, Bytes<int8_t>(126, -127, 127, 56));
+    t.constant("sb", {6}, std::vector<float>{0.0031f, 0.0052f, 0.0017f, 0.0044f, 0.0023f, 0.0061f});
+    Const(t, "zb", {6}, fb::DataType::I8, std::vector<int8_t>(6, 0));
+    t.constant("sy", {}, std::vector<float>{0.0411f});
+    Const(t, "zy", {}, fb::DataType::U8, std::vector<uint8_t>{131});
+    Const(t, "bias", {6}, fb::DataType::I32, std::vector<int32_t>{1200, -3400, 0, 77, -9000, 25000});
+    ExpectSameAsHost(t, kGpu, 0.f, "QLinearMatMul with an int32 bias");
+  }
 }
 
 TEST(GpuQuant, ConvInteger) {

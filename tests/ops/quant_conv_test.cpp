@@ -400,12 +400,20 @@ TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
 
 // QLinearMatMul with constant 2-D weights (QGemm on B^T X^T): a batched X
 // of u8 or i8, int8 weights with per-column or per-tensor scales and zero
-// points, bit for bit against the sums written here.
+// points, with and without Kiln's int32 bias (input 8, fuse_qdq's Gemm),
+// bit for bit against the sums written here; and the bias through the
+// reference kernel (weights given as an input).
 TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
   std::mt19937 rng(21);
-  for (const bool xi8 : {false, true})
-    for (const bool per_column : {false, true}) {
-      SCOPED_TRACE(std::string(xi8 ? "x i8" : "x u8") + (per_column ? ", per column" : ", per tensor"));
+  struct Case {
+    bool xi8, per_column, bias, const_w;
+  };
+  for (const Case& cs : {Case{false, false, false, true}, Case{false, true, false, true}, Case{true, false, false, true},
+                         Case{true, true, false, true}, Case{false, true, true, true}, Case{true, false, true, true},
+                         Case{false, true, true, false}}) {
+      const bool xi8 = cs.xi8, per_column = cs.per_column;
+      SCOPED_TRACE(std::string(xi8 ? "x i8" : "x u8") + (per_column ? ", per column" : ", per tensor") +
+                   (cs.bias ? ", bias" : "") + (cs.const_w ? "" : ", weights an input"));
       const int64_t B = 3, M = 5, K = 37, N = 19;
       std::vector<uint8_t> x(static_cast<size_t>(B * M * K));
       std::vector<int8_t> w(static_cast<size_t>(K * N));
@@ -422,10 +430,19 @@ TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
       const fb::DataType xt = xi8 ? fb::DataType::I8 : fb::DataType::U8;
       OpTest t(fb::OpType::QLinearMatMul);
       t.input("x", {B, M, K}, xt, x.data(), x.size()).constant("sx", {}, std::vector<float>{sx});
-      t.constant("zx", {}, xt, &zx, 1).constant("w", {K, N}, fb::DataType::I8, w.data(), w.size());
+      t.constant("zx", {}, xt, &zx, 1);
+      if (cs.const_w)
+        t.constant("w", {K, N}, fb::DataType::I8, w.data(), w.size());
+      else
+        t.input("w", {K, N}, fb::DataType::I8, w.data(), w.size());
       const std::vector<int64_t> zshape = per_column ? std::vector<int64_t>{N} : std::vector<int64_t>{};
       t.constant("sw", zshape, sw).constant("zw", zshape, fb::DataType::I8, zw.data(), zw.size());
       t.constant("sy", {}, std::vector<float>{sy}).constant("zy", {}, fb::DataType::U8, &zy, 1);
+      std::vector<int32_t> bias(static_cast<size_t>(N), 0);
+      if (cs.bias) {
+        for (auto& v : bias) v = static_cast<int32_t>(rng() % 40001) - 20000;
+        t.constant("bias", {N}, fb::DataType::I32, bias.data(), bias.size() * sizeof(int32_t));
+      }
       auto out = t.run();
       ASSERT_TRUE(out.ok()) << out.status().ToString();
       const auto& got = out->at(0).bytes;
@@ -433,7 +450,7 @@ TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
       int64_t bad = 0;
       for (int64_t r = 0; r < B * M; ++r)
         for (int64_t n = 0; n < N; ++n) {
-          int64_t s = 0;
+          int64_t s = bias[static_cast<size_t>(n)];
           const size_t c = per_column ? static_cast<size_t>(n) : 0;
           for (int64_t k = 0; k < K; ++k) {
             const int64_t xv = xi8 ? int64_t{static_cast<int8_t>(x[static_cast<size_t>(r * K + k)])} : int64_t{x[static_cast<size_t>(r * K + k)]};
@@ -444,7 +461,7 @@ TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
           bad += got[static_cast<size_t>(r * N + n)] != want;
         }
       EXPECT_EQ(bad, 0);
-    }
+  }
 }
 
 // An 8-bit tensor fed to a float-only op without a DequantizeLinear: the

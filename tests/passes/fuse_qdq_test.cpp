@@ -2,8 +2,8 @@
 // float bias) [-> fused Relu / Clip] -> QuantizeLinear becomes one
 // QLinearConv whose output is within one step of the QDQ graph's, and a
 // DequantizeLinear pair -> Add [-> Relu] -> QuantizeLinear one QLinearAdd
-// with the same bytes, and a QDQ MatMul with constant weights one
-// QLinearMatMul; not when
+// with the same bytes, and a QDQ MatMul or Gemm (its bias as QLinearMatMul's
+// int32 input 8) with constant weights one QLinearMatMul; not when
 // the pattern is broken (a second reader of the Conv's output, an activation
 // without an integer form, per-axis activation scales, weights that are not
 // constants). FoldConstants keeps DequantizeLinear of 8-bit constants for
@@ -211,6 +211,72 @@ TEST(PassesFuseQdq, MatMulBecomesQLinearMatMul) {
   EXPECT_EQ(CountOps(after, fb::OpType::QLinearMatMul), 1) << OpTypes(after);
   EXPECT_EQ(CountOps(after, fb::OpType::MatMul), 0) << OpTypes(after);
   ExpectWithinOneStep(net, after);
+}
+
+enum class GemmBias { kNone, kInt32, kFloat };
+
+// x [3, 16] -> Q -> DQ -> Gemm(DQ(w int8, [8, 16] per row when trans_b,
+// else [16, 8] per column), bias) -> Q -> DQ -> y.
+fb::NetT QdqGemm(bool trans_b, GemmBias bias_kind, float alpha = 1.f) {
+  NetBuilder b("qdq_gemm");
+  const int x = b.addInput("x", fb::DataType::F32, {3, 16});
+  const int sx = b.addConstant("sx", {}, std::vector<float>{kSx});
+  const uint8_t zx_v = 100;
+  const int zx = b.addConstant("zx", fb::DataType::U8, {}, &zx_v, 1);
+  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zx}, {"xq"})[0];
+  const int xd = b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zx}, {"xd"})[0];
+  std::vector<int8_t> w(16 * 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 61 + 7) % 251) - 125);
+  const std::vector<int64_t> wshape = trans_b ? std::vector<int64_t>{8, 16} : std::vector<int64_t>{16, 8};
+  const int wq = b.addConstant("wq", fb::DataType::I8, wshape, w.data(), w.size());
+  std::vector<float> sw(8);
+  for (size_t i = 0; i < 8; ++i) sw[i] = 0.003f + 0.0015f * static_cast<float>(i);
+  const int swt = b.addConstant("sw", {8}, sw);
+  const std::vector<int8_t> zw(8, 0);
+  const int zwt = b.addConstant("zw", fb::DataType::I8, {8}, zw.data(), zw.size());
+  fb::AxisParamsT axis;
+  axis.axis = trans_b ? 0 : 1;
+  const int wd = b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, axis)[0];
+  std::vector<int> ins = {xd, wd};
+  if (bias_kind == GemmBias::kFloat) {
+    ins.push_back(b.addConstant("bias", {8}, std::vector<float>{0.1f, -0.2f, 0.05f, 0.f, 0.3f, -0.07f, 0.6f, -1.f}));
+  } else if (bias_kind == GemmBias::kInt32) {
+    std::vector<float> sb(8);
+    for (size_t i = 0; i < 8; ++i) sb[i] = kSx * sw[i];
+    const int bq = b.addConstant("bq", {8}, std::vector<int32_t>{250, -500, 500, 0, 1000, -350, 4000, -3000});
+    const int sbt = b.addConstant("sb", {8}, sb);
+    fb::AxisParamsT b_axis;
+    b_axis.axis = 0;
+    ins.push_back(b.addOp(fb::OpType::DequantizeLinear, "dqb", {bq, sbt}, {"bd"}, b_axis)[0]);
+  }
+  fb::GemmParamsT p;
+  p.trans_b = trans_b;
+  p.alpha = alpha;
+  const int g = b.addOp(fb::OpType::Gemm, "gemm", ins, {"g"}, p)[0];
+  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
+  const uint8_t zy_v = 130;
+  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
+  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {g, sy, zy}, {"yq"})[0];
+  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
+  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  return b.net();
+}
+
+TEST(PassesFuseQdq, GemmBecomesQLinearMatMulWithItsBias) {
+  for (bool trans_b : {true, false})
+    for (GemmBias bias : {GemmBias::kNone, GemmBias::kInt32, GemmBias::kFloat}) {
+      SCOPED_TRACE(std::string(trans_b ? "transB" : "B") + " bias " + std::to_string(static_cast<int>(bias)));
+      const fb::NetT net = QdqGemm(trans_b, bias);
+      const fb::NetT after = Fused(net, 1);
+      EXPECT_EQ(CountOps(after, fb::OpType::QLinearMatMul), 1) << OpTypes(after);
+      EXPECT_EQ(CountOps(after, fb::OpType::Gemm), 0) << OpTypes(after);
+      for (const auto& op : after.ops)
+        if (op->type == fb::OpType::QLinearMatMul) EXPECT_EQ(op->inputs.size(), bias == GemmBias::kNone ? 8u : 9u);
+      ExpectWithinOneStep(net, after);
+    }
+  // alpha is not 1: the Gemm stays float.
+  const fb::NetT scaled = Fused(QdqGemm(true, GemmBias::kInt32, 0.5f), 0);
+  EXPECT_EQ(CountOps(scaled, fb::OpType::Gemm), 1) << OpTypes(scaled);
 }
 
 TEST(PassesFuseQdq, BrokenPatternsStay) {

@@ -200,10 +200,18 @@ class QMatMulExecution final : public GpuExecution {
       if (!yz || yz->elementCount() != 1) return InvalidArgument("QLinearMatMul: y_zero_point must be one value");
       KILN_RETURN_IF_ERROR(CheckZeroPoint(yz, y.dtype(), op_.typeName()));
     }
+    const Tensor* bias = &a;
+    if (const Tensor* given = ql ? Opt(in, 8) : nullptr) {  // Kiln's int32 bias of B's columns
+      if (given->dtype() != fb::DataType::I32 || given->elementCount() != push.cols)
+        return InvalidArgument("QLinearMatMul: bias '%s' must be int32 with %u values", given->name().c_str(),
+                               push.cols);
+      bias = given;
+      flags |= kBias;
+    }
     if (push.n == 0) return Status::Ok();
     return add1D(ql ? "qmatmul_f64" : "qmatmul",
-                 {{&a}, {&b}, {az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {&y, nullptr, true}}, push, push.n,
-                 {at, bt, yt, flags});
+                 {{&a}, {&b}, {az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {bias}, {&y, nullptr, true}}, push,
+                 push.n, {at, bt, yt, flags});
   }
 
   const GraphOp& op_;

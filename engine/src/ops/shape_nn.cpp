@@ -321,8 +321,20 @@ Status InferShapeMatMulInteger(ShapeContext& c) {
   return MatMulShape(c, 0, 1, false, fb::DataType::I32);
 }
 
+// Input 8, Kiln's (fuse_qdq's form of a quantized Gemm; ONNX's op has 8
+// inputs): an int32 bias of B's columns, added to the sum as QLinearConv's.
 Status InferShapeQLinearMatMul(ShapeContext& c) {
   KILN_RETURN_IF_ERROR(QLinearTypes(c));
+  if (c.hasInput(8)) {
+    const IntVec& b = c.inShape(3);
+    const IntVec& bias = c.inShape(8);
+    if (c.inType(8) != fb::DataType::I32)
+      return InvalidArgument("QLinearMatMul: bias %s must be int32, is %s", Named(c, 8).c_str(),
+                             DataTypeName(c.inType(8)));
+    if (bias.size() != 1 || b.size() < 2 || (b.back() >= 0 && bias[0] >= 0 && bias[0] != b.back()))
+      return InvalidArgument("QLinearMatMul: bias %s must be 1-D with B's %lld columns, is %s", Named(c, 8).c_str(),
+                             static_cast<long long>(b.empty() ? 0 : b.back()), Join(bias).c_str());
+  }
   return MatMulShape(c, 0, 3, false, c.inType(7));
 }
 

@@ -18,7 +18,8 @@
 //    clamp of the quantized output.
 // DequantizeLinear(x) -> MatMul(DequantizeLinear(w), w a constant 2-D 8-bit
 // matrix, per tensor or per column) -> QuantizeLinear becomes QLinearMatMul
-// (the host runs it on QGemm as B^T X^T).
+// (the host runs it on QGemm as B^T X^T); so does the same Gemm (no transA,
+// alpha 1, beta 1), its bias becoming QLinearMatMul's int32 input 8.
 // Likewise DequantizeLinear(a), DequantizeLinear(b) -> Add [-> Relu] ->
 // QuantizeLinear, all per tensor and of one 8-bit type, becomes QLinearAdd
 // (the residual additions of quantized ResNets and MobileNets), whose
@@ -212,6 +213,49 @@ bool FuseMatMul(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_
   return true;
 }
 
+// ... -> Gemm(x, w, bias) -> ... with w per tensor or per output column
+// (axis 0 of a transposed w), no transA, alpha 1, beta 1 where there is a
+// bias, no fused activation: QLinearMatMul on w as [K, N] (transposed here
+// when transB) with the bias as its input 8, int32 at x_scale * w_scale[n]
+// (the quantized classifiers at the end of CNNs); true when it rewrote.
+bool FuseGemm(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
+  fb::OpT& gemm = *net.ops[i];
+  const fb::GemmParamsT defaults;
+  const fb::GemmParamsT* p = gemm.params.AsGemmParams() ? gemm.params.AsGemmParams() : &defaults;
+  const bool has_bias = gemm.inputs.size() > 2 && gemm.inputs[2] >= 0;
+  if (gemm.inputs.size() > 3 || p->trans_a || p->alpha != 1.0f || (has_bias && p->beta != 1.0f) ||
+      p->activation != fb::Activation::None)
+    return false;
+  WeightedQdq m;
+  if (!MatchWeighted(net, idx, gemm, 2, 2, p->trans_b ? 0 : 1, &m)) return false;
+  const int64_t N = m.wshape[p->trans_b ? 0 : 1], K = m.wshape[p->trans_b ? 1 : 0];
+  if (static_cast<int64_t>(T(net, m.wq).data.size()) != N * K) return false;  // not in memory
+  int bias = -1;
+  if (has_bias) {
+    std::vector<int32_t> bq;
+    int reuse = -1;
+    if (!QuantizedBias(net, idx, gemm.inputs[2], m.ax.scales[0], m.aw.scales, N, &bq, &reuse)) return false;
+    bias = reuse >= 0 ? reuse
+                      : AddConstant(net, T(net, gemm.inputs[2]).name + "_i32", fb::DataType::I32, {N}, bq.data(),
+                                    bq.size() * sizeof(int32_t));
+  }
+  int w = m.wq;
+  if (p->trans_b) {
+    const fb::TensorT& wt = T(net, m.wq);
+    std::vector<uint8_t> kn(wt.data.size());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) kn[static_cast<size_t>(k * N + n)] = wt.data[static_cast<size_t>(n * K + k)];
+    w = AddConstant(net, wt.name + "_kn", wt.dtype, {K, N}, kn.data(), kn.size());
+  }
+  gemm.type = fb::OpType::QLinearMatMul;
+  gemm.inputs = {m.xq, m.ax.scale, m.ax.zero, w, m.aw.scale, m.aw.zero, m.ay.scale, m.ay.zero};
+  if (bias >= 0) gemm.inputs.push_back(bias);
+  gemm.params.Reset();
+  gemm.outputs[0] = m.yq;
+  (*removed)[static_cast<size_t>(m.quantize)] = 1;
+  return true;
+}
+
 bool ClampActivation(const fb::ConvParamsT* p) {
   if (!p) return true;
   switch (p->activation) {
@@ -264,6 +308,7 @@ StatusOr<int> FuseQdq(fb::NetT& net) {
     const fb::OpType type = net.ops[i]->type;
     const bool fused = type == fb::OpType::Add      ? FuseAdd(net, idx, i, &removed)
                        : type == fb::OpType::MatMul ? FuseMatMul(net, idx, i, &removed)
+                       : type == fb::OpType::Gemm   ? FuseGemm(net, idx, i, &removed)
                        : type == fb::OpType::Conv   ? FuseConv(net, idx, i, &removed)
                                                     : false;
     if (!fused) continue;
