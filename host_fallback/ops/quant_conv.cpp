@@ -85,6 +85,40 @@ inline void EvenBytes(const uint8_t* __restrict src, int64_t n, uint8_t* __restr
   for (; i < n; ++i) d[i] = src[2 * i];
 }
 
+// d[i] = src[i] ^ flip for i < n (int8 read as uint8 when flip is 0x80).
+inline void CopyFlip(const uint8_t* __restrict src, int64_t n, uint8_t flip, uint8_t* __restrict d) {
+  if (flip == 0) {
+    std::memcpy(d, src, static_cast<size_t>(n));
+    return;
+  }
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)), f));
+#endif
+  for (; i < n; ++i) d[i] = src[i] ^ flip;
+}
+
+// d[i] = src[s * i] ^ flip for i < n, reading only src[0 .. avail) and
+// writing only d[0 .. n) (threads fill neighbouring rows at once).
+inline void Subsample(const uint8_t* __restrict src, int64_t avail, int64_t n, int64_t s, uint8_t flip,
+                      uint8_t* __restrict d) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if (s == 2) {
+    const __m128i lo = _mm_set1_epi16(0x00ff), f = _mm_set1_epi8(static_cast<char>(flip));
+    for (; i + 16 <= n && 2 * i + 32 <= avail; i += 16) {
+      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i)), lo);
+      const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i + 16)), lo);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm_xor_si128(_mm_packus_epi16(a, b), f));
+    }
+  }
+#endif
+  for (; i < n; ++i) d[i] = src[s * i] ^ flip;
+}
+
 // QBSource::row: B's rows read in place where they are contiguous (the
 // pointwise planes, the wide path's padded planes, which have the slack for
 // a block's last panel), so the GEMM skips ConvBlock's copy.
@@ -244,10 +278,13 @@ class QConvExecution final : public Execution {
           src.grouped = padded_.data();
           src.group_off = group_off_.data();
           src.group_column_bytes = Quads(Cg_) * 4;
-        } else if (rows.pointwise && !x_signed_) {
+        } else if (rows.pointwise && !x_signed_ && !subsample_) {
           rows.x = planes;
+        } else if (rows.pointwise) {
+          compactPlanes(be.pool(), planes);
+          rows.x = padded_.data();
         } else {
-          padPlanes(planes, static_cast<uint8_t>(zxr));
+          padPlanes(be.pool(), planes, static_cast<uint8_t>(zxr));
           rows.x = padded_.data();
         }
         ep.row_add = row_add_.data() + g * Mg_;
@@ -286,24 +323,41 @@ class QConvExecution final : public Execution {
 
   // padded_ = the group's Cg_ planes with pt_ / pl_ rows and columns of
   // `pad` before and enough after, int8 values offset to uint8 (^ 0x80).
-  void padPlanes(const uint8_t* planes, uint8_t pad) {
+  // Split over the threads by channel.
+  void padPlanes(ThreadPool& pool, const uint8_t* planes, uint8_t pad) {
     const ConvRows& r = rows_;
     // Past the planes: a copy's over-read (kRowSlack), and the wide path's
     // last tap read in place up to a whole last panel (ConvRow).
-    const int64_t reach = std::max(Cg_ * hp_ * wp_, (tap_off_.empty() ? 0 : tap_off_.back()) + oh_ * wp_);
+    const int64_t plane = hp_ * wp_, reach = std::max(Cg_ * plane, (tap_off_.empty() ? 0 : tap_off_.back()) + oh_ * wp_);
     const size_t bytes = static_cast<size_t>(reach + kRowSlack * r.sw + kRowSlack + 64);
     padded_.resize(bytes);
-    std::memset(padded_.data(), pad, bytes);
+    std::memset(padded_.data() + Cg_ * plane, pad, bytes - static_cast<size_t>(Cg_ * plane));
     const uint8_t flip = x_signed_ ? 0x80 : 0;
-    for (int64_t c = 0; c < Cg_; ++c)
-      for (int64_t y = 0; y < h_; ++y) {
-        const int64_t py = y + pt_;
-        if (py >= hp_) break;
-        const uint8_t* __restrict src = planes + (c * h_ + y) * w_;
-        uint8_t* __restrict dst = padded_.data() + (c * hp_ + py) * wp_ + pl_;
-        const int64_t cols = std::min(w_, wp_ - pl_);
-        for (int64_t i = 0; i < cols; ++i) dst[i] = src[i] ^ flip;
+    const int64_t cols = std::min(w_, wp_ - pl_);
+    pool.parallelFor(Cg_, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        uint8_t* __restrict out = padded_.data() + c * plane;
+        std::memset(out, pad, static_cast<size_t>(plane));
+        for (int64_t y = 0; y < h_ && y + pt_ < hp_; ++y)
+          CopyFlip(planes + (c * h_ + y) * w_, cols, flip, out + (y + pt_) * wp_ + pl_);
       }
+    }, std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(plane, 1)));
+  }
+
+  // padded_ = B of a pointwise product made from the input: each channel's
+  // oh_ x ow_ positions (every sh-th row, every sw-th column of a 1x1
+  // strided conv without padding), int8 values offset to uint8; split over
+  // the threads by channel.
+  void compactPlanes(ThreadPool& pool, const uint8_t* planes) {
+    const int64_t plane = oh_ * ow_;
+    padded_.resize(static_cast<size_t>(Cg_ * plane + kRowSlack + 64));
+    const uint8_t flip = x_signed_ ? 0x80 : 0;
+    const int64_t sh = rows_.sh, sw = rows_.sw;
+    pool.parallelFor(Cg_, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t oy = 0; oy < oh_; ++oy)
+          Subsample(planes + (c * h_ + oy * sh) * w_, w_, ow_, sw, flip, padded_.data() + c * plane + oy * ow_);
+    }, std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(plane * sh * sw, 1)));
   }
 
   // padded_ = the group's planes as padPlanes makes them, in NC4HW4 form:
@@ -455,6 +509,11 @@ class QConvExecution final : public Execution {
     hp_ = std::max(h_ + pt_, (oh_ - 1) * r.sh + (kh - 1) * dh + 1);
     r.wp = wp_ = std::max(w_ + pl_, (ow_ - 1) * r.sw + (kw - 1) * dw + 1);
     r.pointwise = kh == 1 && kw == 1 && r.sh == 1 && r.sw == 1 && pt_ == 0 && pl_ == 0 && h_ == oh_ && w_ == ow_;
+    // A strided 1x1 conv that reads inside the input only: the positions it
+    // reads, copied out once (compactPlanes), are a pointwise product's B.
+    subsample_ = !r.pointwise && kh == 1 && kw == 1 && pt_ == 0 && pl_ == 0 && (oh_ - 1) * r.sh < h_ &&
+                 (ow_ - 1) * r.sw < w_ && subsample_on_;
+    r.pointwise = r.pointwise || subsample_;
     r.wide = !r.pointwise && r.sh == 1 && r.sw == 1 && wide_on_;
     // Row k = (c, ky, kx) of B starts at plane c, row ky * dh, column kx * dw;
     tap_off_.clear();
@@ -499,6 +558,10 @@ class QConvExecution final : public Execution {
   const bool dot_on_ = conv::PathEnabled("KILN_HOST_QDW_DOT");
   // KILN_HOST_QCONV_GROUPED=0: the wide path gathers B (no NC4HW4 copy).
   const bool grouped_on_ = conv::PathEnabled("KILN_HOST_QCONV_GROUPED");
+  // KILN_HOST_QCONV_SUBSAMPLE=0: strided 1x1 convs gather B from padded
+  // planes as other strided convs do.
+  const bool subsample_on_ = conv::PathEnabled("KILN_HOST_QCONV_SUBSAMPLE");
+  bool subsample_ = false;
   bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false, grouped_ = false;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;

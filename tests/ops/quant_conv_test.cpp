@@ -316,6 +316,14 @@ void GemmPathCases() {
   down.c = 32, down.m = 16, down.h = 14, down.w = 15, down.kh = down.kw = 1, down.sh = down.sw = 2;
   down.pads = {0, 0, 0, 0};
   RunCase(down, seed++);
+  ConvCase down_wide;  // 1x1 strides 3 and 2 over rows long enough for the vector subsample; int8 x, two images
+  down_wide.c = 40, down_wide.m = 24, down_wide.h = 17, down_wide.w = 75, down_wide.kh = down_wide.kw = 1;
+  down_wide.sh = 3, down_wide.sw = 2, down_wide.pads = {0, 0, 0, 0}, down_wide.xt = fb::DataType::I8, down_wide.n = 2;
+  RunCase(down_wide, seed++);
+  ConvCase down_pad;  // 1x1 stride 2 whose far padding is read (the last row and column: the zero point)
+  down_pad.c = 20, down_pad.m = 12, down_pad.h = 14, down_pad.w = 40, down_pad.kh = down_pad.kw = 1;
+  down_pad.sh = down_pad.sw = 2, down_pad.pads = {0, 0, 1, 1};
+  RunCase(down_pad, seed++);
   ConvCase patch;  // 2x2, stride 3 in y and 2 in x, dilation 3 in x
   patch.c = 16, patch.m = 8, patch.h = 20, patch.w = 70, patch.kh = patch.kw = 2, patch.sh = 3, patch.sw = 2;
   patch.dw = 3, patch.pads = {1, 0, 0, 2};
@@ -323,14 +331,17 @@ void GemmPathCases() {
 }
 
 // Each case with the stride-1 convs' grouped B (the NC4HW4 copy, where the
-// CPU has the kernel for it) and with the gathered one.
+// CPU has the kernel for it) and the strided 1x1 convs' subsampled copy, and
+// with B gathered for both.
 TEST(QLinearConvFast, GemmPaths) {
-  for (const char* grouped : {"1", "0"}) {
-    SCOPED_TRACE(std::string("KILN_HOST_QCONV_GROUPED=") + grouped);
-    setenv("KILN_HOST_QCONV_GROUPED", grouped, 1);
+  for (const char* on : {"1", "0"}) {
+    SCOPED_TRACE(std::string("KILN_HOST_QCONV_GROUPED and KILN_HOST_QCONV_SUBSAMPLE=") + on);
+    setenv("KILN_HOST_QCONV_GROUPED", on, 1);
+    setenv("KILN_HOST_QCONV_SUBSAMPLE", on, 1);
     GemmPathCases();
   }
   unsetenv("KILN_HOST_QCONV_GROUPED");
+  unsetenv("KILN_HOST_QCONV_SUBSAMPLE");
 }
 
 // Depthwise QLinearConvs, each through the integer kernel (DepthwiseQ8Dot,
