@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "cpu_features.h"
 #include "scratch.h"
@@ -69,6 +71,13 @@ const QKernel& KernelFor(QIsa isa) {
 bool OffsetB(QIsa isa) { return isa == QIsa::kNeonDot; }
 
 thread_local ScratchBuffer tl_qb, tl_qrows;
+
+// KILN_HOST_QGEMV=0: B of 4 columns or fewer takes the tiles too (tests,
+// kiln-bench comparisons).
+bool GemvOn() {
+  const char* e = std::getenv("KILN_HOST_QGEMV");
+  return !(e && e[0] == '0');
+}
 
 // Rows of B gathered at a time before they are interleaved (a multiple of
 // every kernel's kg).
@@ -274,10 +283,49 @@ QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
   return p;
 }
 
+namespace {
+
+// QGemm for B of at most 4 columns through the kernel's gemv: B gathered
+// once into k groups of 4 columns, then the panels of A split over the
+// threads, each panel's sums requantized row by row (FinishRow).
+bool NarrowGemm(ThreadPool& pool, const QPackedA& a, const QKernel& k, int64_t N, const QBSource& b,
+                const QEpilogue& ep, void* C, int64_t ldc) {
+  const int64_t kq = a.kq, rstride = N + 16;
+  std::vector<uint8_t> bq(static_cast<size_t>(kq * 16), 0), rows(static_cast<size_t>(kChunk * rstride));
+  for (int64_t k0 = 0; k0 < a.K; k0 += kChunk) {
+    const int64_t kn = std::min(kChunk, a.K - k0);
+    b.block(b.ctx, k0, kn, 0, N, rows.data(), rstride);
+    for (int64_t kk = 0; kk < kn; ++kk)
+      for (int64_t j = 0; j < N; ++j)
+        bq[static_cast<size_t>(((k0 + kk) / 4) * 16 + 4 * j + (k0 + kk) % 4)] = rows[static_cast<size_t>(kk * rstride + j)];
+  }
+  const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
+  if (flip)
+    for (uint8_t& v : bq) v ^= flip;
+  const int64_t panels = a.m_pad / k.mr, abytes = a.kq * k.mr * k.kg;
+  const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
+  // About 64 KiB of weights a task.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{64} << 10) / std::max<int64_t>(abytes, 1));
+  pool.parallelFor(panels, [&](int64_t p0, int64_t p1) {
+    std::vector<int32_t> sums(static_cast<size_t>((p1 - p0) * k.mr * 4));
+    k.gemv(kq, a.panels() + p0 * abytes, abytes, p1 - p0, bq.data(), static_cast<int>(N), sums.data());
+    for (int64_t m = p0 * k.mr; m < std::min(a.M, p1 * k.mr); ++m) {
+      int32_t add = ep.row_add ? ep.row_add[m] : 0;
+      if (flip) add = static_cast<int32_t>(static_cast<uint32_t>(add) + 128u * static_cast<uint32_t>(a.rowSums()[m]));
+      FinishRow(sums.data() + (m - p0 * k.mr) * 4, N, add, ep.row_scale ? ep.row_scale[m] : 0.f, ep,
+                static_cast<uint8_t*>(C) + m * ldc * static_cast<int64_t>(elem));
+    }
+  }, grain);
+  return true;
+}
+
+}  // namespace
+
 bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, const QEpilogue& ep, void* C,
            int64_t ldc) {
   const QKernel& k = KernelFor(a.isa);
   if (a.M <= 0 || N <= 0) return true;
+  if (k.gemv && N <= 4 && k.mr == 8 && k.kg == 4 && !k.a16 && GemvOn()) return NarrowGemm(pool, a, k, N, b, ep, C, ldc);
   const int nr = k.nr, mr = k.mr, kg = k.kg;
   const int64_t depth = a.kq * kg;
   const int64_t n_pad = (N + nr - 1) / nr * nr;

@@ -132,6 +132,13 @@ using QMicroFinishPf = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, i
 using QMicroFinishGrouped = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off, int64_t rows,
                                      int64_t cols, const int32_t* add, const float* scale, float zero, float lo,
                                      float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines);
+// A matrix-vector form for B of at most 4 columns (a classifier's batch of
+// one): c[(p * mr + r) * 4 + j] = the sums of row r of panel p (of
+// `panels`, abytes apart) with column j (< ncols) of b, whose k group q is
+// b[q * 16 + 4 j .. + 3]. A tile of nr columns would spend nr / ncols times
+// the multiply-adds.
+using QGemv = void (*)(int64_t kq, const int8_t* a, int64_t abytes, int64_t panels, const uint8_t* b, int ncols,
+                       int32_t* c);
 struct QKernel {
   int mr, nr, kg;
   bool a16;  // A stored as int16 (kg values a group)
@@ -140,6 +147,7 @@ struct QKernel {
   QMicroFinish micro_finish = nullptr;  // null: micro, then finish
   QMicroFinishPf micro_finish_pf = nullptr;  // null: none
   QMicroFinishGrouped micro_finish_grouped = nullptr;  // null: no grouped B
+  QGemv gemv = nullptr;  // null: narrow B takes the tiles
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* Avx2QKernel();

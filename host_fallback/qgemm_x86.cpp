@@ -167,6 +167,48 @@ KILN_VNNI_TARGET void MicroFinishVnniGrouped(int64_t kq, const int8_t* a, const 
   else FinishedVnni<false, true>(kq, a, b, off, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
 }
 
+// QGemv on AVX-512 VNNI: a k group of 8 rows is 32 bytes of a panel (one
+// ymm), multiplied with each column's 4 bytes broadcast (u8 x s8, the
+// tile's operand order); P panels at a time share the broadcasts.
+template <int P, int NC>
+KILN_VNNI_TARGET __attribute__((always_inline)) inline void GemvPanels(int64_t kq, const int8_t* a, int64_t abytes,
+                                                                       const uint8_t* b, int32_t* c) {
+  __m256i acc[P][NC];
+  for (int p = 0; p < P; ++p)
+    for (int j = 0; j < NC; ++j) acc[p][j] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < kq; ++q) {
+    __m256i bj[NC];
+    for (int j = 0; j < NC; ++j) bj[j] = _mm256_set1_epi32(LoadDword(b + q * 16 + 4 * j));
+    for (int p = 0; p < P; ++p) {
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + p * abytes + q * 32));
+      for (int j = 0; j < NC; ++j) acc[p][j] = _mm256_dpbusd_epi32(acc[p][j], bj[j], av);
+    }
+  }
+  alignas(32) int32_t lanes[8];
+  for (int p = 0; p < P; ++p)
+    for (int j = 0; j < NC; ++j) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[p][j]);
+      for (int r = 0; r < 8; ++r) c[(p * 8 + r) * 4 + j] = lanes[r];
+    }
+}
+
+template <int NC>
+KILN_VNNI_TARGET void GemvColumns(int64_t kq, const int8_t* a, int64_t abytes, int64_t panels, const uint8_t* b,
+                                  int32_t* c) {
+  int64_t p = 0;
+  for (; p + 4 <= panels; p += 4) GemvPanels<4, NC>(kq, a + p * abytes, abytes, b, c + p * 32);
+  for (; p < panels; ++p) GemvPanels<1, NC>(kq, a + p * abytes, abytes, b, c + p * 32);
+}
+
+void GemvVnni(int64_t kq, const int8_t* a, int64_t abytes, int64_t panels, const uint8_t* b, int ncols, int32_t* c) {
+  switch (ncols) {
+    case 1: GemvColumns<1>(kq, a, abytes, panels, b, c); break;
+    case 2: GemvColumns<2>(kq, a, abytes, panels, b, c); break;
+    case 3: GemvColumns<3>(kq, a, abytes, panels, b, c); break;
+    default: GemvColumns<4>(kq, a, abytes, panels, b, c); break;
+  }
+}
+
 #undef KILN_VNNI_ARG
 #undef KILN_VNNI_ZERO
 #undef KILN_VNNI_REF
@@ -174,7 +216,7 @@ KILN_VNNI_TARGET void MicroFinishVnniGrouped(int64_t kq, const int8_t* a, const 
 #undef KILN_VNNI_TARGET
 
 const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf,
-                    &MicroFinishVnniGrouped};
+                    &MicroFinishVnniGrouped, &GemvVnni};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 
 }  // namespace

@@ -42,7 +42,10 @@ TEST(QGemm, EveryKernelSumsExactly) {
     // Odd sizes: partial tiles in M and N, K not a multiple of the dot width;
     // extremes (255 x -128) in every product of the last case.
     for (auto [M, K, N, extreme] : std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{
-             {1, 1, 1, false}, {7, 13, 33, false}, {9, 130, 70, false}, {33, 577, 200, false}, {16, 4096, 40, true}}) {
+             {1, 1, 1, false}, {7, 13, 33, false}, {9, 130, 70, false}, {33, 577, 200, false}, {16, 4096, 40, true},
+             // B of 1 to 4 columns (the gemv where the kernel has one): panels in
+             // fours and alone, K not a multiple of 4, extremes.
+             {45, 333, 3, false}, {70, 2050, 1, false}, {9, 70, 4, false}, {24, 64, 2, true}}) {
       std::vector<int8_t> A(static_cast<size_t>(M * K));
       std::vector<uint8_t> B(static_cast<size_t>(K * N));
       for (auto& v : A) v = static_cast<int8_t>(extreme ? -128 : s8(rng));
