@@ -8,8 +8,13 @@
 // and the tensor.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #include "broadcast.h"
 #include "cpu_features.h"
@@ -312,6 +317,54 @@ __attribute__((always_inline)) KILN_NO_FP_CONTRACT inline void QAddLoop(
   }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// QAddLoop<I8, 1, 1, true> in AVX-512 intrinsics: each step of the chain the
+// same f32 operation, 16 lanes at a time (the tail masked), with the clamp
+// taken before the rounding (rounding is monotonic and the bounds are
+// integers, so the bytes are the same; a NaN quotient still gives lo), the
+// rounding and the conversion one instruction, and the bytes stored
+// straight from the int32 lanes: 18 instructions for 16 values, where the
+// compiler's loop took 23.
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"))) KILN_NO_FP_CONTRACT void QAddRowAvx512(
+    const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, bool i8, float za, float sa, float zb,
+    float sb, float zc, float sc, float rc, float lo, float hi, uint8_t* __restrict c) {
+  const __m512 vza = _mm512_set1_ps(za), vsa = _mm512_set1_ps(sa), vzb = _mm512_set1_ps(zb), vsb = _mm512_set1_ps(sb);
+  const __m512 vsc = _mm512_set1_ps(sc), vrc = _mm512_set1_ps(rc);
+  const __m512 vlo = _mm512_set1_ps(lo - zc), vhi = _mm512_set1_ps(hi - zc);
+  const __m512i vzc = _mm512_set1_epi32(static_cast<int32_t>(zc));
+  // Zero-masked forms with every lane set: GCC 12's plain ones warn inside
+  // its header (an "undefined" source vector).
+  const __mmask16 all = 0xFFFF;
+  auto lanes = [i8, all](__m128i bytes) {
+    return _mm512_maskz_cvtepi32_ps(all, i8 ? _mm512_maskz_cvtepi8_epi32(all, bytes)
+                                            : _mm512_maskz_cvtepu8_epi32(all, bytes));
+  };
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? all : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 fa = _mm512_mul_ps(_mm512_sub_ps(lanes(_mm_maskz_loadu_epi8(m, a + i)), vza), vsa);
+    const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(lanes(_mm_maskz_loadu_epi8(m, b + i)), vzb), vsb);
+    const __m512 s = _mm512_add_ps(fa, fb);
+    const __m512 q = _mm512_mul_ps(s, vrc);
+    const __m512 quotient = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, vsc, s), vrc, q);
+    const __m512 clamped = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, quotient, vlo), vhi);  // vlo where NaN
+    const __m512i r = _mm512_add_epi32(
+        _mm512_maskz_cvt_roundps_epi32(all, clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzc);
+    _mm512_mask_cvtepi32_storeu_epi8(c + i, m, r);
+  }
+}
+
+// The CPU runs QAddRowAvx512, and KILN_HOST_QADD_AVX512 is not 0 (read once:
+// kiln-bench comparisons).
+bool QAddAvx512() {
+  static const bool ok = [] {
+    const char* e = std::getenv("KILN_HOST_QADD_AVX512");
+    return !(e && e[0] == '0') && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+  }();
+  return ok;
+}
+#endif
+
 KILN_SIMD_CLONES KILN_NO_FP_CONTRACT
 void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __restrict b, int64_t sb_step, int64_t n,
              bool i8, float za, float sa, float zb, float sb, float zc, float sc, float rc, float lo, float hi,
@@ -320,6 +373,10 @@ void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __rest
   (i8 ? QAddLoop<true, S_A, S_B, R>(a, b, n, za, sa, zb, sb, zc, sc, rc, lo, hi, c)            \
       : QAddLoop<false, S_A, S_B, R>(a, b, n, za, sa, zb, sb, zc, sc, rc, lo, hi, c))
 #define KILN_QADD(S_A, S_B) (rc != 0.f ? KILN_QADD_TYPED(S_A, S_B, true) : KILN_QADD_TYPED(S_A, S_B, false))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (sa_step && sb_step && rc != 0.f && QAddAvx512())
+    return QAddRowAvx512(a, b, n, i8, za, sa, zb, sb, zc, sc, rc, lo, hi, c);
+#endif
   if (sa_step && sb_step) KILN_QADD(1, 1);
   else if (sa_step) KILN_QADD(1, 0);
   else if (sb_step) KILN_QADD(0, 1);

@@ -306,7 +306,9 @@ TEST(Quantize, QLinearAddIsTheQdqChain) {
 
 // The host divides by C_scale through a corrected reciprocal where it can:
 // every pair of bytes over scales of many magnitudes and significands (all
-// ones, a power of two, random) gives the division's bytes.
+// ones, a power of two, random) gives the division's bytes, uint8 and int8,
+// with and without a fused Relu (the AVX-512 row kernel clamps before it
+// rounds).
 TEST(Quantize, QLinearAddDividesExactlyOverManyScales) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> mant(1.f, 2.f);
@@ -319,21 +321,31 @@ TEST(Quantize, QLinearAddDividesExactlyOverManyScales) {
     if (it % 3 == 1) sc = std::ldexp(1.f, expo(rng));
     float sa = sc * std::ldexp(mant(rng), -(it % 5)), sb = sc * mant(rng) * 0.3f;
     if (it % 4 == 3) sa = sc * 0.5f, sb = sc * 0.75f;  // sums on halves and quarters of sc: rounding ties
-    SCOPED_TRACE("sa " + std::to_string(sa) + " sb " + std::to_string(sb) + " sc " + std::to_string(sc));
-    const uint8_t za = static_cast<uint8_t>(rng() & 255), zb = static_cast<uint8_t>(rng() & 255), zc = 128;
+    // Every third triple int8 (the bytes read as signed), every fifth with a
+    // fused Relu.
+    const bool i8 = it % 3 == 2, relu = it % 5 == 1;
+    SCOPED_TRACE("sa " + std::to_string(sa) + " sb " + std::to_string(sb) + " sc " + std::to_string(sc) +
+                 (i8 ? " i8" : " u8") + (relu ? " relu" : ""));
+    const fb::DataType dt = i8 ? fb::DataType::I8 : fb::DataType::U8;
+    const uint8_t za = static_cast<uint8_t>(rng() & 255), zb = static_cast<uint8_t>(rng() & 255);
+    const uint8_t zc = i8 ? 0xF0 : 128;  // -16 as int8
+    auto val = [i8](uint8_t v) { return i8 ? static_cast<int>(static_cast<int8_t>(v)) : static_cast<int>(v); };
     OpTest t(fb::OpType::QLinearAdd);
-    In(t, "a", {256, 256}, fb::DataType::U8, a).constant("sa", {}, std::vector<float>{sa});
-    t.constant("za", {}, fb::DataType::U8, &za, 1);
-    In(t, "b", {256, 256}, fb::DataType::U8, b).constant("sb", {}, std::vector<float>{sb});
-    t.constant("zb", {}, fb::DataType::U8, &zb, 1).constant("sc", {}, std::vector<float>{sc});
-    t.constant("zc", {}, fb::DataType::U8, &zc, 1);
-    auto out = t.run();
+    In(t, "a", {256, 256}, dt, a).constant("sa", {}, std::vector<float>{sa});
+    t.constant("za", {}, dt, &za, 1);
+    In(t, "b", {256, 256}, dt, b).constant("sb", {}, std::vector<float>{sb});
+    t.constant("zb", {}, dt, &zb, 1).constant("sc", {}, std::vector<float>{sc});
+    t.constant("zc", {}, dt, &zc, 1);
+    fb::QuantActivationParamsT p;
+    if (relu) p.activation = fb::Activation::Relu;
+    auto out = t.params(p).run();
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     const auto& got = out->at(0).bytes;
     int64_t bad = 0;
     for (size_t i = 0; i < a.size(); ++i) {
-      const float sum = DequantizedSum(a[i], za, sa, b[i], zb, sb);
-      bad += got[i] != Sat(RefRound(static_cast<double>(sum / sc)) + zc, 0, 255);
+      float sum = DequantizedSum(val(a[i]), val(za), sa, val(b[i]), val(zb), sb);
+      if (relu) sum = std::max(sum, 0.f);
+      bad += val(got[i]) != Sat(RefRound(static_cast<double>(sum / sc)) + val(zc), i8 ? -128 : 0, i8 ? 127 : 255);
     }
     EXPECT_EQ(bad, 0);
   }
