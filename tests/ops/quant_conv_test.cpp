@@ -327,6 +327,9 @@ void GemmPathCases() {
   down_pad.c = 20, down_pad.m = 12, down_pad.h = 14, down_pad.w = 40, down_pad.kh = down_pad.kw = 1;
   down_pad.sh = down_pad.sw = 2, down_pad.pads = {0, 0, 1, 1};
   RunCase(down_pad, seed++);
+  ConvCase long_rows;  // stride 1 on 150-wide rows of uint8: the grouped copy's 64-column interleave and its tail
+  long_rows.c = 8, long_rows.m = 24, long_rows.h = 7, long_rows.w = 150;
+  RunCase(long_rows, seed++);
   ConvCase patch;  // 2x2, stride 3 in y and 2 in x, dilation 3 in x
   patch.c = 16, patch.m = 8, patch.h = 20, patch.w = 70, patch.kh = patch.kw = 2, patch.sh = 3, patch.sw = 2;
   patch.dw = 3, patch.pads = {1, 0, 0, 2};
