@@ -7,7 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "host_backend.h"
 #include "ops/nn_common.h"
@@ -34,6 +39,43 @@ template <typename T>
 constexpr T Lowest() {
   return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 }
+
+// yr[a] = the max of v[2a], v[2a + 1], v[2a + 2] for a < ow (the 3-wide,
+// stride-2 horizontal pass); may read v up to 2 ow + 34.
+template <typename T>
+inline void MaxOf3Stride2(const T* __restrict v, int64_t ow, T* __restrict yr) {
+  for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(v[2 * a + 2], MaxSkipNaN(v[2 * a + 1], v[2 * a]));
+}
+#if defined(__SSE2__)
+// Bytes: the max of three shifted loads, then its even bytes, 16 outputs a
+// step (int8 compared as uint8 with the sign bit flipped, which orders them
+// alike). The compiler's loop gathered the stride-2 bytes one by one.
+template <typename T>
+inline void MaxOf3Stride2Bytes(const T* __restrict vt, int64_t ow, T* __restrict yt) {
+  const uint8_t* v = reinterpret_cast<const uint8_t*>(vt);
+  uint8_t* y = reinterpret_cast<uint8_t*>(yt);
+  const __m128i flip = _mm_set1_epi8(std::is_signed<T>::value ? static_cast<char>(0x80) : 0);
+  const __m128i even = _mm_set1_epi16(0x00ff);
+  auto at = [&](int64_t i) { return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)), flip); };
+  int64_t a = 0;
+  for (; a + 16 <= ow; a += 16) {
+    const int64_t i = 2 * a;
+    const __m128i m0 = _mm_max_epu8(_mm_max_epu8(at(i), at(i + 1)), at(i + 2));
+    const __m128i m1 = _mm_max_epu8(_mm_max_epu8(at(i + 16), at(i + 17)), at(i + 18));
+    const __m128i packed = _mm_packus_epi16(_mm_and_si128(m0, even), _mm_and_si128(m1, even));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + a), _mm_xor_si128(packed, flip));
+  }
+  for (; a < ow; ++a) yt[a] = std::max(vt[2 * a + 2], std::max(vt[2 * a + 1], vt[2 * a]));
+}
+template <>
+inline void MaxOf3Stride2<uint8_t>(const uint8_t* __restrict v, int64_t ow, uint8_t* __restrict yr) {
+  MaxOf3Stride2Bytes(v, ow, yr);
+}
+template <>
+inline void MaxOf3Stride2<int8_t>(const int8_t* __restrict v, int64_t ow, int8_t* __restrict yr) {
+  MaxOf3Stride2Bytes(v, ow, yr);
+}
+#endif
 
 // One plane of a 2-D MaxPool without Indices, row by row: for each output
 // row, the max over the kernel's input rows is first taken column by column
@@ -84,8 +126,7 @@ KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih
         v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
     }
     if (kw == 3 && sx == 2 && dx == 1) {
-      for (int64_t a = 0; a < ow; ++a)
-        yr[a] = MaxSkipNaN(vbuf[2 * a + 2], MaxSkipNaN(vbuf[2 * a + 1], vbuf[2 * a]));
+      MaxOf3Stride2(vbuf, ow, yr);
     } else if (kw == 2 && sx == 2 && dx == 1) {
       for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(vbuf[2 * a + 1], vbuf[2 * a]);
     } else if (kw == 3 && sx == 1 && dx == 1) {
@@ -130,7 +171,7 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
     // The padded row: every window's columns, -inf outside the input.
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
-      std::vector<T> vbuf(static_cast<size_t>(width), Lowest<T>());
+      std::vector<T> vbuf(static_cast<size_t>(width + 64), Lowest<T>());  // MaxOf3Stride2's reach
       for (int64_t pl = begin; pl < end; ++pl)
         MaxPoolPlane2D(x + pl * in_plane, xin[0], xin[1], y + pl * out_plane, yout[0], yout[1], kernel[0], kernel[1],
                        strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1], vbuf.data());

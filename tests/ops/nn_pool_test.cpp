@@ -191,10 +191,17 @@ TEST(NnPool, MaxPoolValuesOnly) {
 // u8 and i8 (quantized activations): the same windows, exactly, on both
 // paths (values only: row by row; with Indices: tap by tap).
 TEST(NnPool, MaxPoolEightBit) {
-  for (fb::DataType dt : {fb::DataType::U8, fb::DataType::I8})
+  for (fb::DataType dt : {fb::DataType::U8, fb::DataType::I8}) {
+    const std::string type = dt == fb::DataType::U8 ? " u8" : " i8";
     for (bool indices : {false, true})
-      for (auto& [name, c] : PoolCases())
-        RunPoolCase(fb::OpType::MaxPool, c, indices, name + (dt == fb::DataType::U8 ? " u8" : " i8"), dt);
+      for (auto& [name, c] : PoolCases()) RunPoolCase(fb::OpType::MaxPool, c, indices, name + type, dt);
+    // Rows of several 16-output steps and a tail (the bytes' 3-wide stride-2 pass).
+    PoolCase wide{{1, 3, 9, 117}, 3, 3, 2, 2};
+    wide.pt = wide.pl = wide.pb = wide.pr = 1;
+    RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 9x117" + type, dt);
+    wide.pl = wide.pr = 0;
+    RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 9x117, no side pads" + type, dt);
+  }
 }
 
 TEST(NnPool, AveragePool) {
