@@ -270,8 +270,11 @@ TEST(PassesFuseQdq, GemmBecomesQLinearMatMulWithItsBias) {
       const fb::NetT after = Fused(net, 1);
       EXPECT_EQ(CountOps(after, fb::OpType::QLinearMatMul), 1) << OpTypes(after);
       EXPECT_EQ(CountOps(after, fb::OpType::Gemm), 0) << OpTypes(after);
-      for (const auto& op : after.ops)
-        if (op->type == fb::OpType::QLinearMatMul) EXPECT_EQ(op->inputs.size(), bias == GemmBias::kNone ? 8u : 9u);
+      for (const auto& op : after.ops) {
+        if (op->type == fb::OpType::QLinearMatMul) {
+          EXPECT_EQ(op->inputs.size(), bias == GemmBias::kNone ? 8u : 9u);
+        }
+      }
       ExpectWithinOneStep(net, after);
     }
   // alpha is not 1: the Gemm stays float.
