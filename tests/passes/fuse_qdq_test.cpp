@@ -175,33 +175,48 @@ TEST(PassesFuseQdq, AddBecomesQLinearAddWithTheSameBytes) {
   EXPECT_EQ(CountOps(mixed, fb::OpType::Add), 1) << OpTypes(mixed);
 }
 
+// x -> QuantizeLinear -> DequantizeLinear (kSx, zero point zx, uint8): the
+// dequantized x.
+int QdqInput(NetBuilder& b, int x, uint8_t zx_v) {
+  const int sx = b.addConstant("sx", {}, std::vector<float>{kSx});
+  const int zx = b.addConstant("zx", fb::DataType::U8, {}, &zx_v, 1);
+  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zx}, {"xq"})[0];
+  return b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zx}, {"xd"})[0];
+}
+
+// int8 weights w of `shape`, dequantized along `axis` by sw (zero points 0).
+int QdqWeights(NetBuilder& b, const std::vector<int8_t>& w, const std::vector<int64_t>& shape,
+               const std::vector<float>& sw, int64_t axis) {
+  const int64_t n = static_cast<int64_t>(sw.size());
+  const int wq = b.addConstant("wq", fb::DataType::I8, shape, w.data(), w.size());
+  const int swt = b.addConstant("sw", {n}, sw);
+  const std::vector<int8_t> zw(sw.size(), 0);
+  const int zwt = b.addConstant("zw", fb::DataType::I8, {n}, zw.data(), zw.size());
+  fb::AxisParamsT p;
+  p.axis = axis;
+  return b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, p)[0];
+}
+
+// y -> QuantizeLinear -> DequantizeLinear (kSy, zero point zy) -> the graph
+// output; the 8-bit intermediates' dtypes inferred as the importer does.
+void QdqOutput(NetBuilder& b, int y, uint8_t zy_v) {
+  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
+  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
+  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {y, sy, zy}, {"yq"})[0];
+  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
+  EXPECT_TRUE(InferDtypes(b.net()).ok());
+}
+
 // x [2, 3, 16] -> Q -> DQ -> MatMul(DQ(w int8 [16, 8], per column)) -> Q -> DQ -> y.
 fb::NetT QdqMatMul() {
   NetBuilder b("qdq_matmul");
-  const int x = b.addInput("x", fb::DataType::F32, {2, 3, 16});
-  const int sx = b.addConstant("sx", {}, std::vector<float>{kSx});
-  const uint8_t zx_v = 128;
-  const int zx = b.addConstant("zx", fb::DataType::U8, {}, &zx_v, 1);
-  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zx}, {"xq"})[0];
-  const int xd = b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zx}, {"xd"})[0];
+  const int xd = QdqInput(b, b.addInput("x", fb::DataType::F32, {2, 3, 16}), 128);
   std::vector<int8_t> w(16 * 8);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 53 + 5) % 241) - 120);
-  const int wq = b.addConstant("wq", fb::DataType::I8, {16, 8}, w.data(), w.size());
   std::vector<float> sw(8);
   for (size_t i = 0; i < 8; ++i) sw[i] = 0.004f + 0.001f * static_cast<float>(i);
-  const int swt = b.addConstant("sw", {8}, sw);
-  const std::vector<int8_t> zw(8, 0);
-  const int zwt = b.addConstant("zw", fb::DataType::I8, {8}, zw.data(), zw.size());
-  fb::AxisParamsT axis;
-  axis.axis = 1;
-  const int wd = b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, axis)[0];
-  const int mm = b.addOp(fb::OpType::MatMul, "mm", {xd, wd}, {"mm"})[0];
-  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
-  const uint8_t zy_v = 120;
-  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
-  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {mm, sy, zy}, {"yq"})[0];
-  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
-  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  const int wd = QdqWeights(b, w, {16, 8}, sw, 1);
+  QdqOutput(b, b.addOp(fb::OpType::MatMul, "mm", {xd, wd}, {"mm"})[0], 120);
   return b.net();
 }
 
@@ -219,24 +234,12 @@ enum class GemmBias { kNone, kInt32, kFloat };
 // else [16, 8] per column), bias) -> Q -> DQ -> y.
 fb::NetT QdqGemm(bool trans_b, GemmBias bias_kind, float alpha = 1.f) {
   NetBuilder b("qdq_gemm");
-  const int x = b.addInput("x", fb::DataType::F32, {3, 16});
-  const int sx = b.addConstant("sx", {}, std::vector<float>{kSx});
-  const uint8_t zx_v = 100;
-  const int zx = b.addConstant("zx", fb::DataType::U8, {}, &zx_v, 1);
-  const int xq = b.addOp(fb::OpType::QuantizeLinear, "qx", {x, sx, zx}, {"xq"})[0];
-  const int xd = b.addOp(fb::OpType::DequantizeLinear, "dqx", {xq, sx, zx}, {"xd"})[0];
+  const int xd = QdqInput(b, b.addInput("x", fb::DataType::F32, {3, 16}), 100);
   std::vector<int8_t> w(16 * 8);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 61 + 7) % 251) - 125);
-  const std::vector<int64_t> wshape = trans_b ? std::vector<int64_t>{8, 16} : std::vector<int64_t>{16, 8};
-  const int wq = b.addConstant("wq", fb::DataType::I8, wshape, w.data(), w.size());
   std::vector<float> sw(8);
   for (size_t i = 0; i < 8; ++i) sw[i] = 0.003f + 0.0015f * static_cast<float>(i);
-  const int swt = b.addConstant("sw", {8}, sw);
-  const std::vector<int8_t> zw(8, 0);
-  const int zwt = b.addConstant("zw", fb::DataType::I8, {8}, zw.data(), zw.size());
-  fb::AxisParamsT axis;
-  axis.axis = trans_b ? 0 : 1;
-  const int wd = b.addOp(fb::OpType::DequantizeLinear, "dqw", {wq, swt, zwt}, {"wd"}, axis)[0];
+  const int wd = trans_b ? QdqWeights(b, w, {8, 16}, sw, 0) : QdqWeights(b, w, {16, 8}, sw, 1);
   std::vector<int> ins = {xd, wd};
   if (bias_kind == GemmBias::kFloat) {
     ins.push_back(b.addConstant("bias", {8}, std::vector<float>{0.1f, -0.2f, 0.05f, 0.f, 0.3f, -0.07f, 0.6f, -1.f}));
@@ -252,13 +255,7 @@ fb::NetT QdqGemm(bool trans_b, GemmBias bias_kind, float alpha = 1.f) {
   fb::GemmParamsT p;
   p.trans_b = trans_b;
   p.alpha = alpha;
-  const int g = b.addOp(fb::OpType::Gemm, "gemm", ins, {"g"}, p)[0];
-  const int sy = b.addConstant("sy", {}, std::vector<float>{kSy});
-  const uint8_t zy_v = 130;
-  const int zy = b.addConstant("zy", fb::DataType::U8, {}, &zy_v, 1);
-  const int yq = b.addOp(fb::OpType::QuantizeLinear, "qy", {g, sy, zy}, {"yq"})[0];
-  b.addOutput(b.addOp(fb::OpType::DequantizeLinear, "dqy", {yq, sy, zy}, {"y"})[0]);
-  EXPECT_TRUE(InferDtypes(b.net()).ok());
+  QdqOutput(b, b.addOp(fb::OpType::Gemm, "gemm", ins, {"g"}, p)[0], 130);
   return b.net();
 }
 

@@ -199,6 +199,18 @@ bool MatchWeighted(fb::NetT& net, const NetIndex& idx, const fb::OpT& op, size_t
   return ReadArgs(net, qop, yt, &m->ay) && m->ay.scales.size() == 1;
 }
 
+// The op's bias b (n values) as an int32 tensor at x_scale * w_scale
+// (QuantizedBias: the file's own where it already is one) in *out, or false.
+bool Int32Bias(fb::NetT& net, const NetIndex& idx, int b, const WeightedQdq& m, int64_t n, int* out) {
+  std::vector<int32_t> bq;
+  int reuse = -1;
+  if (!QuantizedBias(net, idx, b, m.ax.scales[0], m.aw.scales, n, &bq, &reuse)) return false;
+  *out = reuse >= 0 ? reuse
+                    : AddConstant(net, T(net, b).name + "_i32", fb::DataType::I32, {n}, bq.data(),
+                                  bq.size() * sizeof(int32_t));
+  return true;
+}
+
 // ... -> MatMul(w [K, N], per tensor or per column) -> ... becomes
 // QLinearMatMul; true when it rewrote.
 bool FuseMatMul(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>* removed) {
@@ -231,14 +243,7 @@ bool FuseGemm(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>
   const int64_t N = m.wshape[p->trans_b ? 0 : 1], K = m.wshape[p->trans_b ? 1 : 0];
   if (static_cast<int64_t>(T(net, m.wq).data.size()) != N * K) return false;  // not in memory
   int bias = -1;
-  if (has_bias) {
-    std::vector<int32_t> bq;
-    int reuse = -1;
-    if (!QuantizedBias(net, idx, gemm.inputs[2], m.ax.scales[0], m.aw.scales, N, &bq, &reuse)) return false;
-    bias = reuse >= 0 ? reuse
-                      : AddConstant(net, T(net, gemm.inputs[2]).name + "_i32", fb::DataType::I32, {N}, bq.data(),
-                                    bq.size() * sizeof(int32_t));
-  }
+  if (has_bias && !Int32Bias(net, idx, gemm.inputs[2], m, N, &bias)) return false;
   int w = m.wq;
   if (p->trans_b) {
     const fb::TensorT& wt = T(net, m.wq);
@@ -276,14 +281,7 @@ bool FuseConv(fb::NetT& net, const NetIndex& idx, size_t i, std::vector<uint8_t>
   if (!ClampActivation(conv.params.AsConvParams()) || !MatchWeighted(net, idx, conv, 3, SIZE_MAX, 0, &m)) return false;
   const int64_t M = m.wshape[0];
   int bias = -1;
-  if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) {
-    std::vector<int32_t> bq;
-    int reuse = -1;
-    if (!QuantizedBias(net, idx, conv.inputs[2], m.ax.scales[0], m.aw.scales, M, &bq, &reuse)) return false;
-    bias = reuse >= 0 ? reuse
-                      : AddConstant(net, T(net, conv.inputs[2]).name + "_i32", fb::DataType::I32, {M}, bq.data(),
-                                    bq.size() * sizeof(int32_t));
-  }
+  if (conv.inputs.size() > 2 && conv.inputs[2] >= 0 && !Int32Bias(net, idx, conv.inputs[2], m, M, &bias)) return false;
   conv.type = fb::OpType::QLinearConv;
   conv.inputs = {m.xq, m.ax.scale, m.ax.zero, m.wq, m.aw.scale, m.aw.zero, m.ay.scale, m.ay.zero};
   if (bias >= 0) conv.inputs.push_back(bias);
