@@ -197,6 +197,7 @@ class QConvExecution final : public Execution {
     dw_w_.clear();
     dw_q8_ = {};
     packed_ok_ = false;
+    geometry_for_ = false;
     if (constant_w_) packWeights(in);
     return Status::Ok();
   }
@@ -208,8 +209,19 @@ class QConvExecution final : public Execution {
                       : quant::RunConvIntegerReference(op_, in, out, be);
     };
     if (out[0]->elementCount() == 0) return Status::Ok();
-    if (!constant_w_) packWeights(in);
-    if (!packed_ok_ || !geometry(in, out)) return reference();
+    if (!constant_w_) {
+      packWeights(in);
+      geometry_for_ = false;
+    }
+    if (!packed_ok_) return reference();
+    // The geometry (tap and group offsets, paths) once for the shapes, not
+    // every run.
+    if (!geometry_for_ || in[0]->shape() != geometry_x_ || out[0]->shape() != geometry_y_) {
+      geometry_ok_ = geometry(in, out);
+      geometry_x_ = in[0]->shape(), geometry_y_ = out[0]->shape();
+      geometry_for_ = true;
+    }
+    if (!geometry_ok_) return reference();
     const Tensor& x = *in[0];
     const Tensor* xz = in.size() > 2 ? in[2] : nullptr;
     KILN_ASSIGN_OR_RETURN(IntVec zx, quant::ZeroPoints(op_, xz, "x_zero_point", x.dtype(), 1));
@@ -561,8 +573,12 @@ class QConvExecution final : public Execution {
   // KILN_HOST_QCONV_SUBSAMPLE=0: strided 1x1 convs gather B from padded
   // planes as other strided convs do.
   const bool subsample_on_ = conv::PathEnabled("KILN_HOST_QCONV_SUBSAMPLE");
-  bool subsample_ = false;
   bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false, grouped_ = false;
+  bool subsample_ = false;
+  // geometry()'s result and the shapes it was worked out for (geometry_for_:
+  // since the last resize or weight packing).
+  bool geometry_for_ = false, geometry_ok_ = false;
+  IntVec geometry_x_, geometry_y_;
   std::vector<QPackedA> packed_;  // per group
   std::vector<float> dw_w_, dw_bias_;
   nn::DepthwiseQ8Weights dw_q8_;  // the same weights as DepthwiseQ8Dot reads them
