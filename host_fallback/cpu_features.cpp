@@ -150,6 +150,16 @@ bool CpuHasFma() {
 #endif
 }
 
+bool CpuHasAvx512Bw() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool bw = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return bw;
+#else
+  return false;
+#endif
+}
+
 bool CpuHasDotProd() {
 #if defined(__aarch64__) && defined(__linux__)
   return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;

@@ -25,6 +25,11 @@ bool CpuHasDotProd();
 // std::fma in a vectorized loop is one instruction, not a library call.
 bool CpuHasFma();
 
+// AVX-512 F, BW (byte and word ops) and VL (their 128/256-bit forms) on an
+// x86-64 CPU; false elsewhere. The host's byte kernels in AVX-512 run only
+// when this holds.
+bool CpuHasAvx512Bw();
+
 // The data caches the host's first core sees, in bytes, 0 where unknown:
 // Linux sysfs (/sys/devices/system/cpu/cpu0/cache), else on x86-64 cpuid's
 // cache leaves (4 on Intel, 0x8000001D on AMD). l2 is one core's (or its

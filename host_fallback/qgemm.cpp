@@ -75,11 +75,14 @@ bool OffsetB(QIsa isa) { return isa == QIsa::kNeonDot; }
 
 thread_local ScratchBuffer tl_qb, tl_qrows;
 
-// KILN_HOST_QGEMV=0: B of 4 columns or fewer takes the tiles too (tests,
-// kiln-bench comparisons).
+// KILN_HOST_QGEMV=0: B of 4 columns or fewer takes the tiles too (kiln-bench
+// comparisons; read once).
 bool GemvOn() {
-  const char* e = std::getenv("KILN_HOST_QGEMV");
-  return !(e && e[0] == '0');
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_HOST_QGEMV");
+    return !(e && e[0] == '0');
+  }();
+  return on;
 }
 
 // Rows of B gathered at a time before they are interleaved (a multiple of
@@ -116,10 +119,6 @@ __attribute__((target("avx512f,avx512bw"))) void Interleave4Avx512(const uint8_t
   }
 }
 
-bool HasAvx512Bw() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return ok;
-}
 #else
 #define KILN_QGEMM_AVX512_INTERLEAVE 0
 #endif
@@ -130,7 +129,7 @@ bool HasAvx512Bw() {
 void Interleave4(const uint8_t* const rows[4], int64_t n, int nr, int64_t pstride, uint8_t flip, uint8_t* dst) {
   int64_t j = 0, p = 0, c = 0;  // the next column, its panel and its column there
 #if KILN_QGEMM_AVX512_INTERLEAVE
-  if (flip == 0 && nr % 16 == 0 && n >= 64 && HasAvx512Bw()) {
+  if (flip == 0 && nr % 16 == 0 && n >= 64 && CpuHasAvx512Bw()) {
     Interleave4Avx512(rows, n / 64, nr, pstride, dst);
     j = n / 64 * 64;
     p = j / nr, c = j % nr;

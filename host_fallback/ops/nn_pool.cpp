@@ -42,9 +42,14 @@ constexpr T Lowest() {
 
 // yr[a] = the max of v[2a], v[2a + 1], v[2a + 2] for a < ow (the 3-wide,
 // stride-2 horizontal pass); may read v up to 2 ow + 34.
+// Outputs a0 .. ow - 1, one at a time.
+template <typename T>
+inline void MaxOf3Stride2From(const T* __restrict v, int64_t a0, int64_t ow, T* __restrict yr) {
+  for (int64_t a = a0; a < ow; ++a) yr[a] = MaxSkipNaN(v[2 * a + 2], MaxSkipNaN(v[2 * a + 1], v[2 * a]));
+}
 template <typename T>
 inline void MaxOf3Stride2(const T* __restrict v, int64_t ow, T* __restrict yr) {
-  for (int64_t a = 0; a < ow; ++a) yr[a] = MaxSkipNaN(v[2 * a + 2], MaxSkipNaN(v[2 * a + 1], v[2 * a]));
+  MaxOf3Stride2From(v, 0, ow, yr);
 }
 #if defined(__SSE2__)
 // Bytes: the max of three shifted loads, then its even bytes, 16 outputs a
@@ -65,7 +70,7 @@ inline void MaxOf3Stride2Bytes(const T* __restrict vt, int64_t ow, T* __restrict
     const __m128i packed = _mm_packus_epi16(_mm_and_si128(m0, even), _mm_and_si128(m1, even));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + a), _mm_xor_si128(packed, flip));
   }
-  for (; a < ow; ++a) yt[a] = std::max(vt[2 * a + 2], std::max(vt[2 * a + 1], vt[2 * a]));
+  MaxOf3Stride2From(vt, a, ow, yt);
 }
 template <>
 inline void MaxOf3Stride2<uint8_t>(const uint8_t* __restrict v, int64_t ow, uint8_t* __restrict yr) {

@@ -318,13 +318,6 @@ __attribute__((always_inline)) KILN_NO_FP_CONTRACT inline void QAddLoop(
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// QAddLoop<I8, 1, 1, true> in AVX-512 intrinsics: each step of the chain the
-// same f32 operation, 16 lanes at a time (the tail masked), with the clamp
-// taken before the rounding (rounding is monotonic and the bounds are
-// integers, so the bytes are the same; a NaN quotient still gives lo), the
-// rounding and the conversion one instruction, and the bytes stored
-// straight from the int32 lanes: 18 instructions for 16 values, where the
-// compiler's loop took 23.
 // 16 bytes as floats (int8 or uint8). Zero-masked forms with every lane
 // set: GCC 12's plain ones warn inside its header (an "undefined" source
 // vector). A function, not a lambda: clang does not give a lambda its
@@ -335,6 +328,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 BytesToFloats
                                           : _mm512_maskz_cvtepu8_epi32(all, bytes));
 }
 
+// QAddLoop<I8, 1, 1, true> in AVX-512 intrinsics: each step of the chain the
+// same f32 operation, 16 lanes at a time (the tail masked), with the clamp
+// taken before the rounding (rounding is monotonic and the bounds are
+// integers, so the bytes are the same; a NaN quotient still gives lo), the
+// rounding and the conversion one instruction, and the bytes stored
+// straight from the int32 lanes: 18 instructions for 16 values, where the
+// compiler's loop took 23.
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) KILN_NO_FP_CONTRACT void QAddRowAvx512(
     const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, bool i8, float za, float sa, float zb,
     float sb, float zc, float sc, float rc, float lo, float hi, uint8_t* __restrict c) {
@@ -362,8 +362,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) KILN_NO_FP_CONTRACT voi
 bool QAddAvx512() {
   static const bool ok = [] {
     const char* e = std::getenv("KILN_HOST_QADD_AVX512");
-    return !(e && e[0] == '0') && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+    return !(e && e[0] == '0') && CpuHasAvx512Bw() && CpuHasFma();
   }();
   return ok;
 }
