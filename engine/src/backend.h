@@ -140,6 +140,17 @@ class Backend {
                        memory_limit_);
   }
 
+  // An op's own scratch (an unfolded input, padded planes) of `bytes`,
+  // checked against the same limit before it is allocated: a model whose
+  // attributes (huge pads or strides) would ask for more fails resize with
+  // the op's name (the session adds it), where the allocation would abort
+  // or exhaust the machine.
+  Status checkScratch(size_t bytes, const char* what) const {
+    if (bytes <= memory_limit_) return Status::Ok();
+    return OutOfMemory("scratch for %s of %zu bytes exceeds the session memory limit (%zu bytes)", what, bytes,
+                       memory_limit_);
+  }
+
   // `share_with`: the tensor may reuse that (already acquired) tensor's
   // memory in place; the memory is released when both are.
   virtual Status onAcquireBuffer(Tensor* t, const Tensor* share_with = nullptr) = 0;

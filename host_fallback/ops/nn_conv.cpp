@@ -420,15 +420,14 @@ class ConvExecution final : public Execution {
     prepared_ = false;
     if (!nn::NeedF32(op_, in).ok()) return Status::Ok();  // onExecute reports it
     if (out[0]->elementCount() == 0) return Status::Ok();  // nothing to compute: no tables either
-    prepare(in, out);
-    return Status::Ok();
+    return prepare(in, out);
   }
 
   Status onExecute(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     HostBackend& be = *static_cast<HostBackend*>(backend());
     KILN_RETURN_IF_ERROR(nn::NeedF32(op_, in));
     if (out[0]->elementCount() == 0) return Status::Ok();
-    if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) prepare(in, out);
+    if (!prepared_ || in[0]->shape() != x_shape_ || out[0]->shape() != y_shape_) KILN_RETURN_IF_ERROR(prepare(in, out));
     // A fused residual (input 3, fuse_residual): y = act(conv + bias + r).
     // The GEMM paths take r as their epilogue's residual (each tile starts
     // from its part of r), so that it is added before the activation; the
@@ -536,7 +535,7 @@ class ConvExecution final : public Execution {
     }, 16384);
   }
 
-  void prepare(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  Status prepare(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
     const Tensor& X = *in[0];
     const Tensor& W = *in[1];
     const Tensor& Y = *out[0];
@@ -581,7 +580,7 @@ class ConvExecution final : public Execution {
       }
       col_size_ = 0;
       prepared_ = true;
-      return;
+      return Status::Ok();
     }
     const bool k3 = a_.kernel == IntVec{3, 3};  // 2-D, so Y has 4 axes
     const int wino_tile =
@@ -630,21 +629,31 @@ class ConvExecution final : public Execution {
                                              W.host<float>() + g * Mg_ * kdim, kdim));
     }
     // Strided 2-D convs of constant weights on the implicit GEMM: through
-    // phase planes.
+    // phase planes, when they hold little more than the input (they hold it
+    // padded by the taps' reach: pads or dilations far wider than the input
+    // would make them many times its size, where the implicit packing needs
+    // no scratch at all).
     phased_ = phased_on_ && !direct_ && !winograd_ && !transposed_ && !subsampled_ && !pointwise_ &&
               !packed_.empty() && xin.size() == 2 && (a_.strides[0] > 1 || a_.strides[1] > 1) &&
               gemm_detail::KernelForIsa(packed_[0].isa).nr <= kPhasedMaxPanel;
     if (phased_) {
       phase_ = MakePhaseGeometry(xin[0], xin[1], yout[0], yout[1], a_.kernel[0], a_.kernel[1], a_.strides[0],
                                  a_.strides[1], a_.dilations[0], a_.dilations[1], a_.pads[0], a_.pads[1]);
+      // (In doubles: strides and pads past the int64 product are possible in a model.)
+      const double planes = static_cast<double>(phase_.sh) * static_cast<double>(phase_.sw) *
+                            static_cast<double>(phase_.hp) * static_cast<double>(phase_.wp);
+      phased_ = planes <= static_cast<double>(kPhasedMaxGrowth * std::max<int64_t>(in_plane_, 256));
+    }
+    if (phased_) {
       phase_rows_.resize(static_cast<size_t>(Cg_ * ksize_));
       for (int64_t row = 0; row < Cg_ * ksize_; ++row)
         phase_rows_[static_cast<size_t>(row)] =
             row / ksize_ * phase_.sh * phase_.sw * phase_.plane + phase_.tap_off[static_cast<size_t>(row % ksize_)];
+      KILN_RETURN_IF_ERROR(be.checkScratch(phase_.floats(Cg_) * sizeof(float), "the phase planes"));
       tl_col.get(phase_.floats(Cg_));
       col_size_ = 0;
       prepared_ = true;
-      return;
+      return Status::Ok();
     }
     if (!direct_ && !pointwise_ && !winograd_) {
       taps_ = MakeTaps(yout, xin, a_.kernel, a_.strides, a_.pads, a_.dilations);
@@ -657,11 +666,17 @@ class ConvExecution final : public Execution {
                                                taps_.hi[kx]};
       }
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
-      if (transposed_ || subsampled_ || packed_.empty()) tl_col.get(col_size_);  // else packed on the fly (PackImplicitCol)
+      if (transposed_ || subsampled_ || packed_.empty()) {  // else packed on the fly (PackImplicitCol)
+        const double bytes = static_cast<double>(Cg_ * ksize_) * static_cast<double>(out_plane_) * sizeof(float);
+        KILN_RETURN_IF_ERROR(
+            be.checkScratch(bytes < 0x1p62 ? static_cast<size_t>(bytes) : SIZE_MAX, "the unfolded input"));
+        tl_col.get(col_size_);
+      }
     } else {
       col_size_ = 0;
     }
     prepared_ = true;
+    return Status::Ok();
   }
 
   // One group of one image through its phase planes (PhaseGeometry).

@@ -101,6 +101,9 @@ struct PhasedCol {
   const float* planes;
   int64_t wo, wp;
 };
+// The planes' floats at most this many times the input's (a plane of at
+// least 256): ResNet's stride-2 3x3 convs take 1.1-1.3x.
+constexpr int64_t kPhasedMaxGrowth = 4;
 // nr (the GEMM's panel width) at most kPhasedMaxPanel.
 constexpr int kPhasedMaxPanel = 32;
 void PackPhasedCol(const void* ctx, int64_t k0, int64_t kc, int64_t j0, int64_t nc, int nr, float* dst);

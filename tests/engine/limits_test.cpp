@@ -4,6 +4,7 @@
 // Each must fail resize with a status naming the op and the shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -221,6 +222,66 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
   s = CreateAndResize(*interp, config);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("'pool_dil'"), std::string::npos) << s.message();
+}
+
+// A stride of 2^30 across a 7-wide input: one output column, but the
+// strided path's phase planes (one for each of the s_h x s_w phases, each
+// at least a column wide) would take 2^30 x 4 rows x 4 bytes a channel (the
+// convert-then-run fuzzer found a stride of 1936019969: 162 GB asked, an
+// allocator abort). It now takes the implicit GEMM, which needs no scratch.
+TEST(Limits, HugeStrideNeedsNoPhasePlanes) {
+  NetBuilder b("strided");
+  int x = b.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
+  int w = b.addConstant("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.strides = {2, 1 << 30};
+  conv.pads = {1, 1, 1, 1};
+  fb::OpParamsUnion p;
+  p.Set(conv);
+  b.addOutput(b.addOp(fb::OpType::Conv, "conv_strided", {x, w}, {"y"}, p)[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.maxSessionBytes = size_t{64} << 20;
+  auto session = interp->createSession(config);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session* s = *session;
+  ASSERT_TRUE(interp->resizeSession(s).ok());
+  Tensor* in = s->getInput("x");
+  std::fill(in->host<float>(), in->host<float>() + 49, 1.f);
+  Status run = interp->runSession(s);
+  ASSERT_TRUE(run.ok()) << run.ToString();
+  const Tensor* y = s->getOutput();
+  ASSERT_EQ(y->shape(), (std::vector<int64_t>{1, 1, 4, 1}));
+  // Column 0 sees input columns 0-1 (the pad before them); rows 2 oy - 1
+  // to 2 oy + 1, of which the first and last window have two inside.
+  const std::vector<float> expect = {4.f, 6.f, 6.f, 4.f};
+  EXPECT_EQ(std::vector<float>(y->host<float>(), y->host<float>() + 4), expect);
+}
+
+// A Conv whose weights are an input unfolds its input for the GEMM: 64
+// channels of 64x64 under a 3x3 kernel are 9.4 MB of scratch, past a
+// session limit of 4 MB that its tensors (1.1 MB) fit. Resize fails naming
+// the op and the buffer; the default limit lets it run.
+TEST(Limits, ConvScratchPastTheSessionLimit) {
+  NetBuilder b("unfold");
+  int x = b.addInput("x", fb::DataType::F32, {1, 64, 64, 64});
+  int w = b.addInput("w", fb::DataType::F32, {1, 64, 3, 3});
+  fb::ConvParamsT conv;
+  conv.kernel_shape = {3, 3};
+  conv.pads = {1, 1, 1, 1};
+  fb::OpParamsUnion p;
+  p.Set(conv);
+  b.addOutput(b.addOp(fb::OpType::Conv, "conv_unfold", {x, w}, {"y"}, p)[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.maxSessionBytes = size_t{4} << 20;
+  Status s = CreateAndResize(*interp, config);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'conv_unfold' (Conv): scratch for the unfolded input of 9437184 bytes exceeds the session memory limit"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(CreateAndResize(*interp).ok());
 }
 
 }  // namespace
