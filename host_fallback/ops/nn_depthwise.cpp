@@ -14,6 +14,7 @@
 // read: padded row oy * 2 + ky * dh lies in phase (ky * dh) % 2 at row
 // oy + (ky * dh) / 2.
 #include "ops/nn_depthwise.h"
+#include "ops/nn_conv.h"
 #include "scratch.h"
 
 #include <algorithm>
@@ -60,6 +61,11 @@ struct FlatPlan {
   // (at most kMaxShift).
   std::vector<int64_t> order;
   std::vector<int> shift;
+  // 3x3 and 5x5 kernels of stride 1 or 2 along x and no dilation along x
+  // (the mobile CNNs' depthwise convs): the kernel's shape, for the AVX-512
+  // kernel unrolled for it (BlockFixed); else 0.
+  int fixed_k = 0, fixed_sw = 0;
+  std::vector<int64_t> run_off;  // fixed_k: per kernel row and column phase, its first tap's offset
 };
 
 constexpr int kMaxShift = 4;  // 5-wide kernel rows
@@ -92,6 +98,12 @@ FlatPlan MakePlan(const DepthwiseArgs& a) {
         p.order.push_back(t);
         p.shift.push_back(next ? p.shift.back() + 1 : 0);
       }
+  static const bool fixed_on = conv::PathEnabled("KILN_HOST_DW_FIXED");
+  if (fixed_on && a.kh == a.kw && (a.kh == 3 || a.kh == 5) && a.dw == 1) {
+    p.fixed_k = static_cast<int>(a.kh), p.fixed_sw = static_cast<int>(a.sw);
+    for (int64_t ky = 0; ky < a.kh; ++ky)
+      for (int64_t first = 0; first < a.sw; ++first) p.run_off.push_back(p.toff[static_cast<size_t>(ky * a.kw + first)]);
+  }
   return p;
 }
 
@@ -286,9 +298,69 @@ __attribute__((target("avx512f"), always_inline)) inline void BlockAvx512(
   for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, acc[v]);
 }
 
-// FlatPlane with BlockAvx512.
+__attribute__((target("avx512f"), always_inline)) inline __m512 ShiftedBy(int s, __m512 a, __m512 b) {
+  switch (s) {
+    case 0: return a;
+    case 1: return Shifted<1>(a, b);
+    case 2: return Shifted<2>(a, b);
+    case 3: return Shifted<3>(a, b);
+    default: return Shifted<4>(a, b);
+  }
+}
+
+// BlockAvx512 for a K x K kernel of column stride SW, unrolled: the taps of
+// a kernel row in one column phase (kx = first, first + SW, ...) lie at
+// consecutive offsets from run_off[ky * SW + first]. Without the generic
+// loop's per-tap table reads and branches (a third of its instructions),
+// a 16-channel 3x3 plane of 112x112 runs in about half the time.
+template <int K, int SW, int NV>
+__attribute__((target("avx512f"), always_inline)) inline void BlockFixed(const float* __restrict xs,
+                                                                          const int64_t* __restrict run_off,
+                                                                          const __m512* __restrict wv, float bias,
+                                                                          float* __restrict out) {
+  __m512 acc[NV], run[NV + 1];
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_set1_ps(bias);
+#pragma GCC unroll 5
+  for (int ky = 0; ky < K; ++ky)
+#pragma GCC unroll 2
+    for (int first = 0; first < SW; ++first) {
+      const float* p = xs + run_off[ky * SW + first];
+      for (int v = 0; v <= NV; ++v) run[v] = _mm512_loadu_ps(p + 16 * v);
+#pragma GCC unroll 5
+      for (int kx = first; kx < K; kx += SW)
+        for (int v = 0; v < NV; ++v)
+          acc[v] = _mm512_fmadd_ps(wv[ky * K + kx], ShiftedBy(kx / SW, run[v], run[v + 1]), acc[v]);
+    }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + 16 * v, acc[v]);
+}
+
+template <int K, int SW>
+__attribute__((target("avx512f"))) void FlatPlaneFixed(const float* __restrict xs, const FlatPlan& p,
+                                                       const float* __restrict wt, float bias, float* __restrict out) {
+  __m512 wv[K * K];
+  for (int t = 0; t < K * K; ++t) wv[t] = _mm512_set1_ps(wt[t]);
+  const int64_t* run_off = p.run_off.data();
+  const int64_t n_out = p.n_out;
+  int64_t o = 0;
+  for (; o + kBlock <= n_out; o += kBlock) BlockFixed<K, SW, 4>(xs + o, run_off, wv, bias, out + o);
+  const int64_t rest = n_out - o;
+  if (rest > 48)
+    BlockFixed<K, SW, 4>(xs + o, run_off, wv, bias, out + o);
+  else if (rest > 32)
+    BlockFixed<K, SW, 3>(xs + o, run_off, wv, bias, out + o);
+  else if (rest > 16)
+    BlockFixed<K, SW, 2>(xs + o, run_off, wv, bias, out + o);
+  else if (rest > 0)
+    BlockFixed<K, SW, 1>(xs + o, run_off, wv, bias, out + o);
+}
+
+// FlatPlane with BlockAvx512, or BlockFixed for the shapes it is made for.
 __attribute__((target("avx512f"))) void FlatPlaneAvx512(const float* __restrict xs, const FlatPlan& p,
                                                         const float* __restrict wt, float bias, float* __restrict out) {
+  if (p.fixed_k == 3 && p.fixed_sw == 1) return FlatPlaneFixed<3, 1>(xs, p, wt, bias, out);
+  if (p.fixed_k == 3 && p.fixed_sw == 2) return FlatPlaneFixed<3, 2>(xs, p, wt, bias, out);
+  if (p.fixed_k == 5 && p.fixed_sw == 1) return FlatPlaneFixed<5, 1>(xs, p, wt, bias, out);
+  if (p.fixed_k == 5 && p.fixed_sw == 2) return FlatPlaneFixed<5, 2>(xs, p, wt, bias, out);
   const int64_t *toff = p.toff.data(), *order = p.order.data(), taps = static_cast<int64_t>(p.order.size()),
                 n_out = p.n_out;
   const int* shift = p.shift.data();
@@ -589,14 +661,50 @@ bool DepthwiseFlatSuits(const DepthwiseArgs& a) {
 
 namespace {
 
-// DepthwiseFlat2D on float planes, or on bytes when a.quant.
+// Zero rows [j0, j1) of the padded grid in every column phase (a band's
+// rows above or below the input, which another band may have filled).
+void ZeroPaddedRows(const FlatPlan& p, int64_t sh, int64_t sw, int64_t j0, int64_t j1, float* xs) {
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t px = 0; px < sw; ++px)
+      std::memset(xs + ((j % sh) * sw + px) * p.pstride + j / sh * p.wq, 0, static_cast<size_t>(p.wq) * sizeof(float));
+}
+
+// The output rows a band computes: a whole plane when its scratch fits
+// kBandFloats, else as many rows as fit it (at least kMinBandRows). A
+// 112x112 plane's scratch is 52 KB at stride 2: copied whole it was written
+// to and read back from the L2 (16 channels, 3x3 stride 2: 0.095 ms, 58% of
+// it the copy); in bands of 8 output rows it stays in the L1.
+constexpr int64_t kBandFloats = 4096, kMinBandRows = 4;
+
+int64_t BandRows(const DepthwiseArgs& a) {
+  static const bool on = conv::PathEnabled("KILN_HOST_DW_BANDS");
+  // MakePlan's sizes: in_size = phases * (hq * wq + 16) + wq + kBlock + 32,
+  // hq = ceil(hp / sh), hp = (rows - 1) * sh + (kh - 1) * dh + 1.
+  const int64_t wq = ((a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1 + a.sw - 1) / a.sw, phases = a.sh * a.sw;
+  const int64_t reach = (a.kh - 1) * a.dh + 1;
+  auto in_size = [&](int64_t rows) {
+    return phases * (((rows - 1) * a.sh + reach + a.sh - 1) / a.sh * wq + 16) + wq + kBlock + 32;
+  };
+  if (!on || in_size(a.oh) <= kBandFloats) return a.oh;
+  const int64_t hq = ((kBandFloats - wq - kBlock - 32) / phases - 16) / wq;  // the most that fit
+  const int64_t most = std::max(kMinBandRows, (hq * a.sh - reach) / a.sh + 1);
+  const int64_t bands = (a.oh + most - 1) / most;
+  return (a.oh + bands - 1) / bands;  // balanced: the last band computes few junk rows
+}
+
+// DepthwiseFlat2D on float planes, or on bytes when a.quant; in bands of
+// output rows on large planes (BandRows), each band a plane of its own
+// whose first and last rows may lie in the padding.
 bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const float* w, const float* bias, void* yv) {
   const DepthwiseQuant* qz = a.quant;
   const float* x = static_cast<const float*>(xv);
   float* y = static_cast<float*>(yv);
   const uint8_t* xb = static_cast<const uint8_t*>(xv);
   uint8_t* yb = static_cast<uint8_t*>(yv);
-  const FlatPlan p = MakePlan(a);
+  DepthwiseArgs band_args = a;
+  band_args.oh = BandRows(a);
+  const int64_t band = band_args.oh, bands = (a.oh + band - 1) / band;
+  const FlatPlan p = MakePlan(band_args);
   const int64_t mult = a.m / a.c, in_plane = a.h * a.w, out_plane = a.oh * a.ow, taps = a.kh * a.kw;
   const int64_t work = std::max<int64_t>(1, p.n_out * taps);
 #if KILN_DW_AVX512
@@ -611,7 +719,7 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
   // a small plane otherwise).
   const int64_t in_stride = (p.in_size + 15) / 16 * 16, out_stride = p.out_size;
   std::atomic<bool> failed{false};
-  pool.parallelFor(a.n * a.m, [&](int64_t begin, int64_t end) {
+  pool.parallelFor(a.n * a.m * bands, [&](int64_t begin, int64_t end) {
     float* xs = tl_in.get(static_cast<size_t>(2 * in_stride));
     float* acc = tl_out.get(static_cast<size_t>(2 * out_stride));
     if (!xs || !acc) {
@@ -620,59 +728,73 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
     }
     std::memset(xs, 0, static_cast<size_t>(2 * in_stride) * sizeof(float));
     CopyGeom cg;
-    cg.w = a.w, cg.pt = a.pt, cg.pl = a.pl, cg.sh_log = a.sh - 1, cg.sw_log = a.sw - 1;
+    cg.w = a.w, cg.pl = a.pl, cg.sh_log = a.sh - 1, cg.sw_log = a.sw - 1;
     cg.plane = p.pstride, cg.wq = p.wq;
-    cg.iy_end = std::min(a.h, p.hp - a.pt), cg.ix_end = std::min(a.w, p.wp - a.pl);
-    int64_t held[2] = {-1, -1};  // the input plane in each scratch
+    cg.ix_end = std::min(a.w, p.wp - a.pl);
+    // Item i: band i % bands of output plane i / bands.
+    int64_t held[2] = {-1, -1};  // the input band in each scratch (plane * bands + band)
     auto src_of = [&](int64_t nm) { return nm / a.m * a.c + nm % a.m / mult; };
-    // The scratch holding plane nm's input, copied in unless it is there.
-    auto load = [&](int64_t nm, int prefer) {
-      const int64_t src = src_of(nm);
-      if (held[0] == src) return 0;
-      if (held[1] == src) return 1;
+    // The scratch holding item i's input, copied in unless it is there.
+    auto load = [&](int64_t i, int prefer) {
+      const int64_t src = src_of(i / bands), b = i % bands, key = src * bands + b;
+      if (held[0] == key) return 0;
+      if (held[1] == key) return 1;
+      // The band's padded rows start at padded row b * band * sh: input
+      // row `first` lands at its row cg.pt.
+      const int64_t top = b * band * a.sh - a.pt, first = std::max<int64_t>(0, top);
+      cg.pt = first - top;
+      cg.iy_end = std::max<int64_t>(0, std::min(a.h - first, p.hp - cg.pt));
+      float* dst = xs + prefer * in_stride;
+      if (bands > 1) {
+        ZeroPaddedRows(p, a.sh, a.sw, 0, std::min(cg.pt, p.hp), dst);
+        ZeroPaddedRows(p, a.sh, a.sw, std::min(cg.pt + cg.iy_end, p.hp), p.hp, dst);
+      }
+      const int64_t from = src * in_plane + first * a.w;
       if (qz) {
         const uint8_t flip = qz->x_signed ? 0x80 : 0;
         const float zero = static_cast<float>(qz->x_signed ? qz->x_zero + 128 : qz->x_zero);
 #if KILN_DW_AVX512
         if (avx512bw)
-          CopyInQuantAvx512(xb + src * in_plane, cg, flip, zero, xs + prefer * in_stride);
+          CopyInQuantAvx512(xb + from, cg, flip, zero, dst);
         else
 #endif
-          CopyInQuant(xb + src * in_plane, cg, flip, zero, xs + prefer * in_stride);
+          CopyInQuant(xb + from, cg, flip, zero, dst);
       } else
 #if KILN_DW_AVX512
       if (avx512)
-        CopyInAvx512(x + src * in_plane, cg, xs + prefer * in_stride);
+        CopyInAvx512(x + from, cg, dst);
       else
 #endif
-        CopyIn(x + src * in_plane, cg, xs + prefer * in_stride);
-      held[prefer] = src;
+        CopyIn(x + from, cg, dst);
+      held[prefer] = key;
       return prefer;
     };
-    auto store = [&](int64_t nm, const float* from) {
+    auto store = [&](int64_t i, const float* acc_rows) {
+      const int64_t nm = i / bands, r0 = i % bands * band, rows = std::min(band, a.oh - r0);
+      const int64_t to = nm * out_plane + r0 * a.ow;
       if (qz) {
         const float mult = qz->y_mult[nm % a.m], zero = static_cast<float>(qz->y_zero);
         const float lo = static_cast<float>(qz->q_lo), hi = static_cast<float>(qz->q_hi);
 #if KILN_DW_AVX512
         if (avx512bw)
-          CopyOutQuantAvx512(from, p.wq, a.oh, a.ow, mult, zero, lo, hi, yb + nm * out_plane);
+          CopyOutQuantAvx512(acc_rows, p.wq, rows, a.ow, mult, zero, lo, hi, yb + to);
         else
 #endif
-          CopyOutQuant(from, p.wq, a.oh, a.ow, mult, zero, lo, hi, yb + nm * out_plane);
+          CopyOutQuant(acc_rows, p.wq, rows, a.ow, mult, zero, lo, hi, yb + to);
         return;
       }
 #if KILN_DW_AVX512
       if (avx512)
-        CopyOutAvx512(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
+        CopyOutAvx512(acc_rows, p.wq, rows, a.ow, a.clamp, a.lo, a.hi, y + to);
       else
 #endif
-        CopyOut(from, p.wq, a.oh, a.ow, a.clamp, a.lo, a.hi, y + nm * out_plane);
-      if (a.plane_act) a.plane_act(a.plane_ctx, y + nm * out_plane, out_plane);
+        CopyOut(acc_rows, p.wq, rows, a.ow, a.clamp, a.lo, a.hi, y + to);
+      if (a.plane_act) a.plane_act(a.plane_ctx, y + to, rows * a.ow);
     };
     int cur = load(begin, 0);
-    for (int64_t nm = begin; nm < end; ++nm) {
-      const int64_t k = nm - begin, m = nm % a.m;
-      const int next = nm + 1 < end ? load(nm + 1, 1 - cur) : cur;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t k = i - begin, m = i / bands % a.m;
+      const int next = i + 1 < end ? load(i + 1, 1 - cur) : cur;
       float* out = acc + (k & 1) * out_stride;
 #if KILN_DW_AVX512
       if (avx512)
@@ -680,7 +802,7 @@ bool FlatRun(ThreadPool& pool, const DepthwiseArgs& a, const void* xv, const flo
       else
 #endif
         FlatPlane(xs + cur * in_stride, p.toff.data(), w + m * taps, taps, bias ? bias[m] : 0.f, p.n_out, out);
-      if (k > 0) store(nm - 1, acc + ((k - 1) & 1) * out_stride);
+      if (k > 0) store(i - 1, acc + ((k - 1) & 1) * out_stride);
       cur = next;
     }
     store(end - 1, acc + ((end - 1 - begin) & 1) * out_stride);

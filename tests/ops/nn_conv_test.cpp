@@ -442,6 +442,59 @@ TEST(NnConv, DepthwiseFlatPlanes) {
   for (auto& [name, k] : cases) RunConvCase(k, name);
 }
 
+// Planes whose scratch is past the L1 budget run in bands of output rows
+// (nn_depthwise.cpp, BandRows), each its own padded plane: the first and
+// last bands reach into the padding, which the bands between them filled
+// with input rows. Strides 1 and 2 on each axis, 3x3 and 5x5 (the unrolled
+// kernels) and a dilated one, pads wider than the kernel, a valid conv that
+// leaves rows unread, a channel multiplier, batch 2 and a per-plane
+// activation; the bands' boundaries fall mid-plane in every case.
+TEST(NnConv, DepthwiseBandsOnLargePlanes) {
+  std::vector<std::pair<std::string, ConvCase>> cases;
+  for (int64_t sh : {1, 2})
+    for (int64_t sw : {1, 2}) {
+      ConvCase k{2, 3, 90, 70, 3, 3, 3};
+      k.group = 3;
+      k.sh = sh, k.sw = sw;
+      k.pt = k.pl = k.pb = k.pr = 1;
+      k.bias = true;
+      k.act = fb::Activation::Silu;
+      cases.emplace_back("90x70 3x3 strides " + std::to_string(sh) + "," + std::to_string(sw), k);
+    }
+  for (int64_t s : {1, 2}) {
+    ConvCase k{1, 4, 101, 75, 4, 5, 5};
+    k.group = 4;
+    k.sh = k.sw = s;
+    k.pt = k.pl = k.pb = k.pr = 2;
+    k.act = fb::Activation::Relu6;
+    cases.emplace_back("101x75 5x5 stride " + std::to_string(s), k);
+  }
+  {
+    ConvCase k{1, 3, 80, 80, 6, 3, 3};
+    k.group = 3;
+    k.sh = k.sw = 2;
+    k.dh = 2;
+    k.pt = 2, k.pl = 1, k.pb = 2, k.pr = 1;
+    k.bias = true;
+    cases.emplace_back("multiplier 2, row dilation 2, stride 2", k);
+  }
+  {
+    ConvCase k{1, 2, 96, 64, 2, 3, 3};
+    k.group = 2;
+    k.pt = 5, k.pl = 1, k.pb = 4, k.pr = 1;
+    k.bias = true;
+    cases.emplace_back("pads wider than the kernel", k);
+  }
+  {
+    ConvCase k{1, 2, 99, 99, 2, 5, 5};
+    k.group = 2;
+    k.sh = k.sw = 2;
+    k.auto_pad = fb::AutoPad::Valid;
+    cases.emplace_back("valid 5x5 stride 2", k);
+  }
+  for (auto& [name, k] : cases) RunConvCase(k, name);
+}
+
 // Small output planes with many channels: 16 channels a vector on AVX-512
 // (DepthwiseChannels16), a partial block of channels, 3x3 and 5x5, strides
 // 1 and 2, asymmetric pads, bias, clamp and a per-plane activation.

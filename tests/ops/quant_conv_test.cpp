@@ -375,6 +375,11 @@ TEST(QLinearConvFast, DepthwisePaths) {
     RunCase(large, seed++);
     large.sh = large.sw = 2, large.h = 57, large.pads = {0, 0, 1, 1};  // TF-style same padding at stride 2
     RunCase(large, seed++);
+    ConvCase banded;  // 100x90: the float kernel's bands of rows (BandRows)
+    banded.c = banded.m = banded.group = 3, banded.h = 100, banded.w = 90;
+    RunCase(banded, seed++);
+    banded.sh = banded.sw = 2, banded.pads = {2, 1, 0, 1};
+    RunCase(banded, seed++);
     ConvCase seven;  // 7x7 (two tap groups a row), stride 2, asymmetric pads, uint8 weights
     seven.c = seven.m = seven.group = 5, seven.kh = seven.kw = 7, seven.sh = seven.sw = 2, seven.h = 23, seven.w = 30;
     seven.pads = {3, 1, 2, 4}, seven.wt = fb::DataType::U8;
