@@ -68,7 +68,9 @@ void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_
 // A convolution path the environment may turn off (VAR=0), to compare it
 // with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
 // KILN_HOST_DW16 (depthwise 16 channels a vector), KILN_HOST_NARROW,
-// KILN_HOST_PHASED; for int8, KILN_HOST_QCONV_WIDE and KILN_HOST_QDW_DOT.
+// KILN_HOST_PHASED, KILN_HOST_DW_BANDS (depthwise planes in bands of rows),
+// KILN_HOST_DW_FIXED (unrolled 3x3 / 5x5 depthwise); for int8,
+// KILN_HOST_QCONV_WIDE and KILN_HOST_QDW_DOT.
 bool PathEnabled(const char* var);
 
 // Strided 2-D convs through phase planes (nn_conv_phased.cpp). The input
