@@ -33,6 +33,27 @@ std::unique_ptr<Interpreter> WithValues(fb::OpType type, const std::vector<int64
   return Load(b);
 }
 
+int64_t Elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// A graph x -> Conv(x, w) -> y, the op named `name`; w a constant of ones,
+// or a second input when weights_input.
+std::unique_ptr<Interpreter> ConvNet(const std::string& name, const std::vector<Dim>& x_shape,
+                                     const std::vector<int64_t>& w_shape, fb::ConvParamsT conv,
+                                     bool weights_input = false) {
+  NetBuilder b(name);
+  int x = b.addInput("x", fb::DataType::F32, x_shape);
+  int w = weights_input ? b.addInput("w", fb::DataType::F32, std::vector<Dim>(w_shape.begin(), w_shape.end()))
+                        : b.addConstant("w", w_shape, std::vector<float>(static_cast<size_t>(Elements(w_shape)), 1.f));
+  fb::OpParamsUnion p;
+  p.Set(conv);
+  b.addOutput(b.addOp(fb::OpType::Conv, name, {x, w}, {"y"}, p)[0]);
+  return Load(b);
+}
+
 Status CreateAndResize(Interpreter& interp, const ScheduleConfig& config = {}) {
   auto s = interp.createSession(config);
   if (!s.ok()) return s.status();
@@ -170,16 +191,10 @@ TEST(Limits, ResizeFromAnEmptyAxis) {
 // A Conv with pads of 65536 used to run for 85 s and take 10 GB; its padded
 // input is now bounded by the tensor limit.
 TEST(Limits, ConvWithHugePadsIsBounded) {
-  NetBuilder b("pads");
-  int x = b.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
-  int w = b.addConstant("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
   fb::ConvParamsT conv;
   conv.kernel_shape = {3, 3};
   conv.pads = {65536, 65536, 65536, 65536};
-  fb::OpParamsUnion p;
-  p.Set(conv);
-  b.addOutput(b.addOp(fb::OpType::Conv, "conv_pads", {x, w}, {"y"}, p)[0]);
-  auto interp = Load(b);
+  auto interp = ConvNet("conv_pads", {1, 1, 7, 7}, {1, 1, 3, 3}, conv);
   ScheduleConfig config;
   config.maxTensorBytes = size_t{1} << 30;
   Status s = CreateAndResize(*interp, config);
@@ -190,16 +205,10 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
   // Tensors within the limit, but the work is not: 126x126 outputs of 63x63
   // taps each (an im2col of 252 MB). Found by the convert-then-run fuzzer:
   // the host conv's tap table took 2.4 GB.
-  NetBuilder big("work");
-  x = big.addInput("x", fb::DataType::F32, {1, 1, 64, 64});
-  w = big.addConstant("w", {1, 1, 63, 63}, std::vector<float>(63 * 63, 1.f));
   fb::ConvParamsT wide;
   wide.kernel_shape = {63, 63};
   wide.pads = {62, 62, 62, 62};
-  fb::OpParamsUnion wp;
-  wp.Set(wide);
-  big.addOutput(big.addOp(fb::OpType::Conv, "conv_work", {x, w}, {"y"}, wp)[0]);
-  interp = Load(big);
+  interp = ConvNet("conv_work", {1, 1, 64, 64}, {1, 1, 63, 63}, wide);
   ScheduleConfig small;
   small.maxTensorBytes = size_t{64} << 20;
   s = CreateAndResize(*interp, small);
@@ -210,7 +219,7 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
 
   // A kernel window of 10^6 x 10^6 taps (dilations) on a small input.
   NetBuilder d("dilations");
-  x = d.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
+  int x = d.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
   fb::PoolParamsT pool;
   pool.kernel_shape = {2, 2};
   pool.dilations = {1 << 30, 1 << 30};
@@ -230,17 +239,11 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
 // convert-then-run fuzzer found a stride of 1936019969: 162 GB asked, an
 // allocator abort). It now takes the implicit GEMM, which needs no scratch.
 TEST(Limits, HugeStrideNeedsNoPhasePlanes) {
-  NetBuilder b("strided");
-  int x = b.addInput("x", fb::DataType::F32, {1, 1, 7, 7});
-  int w = b.addConstant("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
   fb::ConvParamsT conv;
   conv.kernel_shape = {3, 3};
   conv.strides = {2, 1 << 30};
   conv.pads = {1, 1, 1, 1};
-  fb::OpParamsUnion p;
-  p.Set(conv);
-  b.addOutput(b.addOp(fb::OpType::Conv, "conv_strided", {x, w}, {"y"}, p)[0]);
-  auto interp = Load(b);
+  auto interp = ConvNet("conv_strided", {1, 1, 7, 7}, {1, 1, 3, 3}, conv);
   ScheduleConfig config;
   config.maxSessionBytes = size_t{64} << 20;
   auto session = interp->createSession(config);
@@ -264,21 +267,16 @@ TEST(Limits, HugeStrideNeedsNoPhasePlanes) {
 // session limit of 4 MB that its tensors (1.1 MB) fit. Resize fails naming
 // the op and the buffer; the default limit lets it run.
 TEST(Limits, ConvScratchPastTheSessionLimit) {
-  NetBuilder b("unfold");
-  int x = b.addInput("x", fb::DataType::F32, {1, 64, 64, 64});
-  int w = b.addInput("w", fb::DataType::F32, {1, 64, 3, 3});
   fb::ConvParamsT conv;
   conv.kernel_shape = {3, 3};
   conv.pads = {1, 1, 1, 1};
-  fb::OpParamsUnion p;
-  p.Set(conv);
-  b.addOutput(b.addOp(fb::OpType::Conv, "conv_unfold", {x, w}, {"y"}, p)[0]);
-  auto interp = Load(b);
+  auto interp = ConvNet("conv_unfold", {1, 64, 64, 64}, {1, 64, 3, 3}, conv, /*weights_input=*/true);
   ScheduleConfig config;
   config.maxSessionBytes = size_t{4} << 20;
   Status s = CreateAndResize(*interp, config);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("'conv_unfold' (Conv): scratch for the unfolded input of 9437184 bytes exceeds the session memory limit"),
+  EXPECT_NE(s.message().find("'conv_unfold' (Conv): scratch for the unfolded input of 9437184 bytes exceeds the "
+                             "session memory limit"),
             std::string::npos)
       << s.message();
   EXPECT_TRUE(CreateAndResize(*interp).ok());
