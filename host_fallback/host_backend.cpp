@@ -125,6 +125,7 @@ void HostBackend::onClearBuffer() {
   planner_.clear();
   buffer_of_.clear();
   id_of_.clear();
+  view_offset_.clear();
 }
 
 Status HostBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
@@ -134,11 +135,27 @@ Status HostBackend::onAcquireBuffer(Tensor* t, const Tensor* share_with) {
     planner_.share(it->second);
     buffer_of_[t] = it->second;
     id_of_[t] = it->second;
+    auto view = view_offset_.find(share_with);
+    if (view != view_offset_.end()) view_offset_[t] = view->second;
     return Status::Ok();
   }
   int id = planner_.acquire(t->byteSize());
   buffer_of_[t] = id;
   id_of_[t] = id;
+  return Status::Ok();
+}
+
+Status HostBackend::onAcquireView(Tensor* t, const Tensor* parent, size_t byte_offset) {
+  auto it = id_of_.find(parent);
+  if (it == id_of_.end()) return Internal("view of an unacquired tensor '%s'", parent->name().c_str());
+  if (byte_offset + t->byteSize() > parent->byteSize())
+    return Internal("view '%s' of %zu bytes at %zu past '%s' (%zu bytes)", t->name().c_str(), t->byteSize(),
+                    byte_offset, parent->name().c_str(), parent->byteSize());
+  planner_.share(it->second);
+  buffer_of_[t] = it->second;
+  id_of_[t] = it->second;
+  auto pv = view_offset_.find(parent);
+  view_offset_[t] = byte_offset + (pv == view_offset_.end() ? 0 : pv->second);
   return Status::Ok();
 }
 
@@ -156,7 +173,10 @@ Status HostBackend::onAllocateBuffer() {
   KILN_RETURN_IF_ERROR(checkPoolSize(plan.total + report_.constant_bytes));
   memory_ = fault::Hit(fault::Site::kHostAlloc) ? nullptr : AllocateHostPool(plan.total);
   if (!memory_) return OutOfMemory("host pool of %zu bytes", plan.total);
-  for (auto& [tensor, id] : buffer_of_) tensor->bind(nullptr, memory_ + plan.offsets[static_cast<size_t>(id)]);
+  for (auto& [tensor, id] : buffer_of_) {
+    auto view = view_offset_.find(tensor);
+    tensor->bind(nullptr, memory_ + plan.offsets[static_cast<size_t>(id)] + (view == view_offset_.end() ? 0 : view->second));
+  }
   report_.planned_bytes = plan.total;
   report_.lower_bound_bytes = plan.lower_bound;
   report_.tensor_bytes = 0;

@@ -36,6 +36,8 @@ class HostBackend final : public Backend {
   void onClearBuffer() override;
   Status onAcquireBuffer(Tensor* t, const Tensor* share_with) override;
   Status onReleaseBuffer(Tensor* t) override;
+  bool supportsViews() const override { return true; }
+  Status onAcquireView(Tensor* t, const Tensor* parent, size_t byte_offset) override;
   Status onAllocateBuffer() override;
   MemoryReport memoryReport() const override { return report_; }
   Status onCopyBuffer(const Tensor& src, Tensor* dst) override;
@@ -82,6 +84,7 @@ class HostBackend final : public Backend {
   MemoryPlanner planner_;
   std::map<Tensor*, int> buffer_of_;
   std::map<const Tensor*, int> id_of_;
+  std::map<const Tensor*, size_t> view_offset_;  // views: bytes into their parent's buffer
   uint8_t* memory_ = nullptr;
   MemoryReport report_;
 };

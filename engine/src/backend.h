@@ -155,6 +155,15 @@ class Backend {
   // memory in place; the memory is released when both are.
   virtual Status onAcquireBuffer(Tensor* t, const Tensor* share_with = nullptr) = 0;
   virtual Status onReleaseBuffer(Tensor* t) = 0;
+  // Views: `t` lives inside `parent` (already acquired) at `byte_offset`,
+  // so that a Concat's inputs are written where its output keeps them and
+  // the Concat copies nothing. The parent's memory is released when it and
+  // every view are. Backends that take views say so (supportsViews).
+  virtual bool supportsViews() const { return false; }
+  virtual Status onAcquireView(Tensor* t, const Tensor* parent, size_t byte_offset) {
+    (void)t, (void)parent, (void)byte_offset;
+    return Unsupported("%s backend has no tensor views", name());
+  }
   // A model constant read by this backend's ops (`mirror` of the host
   // tensor `src`, whose bytes never change). A backend that keeps constants
   // apart (a GPU uploading weights once, not at every resize) takes it and

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -156,6 +157,15 @@ class SessionImpl {
   Tensor* mirror(int tensor, Backend* b, bool* created);
   Status inferShapes();
   Status planMemory();
+  struct ConcatViews {
+    std::map<const Tensor*, std::pair<Tensor*, size_t>> of;  // a Concat's input: its output, byte offset
+    std::set<const Tensor*> parents;                         // those Concats' outputs
+  };
+  ConcatViews planConcatViews() const;
+  // True unless t is such a Concat's output with a view read at step s or
+  // later (then t may not be overwritten in place at s).
+  static bool viewsReadBefore(const ConcatViews& views, const Tensor* t, size_t s,
+                              const std::map<const Tensor*, size_t>& last_use);
   bool releasable(const Tensor* t) const;
   Status runStep(const Step& s, const TensorCallBack* before, const TensorCallBack* after);
   OpInfo opInfo(int op) const;

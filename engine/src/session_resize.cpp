@@ -2,6 +2,7 @@
 // run.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -235,6 +236,65 @@ Backend* SessionImpl::backendOf(const Tensor* t) const {
   return m == mirror_backend_.end() ? nullptr : m->second;
 }
 
+// Concats whose inputs can be written in place (Backend::onAcquireView):
+// axis such that every input is one contiguous block of the output (the
+// dims before the axis all 1), on a backend that takes views, every input
+// an intermediate of that backend made by an earlier step, of the output's
+// dtype, read once by the Concat, not an input of another such Concat nor
+// such a Concat's output, and a whole number of 64-byte lines (each view
+// starts where a buffer of its own would: kernels may assume that).
+SessionImpl::ConcatViews SessionImpl::planConcatViews() const {
+  ConcatViews v;
+  static const bool on = !(std::getenv("KILN_CONCAT_VIEWS") && std::getenv("KILN_CONCAT_VIEWS")[0] == '0');
+  if (keep_all_ || !on) return v;
+  const Graph& g = *graph_;
+  std::set<const Tensor*> produced;
+  for (const Step& st : steps_) {
+    if (st.op >= 0 && st.exec && g.ops[static_cast<size_t>(st.op)].type == fb::OpType::Concat &&
+        st.backend->supportsViews() && st.outputs.size() == 1 && st.outputs[0] && releasable(st.outputs[0]) &&
+        !v.parents.count(st.outputs[0])) {
+      Tensor* out = st.outputs[0];
+      const fb::AxisParams* p = g.ops[static_cast<size_t>(st.op)].params<fb::AxisParams>();
+      int axis = p ? p->axis() : 0;
+      if (axis < 0) axis += out->dimensions();
+      bool ok = axis >= 0 && axis < out->dimensions() && out->byteSize() > 0;
+      for (int d = 0; ok && d < axis; ++d) ok = out->length(d) == 1;
+      for (size_t i = 0; ok && i < st.inputs.size(); ++i) {
+        const Tensor* x = st.inputs[i];
+        ok = x && produced.count(x) && releasable(x) && backendOf(x) == st.backend && x->dtype() == out->dtype() &&
+             x->byteSize() % 64 == 0 && !v.of.count(x) && !v.parents.count(x) &&
+             std::count(st.inputs.begin(), st.inputs.end(), x) == 1;
+      }
+      if (ok) {
+        size_t at = 0;
+        for (Tensor* x : st.inputs) {
+          v.of[x] = {out, at};
+          at += x->byteSize();
+        }
+        ok = at == out->byteSize();
+        if (!ok)
+          for (Tensor* x : st.inputs) v.of.erase(x);
+        else
+          v.parents.insert(out);
+      }
+    }
+    for (Tensor* t : st.outputs)
+      if (t) produced.insert(t);
+  }
+  return v;
+}
+
+bool SessionImpl::viewsReadBefore(const ConcatViews& views, const Tensor* t, size_t s,
+                            const std::map<const Tensor*, size_t>& last_use) {
+  if (!views.parents.count(t)) return true;
+  for (const auto& [x, where] : views.of)
+    if (where.first == t) {
+      auto it = last_use.find(x);
+      if (it != last_use.end() && it->second >= s) return false;
+    }
+  return true;
+}
+
 Status SessionImpl::planMemory() {
   const Graph& g = *graph_;
   std::map<const Tensor*, size_t> last_use;
@@ -268,15 +328,28 @@ Status SessionImpl::planMemory() {
     copies.emplace_back(src, m);
   }
 
+  const ConcatViews views = planConcatViews();
+  std::set<const Tensor*> parents_acquired;
   for (size_t s = 0; s < steps_.size(); ++s) {
     Step& st = steps_[s];
     for (size_t k = 0; k < st.outputs.size(); ++k) {
       Tensor* out = st.outputs[k];
+      if (parents_acquired.count(out)) continue;  // a Concat's output, acquired with its first input
+      auto view = views.of.find(out);
+      if (view != views.of.end()) {
+        Tensor* parent = view->second.first;
+        if (parents_acquired.insert(parent).second) KILN_RETURN_IF_ERROR(st.backend->onAcquireBuffer(parent, nullptr));
+        KILN_RETURN_IF_ERROR(st.backend->onAcquireView(out, parent, view->second.second));
+        continue;
+      }
       const Tensor* share = nullptr;
+      // Never in place over a view (the parent would see the new values),
+      // nor over a parent while a view is still to be read.
       if (st.op >= 0 && k == 0 && !keep_all_ && MayRunInPlace(g.ops[static_cast<size_t>(st.op)].type) &&
           !st.inputs.empty() && st.inputs[0] && releasable(st.inputs[0]) && last_use[st.inputs[0]] == s &&
           st.inputs[0]->byteSize() == out->byteSize() && st.inputs[0]->dtype() == out->dtype() &&
-          backendOf(st.inputs[0]) == st.backend) {
+          backendOf(st.inputs[0]) == st.backend && !views.of.count(st.inputs[0]) &&
+          viewsReadBefore(views, st.inputs[0], s, last_use)) {
         bool read_twice = false;  // x + x: in0 is also another input
         for (size_t j = 1; j < st.inputs.size(); ++j) read_twice |= st.inputs[j] == st.inputs[0];
         if (!read_twice) share = st.inputs[0];

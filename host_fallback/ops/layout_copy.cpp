@@ -178,7 +178,8 @@ Status RunConcat(const GraphOp& op, const std::vector<Tensor*>& in, const std::v
   for (const Tensor* x : in) {
     const int64_t row = x->length(axis) * inner;
     for (int64_t o = 0; o < outer && row > 0; ++o)
-      AddCopy(pieces, Dst(&y) + o * out_row + at, Src(x) + o * row, static_cast<size_t>(row));
+      if (Dst(&y) + o * out_row + at != Src(x) + o * row)  // else written there already (a view: planMemory)
+        AddCopy(pieces, Dst(&y) + o * out_row + at, Src(x) + o * row, static_cast<size_t>(row));
     at += row;
   }
   RunPieces(be, pieces);

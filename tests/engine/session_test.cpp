@@ -88,6 +88,70 @@ TEST(Session, ResizeToSeveralShapesAndRunAgain) {
   EXPECT_NE(bad.message().find("input 'x' has rank 2"), std::string::npos) << bad.message();
 }
 
+// A Concat along channels of one image: its inputs are written where its
+// output keeps them (views, SessionImpl::planConcatViews) and it copies
+// nothing. a = x * 2 and b = -x (16 floats each: a 64-byte line) are views
+// of cat; the Relu over cat may not run in place while a is still to be
+// read by the Sub after it; y = relu(cat), z = a - b. Along axis 3 (the
+// inputs interleaved in the output) and with a graph input among the
+// Concat's inputs nothing is a view, and the results are the same.
+TEST(Session, ConcatInputsAreViewsOfItsOutput) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    NetBuilder b("concat");
+    int x = b.addInput("x", fb::DataType::F32, {1, 1, 4, 4});
+    int two = b.addConstant("two", {1}, std::vector<float>{2.f});
+    int a = b.addOp(fb::OpType::Mul, "a", {x, two}, {"a"})[0];
+    int nb = b.addOp(fb::OpType::Neg, "b", {x}, {"b"})[0];
+    fb::AxisParamsT axis;
+    axis.axis = variant == 1 ? 3 : 1;
+    fb::OpParamsUnion p;
+    p.Set(axis);
+    const std::vector<int> parts = variant == 2 ? std::vector<int>{a, x} : std::vector<int>{a, nb};
+    int cat = b.addOp(fb::OpType::Concat, "cat", parts, {"cat"}, p)[0];
+    b.addOutput(b.addOp(fb::OpType::Relu, "relu", {cat}, {"y"})[0]);
+    b.addOutput(b.addOp(fb::OpType::Sub, "sub", {a, nb}, {"z"})[0]);
+    auto interp = Load(b);
+    Session* s = *interp->createSession({});
+    std::vector<float> xv(16);
+    for (int i = 0; i < 16; ++i) xv[static_cast<size_t>(i)] = static_cast<float>(i) - 7.5f;
+    ASSERT_TRUE(Feed(s, "x", {1, 1, 4, 4}, xv).ok());
+    std::map<std::string, const float*> where;
+    auto after = [&](const std::vector<Tensor*>& outs, const OpInfo& op) {
+      where[op.name] = outs[0]->host<float>();
+      return true;
+    };
+    ASSERT_TRUE(interp->runSessionWithCallBack(s, nullptr, after).ok());
+    if (variant == 0) {
+      EXPECT_EQ(where["a"], where["cat"]);
+      EXPECT_EQ(where["b"], where["cat"] + 16);
+    } else {
+      EXPECT_NE(where["a"], where["cat"]);
+    }
+    std::vector<float> y_ref, z_ref;
+    for (int i = 0; i < 16; ++i) z_ref.push_back(2 * xv[static_cast<size_t>(i)] + xv[static_cast<size_t>(i)]);
+    auto part = [&](int which, int i) {
+      const float v = xv[static_cast<size_t>(i)];
+      return which == 0 ? 2 * v : variant == 2 ? v : -v;
+    };
+    if (variant == 1) {  // [1, 1, 4, 8]: each row a's four values, then b's
+      for (int r = 0; r < 4; ++r)
+        for (int which = 0; which < 2; ++which)
+          for (int i = 4 * r; i < 4 * r + 4; ++i) y_ref.push_back(std::max(0.f, part(which, i)));
+    } else {  // [1, 2, 4, 4]
+      for (int which = 0; which < 2; ++which)
+        for (int i = 0; i < 16; ++i) y_ref.push_back(std::max(0.f, part(which, i)));
+    }
+    EXPECT_EQ(Fetch(s, "y"), y_ref);
+    EXPECT_EQ(Fetch(s, "z"), z_ref);
+    // Run again: the views hold the new run's values.
+    for (float& v : xv) v = -v;
+    ASSERT_TRUE(Feed(s, "x", {1, 1, 4, 4}, xv).ok());
+    ASSERT_TRUE(interp->runSession(s).ok());
+    for (size_t i = 0; i < 16; ++i) EXPECT_EQ(Fetch(s, "z")[i], 3 * xv[i]);
+  }
+}
+
 TEST(Session, CallbacksSeeEveryOpInOrderAndCanStop) {
   auto interp = Load(Chain({2, 3}));
   Session* s = *interp->createSession({});
