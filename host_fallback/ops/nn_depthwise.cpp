@@ -15,6 +15,7 @@
 // oy + (ky * dh) / 2.
 #include "ops/nn_depthwise.h"
 #include "ops/nn_conv.h"
+#include "ops/nn_depthwise_simd.h"
 #include "scratch.h"
 
 #include <algorithm>
@@ -26,12 +27,6 @@
 
 #include "simd_clones.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define KILN_DW_AVX512 1
-#else
-#define KILN_DW_AVX512 0
-#endif
 
 namespace kiln::nn {
 namespace {
@@ -44,15 +39,35 @@ typedef float V16u __attribute__((vector_size(64), aligned(4)));
 
 constexpr int64_t kBlock = 64;  // outputs a register block computes (4 x V16)
 
-// The scratch geometry of one convolution.
-struct FlatPlan {
+// The scratch sizes of one convolution (or band of output rows).
+struct FlatSizes {
   int64_t hq = 0, wq = 0;      // one phase plane
   int64_t phases = 1;          // sh * sw
   int64_t pstride = 0;         // floats from one phase plane to the next: hq * wq and a 16-float gap
   int64_t in_size = 0;         // floats of the input scratch (phase planes + read-over slack)
-  int64_t n_out = 0;           // oh * wq flat outputs
+  int64_t n_out = 0;           // rows * wq flat outputs
   int64_t out_size = 0;        // n_out rounded up to kBlock
   int64_t hp = 0, wp = 0;      // padded rows and columns actually read
+};
+
+FlatSizes SizesFor(const DepthwiseArgs& a, int64_t rows) {
+  FlatSizes z;
+  z.hp = (rows - 1) * a.sh + (a.kh - 1) * a.dh + 1;
+  z.wp = (a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1;
+  z.hq = (z.hp + a.sh - 1) / a.sh;
+  z.wq = (z.wp + a.sw - 1) / a.sw;
+  z.phases = a.sh * a.sw;
+  z.n_out = rows * z.wq;
+  z.out_size = (z.n_out + kBlock - 1) / kBlock * kBlock;
+  // The last block reads up to kBlock - 1 past n_out from the last tap's
+  // offset, which lies at most one row past the last phase plane.
+  z.pstride = z.hq * z.wq + 16;
+  z.in_size = z.phases * z.pstride + z.wq + kBlock + 32;  // + 16: a run's extra vector (AVX-512)
+  return z;
+}
+
+// The scratch geometry and the tap tables of one convolution.
+struct FlatPlan : FlatSizes {
   std::vector<int64_t> toff;   // per tap (ky * kw + kx): its offset into the scratch
   // The AVX-512 kernel's order of the taps (order[i]: a tap), which puts
   // the taps of a kernel row that share a phase plane next to each other
@@ -72,17 +87,7 @@ constexpr int kMaxShift = 4;  // 5-wide kernel rows
 
 FlatPlan MakePlan(const DepthwiseArgs& a) {
   FlatPlan p;
-  p.hp = (a.oh - 1) * a.sh + (a.kh - 1) * a.dh + 1;
-  p.wp = (a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1;
-  p.hq = (p.hp + a.sh - 1) / a.sh;
-  p.wq = (p.wp + a.sw - 1) / a.sw;
-  p.phases = a.sh * a.sw;
-  p.n_out = a.oh * p.wq;
-  p.out_size = (p.n_out + kBlock - 1) / kBlock * kBlock;
-  // The last block reads up to kBlock - 1 past n_out from the last tap's
-  // offset, which lies at most one row past the last phase plane.
-  p.pstride = p.hq * p.wq + 16;
-  p.in_size = p.phases * p.pstride + p.wq + kBlock + 32;  // + 16: a run's extra vector (AVX-512)
+  static_cast<FlatSizes&>(p) = SizesFor(a, a.oh);
   for (int64_t ky = 0; ky < a.kh; ++ky)
     for (int64_t kx = 0; kx < a.kw; ++kx) {
       const int64_t ry = ky * a.dh, rx = kx * a.dw;
@@ -151,17 +156,9 @@ void CopyIn(const float* __restrict xp, const CopyGeom& g, float* __restrict xs)
 }
 
 #if KILN_DW_AVX512
-// AVX-512 copies: a row's tail goes through masked loads and stores instead
-// of a scalar loop (or the compiler's call to memcpy for a 7-float row).
-__attribute__((target("avx512f"))) inline __mmask16 TailMask(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// v > lo ? min(v, hi) : lo, so a NaN becomes lo (the generic CopyOut's clamp).
-__attribute__((target("avx512f"))) inline __m512 Clamp16(__m512 v, __m512 lo, __m512 hi) {
-  const __mmask16 above = _mm512_cmp_ps_mask(v, lo, _CMP_GT_OQ);
-  return _mm512_mask_blend_ps(above, lo, _mm512_maskz_min_ps(above, v, hi));
-}
+// AVX-512 copies: a row's tail goes through masked loads and stores
+// (TailMask) instead of a scalar loop (or the compiler's call to memcpy for a
+// 7-float row).
 
 // Fields are read into locals first: the masked stores may alias anything,
 // so members would be reloaded after every store.
@@ -492,163 +489,7 @@ void CopyOut(const float* __restrict acc, int64_t wq, int64_t oh, int64_t ow, bo
   }
 }
 
-#if KILN_DW_AVX512
-// r[i] (row i of a 16 x 16 block) becomes column i: 32-bit, 64-bit and two
-// 128-bit interleaves, 64 shuffles for 256 values. The zero-masked forms
-// with every lane set: GCC 12's plain ones warn inside its header (an
-// "undefined" source vector).
-constexpr __mmask16 kAll16 = 0xFFFF;
-constexpr __mmask8 kAll8 = 0xFF;
-__attribute__((target("avx512f"), always_inline)) inline void Transpose16(__m512 r[16]) {
-  __m512 t[16], u[16], v[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_maskz_unpacklo_ps(kAll16, r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(kAll16, r[2 * i], r[2 * i + 1]);
-  }
-  for (int b = 0; b < 16; b += 4) {
-    const __m512d t0 = _mm512_castps_pd(t[b]), t1 = _mm512_castps_pd(t[b + 1]);
-    const __m512d t2 = _mm512_castps_pd(t[b + 2]), t3 = _mm512_castps_pd(t[b + 3]);
-    u[b] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll8, t0, t2));
-    u[b + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll8, t0, t2));
-    u[b + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(kAll8, t1, t3));
-    u[b + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(kAll8, t1, t3));
-  }
-  for (int b = 0; b < 16; b += 8)
-    for (int j = 0; j < 4; ++j) {
-      v[b + j] = _mm512_maskz_shuffle_f32x4(kAll16, u[b + j], u[b + 4 + j], 0x88);
-      v[b + 4 + j] = _mm512_maskz_shuffle_f32x4(kAll16, u[b + j], u[b + 4 + j], 0xdd);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_maskz_shuffle_f32x4(kAll16, v[j], v[8 + j], 0x88);
-    r[8 + j] = _mm512_maskz_shuffle_f32x4(kAll16, v[j], v[8 + j], 0xdd);
-  }
-}
-
-__attribute__((target("avx512f"))) inline __mmask16 Lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
-
-// The geometry of DepthwiseChannels16: the padded input window hp x wp.
-struct C16Plan {
-  int64_t hp, wp, in_floats, out_floats;
-  explicit C16Plan(const DepthwiseArgs& a)
-      : hp((a.oh - 1) * a.sh + (a.kh - 1) * a.dh + 1),
-        wp((a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1),
-        // A row's last group of eight pixels reads up to seven past its end.
-        in_floats((hp * wp + 7 * a.sw + 1) * 16),
-        out_floats((a.oh * a.ow + 16) * 16) {}
-};
-
-// One block of 16 channels (nl of them real) of one image: the input planes
-// transposed, 16 pixels at a time, into xin [hp][wp][16] (its padding is
-// zero and stays so), the weights into wt [taps][16], each output pixel the
-// sum over the taps of an input vector times a weight vector (eight pixels
-// of a row share each weight load), into out [oh * ow][16], and that
-// transposed back into the channels' planes.
-template <int KH, int KW>
-__attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, const C16Plan& p, const float* x,
-                                                        const float* w, const float* bias, int64_t nl,
-                                                        float* __restrict xin, float* __restrict out, float* y) {
-  constexpr int kTaps = KH * KW;
-  const int64_t plane = a.h * a.w, out_plane = a.oh * a.ow;
-  const __mmask16 chans = Lanes(nl);
-  __m512 r[16];
-  // Input: pixels q0 .. q0 + 15 of the plane, each to its padded position.
-  for (int64_t q0 = 0; q0 < plane; q0 += 16) {
-    const __mmask16 m = Lanes(plane - q0);
-    for (int l = 0; l < 16; ++l) r[l] = l < nl ? _mm512_maskz_loadu_ps(m, x + l * plane + q0) : _mm512_setzero_ps();
-    Transpose16(r);
-    for (int64_t j = 0; j < 16 && q0 + j < plane; ++j) {
-      const int64_t py = (q0 + j) / a.w + a.pt, px = (q0 + j) % a.w + a.pl;
-      if (py >= 0 && py < p.hp && px >= 0 && px < p.wp) _mm512_storeu_ps(xin + (py * p.wp + px) * 16, r[j]);
-    }
-  }
-  // Weights: w [16][kTaps] as two 16-tap chunks, into wt [kTaps][16].
-  alignas(64) float wt[kTaps * 16];
-  for (int t0 = 0; t0 < kTaps; t0 += 16) {
-    const __mmask16 m = Lanes(kTaps - t0);
-    for (int l = 0; l < 16; ++l) r[l] = l < nl ? _mm512_maskz_loadu_ps(m, w + l * kTaps + t0) : _mm512_setzero_ps();
-    Transpose16(r);
-    for (int t = t0; t < kTaps && t < t0 + 16; ++t) _mm512_store_ps(wt + t * 16, r[t - t0]);
-  }
-  const __m512 vb = bias ? _mm512_maskz_loadu_ps(chans, bias) : _mm512_setzero_ps();
-  const __m512 vlo = _mm512_set1_ps(a.lo), vhi = _mm512_set1_ps(a.hi);
-  const int64_t step = a.sw * 16, dx = a.dw * 16;
-  constexpr int kG = 8;  // pixels of a row a group: 8 chains cover the FMA latency
-  for (int64_t oy = 0; oy < a.oh; ++oy)
-    for (int64_t ox = 0; ox < a.ow; ox += kG) {
-      __m512 acc[kG];
-      for (int j = 0; j < kG; ++j) acc[j] = vb;
-      for (int ky = 0; ky < KH; ++ky) {
-        const float* row = xin + ((oy * a.sh + ky * a.dh) * p.wp + ox * a.sw) * 16;
-        for (int kx = 0; kx < KW; ++kx) {
-          const __m512 wv = _mm512_load_ps(wt + (ky * KW + kx) * 16);
-          const float* q = row + kx * dx;
-          for (int j = 0; j < kG; ++j)  // pixels past the row's end read the slack and are not stored
-            acc[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q + j * step), wv, acc[j]);
-        }
-      }
-      for (int64_t j = 0; j < kG && ox + j < a.ow; ++j) {
-        _mm512_storeu_ps(out + (oy * a.ow + ox + j) * 16, a.clamp ? Clamp16(acc[j], vlo, vhi) : acc[j]);
-      }
-    }
-  // Output: pixels q0 .. q0 + 15 back into the channels' planes.
-  for (int64_t q0 = 0; q0 < out_plane; q0 += 16) {
-    const __mmask16 m = Lanes(out_plane - q0);
-    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(out + (q0 + j) * 16);  // past out_plane: slack
-    Transpose16(r);
-    for (int64_t l = 0; l < nl; ++l) _mm512_mask_storeu_ps(y + l * out_plane + q0, m, r[l]);
-  }
-  if (a.plane_act)
-    for (int64_t l = 0; l < nl; ++l) a.plane_act(a.plane_ctx, y + l * out_plane, out_plane);
-}
-#endif
-
 }  // namespace
-
-bool DepthwiseChannels16Suits(const DepthwiseArgs& a) {
-#if KILN_DW_AVX512
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const bool k33 = a.kh == 3 && a.kw == 3, k55 = a.kh == 5 && a.kw == 5;
-  // Up to 8x8 for 3x3 (on 14x14 the flat kernel is faster), up to 14x14 for 5x5.
-  return avx512 && a.m == a.c && a.c >= 16 && (k33 || k55) && a.oh * a.ow <= (k55 ? 196 : 64);
-#else
-  (void)a;
-  return false;
-#endif
-}
-
-bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
-                         float* y) {
-#if KILN_DW_AVX512
-  const C16Plan p(a);
-  const int64_t blocks = (a.c + 15) / 16, taps = a.kh * a.kw;
-  std::atomic<bool> failed{false};
-  pool.parallelFor(a.n * blocks, [&](int64_t begin, int64_t end) {
-    float* xin = tl_in.get(static_cast<size_t>(p.in_floats));
-    float* out = tl_out.get(static_cast<size_t>(p.out_floats));
-    if (!xin || !out) {
-      failed.store(true, std::memory_order_relaxed);
-      return;
-    }
-    std::memset(xin, 0, static_cast<size_t>(p.in_floats) * sizeof(float));  // the padding, for every block
-    for (int64_t nb = begin; nb < end; ++nb) {
-      const int64_t n = nb / blocks, c0 = nb % blocks * 16, nl = std::min<int64_t>(16, a.c - c0);
-      const float* xb = x + (n * a.c + c0) * a.h * a.w;
-      const float* bb = bias ? bias + c0 : nullptr;
-      float* yb = y + (n * a.m + c0) * a.oh * a.ow;
-      if (a.kh == 3)
-        Channels16Block<3, 3>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb);
-      else
-        Channels16Block<5, 5>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb);
-    }
-  });
-  return !failed.load(std::memory_order_relaxed);
-#else
-  (void)pool, (void)a, (void)x, (void)w, (void)bias, (void)y;
-  return false;
-#endif
-}
 
 bool DepthwiseFlatSuits(const DepthwiseArgs& a) {
   if (a.sh < 1 || a.sh > 2 || a.sw < 1 || a.sw > 2) return false;
@@ -678,16 +519,9 @@ constexpr int64_t kBandFloats = 4096, kMinBandRows = 4;
 
 int64_t BandRows(const DepthwiseArgs& a) {
   static const bool on = conv::PathEnabled("KILN_HOST_DW_BANDS");
-  // MakePlan's sizes: in_size = phases * (hq * wq + 16) + wq + kBlock + 32,
-  // hq = ceil(hp / sh), hp = (rows - 1) * sh + (kh - 1) * dh + 1.
-  const int64_t wq = ((a.ow - 1) * a.sw + (a.kw - 1) * a.dw + 1 + a.sw - 1) / a.sw, phases = a.sh * a.sw;
-  const int64_t reach = (a.kh - 1) * a.dh + 1;
-  auto in_size = [&](int64_t rows) {
-    return phases * (((rows - 1) * a.sh + reach + a.sh - 1) / a.sh * wq + 16) + wq + kBlock + 32;
-  };
-  if (!on || in_size(a.oh) <= kBandFloats) return a.oh;
-  const int64_t hq = ((kBandFloats - wq - kBlock - 32) / phases - 16) / wq;  // the most that fit
-  const int64_t most = std::max(kMinBandRows, (hq * a.sh - reach) / a.sh + 1);
+  if (!on || SizesFor(a, a.oh).in_size <= kBandFloats) return a.oh;
+  int64_t most = kMinBandRows;  // the most rows that fit
+  while (most + 1 < a.oh && SizesFor(a, most + 1).in_size <= kBandFloats) ++most;
   const int64_t bands = (a.oh + most - 1) / most;
   return (a.oh + bands - 1) / bands;  // balanced: the last band computes few junk rows
 }
