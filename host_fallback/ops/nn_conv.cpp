@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "checked_math.h"
 #include "cpu_features.h"
 #include "gemm.h"
 #include "host_backend.h"
@@ -639,10 +640,9 @@ class ConvExecution final : public Execution {
     if (phased_) {
       phase_ = MakePhaseGeometry(xin[0], xin[1], yout[0], yout[1], a_.kernel[0], a_.kernel[1], a_.strides[0],
                                  a_.strides[1], a_.dilations[0], a_.dilations[1], a_.pads[0], a_.pads[1]);
-      // (In doubles: strides and pads past the int64 product are possible in a model.)
-      const double planes = static_cast<double>(phase_.sh) * static_cast<double>(phase_.sw) *
-                            static_cast<double>(phase_.hp) * static_cast<double>(phase_.wp);
-      phased_ = planes <= static_cast<double>(kPhasedMaxGrowth * std::max<int64_t>(in_plane_, 256));
+      // (Saturating: strides and pads past the int64 product are possible in a model.)
+      const int64_t planes = SatMul(SatMul(phase_.sh, phase_.sw), SatMul(phase_.hp, phase_.wp));
+      phased_ = planes <= kPhasedMaxGrowth * std::max<int64_t>(in_plane_, 256);
     }
     if (phased_) {
       phase_rows_.resize(static_cast<size_t>(Cg_ * ksize_));
@@ -667,9 +667,8 @@ class ConvExecution final : public Execution {
       }
       col_size_ = static_cast<size_t>(Cg_ * ksize_ * out_plane_);
       if (transposed_ || subsampled_ || packed_.empty()) {  // else packed on the fly (PackImplicitCol)
-        const double bytes = static_cast<double>(Cg_ * ksize_) * static_cast<double>(out_plane_) * sizeof(float);
-        KILN_RETURN_IF_ERROR(
-            be.checkScratch(bytes < 0x1p62 ? static_cast<size_t>(bytes) : SIZE_MAX, "the unfolded input"));
+        const int64_t bytes = SatMul(SatMul(Cg_ * ksize_, out_plane_), int64_t{sizeof(float)});
+        KILN_RETURN_IF_ERROR(be.checkScratch(static_cast<size_t>(bytes), "the unfolded input"));
         tl_col.get(col_size_);
       }
     } else {
