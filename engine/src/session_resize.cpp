@@ -259,23 +259,21 @@ SessionImpl::ConcatViews SessionImpl::planConcatViews() const {
       if (axis < 0) axis += out->dimensions();
       bool ok = axis >= 0 && axis < out->dimensions() && out->byteSize() > 0;
       for (int d = 0; ok && d < axis; ++d) ok = out->length(d) == 1;
+      size_t bytes = 0;
       for (size_t i = 0; ok && i < st.inputs.size(); ++i) {
         const Tensor* x = st.inputs[i];
         ok = x && produced.count(x) && releasable(x) && backendOf(x) == st.backend && x->dtype() == out->dtype() &&
              x->byteSize() % 64 == 0 && !v.of.count(x) && !v.parents.count(x) &&
              std::count(st.inputs.begin(), st.inputs.end(), x) == 1;
+        if (ok) bytes += x->byteSize();
       }
-      if (ok) {
+      if (ok && bytes == out->byteSize()) {
         size_t at = 0;
         for (Tensor* x : st.inputs) {
           v.of[x] = {out, at};
           at += x->byteSize();
         }
-        ok = at == out->byteSize();
-        if (!ok)
-          for (Tensor* x : st.inputs) v.of.erase(x);
-        else
-          v.parents.insert(out);
+        v.parents.insert(out);
       }
     }
     for (Tensor* t : st.outputs)
@@ -285,7 +283,7 @@ SessionImpl::ConcatViews SessionImpl::planConcatViews() const {
 }
 
 bool SessionImpl::viewsReadBefore(const ConcatViews& views, const Tensor* t, size_t s,
-                            const std::map<const Tensor*, size_t>& last_use) {
+                                  const std::map<const Tensor*, size_t>& last_use) {
   if (!views.parents.count(t)) return true;
   for (const auto& [x, where] : views.of)
     if (where.first == t) {
