@@ -46,12 +46,12 @@ bool DepthwiseFlatSuits(const DepthwiseArgs& a);
 
 // Output planes of up to 8x8 with a 3x3 kernel, or up to 14x14 with a 5x5
 // one, one output channel an input channel, on AVX-512: 16 channels a
-// vector (DepthwiseChannels16), so no lane computes a junk column. The flat
-// kernel's rows of a 7x7 plane padded for a 5x5 kernel are 11 wide: it
-// computed 80 outputs for 49 (1152 channels: 0.108 -> 0.064 ms; 960 with
-// 3x3: 0.043 -> 0.032; 672 with 5x5 on 14x14: 0.142 -> 0.131). With 3x3 on
-// 14x14 the two transposes cost more than the junk columns (0.054 against
-// 0.046).
+// vector (DepthwiseChannels16, nn_depthwise_c16.cpp), so no lane computes
+// a junk column. The flat kernel's rows of a 7x7 plane padded for a 5x5
+// kernel are 11 wide: it computed 80 outputs for 49 (1152 channels: 0.108
+// -> 0.064 ms; 960 with 3x3: 0.043 -> 0.032; 672 with 5x5 on 14x14: 0.142
+// -> 0.131). With 3x3 on 14x14 the two transposes cost more than the junk
+// columns (0.054 against 0.046).
 bool DepthwiseChannels16Suits(const DepthwiseArgs& a);
 bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
                          float* y);
