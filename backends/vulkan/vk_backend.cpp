@@ -75,25 +75,23 @@ Status VulkanBackend::init(const ScheduleConfig& config) {
                                              device_->caps().min_texel_offset_alignment}));
   VkDevice dev = device_->device();
 
-  std::vector<char> blob;
   if (!config.cacheFile.empty()) {
     std::ifstream f(config.cacheFile, std::ios::binary);
+    std::vector<uint8_t> blob;
     if (f) blob.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (!blob.empty()) {
+      // Merged into the device's cache; the driver checks the header
+      // (vendor, device, cache UUID) and ignores a cache from another device
+      // or driver version.
+      auto merged = importCache(blob.data(), blob.size());
+      if (merged.ok()) {
+        KILN_ASSIGN_OR_RETURN(cache_loaded_bytes_, cacheBytes());
+      } else {
+        KILN_LOG("vulkan: pipeline cache '%s' rejected (%s); starting without it", config.cacheFile.c_str(),
+                 merged.status().message().c_str());
+      }
+    }
   }
-  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  // The driver checks the header (vendor, device, cache UUID) and ignores a
-  // cache from another device or driver version.
-  pci.initialDataSize = blob.size();
-  pci.pInitialData = blob.empty() ? nullptr : blob.data();
-  VkResult r = vkCreatePipelineCache(dev, &pci, nullptr, &cache_);
-  if (r != VK_SUCCESS && !blob.empty()) {
-    KILN_LOG("vulkan: pipeline cache '%s' rejected (%s); starting empty", config.cacheFile.c_str(), VkResultName(r));
-    pci.initialDataSize = 0;
-    pci.pInitialData = nullptr;
-    r = vkCreatePipelineCache(dev, &pci, nullptr, &cache_);
-  }
-  KILN_RETURN_IF_ERROR(VkCheck(r, "vkCreatePipelineCache"));
-  cache_loaded_bytes_ = blob.size();
 
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -113,19 +111,12 @@ VulkanBackend::~VulkanBackend() {
   if (!device_) return;
   VkDevice dev = device_->device();
   (void)waitIdle();
-  if (cache_) {
-    if (!config_.cacheFile.empty()) {
-      Status s = saveCache();
-      if (!s.ok()) KILN_LOG("vulkan: %s", s.message().c_str());
-    }
-    vkDestroyPipelineCache(dev, cache_, nullptr);
+  if (!config_.cacheFile.empty()) {
+    Status s = saveCache();
+    if (!s.ok()) KILN_LOG("vulkan: %s", s.message().c_str());
   }
   freeRecording();
-  for (auto& [key, p] : pipelines_) {
-    if (p->pipeline) vkDestroyPipeline(dev, p->pipeline, nullptr);
-    vkDestroyPipelineLayout(dev, p->layout, nullptr);
-    vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
-  }
+  // The pipelines are the device's (kept for its later sessions).
   if (one_shot_fence_) vkDestroyFence(dev, one_shot_fence_, nullptr);
   if (command_pool_) vkDestroyCommandPool(dev, command_pool_, nullptr);
   freeVkBuffer(&pool_);
@@ -271,6 +262,7 @@ Status VulkanBackend::submit(VkCommandBuffer cmd, VkFence fence) {
     std::lock_guard<std::mutex> lock(device_->queueMutex());
     const VkResult r = fault::Hit(fault::Site::kDeviceLost) ? VK_ERROR_DEVICE_LOST
                                                              : vkQueueSubmit(device_->queue(), 1, &si, fence);
+    if (r == VK_ERROR_DEVICE_LOST) device_->markLost();
     KILN_RETURN_IF_ERROR(VkCheck(r, "vkQueueSubmit"));
   }
   return device_->TakeValidationError();
@@ -282,8 +274,10 @@ Status VulkanBackend::waitIdle() {
   for (Run& r : runs_) {
     if (!r.pending) continue;
     r.pending = false;
-    const VkResult wait = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, kFenceTimeoutNs);
-    Status s = VkCheck(fault::Hit(fault::Site::kDeviceLost) ? VK_ERROR_DEVICE_LOST : wait, "waiting for the GPU");
+    VkResult wait = vkWaitForFences(dev, 1, &r.fence, VK_TRUE, kFenceTimeoutNs);
+    if (fault::Hit(fault::Site::kDeviceLost)) wait = VK_ERROR_DEVICE_LOST;
+    if (wait == VK_ERROR_DEVICE_LOST) device_->markLost();
+    Status s = VkCheck(wait, "waiting for the GPU");
     if (status.ok()) status = s;
   }
   if (status.ok() && queries_ && !op_by_op_) status = readTimings();

@@ -21,12 +21,15 @@
 // are recorded into a one-shot command buffer and waited for.
 //
 // Pipelines are created at resize from SPIR-V compiled at build time
-// (shaders/vulkan), with specialization constants, and kept in a
-// VkPipelineCache loaded from / saved to ScheduleConfig::cacheFile.
+// (shaders/vulkan), with specialization constants, through the device's
+// VkPipelineCache (ScheduleConfig::cacheFile merged into it at creation,
+// written from it at the end), and kept by the device for its later
+// sessions (vk_device.h).
 //
 // Thread-safety: one session, one thread (see backend.h).
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -47,17 +50,6 @@ struct VulkanBuffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize bytes = 0;
-};
-
-struct VulkanPipeline : GpuKernel {
-  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-  VkPipelineLayout layout = VK_NULL_HANDLE;
-  VkPipeline pipeline = VK_NULL_HANDLE;  // null until createPending()
-  // What vkCreateComputePipelines takes, kept until it is created: the
-  // SPIR-V and the specialization values (local size first).
-  const struct SpirvBlob* spirv = nullptr;
-  std::vector<uint32_t> spec;
-  uint32_t texel_mask = 0;  // bindings that are uniform texel buffers
 };
 
 class VulkanBackend final : public GpuBackend {
@@ -91,10 +83,15 @@ class VulkanBackend final : public GpuBackend {
   VulkanDevice& device() { return *device_; }
   const VulkanCaps& caps() const { return device_->caps(); }
   bool opTime(const Execution* e, double* ms) const override;
-  // Pipelines created so far / how long creating them took (cold-start figures).
-  size_t pipelinesCreated() const { return pipelines_.size(); }
+  // Pipelines this backend created (not those an earlier session of the
+  // device made) / how long it took (cold-start figures).
+  size_t pipelinesCreated() const { return pipelines_created_; }
   double pipelineMs() const { return pipeline_ms_; }
+  // Writes the device's pipeline cache to ScheduleConfig::cacheFile where
+  // it holds more than the file gave it (or the file gave nothing).
   Status saveCache();
+  // The size of the device's pipeline cache data.
+  StatusOr<size_t> cacheBytes() const;
   // Creates the pipelines kernel() deferred, side by side on up to as many
   // threads as the CPU has, through the one pipeline cache (the session
   // calls it once every execution is set up; recording calls it too).
@@ -130,10 +127,11 @@ class VulkanBackend final : public GpuBackend {
   VulkanBuffer staging_;
   uint8_t* staging_map_ = nullptr;
 
-  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  // The device cache's size when the cache file was merged into it; 0 when
+  // the file was missing or refused (then written at the end regardless).
   size_t cache_loaded_bytes_ = 0;
-  std::map<std::string, std::unique_ptr<VulkanPipeline>> pipelines_;
-  std::vector<VulkanPipeline*> pending_;  // layouts made, pipeline not yet
+  std::vector<VulkanPipeline*> pending_;  // asked for, pipeline not made yet
+  std::atomic<size_t> pipelines_created_{0};
   double pipeline_ms_ = 0;
 
   VkCommandPool command_pool_ = VK_NULL_HANDLE;

@@ -53,7 +53,14 @@ std::string VulkanCaps::toString() const {
 namespace {
 
 std::mutex g_devices_mutex;
-std::map<int, std::weak_ptr<VulkanDevice>> g_devices;
+// By (device index, validation): every device in use, and (while sharing is
+// on) the ones kept for the process, in a map never destroyed: a device is
+// not torn down at exit, after the driver may have been.
+std::map<std::pair<int, bool>, std::weak_ptr<VulkanDevice>> g_devices;
+std::map<std::pair<int, bool>, std::shared_ptr<VulkanDevice>>& KeptDevices() {
+  static auto* kept = new std::map<std::pair<int, bool>, std::shared_ptr<VulkanDevice>>();
+  return *kept;
+}
 
 int TypeRank(VkPhysicalDeviceType t) {
   switch (t) {
@@ -125,11 +132,21 @@ StatusOr<VkInstance> SharedInstance(bool validation) {
 }  // namespace
 
 StatusOr<std::shared_ptr<VulkanDevice>> VulkanDevice::Get(int index) {
+  const std::pair<int, bool> key{index, EnvFlag("KILN_VULKAN_VALIDATION")};
+  const char* share = std::getenv("KILN_VULKAN_SHARE");
+  const bool keep = !(share && share[0] == '0');
   std::lock_guard<std::mutex> lock(g_devices_mutex);
-  if (auto d = g_devices[index].lock()) return d;
+  auto& kept = KeptDevices();
+  if (auto d = g_devices[key].lock(); d && !d->lost()) {
+    if (keep) kept[key] = d;
+    else kept.erase(key);
+    return d;
+  }
   std::shared_ptr<VulkanDevice> d(new VulkanDevice());
   KILN_RETURN_IF_ERROR(d->init(index));
-  g_devices[index] = d;
+  g_devices[key] = d;
+  if (keep) kept[key] = d;
+  else kept.erase(key);
   return d;
 }
 
@@ -333,12 +350,19 @@ Status VulkanDevice::init(int index) {
   dci.ppEnabledExtensionNames = dev_exts.data();
   KILN_RETURN_IF_ERROR(VkCheck(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice"));
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
-  return Status::Ok();
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  return VkCheck(vkCreatePipelineCache(device_, &pci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
 }
 
 VulkanDevice::~VulkanDevice() {
   if (device_) {
     vkDeviceWaitIdle(device_);
+    for (auto& [key, p] : pipelines_) {
+      if (p->pipeline) vkDestroyPipeline(device_, p->pipeline, nullptr);
+      vkDestroyPipelineLayout(device_, p->layout, nullptr);
+      vkDestroyDescriptorSetLayout(device_, p->set_layout, nullptr);
+    }
+    if (pipeline_cache_) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
     vkDestroyDevice(device_, nullptr);
   }
   if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);

@@ -1,6 +1,13 @@
 // VulkanDevice: a logical device + compute queue on the process's Vulkan
 // instance (created once and kept), shared by every session of the process
-// that asks for the same device index; the device goes with its last session.
+// that asks for the same device index, and kept for the process's life with
+// the pipelines its sessions made (a later session of the process creates
+// neither the device nor a pipeline made before). On an NVIDIA H100 a
+// device cost about 200 ms a session: each op test's sessions made their own,
+// and the Vulkan suites ran 10-50x longer than OpenCL's, whose device is the
+// process's too. A lost device (VK_ERROR_DEVICE_LOST) is replaced at the next
+// Get(). KILN_VULKAN_SHARE=0: each device goes with its last session and
+// makes its pipelines afresh (the cold start of a new process, for A/B).
 //
 // Entry points come from volk, so a process on a machine without a Vulkan
 // loader or driver still starts: Get() returns Unavailable and the scheduler
@@ -12,13 +19,16 @@
 // TakeValidationError() into a failing status (the backend checks it after
 // each submit), so a test run fails on any validation error.
 //
-// Thread-safety: the queue is guarded by queueMutex(); everything else is
-// immutable after Get().
+// Thread-safety: the queue is guarded by queueMutex(), the shared pipelines
+// by pipelinesMutex() (each one's creation by its own mutex); everything
+// else is immutable after Get().
 #pragma once
 
 #include <volk.h>
 
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +59,22 @@ struct VulkanCaps : GpuCaps {
   std::string toString() const;
 };
 
+// A compute pipeline with its layouts, made for a kernel variant (shader,
+// bindings, local size, specialization) and shared by the device's sessions.
+struct VulkanPipeline : GpuKernel {
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  // Null until created (VulkanBackend::createPending), under create_mutex:
+  // two sessions that ask for it at once create it once.
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  std::mutex create_mutex;
+  // What vkCreateComputePipelines takes, kept until it is created: the
+  // SPIR-V and the specialization values (local size first).
+  const struct SpirvBlob* spirv = nullptr;
+  std::vector<uint32_t> spec;
+  uint32_t texel_mask = 0;  // bindings that are uniform texel buffers
+};
+
 class VulkanDevice {
  public:
   // The shared device for `index` (-1: the fastest). Created on first use.
@@ -73,6 +99,19 @@ class VulkanDevice {
   // Ok, or the first validation error reported since the last call.
   Status TakeValidationError();
 
+  // The pipelines made on this device by key (VulkanBackend::kernel), read
+  // and added to under pipelinesMutex(); they go with the device.
+  std::mutex& pipelinesMutex() { return pipelines_mutex_; }
+  std::map<std::string, std::unique_ptr<VulkanPipeline>>& pipelines() { return pipelines_; }
+  // The pipeline cache they are made through (internally synchronized); a
+  // session's cache file is merged into it and written from it.
+  VkPipelineCache pipelineCache() const { return pipeline_cache_; }
+
+  // After VK_ERROR_DEVICE_LOST: the next Get() makes a new device (sessions
+  // on this one keep it until they go).
+  void markLost() { lost_ = true; }
+  bool lost() const { return lost_; }
+
  private:
   VulkanDevice() = default;
   static VKAPI_ATTR VkBool32 VKAPI_CALL OnDebugMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -91,6 +130,10 @@ class VulkanDevice {
   std::mutex queue_mutex_;
   std::mutex error_mutex_;
   std::string validation_error_;
+  std::mutex pipelines_mutex_;
+  std::map<std::string, std::unique_ptr<VulkanPipeline>> pipelines_;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::atomic<bool> lost_{false};
 };
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.

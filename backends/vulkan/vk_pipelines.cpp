@@ -1,8 +1,9 @@
-// The Vulkan backend's pipelines (vk_backend.h): the pipeline cache (the
-// cache file and an ahead-of-time bundle's state), kernels by name and
-// specialization (descriptor and pipeline layouts made at once, storage or
-// texel-buffer bindings), and the pipelines themselves created side by side
-// at the end of a resize (createPending).
+// The Vulkan backend's pipelines (vk_backend.h): the device's pipeline cache
+// (the cache file and an ahead-of-time bundle's state merged into it),
+// kernels by name and specialization (descriptor and pipeline layouts made
+// at once, storage or texel-buffer bindings; the device keeps them for its
+// later sessions), and the pipelines themselves created side by side at the
+// end of a resize (createPending).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,26 +25,34 @@ std::string VulkanBackend::cacheIdentity() const {
                    c.driver_version, uuid.c_str());
 }
 
-StatusOr<std::vector<uint8_t>> VulkanBackend::exportCache() {
+StatusOr<size_t> VulkanBackend::cacheBytes() const {
   size_t size = 0;
-  KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, nullptr), "vkGetPipelineCacheData"));
-  std::vector<uint8_t> data(size);
   KILN_RETURN_IF_ERROR(
-      VkCheck(vkGetPipelineCacheData(device_->device(), cache_, &size, data.data()), "vkGetPipelineCacheData"));
+      VkCheck(vkGetPipelineCacheData(device_->device(), device_->pipelineCache(), &size, nullptr), "vkGetPipelineCacheData"));
+  return size;
+}
+
+// The device's whole cache: the pipelines of every session of the device so
+// far (a bundle's tool makes one model's).
+StatusOr<std::vector<uint8_t>> VulkanBackend::exportCache() {
+  KILN_ASSIGN_OR_RETURN(size_t size, cacheBytes());
+  std::vector<uint8_t> data(size);
+  KILN_RETURN_IF_ERROR(VkCheck(vkGetPipelineCacheData(device_->device(), device_->pipelineCache(), &size, data.data()),
+                               "vkGetPipelineCacheData"));
   data.resize(size);
   return data;
 }
 
 StatusOr<std::string> VulkanBackend::importCache(const uint8_t* data, size_t bytes) {
-  // A cache of its own, merged into the session's: the driver checks the
-  // header (vendor, device, cache UUID) as it does for the cache file.
+  // A cache of its own, merged into the device's: the driver checks the
+  // header (vendor, device, cache UUID), and ignores one of another device.
   VkDevice dev = device_->device();
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   pci.initialDataSize = bytes;
   pci.pInitialData = data;
   VkPipelineCache from = VK_NULL_HANDLE;
   KILN_RETURN_IF_ERROR(VkCheck(vkCreatePipelineCache(dev, &pci, nullptr, &from), "vkCreatePipelineCache (bundle)"));
-  VkResult r = vkMergePipelineCaches(dev, cache_, 1, &from);
+  VkResult r = vkMergePipelineCaches(dev, device_->pipelineCache(), 1, &from);
   vkDestroyPipelineCache(dev, from, nullptr);
   KILN_RETURN_IF_ERROR(VkCheck(r, "vkMergePipelineCaches (bundle)"));
   return StrFormat("a pipeline cache of %zu bytes", bytes);
@@ -76,8 +85,15 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
   }
   std::string key = StrFormat("%s/%u/%u,%u,%u", name.c_str(), bindings, local[0], local[1], local[2]);
   for (uint32_t v : spec) key += StrFormat(",%u", v);
-  auto it = pipelines_.find(key);
-  if (it != pipelines_.end()) return it->second.get();
+  std::lock_guard<std::mutex> lock(device_->pipelinesMutex());
+  auto& made = device_->pipelines();
+  if (auto it = made.find(key); it != made.end()) {
+    // Made by an earlier session, or being made by another one now, or its
+    // creation failed: createPending makes it or waits for it (under its
+    // create_mutex, also what makes the pipeline handle safe to read).
+    pending_.push_back(it->second.get());
+    return static_cast<const GpuKernel*>(it->second.get());
+  }
 
   const SpirvBlob* spv = FindSpirv(name.c_str());
   if (!spv) return Internal("no SPIR-V named '%s' in this build", name.c_str());
@@ -124,7 +140,7 @@ StatusOr<const GpuKernel*> VulkanBackend::kernel(const char* shader, uint32_t bi
   p->spec.insert(p->spec.end(), spec.begin(), spec.end());
   pipeline_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   VulkanPipeline* raw = p.get();
-  pipelines_.emplace(key, std::move(p));
+  made.emplace(key, std::move(p));
   pending_.push_back(raw);
   return static_cast<const GpuKernel*>(raw);
 }
@@ -133,8 +149,10 @@ namespace {
 
 // vkCreateShaderModule + vkCreateComputePipelines for one pipeline (called
 // from several threads at once: both are thread-safe, the cache internally
-// synchronized).
-Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p) {
+// synchronized); nothing when another session made it meanwhile.
+Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p, std::atomic<size_t>* created) {
+  std::lock_guard<std::mutex> lock(p->create_mutex);
+  if (p->pipeline) return Status::Ok();
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   smi.codeSize = p->spirv->bytes;
   smi.pCode = p->spirv->words;
@@ -152,6 +170,7 @@ Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p) {
   cpi.layout = p->layout;
   Status st = VkCheck(vkCreateComputePipelines(dev, cache, 1, &cpi, nullptr, &p->pipeline), p->name.c_str());
   vkDestroyShaderModule(dev, module, nullptr);
+  if (st.ok()) ++*created;
   return st;
 }
 
@@ -161,12 +180,15 @@ Status VulkanBackend::createPending() {
   if (pending_.empty()) return Status::Ok();
   const auto t0 = std::chrono::steady_clock::now();
   VkDevice dev = device_->device();
+  VkPipelineCache cache = device_->pipelineCache();
   std::vector<VulkanPipeline*> todo;
   todo.swap(pending_);
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
   std::vector<Status> status(todo.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = CreatePipeline(dev, cache_, todo[i]);
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = CreatePipeline(dev, cache, todo[i], &pipelines_created_);
   };
   // KILN_VK_PIPELINE_THREADS=N caps the threads (1: one after another).
   size_t cap = 8;

@@ -90,8 +90,16 @@ def main():
         # The TorchScript exporter (torch >= 2.9 defaults to the dynamo one,
         # whose graphs differ): the same ONNX from every torch version.
         legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-        torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
-                          opset_version=13, do_constant_folding=True, **legacy)
+        # Opset 13, or 14 where this torch has no opset-13 form of an op (torch
+        # 2.11 exports the transformer's attention as scaled_dot_product_attention).
+        for opset in (13, 14):
+            try:
+                torch.onnx.export(model, x, path, input_names=["input"], output_names=["output"],
+                                  opset_version=opset, do_constant_folding=True, **legacy)
+                break
+            except torch.onnx.errors.UnsupportedOperatorError:
+                if opset == 14:
+                    raise
         np.save(os.path.join(out, name + ".input.npy"), x.numpy())
         np.save(os.path.join(out, name + ".output.npy"), y.numpy())
         print(f"{name}: wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
