@@ -122,7 +122,7 @@ print('shape %s != %s' % (got.shape, want.shape) if got.shape != want.shape else
       timeout 90 "$bin/kiln-bench" "$m.kiln" --backend "$backend" --loops 30 --warmup 5 \
         --input "input=$m.input.npy" > "$m.bench.log" 2>&1
       rc=$?
-      grep -E '\[|placement|session|first run|  run ' "$m.bench.log" | tee -a "$out/summary.log"
+      grep -E '\[|placement|session|first:|warm cache:|first run|  run ' "$m.bench.log" | tee -a "$out/summary.log"
       [ $rc -eq 0 ] || log "$name $backend: kiln-bench rc $rc"
     done
   done
