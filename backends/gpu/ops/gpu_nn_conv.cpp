@@ -192,19 +192,42 @@ std::vector<float> WinogradWeights(const float* w, const float* bias, uint32_t c
   const uint32_t c4 = (c + 3) / 4, m4 = (m + 3) / 4;
   *bias_at = 16 * m4 * c4 * 4;
   std::vector<float> out((*bias_at + m4) * 4, 0.f);
-  static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  for (uint32_t mi = 0; mi < m; ++mi)
-    for (uint32_t ci = 0; ci < c; ++ci) {
-      const float* g = w + (size_t{mi} * c + ci) * 9;
-      double gg[4][3];  // G g
-      for (int r = 0; r < 4; ++r)
-        for (int k = 0; k < 3; ++k) gg[r][k] = G[r][0] * g[k] + G[r][1] * g[3 + k] + G[r][2] * g[6 + k];
-      for (int r = 0; r < 4; ++r)
-        for (int q = 0; q < 4; ++q) {
-          const double u = gg[r][0] * G[q][0] + gg[r][1] * G[q][1] + gg[r][2] * G[q][2];
-          const size_t col = ((size_t{static_cast<uint32_t>(r * 4 + q)} * m4 + mi / 4) * c4 + ci / 4) * 4 + ci % 4;
-          out[col * 4 + mi % 4] = static_cast<float>(u);
+  // By 4x4 blocks of (output, input) channels, the 16 kernels of a block
+  // side by side (lane 4j + l: input 4cb + j, output 4mb + l), in double
+  // as before: each position's 16 floats of a block are contiguous, so the
+  // writes go out in 16 sequential streams (one kernel at a time scattered
+  // them 16 ways, and ResNet18's Vulkan session spent ~60 ms a session here
+  // on lavapipe's machine).
+  for (uint32_t mb = 0; mb < m4; ++mb)
+    for (uint32_t cb = 0; cb < c4; ++cb) {
+      double g[9][16] = {};
+      for (uint32_t l = 0; l < 4 && 4 * mb + l < m; ++l)
+        for (uint32_t j = 0; j < 4 && 4 * cb + j < c; ++j) {
+          const float* k = w + (size_t{4 * mb + l} * c + 4 * cb + j) * 9;
+          for (int t = 0; t < 9; ++t) g[t][4 * j + l] = k[t];
         }
+      // G g, G = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}}, by rows r.
+      double gg[4][3][16];
+      for (int k = 0; k < 3; ++k)
+        for (int i = 0; i < 16; ++i) {
+          const double a = g[k][i], b = g[3 + k][i], d = g[6 + k][i];
+          gg[0][k][i] = a;
+          gg[1][k][i] = 0.5 * a + 0.5 * b + 0.5 * d;
+          gg[2][k][i] = 0.5 * a - 0.5 * b + 0.5 * d;
+          gg[3][k][i] = d;
+        }
+      // (G g) G^T, by columns q.
+      for (int r = 0; r < 4; ++r) {
+        float* u[4];
+        for (int q = 0; q < 4; ++q) u[q] = out.data() + ((size_t{static_cast<uint32_t>(r * 4 + q)} * m4 + mb) * c4 + cb) * 16;
+        for (int i = 0; i < 16; ++i) {
+          const double a = gg[r][0][i], b = gg[r][1][i], d = gg[r][2][i];
+          u[0][i] = static_cast<float>(a);
+          u[1][i] = static_cast<float>(0.5 * a + 0.5 * b + 0.5 * d);
+          u[2][i] = static_cast<float>(0.5 * a - 0.5 * b + 0.5 * d);
+          u[3][i] = static_cast<float>(d);
+        }
+      }
     }
   if (bias)
     for (uint32_t mi = 0; mi < m; ++mi) out[(*bias_at + mi / 4) * 4 + mi % 4] = bias[mi];
