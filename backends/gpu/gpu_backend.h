@@ -80,6 +80,10 @@ struct GpuCaps {
   // gathered load for the lanes. On CPU drivers with RGBA32F, RGBA16F,
   // R32F and R16F uniform texel buffers.
   uint64_t texel_elements = 0;
+  // 16 x 16 x 16 half x half + float matrix products in a subgroup of 32
+  // (Vulkan: VK_NV_cooperative_matrix; gemm_coop.comp): fp16-stored
+  // products of multiples of 16 take them. KILN_VULKAN_COOP=0 turns it off.
+  bool coop_matrix_f16 = false;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.

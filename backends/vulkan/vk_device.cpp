@@ -45,9 +45,9 @@ std::string VulkanCaps::toString() const {
                      : type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual"
                      : type == VK_PHYSICAL_DEVICE_TYPE_CPU            ? "cpu"
                                                                       : "other";
-  return StrFormat("%s (%s, Vulkan %u.%u, fp16 storage %s, fp16 math %s, subgroup %u)", name.c_str(), kind,
+  return StrFormat("%s (%s, Vulkan %u.%u, fp16 storage %s, fp16 math %s, subgroup %u%s)", name.c_str(), kind,
                    VK_API_VERSION_MAJOR(api_version), VK_API_VERSION_MINOR(api_version), storage_16bit ? "yes" : "no",
-                   float16 ? "yes" : "no", subgroup_size);
+                   float16 ? "yes" : "no", subgroup_size, coop_matrix_f16 ? ", cooperative matrix" : "");
 }
 
 namespace {
@@ -75,6 +75,26 @@ int TypeRank(VkPhysicalDeviceType t) {
 bool EnvFlag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
+}
+
+bool EnvIsZero(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "0") == 0;
+}
+
+// Whether the device multiplies 16 x 16 x 16 half matrices into float ones
+// in a subgroup (gemm_coop.comp's shape).
+bool HasCoopShape(VkPhysicalDevice physical) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return false;
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &n, props.data()) != VK_SUCCESS) return false;
+  return std::any_of(props.begin(), props.begin() + n, [](const VkCooperativeMatrixPropertiesNV& p) {
+    return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV;
+  });
 }
 
 bool HasExtension(const std::vector<VkExtensionProperties>& exts, const char* name) {
@@ -260,11 +280,25 @@ Status VulkanDevice::init(int index) {
     *tail = &s8;
     tail = &s8.pNext;
   }
+  // Matrix units (gemm_coop.comp): VK_NV_cooperative_matrix with the
+  // Vulkan memory model its SPIR-V declares.
+  const bool has_coop = HasExtension(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
+                        HasExtension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+  if (has_coop) {
+    *tail = &coop;
+    coop.pNext = &vmm;
+    tail = &vmm.pNext;
+  }
   vkGetPhysicalDeviceFeatures2(physical_, &features);
   caps_.storage_16bit = s16.storageBuffer16BitAccess;
   caps_.float16 = has_f16i8 && f16.shaderFloat16;
   caps_.storage_8bit = has_8bit && s8.storageBuffer8BitAccess;
   caps_.float64 = features.features.shaderFloat64;
+  caps_.coop_matrix_f16 = has_coop && coop.cooperativeMatrix && vmm.vulkanMemoryModel && caps_.float16 &&
+                          caps_.storage_16bit && caps_.subgroup_size == 32 && caps_.max_workgroup_invocations >= 128 &&
+                          HasCoopShape(physical_) && !EnvIsZero("KILN_VULKAN_COOP");
 
   caps_.cpu_kernels = caps_.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   if (const char* k = std::getenv("KILN_VULKAN_KERNELS")) {
@@ -338,6 +372,17 @@ Status VulkanDevice::init(int index) {
     dev_exts.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     *next = &en8;
     next = &en8.pNext;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV en_coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  en_coop.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR en_vmm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+  en_vmm.vulkanMemoryModel = VK_TRUE;
+  if (caps_.coop_matrix_f16) {
+    dev_exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    dev_exts.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    *next = &en_coop;
+    en_coop.pNext = &en_vmm;
+    next = &en_vmm.pNext;
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = chain;

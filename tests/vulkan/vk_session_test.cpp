@@ -380,5 +380,72 @@ TEST(VulkanSession, Fp16StorageHalvesMemoryAndMatches) {
   EXPECT_NE(p.ops[0].reason.find("F16"), std::string::npos) << p.ops[0].reason;
 }
 
+// At precision low on a device with matrix units (GpuCaps::coop_matrix_f16:
+// VK_NV_cooperative_matrix), MatMul and Gemm whose M, N and K are multiples
+// of 16 run gemm_coop (half products summed in float), with B along n or
+// along k, alpha, beta * C and a fused activation; other shapes, and every
+// device without them (lavapipe), take gemm. Each session on a fresh device
+// (KILN_VULKAN_SHARE=0), whose pipelines say which kernel ran; results
+// within fp16 tolerance of the host's.
+TEST(VulkanSession, MatrixUnitsWhereTheDeviceHasThem) {
+  KILN_REQUIRE_BACKEND(kVk);
+  NetBuilder b("coop");
+  int x = b.addInput("x", fb::DataType::F32, {-1, 48});
+  int w1 = b.addConstant("w1", {48, 80}, Random(48 * 80, -1, 1, 41));
+  int y1 = b.addOp(fb::OpType::MatMul, "matmul", {x, w1}, {"y1"})[0];
+  fb::GemmParamsT gp;
+  gp.alpha = 0.5f;
+  gp.beta = 0.75f;
+  gp.trans_b = true;
+  gp.activation = fb::Activation::Relu;
+  int w2 = b.addConstant("w2", {48, 80}, Random(48 * 80, -1, 1, 42));
+  int c2 = b.addConstant("c2", {48}, Random(48, -1, 1, 43));
+  b.addOutput(b.addOp(fb::OpType::Gemm, "gemm", {y1, w2, c2}, {"y"}, gp)[0]);
+  auto bytes = b.finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto interp = Interpreter::createFromBuffer(bytes->data(), bytes->size());
+  ASSERT_TRUE(interp.ok());
+  setenv("KILN_VULKAN_SHARE", "0", 1);
+  { auto kept = VulkanDevice::Get(-1); }  // a device kept by earlier tests goes now
+  for (int64_t rows : {64, 10}) {
+    const std::vector<float> in = Random(static_cast<size_t>(rows) * 48, -1, 1, 44);
+    ScheduleConfig host;
+    host.type = ForwardType::kHost;
+    auto hs = (*interp)->createSession(host);
+    ASSERT_TRUE(hs.ok());
+    const std::vector<float> want = RunOnce(interp->get(), *hs, {rows, 48}, in);
+    ASSERT_TRUE((*interp)->releaseSession(*hs).ok());
+    float scale = 0;
+    for (float v : want) scale = std::max(scale, std::fabs(v));
+    for (const char* coop : {"1", "0"}) {
+      SCOPED_TRACE(std::string("rows ") + std::to_string(rows) + ", KILN_VULKAN_COOP=" + coop);
+      setenv("KILN_VULKAN_COOP", coop, 1);
+      ScheduleConfig c;
+      c.type = kVk;
+      c.precision = Precision::kLow;
+      auto s = (*interp)->createSession(c);
+      unsetenv("KILN_VULKAN_COOP");
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      EXPECT_EQ((*s)->placement().ops_per_backend.at("vulkan"), 2);
+      const std::vector<float> got = RunOnce(interp->get(), *s, {rows, 48}, in);
+      ASSERT_EQ(got.size(), want.size());
+      float err = 0;
+      for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+      EXPECT_LE(err, kFp16Tolerance * scale);
+      auto d = VulkanDevice::Get(-1);  // the session's device
+      ASSERT_TRUE(d.ok());
+      int coop_pipelines = 0;
+      {
+        std::lock_guard<std::mutex> lock((*d)->pipelinesMutex());
+        for (const auto& [key, p] : (*d)->pipelines()) coop_pipelines += key.rfind("gemm_coop/", 0) == 0;
+      }
+      const bool has = (*d)->caps().coop_matrix_f16;
+      EXPECT_EQ(coop_pipelines, has && rows == 64 ? 2 : 0) << (*d)->caps().toString();
+      ASSERT_TRUE((*interp)->releaseSession(*s).ok());
+    }
+  }
+  unsetenv("KILN_VULKAN_SHARE");
+}
+
 }  // namespace
 }  // namespace kiln::test

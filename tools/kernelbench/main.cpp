@@ -1,5 +1,5 @@
 // kiln-kernelbench [--backend host|vulkan|opencl[,...]] [--kernels gemm,conv1x1,...] [--quick]
-//                  [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]
+//                  [--precision normal|low] [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]
 //
 // Times single kernels over a sweep of sizes on each backend, each as a
 // one-op model run through a normal session: GEMM (MatMul), conv 1x1, conv
@@ -11,7 +11,10 @@
 // min(peak GFLOP/s, intensity x peak GB/s), or for a copy the fraction of
 // peak GB/s. The peaks are measured first on each backend by kernels made
 // for it (Backend::measurePeaks: register-only FMA chains, a large copy).
-// --plot draws the roofline chart with gnuplot.
+// --plot draws the roofline chart with gnuplot. --precision low runs the
+// GPU kernels on fp16-stored tensors (their half-arithmetic or matrix-unit
+// variants where the device has them); the GB/s and the roofs still count
+// f32 bytes and the f32 peak.
 //
 // Exit status: 0 when every kernel ran on every backend; 1 when one failed
 // (the rest are still measured) or the CSV/plot could not be written; 2 on
@@ -40,7 +43,7 @@ using namespace kiln;
 int Usage() {
   std::fprintf(stderr,
                "usage: kiln-kernelbench [--backend host|vulkan|opencl[,...]] [--kernels K,...] [--quick]\n"
-               "                        [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]\n"
+               "                        [--precision normal|low] [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]\n"
                "kernels: gemm conv1x1 conv3x3 dw3x3 qconv1x1 qconv3x3 qdw3x3 add reduce copy\n");
   return 2;
 }
@@ -224,6 +227,7 @@ struct Options {
   bool quick = false;
   int threads = 1, loops = 20, warmup = 3;
   std::string csv, plot;
+  Precision precision = Precision::kNormal;  // --precision low: fp16 storage on GPUs
 };
 
 struct Line {
@@ -240,6 +244,7 @@ Status TimeCase(const Case& c, ForwardType type, const Options& o, Line* line) {
   config.type = type;
   config.numThread = o.threads;
   config.profile = true;
+  config.precision = o.precision;
   KILN_ASSIGN_OR_RETURN(Session * s, interp->createSession(config));
   const Placement& where = s->placement();
   for (const OpPlacement& p : where.ops)
@@ -352,6 +357,10 @@ int main(int argc, char** argv) {
       (a == "--threads" ? o.threads : a == "--loops" ? o.loops : o.warmup) = n;
     } else if (a == "--quick") {
       o.quick = true;
+    } else if (a == "--precision") {
+      const char* v = next();
+      if (!v || (std::strcmp(v, "low") != 0 && std::strcmp(v, "normal") != 0)) return Usage();
+      o.precision = std::strcmp(v, "low") == 0 ? Precision::kLow : Precision::kNormal;
     } else if (a == "--csv" || a == "--plot") {
       const char* v = next();
       if (!v) return Usage();

@@ -10,6 +10,7 @@
 // [M, N] through strides (0 along a size-1 axis), alpha, beta and the fused
 // activation are applied in the store.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "gpu_nn_gemm.h"
@@ -41,6 +42,25 @@ void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_i
   local[2] = 1;
 }
 
+// The matrix units' product (GpuCaps::coop_matrix_f16, gemm_coop.comp):
+// fp16 storage, M, N and K multiples of 16, A along k, B along n or along
+// k, and every row stride and batch offset a multiple of 8 halves (the 16
+// bytes its loads need). KILN_GPU_COOP=0 leaves it out (A/B).
+bool GemmExecution::CoopSuits(const GemmArgs& g, const Tensor* y) const {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_GPU_COOP");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  if (!on || !gpu()->gpuCaps().coop_matrix_f16 || !gpu()->halfStorage() || y->dtype() != fb::DataType::F32)
+    return false;
+  if (g.m % 16 || g.n % 16 || g.k % 16 || g.a_cs != 1 || g.a_rs % 8) return false;
+  const bool b_n = g.b_cs == 1 && g.b_rs % 8 == 0, b_k = g.b_rs == 1 && g.b_cs % 8 == 0;
+  if (!b_n && !b_k) return false;
+  for (int d = 0; d < 4; ++d)
+    if (g.sa[d] % 8 || g.sb[d] % 8) return false;
+  return true;
+}
+
 Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y,
                               const GemmArgs& g, const GpuBuffer* b_buffer) {
   struct {
@@ -53,6 +73,14 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   std::copy(g.sa, g.sa + 4, push.sa);
   std::copy(g.sb, g.sb + 4, push.sb);
   uint32_t local[3], groups[3];
+  if (CoopSuits(g, y)) {
+    // 64 x 64 tiles of four subgroups on the matrix units (gemm_coop.comp).
+    const uint32_t coop_local[3] = {128, 1, 1};
+    Groups1D((uint64_t{g.m} + 63) / 64 * ((uint64_t{g.n} + 63) / 64) * g.batches, 1, groups);
+    const GpuBinding bb = b_buffer ? GpuBinding{nullptr, b_buffer} : GpuBinding{b};
+    return add("gemm_coop", {{a}, bb, {c ? c : a}, {y, nullptr, true}}, push, groups, coop_local,
+               {g.b_rs == 1 && g.b_cs != 1, g.act.code, c != nullptr});
+  }
   PickGemmTile(g.m, g.n, g.batches, gpu()->gpuCaps().max_workgroup_invocations, local);
   // The same tile with fewer invocations where each computes a register
   // block of rt x rt (CPU drivers) instead of 4 x 4 from shared memory.

@@ -70,6 +70,9 @@ class GemmExecution : public GpuExecution {
   // given, is bound for B instead of `b` (an execution's own copy).
   Status addGemm(const Tensor* a, const Tensor* b, const Tensor* c, const Tensor* y, const GemmArgs& g,
                  const GpuBuffer* b_buffer = nullptr);
+
+ private:
+  bool CoopSuits(const GemmArgs& g, const Tensor* y) const;
 };
 
 }  // namespace kiln
