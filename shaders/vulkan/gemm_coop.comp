@@ -14,21 +14,31 @@
 // batched, with gemm.comp's push constants. Glslang 11 (Debian 12) has the
 // NV form of the extension, not the KHR one.
 //
-// A work group is four subgroups of 32 (local size 128) and computes a
-// 64 x 64 tile of Y, each subgroup a 32 x 32 quarter as 2 x 2 float
-// accumulators, its operands loaded straight from memory 16 k at a time.
-// The op layer asks for it only where M, N and K are multiples of 16, A
-// runs along k, B along n or along k, and every stride and offset is a
-// multiple of 8 halves (16 bytes, what the loads need): then a 16 x 16
-// block is either wholly inside Y or wholly outside. The accumulators go
-// through shared memory for the store, where alpha, C and the activation
-// are applied element by element.
-layout(constant_id = 3) const bool B_K_FAST = false;  // b_rs == 1: B(k, j) at j * b_cs + k (column-major)
+// A work group of SGM x SGN subgroups of 32 computes a TM x TN tile of Y,
+// each subgroup FM x FN blocks of 16 x 16 in float accumulators. Each step
+// of 32 k, the group copies A's TM x 32 and B's 32 x TN halves into shared
+// memory, 16 bytes an invocation (zeros past the matrices), and each
+// subgroup multiplies its blocks from there. The op layer asks for it only
+// where M, N and K are multiples of 16, A runs along k, B along n or along
+// k, and every stride and offset is a multiple of 8 halves: then each
+// 16-byte load lies wholly inside or outside a matrix. The accumulators go
+// out a block at a time through shared memory, where alpha, C and the
+// activation are applied element by element.
+layout(constant_id = 3) const bool B_K_FAST = false;  // b_rs == 1: B(k, j) at j * b_cs + k
 layout(constant_id = 4) const uint ACT = 0;
 layout(constant_id = 5) const bool HAS_C = false;
+layout(constant_id = 6) const uint SGM = 2u;  // subgroups along M, along N
+layout(constant_id = 7) const uint SGN = 2u;
+layout(constant_id = 8) const uint FM = 2u;  // 16 x 16 blocks a subgroup along M, along N
+layout(constant_id = 9) const uint FN = 2u;
+const uint TM = SGM * FM * 16u, TN = SGN * FN * 16u, NSG = SGM * SGN, NT = NSG * 32u;
+const uint BK = 32u;  // k a step: four 16-byte vectors of halves
+// Shared rows padded by one vector (16 bytes) against bank conflicts.
+const uint AS = BK / 8u + 1u;                     // A: TM rows of k
+const uint BS = B_K_FAST ? AS : TN / 8u + 1u;     // B: TN rows of k, or BK rows of n
 
-layout(std430, binding = 0) readonly buffer A { float16_t a[]; };
-layout(std430, binding = 1) readonly buffer B { float16_t b[]; };
+layout(std430, binding = 0) readonly buffer A { uvec4 a[]; };
+layout(std430, binding = 1) readonly buffer B { uvec4 b[]; };
 layout(std430, binding = 2) readonly buffer C { float16_t c[]; };
 layout(std430, binding = 3) writeonly buffer Y { float16_t y[]; };
 layout(push_constant) uniform P {
@@ -42,19 +52,20 @@ layout(push_constant) uniform P {
   uint sa[4], sb[4];
 } p;
 
-// Each subgroup's 32 x 32 quarter, row-major, for the store.
-shared float quarter[4 * 32 * 32];
+shared uvec4 a_tile[TM * AS];
+shared uvec4 b_tile[B_K_FAST ? TN * AS : BK * (TN / 8u + 1u)];
+shared float block_out[NSG * 256u];  // a 16 x 16 block a subgroup, for the store
 
 #define ACC_T fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define HALF_T fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 
 void main() {
-  const uint tiles_n = (p.n + 63u) / 64u, tiles_m = (p.m + 63u) / 64u;
+  const uint tiles_n = (p.n + TN - 1u) / TN, tiles_m = (p.m + TM - 1u) / TM;
   uint tile = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-  if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group
-  const uint col0 = (tile % tiles_n) * 64u;
+  if (tile >= tiles_n * tiles_m * p.batches) return;  // the whole group, before any barrier
+  const uint col0 = (tile % tiles_n) * TN;
   tile /= tiles_n;
-  const uint row0 = (tile % tiles_m) * 64u;
+  const uint row0 = (tile % tiles_m) * TM;
   uint rest = tile / tiles_m, a_off = 0u, b_off = 0u;
   [[unroll]] for (int d = 3; d >= 0; --d) {
     const uint q = rest / p.bdims[d], i = rest - q * p.bdims[d];
@@ -63,45 +74,68 @@ void main() {
     rest = q;
   }
   const uint y_off = (tile / tiles_m) * p.m * p.n;
+  const uint tid = gl_LocalInvocationIndex, sg = gl_SubgroupID;
+  const uint sg_m = sg / SGN, sg_n = sg % SGN;
 
-  // This subgroup's quarter: rows r0, r0 + 16, columns c0, c0 + 16, each
-  // block taken where it lies inside Y (uniform in the subgroup, as the
-  // matrix operations need).
-  const uint sg = gl_SubgroupID;
-  const uint r0 = row0 + (sg / 2u) * 32u, c0 = col0 + (sg % 2u) * 32u;
-  const bool row_in[2] = {r0 < p.m, r0 + 16u < p.m};
-  const bool col_in[2] = {c0 < p.n, c0 + 16u < p.n};
-  ACC_T acc[2][2];
-  [[unroll]] for (uint i = 0u; i < 2u; ++i)
-    [[unroll]] for (uint j = 0u; j < 2u; ++j) acc[i][j] = ACC_T(0.0);
-  if (row_in[0] && col_in[0]) {
-    for (uint k0 = 0u; k0 < p.k; k0 += 16u) {
-      HALF_T fa[2], fb[2];
-      [[unroll]] for (uint i = 0u; i < 2u; ++i)
-        if (row_in[i]) coopMatLoadNV(fa[i], a, a_off + (r0 + 16u * i) * p.a_rs + k0, p.a_rs, false);
-      [[unroll]] for (uint j = 0u; j < 2u; ++j) {
-        if (!col_in[j]) continue;
-        if (B_K_FAST)
-          coopMatLoadNV(fb[j], b, b_off + (c0 + 16u * j) * p.b_cs + k0, p.b_cs, true);
-        else
-          coopMatLoadNV(fb[j], b, b_off + k0 * p.b_rs + c0 + 16u * j, p.b_rs, false);
-      }
-      [[unroll]] for (uint i = 0u; i < 2u; ++i)
-        [[unroll]] for (uint j = 0u; j < 2u; ++j)
-          if (row_in[i] && col_in[j]) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+  ACC_T acc[FM][FN];
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = ACC_T(0.0);
+  for (uint k0 = 0u; k0 < p.k; k0 += BK) {
+    // A's rows row0.., k0..k0+31: four vectors a row.
+    for (uint e = tid; e < TM * 4u; e += NT) {
+      const uint r = e / 4u, q = e % 4u, gi = row0 + r, gk = k0 + q * 8u;
+      uvec4 v = uvec4(0u);
+      if (gi < p.m && gk < p.k) v = a[(a_off + gi * p.a_rs + gk) / 8u];
+      a_tile[r * AS + q] = v;
     }
+    if (B_K_FAST) {  // B's columns col0.. as rows of k
+      for (uint e = tid; e < TN * 4u; e += NT) {
+        const uint r = e / 4u, q = e % 4u, gj = col0 + r, gk = k0 + q * 8u;
+        uvec4 v = uvec4(0u);
+        if (gj < p.n && gk < p.k) v = b[(b_off + gj * p.b_cs + gk) / 8u];
+        b_tile[r * AS + q] = v;
+      }
+    } else {  // B's rows k0.., TN / 8 vectors a row
+      const uint vr = TN / 8u;
+      for (uint e = tid; e < BK * vr; e += NT) {
+        const uint r = e / vr, q = e % vr, gk = k0 + r, gj = col0 + q * 8u;
+        uvec4 v = uvec4(0u);
+        if (gk < p.k && gj < p.n) v = b[(b_off + gk * p.b_rs + gj) / 8u];
+        b_tile[r * BS + q] = v;
+      }
+    }
+    barrier();
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
+      HALF_T fa[FM], fb[FN];
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
+        coopMatLoadNV(fa[i], a_tile, ((sg_m * FM + i) * 16u) * AS + kk / 8u, AS, false);
+      [[unroll]] for (uint j = 0u; j < FN; ++j) {
+        if (B_K_FAST)
+          coopMatLoadNV(fb[j], b_tile, ((sg_n * FN + j) * 16u) * AS + kk / 8u, AS, true);
+        else
+          coopMatLoadNV(fb[j], b_tile, kk * BS + (sg_n * FN + j) * 2u, BS, false);
+      }
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    }
+    barrier();
   }
-  const uint base = sg * 1024u;
-  [[unroll]] for (uint i = 0u; i < 2u; ++i)
-    [[unroll]] for (uint j = 0u; j < 2u; ++j)
-      if (row_in[i] && col_in[j]) coopMatStoreNV(acc[i][j], quarter, base + i * 16u * 32u + j * 16u, 32u, false);
-  subgroupMemoryBarrierShared();
-  subgroupBarrier();
-  for (uint e = gl_SubgroupInvocationID; e < 1024u; e += gl_SubgroupSize) {
-    const uint gi = r0 + e / 32u, gj = c0 + e % 32u;
-    if (gi >= p.m || gj >= p.n) continue;
-    float v = p.alpha * quarter[base + e];
-    if (HAS_C) v += p.beta * float(c[gi * p.c_rs + gj * p.c_cs]);
-    y[y_off + gi * p.n + gj] = float16_t(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
-  }
+
+  // Each block inside Y, through this subgroup's 16 x 16 of shared memory.
+  const uint base = sg * 256u;
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      const uint r0 = row0 + (sg_m * FM + i) * 16u, c0 = col0 + (sg_n * FN + j) * 16u;
+      if (r0 >= p.m || c0 >= p.n) continue;  // uniform in the subgroup
+      coopMatStoreNV(acc[i][j], block_out, base, 16u, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = gl_SubgroupInvocationID; e < 256u; e += gl_SubgroupSize) {
+        const uint gi = r0 + e / 16u, gj = c0 + e % 16u;
+        float v = p.alpha * block_out[base + e];
+        if (HAS_C) v += p.beta * float(c[gi * p.c_rs + gj * p.c_cs]);
+        y[y_off + gi * p.n + gj] = float16_t(FusedActivation(ACT, v, p.lo, p.hi, p.slope));
+      }
+      subgroupBarrier();
+    }
 }

@@ -74,12 +74,23 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   std::copy(g.sb, g.sb + 4, push.sb);
   uint32_t local[3], groups[3];
   if (CoopSuits(g, y)) {
-    // 64 x 64 tiles of four subgroups on the matrix units (gemm_coop.comp).
-    const uint32_t coop_local[3] = {128, 1, 1};
-    Groups1D((uint64_t{g.m} + 63) / 64 * ((uint64_t{g.n} + 63) / 64) * g.batches, 1, groups);
+    // On the matrix units (gemm_coop.comp): 128 x 128 tiles of eight
+    // subgroups (4 x 2 blocks each) where they still make 64 work groups,
+    // else 64 x 64 tiles of four (2 x 2 blocks each), for small products
+    // (a transformer's) to spread over the GPU. KILN_GPU_COOP_TILE=64|128
+    // forces one (A/B).
+    static const uint32_t forced = [] {
+      const char* v = std::getenv("KILN_GPU_COOP_TILE");
+      return v ? static_cast<uint32_t>(std::atoi(v)) : 0u;
+    }();
+    const uint64_t big_tiles = (uint64_t{g.m} + 127) / 128 * ((uint64_t{g.n} + 127) / 128) * g.batches;
+    const bool big = gpu()->gpuCaps().max_workgroup_invocations >= 256 && (forced ? forced == 128 : big_tiles >= 64);
+    const uint32_t sgm = 2, sgn = big ? 4 : 2, fm = big ? 4 : 2, fn = 2, tm = sgm * fm * 16, tn = sgn * fn * 16;
+    const uint32_t coop_local[3] = {sgm * sgn * 32, 1, 1};
+    Groups1D((uint64_t{g.m} + tm - 1) / tm * ((uint64_t{g.n} + tn - 1) / tn) * g.batches, 1, groups);
     const GpuBinding bb = b_buffer ? GpuBinding{nullptr, b_buffer} : GpuBinding{b};
     return add("gemm_coop", {{a}, bb, {c ? c : a}, {y, nullptr, true}}, push, groups, coop_local,
-               {g.b_rs == 1 && g.b_cs != 1, g.act.code, c != nullptr});
+               {g.b_rs == 1 && g.b_cs != 1, g.act.code, c != nullptr, sgm, sgn, fm, fn});
   }
   PickGemmTile(g.m, g.n, g.batches, gpu()->gpuCaps().max_workgroup_invocations, local);
   // The same tile with fewer invocations where each computes a register
