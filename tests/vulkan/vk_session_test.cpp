@@ -384,7 +384,7 @@ TEST(VulkanSession, Fp16StorageHalvesMemoryAndMatches) {
 // VK_NV_cooperative_matrix), MatMul and Gemm whose M, N and K are multiples
 // of 16 run gemm_coop (half products summed in float), with B along n or
 // along k, alpha, beta * C and a fused activation, in 64 x 64 tiles (64
-// rows) or 128 x 128 (8192 rows: 64 such tiles); other shapes, and every
+// rows) or 128 x 128 (32768 rows: 256 such tiles); other shapes, and every
 // device without them (lavapipe), take gemm. Each session on a fresh device
 // (KILN_VULKAN_SHARE=0), whose pipelines say which kernel ran; results
 // within fp16 tolerance of the host's.
@@ -408,7 +408,7 @@ TEST(VulkanSession, MatrixUnitsWhereTheDeviceHasThem) {
   ASSERT_TRUE(interp.ok());
   setenv("KILN_VULKAN_SHARE", "0", 1);
   { auto kept = VulkanDevice::Get(-1); }  // a device kept by earlier tests goes now
-  for (int64_t rows : {64, 8192, 10}) {
+  for (int64_t rows : {64, 32768, 10}) {
     const std::vector<float> in = Random(static_cast<size_t>(rows) * 48, -1, 1, 44);
     ScheduleConfig host;
     host.type = ForwardType::kHost;
@@ -445,7 +445,7 @@ TEST(VulkanSession, MatrixUnitsWhereTheDeviceHasThem) {
       }
       const bool has = (*d)->caps().coop_matrix_f16;
       EXPECT_EQ(coop_pipelines, has && rows % 16 == 0 ? 2 : 0) << (*d)->caps().toString();
-      EXPECT_EQ(large_tiles, has && rows == 8192 ? 2 : 0) << (*d)->caps().toString();
+      EXPECT_EQ(large_tiles, has && rows == 32768 ? 2 : 0) << (*d)->caps().toString();
       ASSERT_TRUE((*interp)->releaseSession(*s).ok());
     }
   }

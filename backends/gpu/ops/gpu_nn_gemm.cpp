@@ -75,16 +75,17 @@ Status GemmExecution::addGemm(const Tensor* a, const Tensor* b, const Tensor* c,
   uint32_t local[3], groups[3];
   if (CoopSuits(g, y)) {
     // On the matrix units (gemm_coop.comp): 128 x 128 tiles of eight
-    // subgroups (4 x 2 blocks each) where they still make 64 work groups,
-    // else 64 x 64 tiles of four (2 x 2 blocks each), for small products
-    // (a transformer's) to spread over the GPU. KILN_GPU_COOP_TILE=64|128
-    // forces one (A/B).
+    // subgroups (4 x 2 blocks each) where they still make 256 work groups,
+    // else 64 x 64 tiles of four (2 x 2 blocks each), for the product to
+    // spread over the GPU: on an H100 the 1024^3 product (64 large tiles)
+    // ran 0.050 ms in large tiles and 0.038 in small ones (57 TFLOP/s).
+    // KILN_GPU_COOP_TILE=64|128 forces one (A/B).
     static const uint32_t forced = [] {
       const char* v = std::getenv("KILN_GPU_COOP_TILE");
       return v ? static_cast<uint32_t>(std::atoi(v)) : 0u;
     }();
     const uint64_t big_tiles = (uint64_t{g.m} + 127) / 128 * ((uint64_t{g.n} + 127) / 128) * g.batches;
-    const bool big = gpu()->gpuCaps().max_workgroup_invocations >= 256 && (forced ? forced == 128 : big_tiles >= 64);
+    const bool big = gpu()->gpuCaps().max_workgroup_invocations >= 256 && (forced ? forced == 128 : big_tiles >= 256);
     const uint32_t sgm = 2, sgn = big ? 4 : 2, fm = big ? 4 : 2, fn = 2, tm = sgm * fm * 16, tn = sgn * fn * 16;
     const uint32_t coop_local[3] = {sgm * sgn * 32, 1, 1};
     Groups1D((uint64_t{g.m} + tm - 1) / tm * ((uint64_t{g.n} + tn - 1) / tn) * g.batches, 1, groups);
