@@ -17,7 +17,12 @@
 #include "thread_pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__x86_64__) || defined(__SSE2__)
 #include <emmintrin.h>
@@ -47,6 +52,7 @@ const QKernel kScalar{4, 16, 4, false, &MicroScalar};
 #if !(defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)))
 const QKernel* Avx512VnniKernel() { return nullptr; }
 const QKernel* Avx2QKernel() { return nullptr; }
+const QKernel* AmxKernel() { return nullptr; }
 #endif
 #if !(defined(__aarch64__) && defined(__ARM_NEON))
 const QKernel* NeonDotKernel() { return nullptr; }
@@ -62,6 +68,7 @@ const QKernel& KernelFor(QIsa isa) {
   const QKernel* k = nullptr;
   switch (isa) {
     case QIsa::kAvx512Vnni: k = qgemm_detail::Avx512VnniKernel(); break;
+    case QIsa::kAmx: k = qgemm_detail::AmxKernel(); break;
     case QIsa::kAvx2: k = qgemm_detail::Avx2QKernel(); break;
     case QIsa::kNeonDot: k = qgemm_detail::NeonDotKernel(); break;
     case QIsa::kScalar: break;
@@ -209,9 +216,35 @@ void FinishRow(const int32_t* __restrict c, int64_t cols, int32_t add, float sca
 
 }  // namespace
 
+namespace {
+
+// AMX: the CPU's tile and int8 features (CPUID leaf 7: EDX bits 24 and 25)
+// and the kernel's leave to use the tile data state (Linux asks a process
+// to request it: arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA), once.
+bool AmxUsable() {
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool usable = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 24)) || !(edx & (1u << 25))) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+#else
+  return false;
+#endif
+}
+
+// The ISA a matrix of depth K is packed and multiplied with: AMX's step is
+// 64 k, so shallower products (a stem's 27) keep VNNI's.
+QIsa EffectiveIsa(QIsa isa, int64_t K) { return isa == QIsa::kAmx && K < 64 ? QIsa::kAvx512Vnni : isa; }
+
+}  // namespace
+
 bool QIsaSupported(QIsa isa) {
   if (isa == QIsa::kScalar) return true;
   switch (isa) {
+    case QIsa::kAmx: return qgemm_detail::AmxKernel() && QIsaSupported(QIsa::kAvx512Vnni) && AmxUsable();
     case QIsa::kAvx512Vnni:
       if (!qgemm_detail::Avx512VnniKernel()) return false;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -233,7 +266,12 @@ bool QIsaSupported(QIsa isa) {
 }
 
 QIsa QBestIsa() {
-  static const QIsa best = QIsaSupported(QIsa::kAvx512Vnni) ? QIsa::kAvx512Vnni
+  static const bool amx_off = [] {
+    const char* e = std::getenv("KILN_HOST_AMX");
+    return e && e[0] == '0';
+  }();
+  static const QIsa best = !amx_off && QIsaSupported(QIsa::kAmx) ? QIsa::kAmx
+                           : QIsaSupported(QIsa::kAvx512Vnni) ? QIsa::kAvx512Vnni
                            : QIsaSupported(QIsa::kAvx2)     ? QIsa::kAvx2
                            : QIsaSupported(QIsa::kNeonDot)  ? QIsa::kNeonDot
                                                             : QIsa::kScalar;
@@ -257,6 +295,7 @@ void QInterleave4(const uint8_t* const rows[4], int64_t n, uint8_t flip, uint8_t
 const char* QIsaName(QIsa isa) {
   switch (isa) {
     case QIsa::kAvx512Vnni: return "avx512-vnni";
+    case QIsa::kAmx: return "amx-int8";
     case QIsa::kAvx2: return "avx2";
     case QIsa::kNeonDot: return "neon-dot";
     case QIsa::kScalar: return "scalar";
@@ -275,12 +314,14 @@ namespace {
 
 // QPackA's result for (isa, M, K) without its panels: the sizes alone.
 QPackedA QGeometry(QIsa isa, int64_t M, int64_t K) {
+  isa = EffectiveIsa(isa, K);
   const QKernel& k = KernelFor(isa);
   QPackedA p;
   p.isa = isa;
   p.M = M;
   p.K = K;
   p.kq = (K + k.kg - 1) / k.kg;
+  if (isa == QIsa::kAmx) p.kq = (p.kq + 15) / 16 * 16;  // whole steps of 64 k
   p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
   return p;
 }
@@ -301,14 +342,30 @@ bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& me
 }
 
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
-  const QKernel& k = KernelFor(isa);
   QPackedA p = QGeometry(isa, M, K);
+  const QKernel& k = KernelFor(p.isa);
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
   // Row i's k-th value lands at ((panel * kq + k / kg) * mr + r) * kg + k % kg
   // (panel, r = i / mr, i % mr): walked without divisions, kg values a step.
   const int kg = k.kg, mr = k.mr;
+  if (p.isa == QIsa::kAmx) {
+    // Panels of mr rows, each step of 64 k as mr rows of 64 bytes (a tile
+    // row each): row i's k at ((panel * steps + k / 64) * mr + i % mr) * 64
+    // + k % 64.
+    const int64_t steps = p.kq / 16;
+    for (int64_t i = 0; i < M; ++i) {
+      const int8_t* row = A + i * lda;
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < K; ++kk) {
+        sum += row[kk];
+        p.data[static_cast<size_t>((((i / mr) * steps + kk / 64) * mr + i % mr) * 64 + kk % 64)] = row[kk];
+      }
+      p.row_sum[static_cast<size_t>(i)] = sum;
+    }
+    return p;
+  }
   for (int64_t i = 0; i < M; ++i) {
     const int8_t* row = A + i * lda;
     const int64_t base = ((i / mr) * p.kq * mr + i % mr) * kg;
@@ -429,7 +486,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
       }
     }
     int64_t packed_block = -1;
-    alignas(64) int32_t tile[8 * 32];
+    alignas(64) int32_t tile[32 * 32];  // mr x nr of every kernel
     for (int64_t t = begin; t < end; ++t) {
       const int64_t blk = rows_each ? t % blocks : t / split, ms = rows_each ? t / blocks : t % split;
       const int64_t j0 = blk * nc, ncols = std::min(nc, N - j0), ncols_pad = (ncols + nr - 1) / nr * nr;
@@ -476,7 +533,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         if (next && !spread) gemm_detail::PrefetchLines(next, (abytes + 63) / 64);
         const int64_t row_tiles = (ncols + nr - 1) / nr;
         // The panel's row offsets (the flip's correction included).
-        int32_t add[8];
+        int32_t add[32];
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t m = m0 + r;
           add[r] = ep.row_add ? ep.row_add[m] : 0;

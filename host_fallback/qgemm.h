@@ -6,6 +6,9 @@
 // epilogue adds a per-row offset and requantizes (or stores the int32 sums).
 //
 // Micro-kernels, picked at run time by CPU features:
+//   AMX           32 x 32 tile, tdpbsud on tile registers (Intel Sapphire
+//                 Rapids on; K of 64 or more, else VNNI's), the OS asked
+//                 for the tile state once (KILN_HOST_AMX=0: not used)
 //   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane)
 //   AVX2          6 x 16 tile, u8 widened to i16 and vpmaddwd (exact; the
 //                 vpmaddubsw shortcut saturates at i16 and is not used)
@@ -23,7 +26,7 @@ namespace kiln {
 
 class ThreadPool;
 
-enum class QIsa { kScalar, kAvx2, kAvx512Vnni, kNeonDot };
+enum class QIsa { kScalar, kAvx2, kAvx512Vnni, kNeonDot, kAmx };
 
 bool QIsaSupported(QIsa isa);
 QIsa QBestIsa();
@@ -150,6 +153,7 @@ struct QKernel {
   QGemv gemv = nullptr;  // null: narrow B takes the tiles
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
+const QKernel* AmxKernel();  // A packed in rows of 64 k a step (QPackA), kq a multiple of 16
 const QKernel* Avx2QKernel();
 const QKernel* NeonDotKernel();
 }  // namespace qgemm_detail

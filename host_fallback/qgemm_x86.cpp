@@ -12,6 +12,7 @@
 // widened to two vectors of i16 pairs; each row's two weights (int16, packed
 // as such) are broadcast and vpmaddwd adds both products into the column's
 // int32 lane: 12 accumulators, exact for every input.
+// AMX, 32 x 32: four tile products of 16 x 16 x 64 a step (MicroAmx).
 #include "qgemm.h"
 
 #include "gemm.h"
@@ -215,14 +216,59 @@ void GemvVnni(int64_t kq, const int8_t* a, int64_t abytes, int64_t panels, const
 #undef KILN_VNNI_ACCS
 #undef KILN_VNNI_TARGET
 
+// AMX (Intel's tile registers), 32 x 32: the four 16 x 16 int32 tiles of
+// the output in tiles 0-3; each step of 64 k loads A's two 16-row halves
+// (16 rows x 64 int8, a packed panel's 2 KB: QPackA's AMX layout, rows of
+// 64 k) and B's two 16-column halves (16 groups x 16 columns x 4 u8, the
+// nr = 32 panel's rows of 128 bytes, 64 apart) and issues four tdpbsud (s8
+// x u8, 16 x 16 x 64 products each). The tile configuration is loaded at
+// the start and released at the end of every call, so that no thread keeps
+// the tile state between calls.
+// The tile configuration (palette 1; tiles 0-7 of 16 rows of 64 bytes), a
+// constant in memory: GCC 12 does not count ldtilecfg as a read of its
+// operand and dropped the stores of a configuration built on the stack.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette, start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+constexpr AmxTileConfig kAmxConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+__attribute__((target("amx-tile,amx-int8"))) void MicroAmx(int64_t kq, const int8_t* a, const uint8_t* b,
+                                                            int32_t* c) {
+  _tile_loadconfig(&kAmxConfig);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t q = 0; q < kq; q += 16, a += 2048, b += 16 * 128) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a + 1024, 64);
+    _tile_loadd(6, b, 128);
+    _tile_loadd(7, b + 64, 128);
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 4, 7);
+    _tile_dpbsud(2, 5, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
+  _tile_stored(0, c, 128);
+  _tile_stored(1, c + 16, 128);
+  _tile_stored(2, c + 16 * 32, 128);
+  _tile_stored(3, c + 16 * 32 + 16, 128);
+  _tile_release();
+}
+
 const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf,
                     &MicroFinishVnniGrouped, &GemvVnni};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
+const QKernel kAmx{32, 32, 4, false, &MicroAmx, &FinishAvx512};
 
 }  // namespace
 
 const QKernel* Avx512VnniKernel() { return &kVnni; }
 const QKernel* Avx2QKernel() { return &kAvx2; }
+const QKernel* AmxKernel() { return &kAmx; }
 
 }  // namespace kiln::qgemm_detail
 

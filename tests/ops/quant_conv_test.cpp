@@ -36,7 +36,7 @@ TEST(QGemm, EveryKernelSumsExactly) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
   int kernels = 0;
-  for (QIsa isa : {QIsa::kScalar, QIsa::kAvx2, QIsa::kAvx512Vnni, QIsa::kNeonDot}) {
+  for (QIsa isa : {QIsa::kScalar, QIsa::kAvx2, QIsa::kAvx512Vnni, QIsa::kNeonDot, QIsa::kAmx}) {
     if (!QIsaSupported(isa)) continue;
     ++kernels;
     // Odd sizes: partial tiles in M and N, K not a multiple of the dot width;

@@ -158,6 +158,7 @@ Case QConv(const char* kernel, int64_t c, int64_t hw, int k, int64_t group) {
 double HostInt8Factor() {
   switch (QBestIsa()) {
     case QIsa::kAvx512Vnni:
+    case QIsa::kAmx:  // its tile products can pass this roof
     case QIsa::kNeonDot: return 4;
     case QIsa::kAvx2: return 2;
     case QIsa::kScalar: return 1;
