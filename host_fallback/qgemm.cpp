@@ -235,11 +235,16 @@ bool AmxUsable() {
 #endif
 }
 
-// The ISA a matrix of depth K is packed and multiplied with: AMX's step is
-// 64 k, so shallower products (a stem's 27) keep VNNI's.
-QIsa EffectiveIsa(QIsa isa, int64_t K) { return isa == QIsa::kAmx && K < 64 ? QIsa::kAvx512Vnni : isa; }
+// The ISA a matrix of depth K is packed and multiplied with: below 128 k
+// AMX's fixed costs (the tile configuration, the int32 tile stored and
+// requantized apart, no grouped B) outweigh its products: `kiln-kernelbench
+// --kernels qconv1x1` c64 on 56x56 (K = 64) 0.120 ms with VNNI, 0.160 with
+// AMX; c128 on 28x28 (K = 128) 0.099 / 0.095; 3x3 convs 1.6-1.75x faster.
+QIsa EffectiveIsa(QIsa isa, int64_t K) { return isa == QIsa::kAmx && K < 128 ? QIsa::kAvx512Vnni : isa; }
 
 }  // namespace
+
+QIsa QIsaFor(int64_t K) { return EffectiveIsa(QBestIsa(), K); }
 
 bool QIsaSupported(QIsa isa) {
   if (isa == QIsa::kScalar) return true;

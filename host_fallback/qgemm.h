@@ -7,7 +7,7 @@
 //
 // Micro-kernels, picked at run time by CPU features:
 //   AMX           32 x 32 tile, tdpbsud on tile registers (Intel Sapphire
-//                 Rapids on; K of 64 or more, else VNNI's), the OS asked
+//                 Rapids on; K of 128 or more, else VNNI's), the OS asked
 //                 for the tile state once (KILN_HOST_AMX=0: not used)
 //   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane)
 //   AVX2          6 x 16 tile, u8 widened to i16 and vpmaddwd (exact; the
@@ -30,6 +30,9 @@ enum class QIsa { kScalar, kAvx2, kAvx512Vnni, kNeonDot, kAmx };
 
 bool QIsaSupported(QIsa isa);
 QIsa QBestIsa();
+// The ISA QPackA(QBestIsa(), M, K, ...) packs for: QBestIsa's, or where
+// that is AMX and K is below 128, AVX-512 VNNI's.
+QIsa QIsaFor(int64_t K);
 const char* QIsaName(QIsa isa);
 
 // A packed once: mr-row panels of kq groups of kg values (int8, or int16 for

@@ -431,7 +431,7 @@ class QConvExecution final : public Execution {
     if (p && p->strides())
       for (int64_t s : *p->strides()) unit_stride = unit_stride && s == 1;
     grouped_ = qlinear_ && !depthwise && wide_on_ && grouped_on_ && unit_stride && taps > 1 &&
-               QGroupedTile(QBestIsa()) != 0 && cg * taps == per && 16 * Quads(cg) <= 5 * cg;
+               QGroupedTile(QIsaFor(Quads(cg) * 4 * taps)) != 0 && cg * taps == per && 16 * Quads(cg) <= 5 * cg;
     const int64_t depth = grouped_ ? Quads(cg) * 4 * taps : per;
     if (!depthwise && adoptPanels(Mg, depth, group)) {
       packed_ok_ = true;
@@ -548,7 +548,7 @@ class QConvExecution final : public Execution {
     if (grouped_) {
       // Quad planes of hp_ x wp_ positions (rounded up to whole lines); the
       // last one's slack covers a last tile read past the wide rows' end.
-      const int64_t taps = kh * kw, quads = Quads(Cg_), tile = QGroupedTile(QBestIsa());
+      const int64_t taps = kh * kw, quads = Quads(Cg_), tile = QGroupedTile(packed_[0].isa);
       quad_cols_ = (hp_ * wp_ + 15) / 16 * 16;
       group_off_.clear();
       for (int64_t q = 0; q < quads; ++q)
