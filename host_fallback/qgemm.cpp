@@ -235,12 +235,12 @@ bool AmxUsable() {
 #endif
 }
 
-// The ISA a matrix of depth K is packed and multiplied with: below 128 k
-// AMX's fixed costs (the tile configuration, the int32 tile stored and
-// requantized apart, no grouped B) outweigh its products: `kiln-kernelbench
-// --kernels qconv1x1` c64 on 56x56 (K = 64) 0.120 ms with VNNI, 0.160 with
-// AMX; c128 on 28x28 (K = 128) 0.099 / 0.095; 3x3 convs 1.6-1.75x faster.
-QIsa EffectiveIsa(QIsa isa, int64_t K) { return isa == QIsa::kAmx && K < 128 ? QIsa::kAvx512Vnni : isa; }
+// The ISA a matrix of depth K is packed and multiplied with: AMX's step is
+// 64 k, and shallower products (MobileNetV2's 16- to 32-channel pointwise
+// convs, a stem's 27) keep VNNI's: padded to 64 they ran MobileNetV2 int8
+// 2.92 -> 3.04 ms (1 thread). `kiln-kernelbench --kernels qconv1x1` c64
+// on 56x56 (K = 64): 0.108-0.117 ms with VNNI, 0.060-0.083 with AMX.
+QIsa EffectiveIsa(QIsa isa, int64_t K) { return isa == QIsa::kAmx && K < 64 ? QIsa::kAvx512Vnni : isa; }
 
 }  // namespace
 
@@ -579,6 +579,7 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
         }
       }
     }
+    if (k.done) k.done();
   }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1)));
   return !failed.load(std::memory_order_relaxed);
 }

@@ -7,7 +7,7 @@
 //
 // Micro-kernels, picked at run time by CPU features:
 //   AMX           32 x 32 tile, tdpbsud on tile registers (Intel Sapphire
-//                 Rapids on; K of 128 or more, else VNNI's), the OS asked
+//                 Rapids on; K of 64 or more, else VNNI's), the OS asked
 //                 for the tile state once (KILN_HOST_AMX=0: not used)
 //   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane)
 //   AVX2          6 x 16 tile, u8 widened to i16 and vpmaddwd (exact; the
@@ -31,7 +31,7 @@ enum class QIsa { kScalar, kAvx2, kAvx512Vnni, kNeonDot, kAmx };
 bool QIsaSupported(QIsa isa);
 QIsa QBestIsa();
 // The ISA QPackA(QBestIsa(), M, K, ...) packs for: QBestIsa's, or where
-// that is AMX and K is below 128, AVX-512 VNNI's.
+// that is AMX and K is below 64, AVX-512 VNNI's.
 QIsa QIsaFor(int64_t K);
 const char* QIsaName(QIsa isa);
 
@@ -154,6 +154,7 @@ struct QKernel {
   QMicroFinishPf micro_finish_pf = nullptr;  // null: none
   QMicroFinishGrouped micro_finish_grouped = nullptr;  // null: no grouped B
   QGemv gemv = nullptr;  // null: narrow B takes the tiles
+  void (*done)() = nullptr;  // after a thread's task: state the kernel keeps between calls let go (AMX's tiles)
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* AmxKernel();  // A packed in rows of 64 k a step (QPackA), kq a multiple of 16

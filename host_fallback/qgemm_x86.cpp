@@ -235,9 +235,22 @@ struct alignas(64) AmxTileConfig {
 };
 constexpr AmxTileConfig kAmxConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 
+// Whether this thread's tile configuration is loaded (MicroAmx loads it,
+// AmxDone releases it at the end of each task of QGemm's).
+thread_local bool tl_amx_ready = false;
+
+__attribute__((target("amx-tile"))) void AmxDone() {
+  if (!tl_amx_ready) return;
+  _tile_release();
+  tl_amx_ready = false;
+}
+
 __attribute__((target("amx-tile,amx-int8"))) void MicroAmx(int64_t kq, const int8_t* a, const uint8_t* b,
                                                             int32_t* c) {
-  _tile_loadconfig(&kAmxConfig);
+  if (!tl_amx_ready) {
+    _tile_loadconfig(&kAmxConfig);
+    tl_amx_ready = true;
+  }
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -256,13 +269,16 @@ __attribute__((target("amx-tile,amx-int8"))) void MicroAmx(int64_t kq, const int
   _tile_stored(1, c + 16, 128);
   _tile_stored(2, c + 16 * 32, 128);
   _tile_stored(3, c + 16 * 32 + 16, 128);
-  _tile_release();
 }
 
 const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf,
                     &MicroFinishVnniGrouped, &GemvVnni};
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
-const QKernel kAmx{32, 32, 4, false, &MicroAmx, &FinishAvx512};
+const QKernel kAmx = [] {
+  QKernel k{32, 32, 4, false, &MicroAmx, &FinishAvx512};
+  k.done = &AmxDone;
+  return k;
+}();
 
 }  // namespace
 
