@@ -53,7 +53,7 @@ int Usage() {
                "                  [--warmup 5] [--precision normal|high|low] [--tuning none|fast|full]\n"
                "                  [--layout auto|planar|packed]\n"
                "                  [--shape NAME=D0,D1,...] [--input NAME=FILE.npy] [--state OUT=IN]\n"
-               "                  [--profile [--trace FILE.json]] [--json]\n");
+               "                  [--profile [--trace FILE.json]] [--json] [--times FILE]\n");
   return 2;
 }
 
@@ -69,6 +69,7 @@ struct Options {
   bool json = false;
   bool profile = false;
   std::string trace = "kiln-trace.json";
+  std::string times;  // --times FILE: each timed run's ms, in order, a line each
 };
 
 struct Result {
@@ -198,6 +199,12 @@ Status Bench(const std::string& path, const std::string& backend, const Options&
     t0 = Clock::now();
     KILN_RETURN_IF_ERROR(s->run());
     times.push_back(Ms(t0, Clock::now()));
+  }
+  if (!o.times.empty()) {
+    FILE* f = std::fopen(o.times.c_str(), "a");
+    if (!f) return Unavailable("cannot write --times file %s", o.times.c_str());
+    for (double t : times) std::fprintf(f, "%.4f\n", t);
+    std::fclose(f);
   }
   std::sort(times.begin(), times.end());
   if (!times.empty()) {
@@ -425,6 +432,10 @@ int main(int argc, char** argv) {
       o.json = true;
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (a == "--times") {
+      const char* v = next();
+      if (!v) return Usage();
+      o.times = v;
     } else if (a == "--trace") {
       const char* v = next();
       if (!v) return Usage();
