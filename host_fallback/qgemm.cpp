@@ -363,11 +363,11 @@ QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
     for (int64_t i = 0; i < M; ++i) {
       const int8_t* row = A + i * lda;
       int32_t sum = 0;
-      for (int64_t kk = 0; kk < K; ++kk) {
-        sum += row[kk];
-        p.data[static_cast<size_t>((((i / mr) * steps + kk / 64) * mr + i % mr) * 64 + kk % 64)] = row[kk];
-      }
+      for (int64_t kk = 0; kk < K; ++kk) sum += row[kk];
       p.row_sum[static_cast<size_t>(i)] = sum;
+      int8_t* d = p.data.data() + (((i / mr) * steps) * mr + i % mr) * 64;
+      for (int64_t kb = 0; kb * 64 < K; ++kb, d += mr * 64)
+        std::memcpy(d, row + kb * 64, static_cast<size_t>(std::min<int64_t>(64, K - kb * 64)));
     }
     return p;
   }

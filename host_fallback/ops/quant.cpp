@@ -100,15 +100,6 @@ Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t
   return Status::Ok();
 }
 
-bool NarrowToInt8(const std::vector<int32_t>& v, std::vector<int8_t>* out) {
-  out->resize(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] < -128 || v[i] > 127) return false;
-    (*out)[i] = static_cast<int8_t>(v[i]);
-  }
-  return true;
-}
-
 bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k) {
   if (k >= op.inputs.size()) return true;  // absent: nothing to change
   const int t = op.inputs[k];
@@ -465,32 +456,81 @@ Status RunDynamicQuantize(const GraphOp&, const std::vector<Tensor*>& in, const 
 
 }  // namespace
 
+namespace {
+
+// Centered's checks: t is 8-bit, its zero points one or `per` (returned).
+StatusOr<IntVec> CenterZeroPoints(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what, int64_t per) {
+  if (t.dtype() != fb::DataType::I8 && t.dtype() != fb::DataType::U8)
+    return InvalidArgument("%s: '%s' must be int8 or uint8, is %s", op.typeName(), NameOf(t), DataTypeName(t.dtype()));
+  KILN_ASSIGN_OR_RETURN(IntVec zp, quant::ZeroPoints(op, z, what, t.dtype(), 1));
+  if (zp.size() != 1 && static_cast<int64_t>(zp.size()) != per)
+    return InvalidArgument("%s: %s '%s' has %zu values; it takes one (per tensor) or %lld", op.typeName(), what,
+                           NameOf(*z), zp.size(), static_cast<long long>(per));
+  return zp;
+}
+
+// v[i] = t[i] - its zero point, for every element (runs of `inner` share
+// one, the whole tensor when there is one); returns the values' OR of
+// (value - INT8_MIN) bits past the low 8 (0: every value fits int8).
+template <typename Out>
+uint32_t CenterInto(const Tensor& t, const IntVec& zp, int64_t per, int64_t inner, Out* v) {
+  const int64_t count = t.elementCount();
+  const bool one = zp.size() == 1;
+  const std::vector<int32_t> z32(zp.begin(), zp.end());
+  uint32_t outside = 0;
+  auto center = [&](const auto* x) {
+    if (!one && inner == 1) {  // element i's zero point is z32[i % per]: rows of per
+      for (int64_t b = 0; b < count; b += per) {
+        const int64_t n = std::min(per, count - b);
+        for (int64_t j = 0; j < n; ++j) {
+          const int32_t c = static_cast<int32_t>(x[b + j]) - z32[static_cast<size_t>(j)];
+          outside |= static_cast<uint32_t>(c + 128) & ~0xFFu;
+          v[b + j] = static_cast<Out>(c);
+        }
+      }
+      return;
+    }
+    // Runs of `run` elements share a zero point, the next run the next one.
+    const int64_t run = one ? count : inner;
+    size_t zi = 0;
+    for (int64_t b = 0; b < count; b += run) {
+      const int32_t zv = z32[zi];
+      if (!one && static_cast<int64_t>(++zi) == per) zi = 0;
+      const int64_t e = std::min(count, b + run);
+      for (int64_t i = b; i < e; ++i) {
+        const int32_t c = static_cast<int32_t>(x[i]) - zv;
+        outside |= static_cast<uint32_t>(c + 128) & ~0xFFu;
+        v[i] = static_cast<Out>(c);
+      }
+    }
+  };
+  if (count <= 0 || (!one && inner <= 0)) return 0;
+  if (t.dtype() == fb::DataType::I8) center(static_cast<const int8_t*>(t.hostData()));
+  else center(static_cast<const uint8_t*>(t.hostData()));
+  return outside;
+}
+
+}  // namespace
+
 // Values of an 8-bit operand minus its zero point, as int32. The zero point
 // is per tensor (one value) or, with `per` > 1 values, per index along
 // (element / inner) % per.
 StatusOr<std::vector<int32_t>> quant::Centered(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what,
                                                int64_t per, int64_t inner) {
-  if (t.dtype() != fb::DataType::I8 && t.dtype() != fb::DataType::U8)
-    return InvalidArgument("%s: '%s' must be int8 or uint8, is %s", op.typeName(), NameOf(t), DataTypeName(t.dtype()));
-  KILN_ASSIGN_OR_RETURN(IntVec zp, ZeroPoints(op, z, what, t.dtype(), 1));
-  if (zp.size() != 1 && static_cast<int64_t>(zp.size()) != per)
-    return InvalidArgument("%s: %s '%s' has %zu values; it takes one (per tensor) or %lld", op.typeName(), what,
-                           NameOf(*z), zp.size(), static_cast<long long>(per));
-  const int64_t count = t.elementCount();
-  std::vector<int32_t> v(static_cast<size_t>(count));
-  // Runs of `inner` elements share a zero point (the whole tensor when there is one).
-  const int64_t run = zp.size() == 1 ? count : inner;
-  auto center = [&](const auto* x) {
-    for (int64_t b = 0; b < count; b += run) {
-      const int32_t zv = static_cast<int32_t>(zp.size() == 1 ? zp[0] : zp[static_cast<size_t>((b / inner) % per)]);
-      const int64_t e = std::min(count, b + run);
-      for (int64_t i = b; i < e; ++i) v[static_cast<size_t>(i)] = static_cast<int32_t>(x[i]) - zv;
-    }
-  };
-  if (run <= 0) return v;
-  if (t.dtype() == fb::DataType::I8) center(static_cast<const int8_t*>(t.hostData()));
-  else center(static_cast<const uint8_t*>(t.hostData()));
+  KILN_ASSIGN_OR_RETURN(IntVec zp, CenterZeroPoints(op, t, z, what, per));
+  std::vector<int32_t> v(static_cast<size_t>(t.elementCount()));
+  CenterInto(t, zp, per, inner, v.data());
   return v;
+}
+
+// The same straight into int8, with no int32 copy of the weights between
+// (int8 ResNet-50's session: 4 bytes a weight written and read back).
+bool quant::CenteredInt8(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what, int64_t per,
+                         int64_t inner, std::vector<int8_t>* out) {
+  StatusOr<IntVec> zp = CenterZeroPoints(op, t, z, what, per);
+  if (!zp.ok()) return false;
+  out->resize(static_cast<size_t>(t.elementCount()));
+  return CenterInto(t, *zp, per, inner, out->data()) == 0;
 }
 
 namespace {

@@ -31,9 +31,11 @@ bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k);
 // (element / inner) % per), as int32; errors name the operand.
 StatusOr<std::vector<int32_t>> Centered(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what,
                                         int64_t per, int64_t inner);
-// `v` as int8 (the QGemm operand); false when a value leaves int8's range
+// Centered's values as int8 (the QGemm operand), in one pass; false when
+// Centered would fail (it names the problem) or a value leaves int8's range
 // (e.g. uint8 weights with zero point 0).
-bool NarrowToInt8(const std::vector<int32_t>& v, std::vector<int8_t>* out);
+bool CenteredInt8(const GraphOp& op, const Tensor& t, const Tensor* z, const char* what, int64_t per, int64_t inner,
+                  std::vector<int8_t>* out);
 
 // The reference kernels (any rank, group, zero points; exact int64 sums).
 Status RunQLinearConvReference(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,

@@ -437,9 +437,8 @@ class QConvExecution final : public Execution {
       packed_ok_ = true;
       return;
     }
-    StatusOr<std::vector<int32_t>> wide = quant::Centered(op_, w, wz, "w_zero_point", M, per);
     std::vector<int8_t> centered;
-    if (!wide.ok() || !quant::NarrowToInt8(*wide, &centered)) return;  // the reference reports or handles it
+    if (!quant::CenteredInt8(op_, w, wz, "w_zero_point", M, per, &centered)) return;  // the reference reports or handles it
     if (depthwise) {
       dw_w_.assign(centered.begin(), centered.end());
       dw_q8_ = nn::PackDepthwiseQ8(centered.data(), M, w.length(2), w.length(3));

@@ -424,7 +424,8 @@ TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
 // of u8 or i8, int8 weights with per-column or per-tensor scales and zero
 // points, with and without Kiln's int32 bias (input 8, fuse_qdq's Gemm),
 // bit for bit against the sums written here; and the bias through the
-// reference kernel (weights given as an input).
+// reference kernel (weights given as an input). 15 rows of K = 70: the
+// AMX kernel where the CPU has it.
 TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
   std::mt19937 rng(21);
   struct Case {
@@ -436,7 +437,7 @@ TEST(QLinearMatMulFast, ConstantWeightsAgainstReference) {
       const bool xi8 = cs.xi8, per_column = cs.per_column;
       SCOPED_TRACE(std::string(xi8 ? "x i8" : "x u8") + (per_column ? ", per column" : ", per tensor") +
                    (cs.bias ? ", bias" : "") + (cs.const_w ? "" : ", weights an input"));
-      const int64_t B = 3, M = 5, K = 37, N = 19;
+      const int64_t B = 3, M = 5, K = 70, N = 19;  // K of 64 or more: AMX where the CPU has it
       std::vector<uint8_t> x(static_cast<size_t>(B * M * K));
       std::vector<int8_t> w(static_cast<size_t>(K * N));
       for (auto& v : x) v = static_cast<uint8_t>(rng() & 255);
