@@ -1,6 +1,7 @@
 #include "gpu_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -83,6 +84,11 @@ void GpuExecution::addCopy(const Tensor* src, const Tensor* dst) {
   GpuDispatch d;
   d.bindings = {{src, nullptr, false}, {dst, nullptr, true}};
   dispatches_.push_back(std::move(d));
+}
+
+bool EnvIsZero(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "0") == 0;
 }
 
 StatusOr<DevicePeaks> MeasurePeakSchedule(

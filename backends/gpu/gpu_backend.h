@@ -325,6 +325,10 @@ struct PeakPush {
   uint32_t n, iters;
   float x, y;
 };
+// True when the environment variable `name` is "0": a capability or path of
+// the GPU backends switched off for diagnosis or A/B runs.
+bool EnvIsZero(const char* name);
+
 // The measuring schedule both GPU backends' measurePeaks use, around their
 // own `run(mode, push, &seconds)` (one dispatch of the peak kernel over
 // push.n items, submitted and waited for): FMA rounds grown until one

@@ -24,12 +24,6 @@ T DeviceValue(const ClApi& cl, cl_device_id d, cl_device_info what) {
   return v;
 }
 
-// A capability switched off for diagnosis: `name` set to "0".
-bool EnvIsZero(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::string(v) == "0";
-}
-
 int Rank(cl_device_type t) {
   if (t & CL_DEVICE_TYPE_GPU) return 0;
   if (t & CL_DEVICE_TYPE_ACCELERATOR) return 1;

@@ -77,11 +77,6 @@ bool EnvFlag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-bool EnvIsZero(const char* name) {
-  const char* v = std::getenv(name);
-  return v && std::strcmp(v, "0") == 0;
-}
-
 // Whether the device multiplies 16 x 16 x 16 half matrices into float ones
 // in a subgroup (gemm_coop.comp's shape).
 bool HasCoopShape(VkPhysicalDevice physical) {

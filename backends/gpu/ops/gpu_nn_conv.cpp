@@ -441,10 +441,7 @@ class ConvExecution final : public GemmExecution {
   // 16 products to outweigh the transforms: through Winograd F(2x2, 3x3)
   // (2.25x fewer multiply-adds). KILN_GPU_WINOGRAD=0 turns it off.
   static bool WinogradSuits(const ConvShapes& s, const Window& w) {
-    static const bool on = [] {
-      const char* v = std::getenv("KILN_GPU_WINOGRAD");
-      return !(v && std::strcmp(v, "0") == 0);
-    }();
+    static const bool on = !EnvIsZero("KILN_GPU_WINOGRAD");
     return on && s.in.size() == 2 && s.groups == 1 && w.kh == 3 && w.kw == 3 && w.sh == 1 && w.sw == 1 &&
            w.dh == 1 && w.dw == 1 && s.c >= 8 && s.m >= 8;
   }

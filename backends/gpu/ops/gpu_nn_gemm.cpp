@@ -47,10 +47,7 @@ void PickGemmTile(uint64_t rows, uint64_t cols, uint64_t batches, uint32_t max_i
 // k, and every row stride and batch offset a multiple of 8 halves (the 16
 // bytes its loads need). KILN_GPU_COOP=0 leaves it out (A/B).
 bool GemmExecution::CoopSuits(const GemmArgs& g, const Tensor* y) const {
-  static const bool on = [] {
-    const char* v = std::getenv("KILN_GPU_COOP");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static const bool on = !EnvIsZero("KILN_GPU_COOP");
   if (!on || !gpu()->gpuCaps().coop_matrix_f16 || !gpu()->halfStorage() || y->dtype() != fb::DataType::F32)
     return false;
   if (g.m % 16 || g.n % 16 || g.k % 16 || g.a_cs != 1 || g.a_rs % 8) return false;
