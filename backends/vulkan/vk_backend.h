@@ -29,7 +29,6 @@
 // Thread-safety: one session, one thread (see backend.h).
 #pragma once
 
-#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -83,9 +82,7 @@ class VulkanBackend final : public GpuBackend {
   VulkanDevice& device() { return *device_; }
   const VulkanCaps& caps() const { return device_->caps(); }
   bool opTime(const Execution* e, double* ms) const override;
-  // Pipelines this backend created (not those an earlier session of the
-  // device made) / how long it took (cold-start figures).
-  size_t pipelinesCreated() const { return pipelines_created_; }
+  // How long creating this backend's pipelines took (cold-start figures).
   double pipelineMs() const { return pipeline_ms_; }
   // Writes the device's pipeline cache to ScheduleConfig::cacheFile where
   // it holds more than the file gave it (or the file gave nothing).
@@ -131,7 +128,6 @@ class VulkanBackend final : public GpuBackend {
   // the file was missing or refused (then written at the end regardless).
   size_t cache_loaded_bytes_ = 0;
   std::vector<VulkanPipeline*> pending_;  // asked for, pipeline not made yet
-  std::atomic<size_t> pipelines_created_{0};
   double pipeline_ms_ = 0;
 
   VkCommandPool command_pool_ = VK_NULL_HANDLE;

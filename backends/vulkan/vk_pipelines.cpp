@@ -150,7 +150,7 @@ namespace {
 // vkCreateShaderModule + vkCreateComputePipelines for one pipeline (called
 // from several threads at once: both are thread-safe, the cache internally
 // synchronized); nothing when another session made it meanwhile.
-Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p, std::atomic<size_t>* created) {
+Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p) {
   std::lock_guard<std::mutex> lock(p->create_mutex);
   if (p->pipeline) return Status::Ok();
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
@@ -170,7 +170,6 @@ Status CreatePipeline(VkDevice dev, VkPipelineCache cache, VulkanPipeline* p, st
   cpi.layout = p->layout;
   Status st = VkCheck(vkCreateComputePipelines(dev, cache, 1, &cpi, nullptr, &p->pipeline), p->name.c_str());
   vkDestroyShaderModule(dev, module, nullptr);
-  if (st.ok()) ++*created;
   return st;
 }
 
@@ -188,7 +187,7 @@ Status VulkanBackend::createPending() {
   std::vector<Status> status(todo.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = CreatePipeline(dev, cache, todo[i], &pipelines_created_);
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = CreatePipeline(dev, cache, todo[i]);
   };
   // KILN_VK_PIPELINE_THREADS=N caps the threads (1: one after another).
   size_t cap = 8;
