@@ -352,31 +352,26 @@ QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
-  // Row i's k-th value lands at ((panel * kq + k / kg) * mr + r) * kg + k % kg
-  // (panel, r = i / mr, i % mr): walked without divisions, kg values a step.
   const int kg = k.kg, mr = k.mr;
-  if (p.isa == QIsa::kAmx) {
-    // Panels of mr rows, each step of 64 k as mr rows of 64 bytes (a tile
-    // row each): row i's k at ((panel * steps + k / 64) * mr + i % mr) * 64
-    // + k % 64.
-    const int64_t steps = p.kq / 16;
-    for (int64_t i = 0; i < M; ++i) {
-      const int8_t* row = A + i * lda;
-      int32_t sum = 0;
-      for (int64_t kk = 0; kk < K; ++kk) sum += row[kk];
-      p.row_sum[static_cast<size_t>(i)] = sum;
-      int8_t* d = p.data.data() + (((i / mr) * steps) * mr + i % mr) * 64;
-      for (int64_t kb = 0; kb * 64 < K; ++kb, d += mr * 64)
-        std::memcpy(d, row + kb * 64, static_cast<size_t>(std::min<int64_t>(64, K - kb * 64)));
-    }
-    return p;
-  }
+  const int64_t steps = p.kq / 16;  // AMX: steps of 64 k
   for (int64_t i = 0; i < M; ++i) {
     const int8_t* row = A + i * lda;
-    const int64_t base = ((i / mr) * p.kq * mr + i % mr) * kg;
     int32_t sum = 0;
     for (int64_t kk = 0; kk < K; ++kk) sum += row[kk];
     p.row_sum[static_cast<size_t>(i)] = sum;
+    if (p.isa == QIsa::kAmx) {
+      // Panels of mr rows, each step of 64 k as mr rows of 64 bytes (a tile
+      // row each): row i's k at ((panel * steps + k / 64) * mr + i % mr) *
+      // 64 + k % 64.
+      int8_t* d = p.data.data() + (((i / mr) * steps) * mr + i % mr) * 64;
+      for (int64_t kb = 0; kb * 64 < K; ++kb, d += mr * 64)
+        std::memcpy(d, row + kb * 64, static_cast<size_t>(std::min<int64_t>(64, K - kb * 64)));
+      continue;
+    }
+    // Row i's k-th value lands at ((panel * kq + k / kg) * mr + r) * kg + k %
+    // kg (panel, r = i / mr, i % mr): walked without divisions, kg values a
+    // step.
+    const int64_t base = ((i / mr) * p.kq * mr + i % mr) * kg;
     if (k.a16) {  // int16 values in the byte vector (written bytewise: no aliasing)
       int8_t* d = p.data.data() + base * 2;
       for (int64_t q = 0, kk = 0; q < p.kq; ++q, d += mr * kg * 2)

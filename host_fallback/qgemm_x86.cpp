@@ -221,9 +221,11 @@ void GemvVnni(int64_t kq, const int8_t* a, int64_t abytes, int64_t panels, const
 // (16 rows x 64 int8, a packed panel's 2 KB: QPackA's AMX layout, rows of
 // 64 k) and B's two 16-column halves (16 groups x 16 columns x 4 u8, the
 // nr = 32 panel's rows of 128 bytes, 64 apart) and issues four tdpbsud (s8
-// x u8, 16 x 16 x 64 products each). The tile configuration is loaded at
-// the start and released at the end of every call, so that no thread keeps
-// the tile state between calls.
+// x u8, 16 x 16 x 64 products each). A thread loads the tile
+// configuration at its first call and releases the tiles when its task of
+// the GEMM ends (QKernel::done): loaded and released every call, the
+// configuration cost short products 40% (1x1 c128 on 28x28 0.095 -> 0.038
+// ms without).
 // The tile configuration (palette 1; tiles 0-7 of 16 rows of 64 bytes), a
 // constant in memory: GCC 12 does not count ldtilecfg as a read of its
 // operand and dropped the stores of a configuration built on the stack.
