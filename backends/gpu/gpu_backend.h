@@ -84,6 +84,12 @@ struct GpuCaps {
   // (Vulkan: VK_NV_cooperative_matrix; gemm_coop.comp): fp16-stored
   // products of multiples of 16 take them. KILN_VULKAN_COOP=0 turns it off.
   bool coop_matrix_f16 = false;
+  // Packed 4 x 8-bit integer dot products in kernels (Vulkan:
+  // shaderIntegerDotProduct, VK_KHR_shader_integer_dot_product / 1.3): the
+  // int8 convs' <stem>_dp variants. int8_dot_fast: the driver reports the
+  // mixed-signedness packed form as accelerated (a dp4a-like instruction).
+  // KILN_GPU_INT8DOT=0 turns it off.
+  bool int8_dot = false, int8_dot_fast = false;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:
   // lavapipe's 1024^3 product 783 -> 153 ms.

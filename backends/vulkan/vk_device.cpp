@@ -45,9 +45,11 @@ std::string VulkanCaps::toString() const {
                      : type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual"
                      : type == VK_PHYSICAL_DEVICE_TYPE_CPU            ? "cpu"
                                                                       : "other";
-  return StrFormat("%s (%s, Vulkan %u.%u, fp16 storage %s, fp16 math %s, subgroup %u%s)", name.c_str(), kind,
-                   VK_API_VERSION_MAJOR(api_version), VK_API_VERSION_MINOR(api_version), storage_16bit ? "yes" : "no",
-                   float16 ? "yes" : "no", subgroup_size, coop_matrix_f16 ? ", cooperative matrix" : "");
+  return StrFormat("%s (%s, Vulkan %u.%u, fp16 storage %s, fp16 math %s, int8 dot %s, subgroup %u%s)", name.c_str(),
+                   kind, VK_API_VERSION_MAJOR(api_version), VK_API_VERSION_MINOR(api_version),
+                   storage_16bit ? "yes" : "no", float16 ? "yes" : "no",
+                   int8_dot ? (int8_dot_fast ? "yes (accelerated)" : "yes") : "no", subgroup_size,
+                   coop_matrix_f16 ? ", cooperative matrix" : "");
 }
 
 namespace {
@@ -286,6 +288,14 @@ Status VulkanDevice::init(int index) {
     coop.pNext = &vmm;
     tail = &vmm.pNext;
   }
+  // Packed int8 dot products (qconv_dot.comp's _dp variants).
+  const bool has_dot = HasExtension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  if (has_dot) {
+    *tail = &dot;
+    tail = &dot.pNext;
+  }
   vkGetPhysicalDeviceFeatures2(physical_, &features);
   caps_.storage_16bit = s16.storageBuffer16BitAccess;
   caps_.float16 = has_f16i8 && f16.shaderFloat16;
@@ -294,6 +304,16 @@ Status VulkanDevice::init(int index) {
   caps_.coop_matrix_f16 = has_coop && coop.cooperativeMatrix && vmm.vulkanMemoryModel && caps_.float16 &&
                           caps_.storage_16bit && caps_.subgroup_size == 32 && caps_.max_workgroup_invocations >= 128 &&
                           HasCoopShape(physical_) && !EnvIsZero("KILN_VULKAN_COOP");
+
+  caps_.int8_dot = has_dot && dot.shaderIntegerDotProduct && caps_.storage_8bit && !EnvIsZero("KILN_GPU_INT8DOT");
+  if (caps_.int8_dot) {
+    VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR dp{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 dp2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    dp2.pNext = &dp;
+    vkGetPhysicalDeviceProperties2(physical_, &dp2);
+    caps_.int8_dot_fast = dp.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
+  }
 
   caps_.cpu_kernels = caps_.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   if (const char* k = std::getenv("KILN_VULKAN_KERNELS")) {
@@ -378,6 +398,14 @@ Status VulkanDevice::init(int index) {
     *next = &en_coop;
     en_coop.pNext = &en_vmm;
     next = &en_vmm.pNext;
+  }
+  VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR en_dot{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+  en_dot.shaderIntegerDotProduct = VK_TRUE;
+  if (caps_.int8_dot) {
+    dev_exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    *next = &en_dot;
+    next = &en_dot.pNext;
   }
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = chain;

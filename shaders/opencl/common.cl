@@ -492,6 +492,27 @@ int QuantizeValue(float q, int zp, int lo, int hi) {
 // onnxruntime's arithmetic), rounded half to even, plus zp, saturated.
 int Requantize(int acc, float mult, int zp, int lo, int hi) { return QuantizeValue((float)acc * mult, zp, lo, hi); }
 
+// ConvInteger's / QLinearConv's output element i (channel m) from its int32
+// sum (qconv, qconv_dot; FLAGS as qconv.cl): the sum itself (YT 2), or
+// requantized with sx sw[m] / sy, the fused clamp's bounds act_lo / act_hi
+// (flags 256 / 512) quantized.
+void QConvStore(__global uchar* y, uint i, uint m, int acc, uint flags, uint yt, __global const float* sx,
+                __global const float* sw, __global const float* sy, __global const uchar* zy,
+                __global const int* bias, float act_lo, float act_hi) {
+  if ((flags & 64) != 0) acc += bias[m];
+  if (yt == 2) {
+    ((__global int*)y)[i] = acc;
+    return;
+  }
+  const float mult = QDIV(sx[0] * sw[(flags & 32) != 0 ? m : 0], sy[0]);
+  const int zyv = LoadQ(zy[0], yt);
+  int lo = QLo(yt), hi = QHi(yt);
+  // A fused Relu / Relu6 / Clip: the bounds' quantized images (the host's ActivationRange).
+  if ((flags & 256) != 0) lo = max(lo, zyv + (int)clamp(rint(QDIV(act_lo, sy[0])), -1e9f, 1e9f));
+  if ((flags & 512) != 0) hi = min(hi, zyv + (int)clamp(rint(QDIV(act_hi, sy[0])), -1e9f, 1e9f));
+  y[i] = (uchar)(Requantize(acc, mult, zyv, lo, max(lo, hi)) & 0xff);
+}
+
 // The pooling kernels' windows (pool, pool_bytes).
 typedef struct {
   uint total;  // output elements

@@ -63,16 +63,5 @@ __kernel void qconv(__global const uchar* x, __global const uchar* w, __global c
       }
     }
   }
-  if ((FLAGS & 64) != 0) acc += bias[m];
-  if (YT == 2) {
-    ((__global int*)y)[i] = acc;
-  } else {
-    const float mult = QDIV(sx[0] * sw[(FLAGS & 32) != 0 ? m : 0], sy[0]);
-    const int zyv = LoadQ(zy[0], YT);
-    int lo = QLo(YT), hi = QHi(YT);
-    // A fused Relu / Relu6 / Clip: the bounds' quantized images (the host's ActivationRange).
-    if ((FLAGS & 256) != 0) lo = max(lo, zyv + (int)clamp(rint(QDIV(p.act_lo, sy[0])), -1e9f, 1e9f));
-    if ((FLAGS & 512) != 0) hi = min(hi, zyv + (int)clamp(rint(QDIV(p.act_hi, sy[0])), -1e9f, 1e9f));
-    y[i] = (uchar)(Requantize(acc, mult, zyv, lo, max(lo, hi)) & 0xff);
-  }
+  QConvStore(y, i, m, acc, FLAGS, YT, sx, sw, sy, zy, bias, p.act_lo, p.act_hi);
 }

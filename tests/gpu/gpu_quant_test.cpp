@@ -189,6 +189,82 @@ TEST(GpuQuant, QLinearConv) {
   ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv with a fused Clip");
 }
 
+// Convs of four or more output channels a group take qconv_dot (four
+// channels a word, 4 x 4 outputs an invocation, zero points applied after
+// the byte products): every pairing of u8 and i8, channel counts that leave
+// padding channels and partial blocks, widths that leave partial columns,
+// zero points on either side (per tensor and per channel), stride,
+// dilation, padding that makes windows read outside X, groups, 1-D and 3-D.
+TEST(GpuQuant, QLinearConvByChannelWords) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    fb::DataType xt, wt;
+    std::vector<int64_t> x, w;
+    int64_t group;
+    std::vector<int> strides, pads, dilations;
+    bool zw_per_channel;
+  };
+  const fb::DataType u8 = fb::DataType::U8, i8 = fb::DataType::I8;
+  const Case cases[] = {
+      {u8, i8, {1, 5, 9, 11}, {6, 5, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+      {i8, i8, {2, 8, 10, 9}, {10, 4, 3, 3}, 2, {2, 2}, {2, 1, 0, 2}, {2, 1}, false},
+      {u8, u8, {1, 7, 6, 13}, {4, 7, 1, 1}, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true},
+      {i8, u8, {1, 3, 17}, {9, 3, 5}, 1, {3}, {2, 4}, {1}, true},
+      {u8, i8, {1, 4, 3, 5, 6}, {5, 4, 2, 3, 3}, 1, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, {1, 1, 1}, false},
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    const int64_t cout = c.w[0];
+    int64_t xn = 1, wn = 1;
+    for (int64_t d : c.x) xn *= d;
+    for (int64_t d : c.w) wn *= d;
+    const bool xs = c.xt == i8, ws = c.wt == i8;
+    // Every bit pattern, read as the tensor's type says.
+    auto bytes = [&](int64_t n) { return Bytes<uint8_t>(static_cast<size_t>(n), 0, 255, ++seed); };
+    std::vector<float> sw(static_cast<size_t>(cout));
+    std::vector<uint8_t> zw(static_cast<size_t>(c.zw_per_channel ? cout : 1));
+    std::vector<int32_t> bias(static_cast<size_t>(cout));
+    for (int64_t m = 0; m < cout; ++m) {
+      sw[static_cast<size_t>(m)] = 0.002f + 0.0007f * static_cast<float>(m);
+      bias[static_cast<size_t>(m)] = static_cast<int32_t>(m * 977 % 4001) - 2000;
+    }
+    for (size_t m = 0; m < zw.size(); ++m) zw[m] = static_cast<uint8_t>(ws ? (m % 5) - 2 : 120 + 3 * m);
+    for (const bool ql : {true, false}) {
+      OpTest t(ql ? fb::OpType::QLinearConv : fb::OpType::ConvInteger);
+      // QLinearConv's inputs: x, sx, zx, w, sw, zw, ...; ConvInteger's: x, w, zx, zw.
+      const std::vector<uint8_t> x = bytes(xn), w = bytes(wn), zx{static_cast<uint8_t>(xs ? 0xf9 : 131)};
+      const std::vector<int64_t> zw_shape = c.zw_per_channel ? std::vector<int64_t>{cout} : std::vector<int64_t>{};
+      In(t, "x", c.x, c.xt, x);
+      if (ql) {
+        t.constant("sx", {}, std::vector<float>{0.031f});
+        Const(t, "zx", {}, c.xt, zx);
+      }
+      In(t, "w", c.w, c.wt, w);
+      if (ql) t.constant("sw", {cout}, sw);
+      if (!ql) Const(t, "zx", {}, c.xt, zx);
+      Const(t, "zw", zw_shape, c.wt, zw);
+      if (ql) {
+        t.constant("sy", {}, std::vector<float>{0.77f});
+        Const(t, "zy", {}, xs ? i8 : u8, std::vector<uint8_t>{static_cast<uint8_t>(xs ? 3 : 125)});
+        Const(t, "bias", {cout}, fb::DataType::I32, bias);
+      }
+      fb::ConvParamsT p;
+      p.group = c.group;
+      p.strides = c.strides;
+      p.pads = c.pads;
+      p.dilations = c.dilations;
+      const std::string what = std::string(ql ? "QLinearConv" : "ConvInteger") + " x " +
+                               fb::EnumNameDataType(c.xt) + " w " + fb::EnumNameDataType(c.wt) + ", " +
+                               std::to_string(c.x.size() - 2) + "-D, " + std::to_string(cout) + " channels";
+      ExpectSameAsHost(t.params(p), kGpu, 0.f, what);
+      if (ql) {
+        p.activation = fb::Activation::Relu;
+        ExpectSameAsHost(t.params(p), kGpu, 0.f, what + ", fused Relu");
+      }
+    }
+  }
+}
+
 TEST(GpuQuant, QLinearAdd) {
   KILN_REQUIRE_BACKEND(kGpu);
   for (const bool i8 : {false, true}) {

@@ -452,5 +452,46 @@ TEST(VulkanSession, MatrixUnitsWhereTheDeviceHasThem) {
   unsetenv("KILN_VULKAN_SHARE");
 }
 
+// Int8 convs take the packed dot-product kernel (qconv_dot's _dp variant)
+// where the device has shaderIntegerDotProduct, which Vulkan 1.3 makes
+// mandatory (lavapipe has it), and the byte-by-byte twin elsewhere; either
+// matches the host bit for bit.
+TEST(VulkanSession, Int8DotProductsWhereTheDeviceHasThem) {
+  KILN_REQUIRE_BACKEND(kVk);
+  OpTest t(fb::OpType::QLinearConv);
+  const std::vector<float> xf = Random(2 * 6 * 7 * 9, 0.f, 255.f, 51), wf = Random(8 * 6 * 9, -128.f, 127.f, 52);
+  std::vector<uint8_t> x(xf.begin(), xf.end());
+  std::vector<int8_t> w(wf.begin(), wf.end());
+  const std::vector<uint8_t> zx{140}, zy{128};
+  const std::vector<int8_t> zw{3};
+  t.input("x", {2, 6, 7, 9}, fb::DataType::U8, x.data(), x.size());
+  t.constant("sx", {}, std::vector<float>{0.02f});
+  t.constant("zx", {}, fb::DataType::U8, zx.data(), 1);
+  t.constant("w", {8, 6, 3, 3}, fb::DataType::I8, w.data(), w.size());
+  t.constant("sw", {}, std::vector<float>{0.003f});
+  t.constant("zw", {}, fb::DataType::I8, zw.data(), 1);
+  t.constant("sy", {}, std::vector<float>{0.4f});
+  t.constant("zy", {}, fb::DataType::U8, zy.data(), 1);
+  fb::ConvParamsT p;
+  p.pads = {1, 1, 1, 1};
+  ExpectSameAsHost(t.params(p), kVk, 0.f, "QLinearConv 3x3");
+  auto d = VulkanDevice::Get(-1);  // the device the session used, kept for the process
+  ASSERT_TRUE(d.ok());
+  const VulkanCaps& caps = (*d)->caps();
+  if (caps.api_version >= VK_API_VERSION_1_3 && !EnvIsZero("KILN_GPU_INT8DOT")) {
+    EXPECT_TRUE(caps.int8_dot) << caps.toString();
+  }
+  int dot = 0, plain = 0;
+  {
+    std::lock_guard<std::mutex> lock((*d)->pipelinesMutex());
+    for (const auto& [key, pipeline] : (*d)->pipelines()) {
+      dot += key.rfind("qconv_dot_f64_dp/", 0) == 0;
+      plain += key.rfind("qconv_dot_f64/", 0) == 0;
+    }
+  }
+  EXPECT_EQ(dot > 0, caps.int8_dot) << caps.toString();
+  EXPECT_EQ(plain > 0, !caps.int8_dot) << caps.toString();
+}
+
 }  // namespace
 }  // namespace kiln::test

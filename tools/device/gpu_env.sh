@@ -13,4 +13,19 @@ if [ -n "$nvlib" ]; then
 fi
 icd=$(ls /usr/share/vulkan/icd.d/nvidia*.json /etc/vulkan/icd.d/nvidia*.json \
          /usr/local/nvidia/share/vulkan/icd.d/nvidia*.json 2>/dev/null | head -n 1)
-[ -n "$icd" ] && export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
+if [ -n "$icd" ]; then
+  # The ICD names its library (libGLX_nvidia.so.0) without a folder; images
+  # differ in where the driver's libraries lie, so the manifest is rewritten
+  # with the path of the copy that exists.
+  vklib=$(sed -n 's/.*"library_path" *: *"\([^"]*\)".*/\1/p' "$icd")
+  if [ -n "$vklib" ] && [ "${vklib#/}" = "$vklib" ]; then
+    found=$(find / -xdev -name "$vklib" 2>/dev/null | head -n 1)
+    if [ -n "$found" ]; then
+      mkdir -p /tmp/vk-icd
+      sed "s|\"library_path\" *: *\"[^\"]*\"|\"library_path\": \"$found\"|" "$icd" > /tmp/vk-icd/nvidia_icd.json
+      icd=/tmp/vk-icd/nvidia_icd.json
+      export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+    fi
+  fi
+  export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
+fi

@@ -223,11 +223,54 @@ struct QConvPush {
   float act_lo, act_hi;  // the fused activation's bounds on the real output (kActLo / kActHi)
 };
 
+struct QPackPush {
+  uint32_t n, c, c4, sp, fill_mod;
+};
+
 class QConvExecution final : public GpuExecution {
  public:
   QConvExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  ~QConvExecution() override {
+    gpu()->freeBuffer(&x4_);
+    gpu()->freeBuffer(&w4_);
+  }
 
  private:
+  // Convs of at least four output channels a group (not depthwise) through
+  // qconv_dot: X and W packed four channels a word (qpack4), TM x TW
+  // outputs an invocation, packed dot products where the device has them
+  // (GpuCaps::int8_dot). KILN_GPU_QCONV_DOT=0: the one-output kernel.
+  Status planDot(const QConvPush& push, const Tensor& x, const Tensor& w, const Tensor* wz,
+                 std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
+    constexpr uint32_t kTm = 4, kTw = 4;  // qconv_dot.comp's TM, TW
+    const uint32_t groups = push.cout / push.mg, cg4 = (push.cg + 3) / 4;
+    const uint64_t xsp = uint64_t{push.in[0]} * push.in[1] * push.in[2];
+    const uint64_t ksp = uint64_t{push.kernel[0]} * push.kernel[1] * push.kernel[2];
+    const uint64_t osp = uint64_t{push.out[0]} * push.out[1] * push.out[2];
+    const uint64_t batch = push.n / (uint64_t{push.cout} * osp);
+    const uint64_t x_words = batch * groups * cg4 * xsp, w_words = uint64_t{push.cout} * cg4 * ksp;
+    const uint64_t items = batch * groups * ((push.mg + kTm - 1) / kTm) * uint64_t{push.out[0]} * push.out[1] *
+                           ((push.out[2] + kTw - 1) / kTw);
+    const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
+    if (x_words * 4 > limit || w_words * 4 > limit || x_words > UINT32_MAX || items > UINT32_MAX)
+      return Unsupported("too large for qconv_dot");
+    for (auto [buf, bytes] : {std::pair<GpuBuffer*, uint64_t>{&x4_, x_words * 4}, {&w4_, w_words * 4}})
+      if (buf->bytes < bytes) {
+        gpu()->freeBuffer(buf);
+        KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
+      }
+    QPackPush px{static_cast<uint32_t>(x_words), push.cg, cg4, static_cast<uint32_t>(xsp), 1};
+    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&x}, {&x}, {nullptr, &x4_, true}}, px, px.n, {0u}));
+    // W's padding channels hold its zero point (their products then cancel).
+    QPackPush pw{static_cast<uint32_t>(w_words), push.cg, cg4, static_cast<uint32_t>(ksp), push.cout};
+    const uint32_t fill = !wz ? 0u : wz->elementCount() == 1 ? 1u : 2u;
+    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {fill}));
+    std::string name = ql ? "qconv_dot_f64" : "qconv_dot";
+    if (gpu()->gpuCaps().int8_dot) name += "_dp";
+    rest.insert(rest.begin(), {{nullptr, &x4_}, {nullptr, &w4_}});
+    return add1D(name.c_str(), std::move(rest), push, items, spec);
+  }
+
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const bool ql = op_.type == fb::OpType::QLinearConv;
     const Tensor& x = *in[0];
@@ -312,12 +355,20 @@ class QConvExecution final : public GpuExecution {
       }
     }
     if (push.n == 0) return Status::Ok();
-    return add1D(ql ? "qconv_f64" : "qconv",
-                 {{&x}, {&w}, {xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw}, {sy}, {yz}, {bias}, {&y, nullptr, true}},
-                 push, push.n, {xt, wt, yt, flags});
+    std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw}, {sy}, {yz}, {bias}, {&y, nullptr, true}};
+    static const bool dot_on = !EnvIsZero("KILN_GPU_QCONV_DOT");
+    if (dot_on && push.mg >= 4) {
+      const size_t before = dispatches_.size();
+      Status s = planDot(push, x, w, wz, rest, {xt, wt, yt, flags}, ql);
+      if (s.code() != StatusCode::kUnsupported) return s;
+      dispatches_.resize(before);  // too large to pack: the one-output kernel
+    }
+    rest.insert(rest.begin(), {{&x}, {&w}});
+    return add1D(ql ? "qconv_f64" : "qconv", std::move(rest), push, push.n, {xt, wt, yt, flags});
   }
 
   const GraphOp& op_;
+  GpuBuffer x4_, w4_;  // X and W four channels a word (planDot), grown by resizes
 };
 
 // Declines (the op runs on the host) what the kernels do not take.
