@@ -14,12 +14,14 @@ fi
 icd=$(ls /usr/share/vulkan/icd.d/nvidia*.json /etc/vulkan/icd.d/nvidia*.json \
          /usr/local/nvidia/share/vulkan/icd.d/nvidia*.json 2>/dev/null | head -n 1)
 if [ -n "$icd" ]; then
-  # The ICD names its library (libGLX_nvidia.so.0) without a folder; images
-  # differ in where the driver's libraries lie, so the manifest is rewritten
-  # with the path of the copy that exists.
+  # The ICD names libGLX_nvidia.so.0, which on some images returns no
+  # vkCreateInstance (no X server; the stop-44 lease); the driver's EGL
+  # library carries the same Vulkan entry points and needs no display. The
+  # manifest is rewritten with the full path of the library used.
   vklib=$(sed -n 's/.*"library_path" *: *"\([^"]*\)".*/\1/p' "$icd")
-  if [ -n "$vklib" ] && [ "${vklib#/}" = "$vklib" ]; then
-    found=$(find / -xdev -name "$vklib" 2>/dev/null | head -n 1)
+  if [ -n "$vklib" ]; then
+    found=$(find / -xdev -name libEGL_nvidia.so.0 2>/dev/null | head -n 1)
+    [ -n "$found" ] || found=$(find / -xdev -name "$(basename "$vklib")" 2>/dev/null | head -n 1)
     if [ -n "$found" ]; then
       mkdir -p /tmp/vk-icd
       sed "s|\"library_path\" *: *\"[^\"]*\"|\"library_path\": \"$found\"|" "$icd" > /tmp/vk-icd/nvidia_icd.json
