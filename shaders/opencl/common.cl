@@ -492,6 +492,34 @@ int QuantizeValue(float q, int zp, int lo, int hi) {
 // onnxruntime's arithmetic), rounded half to even, plus zp, saturated.
 int Requantize(int acc, float mult, int zp, int lo, int hi) { return QuantizeValue((float)acc * mult, zp, lo, hi); }
 
+// The four bytes of a word as integers of quantized type `type` (the int8
+// kernels' packed words, qpack4).
+int4 Unpack4(uint v, uint type) {
+  const int4 b = (int4)((int)(v & 0xff), (int)((v >> 8) & 0xff), (int)((v >> 16) & 0xff), (int)(v >> 24));
+  return type == 1 ? (b << 24) >> 24 : b;
+}
+
+// Their dot product (no device here offers cl_khr_integer_dot_product).
+int Dot4(int4 a, int4 b) {
+  const int4 p = a * b;
+  return p.x + p.y + p.z + p.w;
+}
+
+// MatMulInteger's / QLinearMatMul's output element i (row r, column j) from
+// its int32 sum (qmatmul, qmatmul_dot; flags as qmatmul.cl): the sum itself
+// (yt 2), or requantized with sa sb / sy.
+void QMatMulStore(__global uchar* y, uint i, uint r, uint j, int acc, uint flags, uint yt, __global const float* sa,
+                  __global const float* sb, __global const float* sy, __global const uchar* zy,
+                  __global const int* bias) {
+  if ((flags & 64) != 0) acc += bias[j];
+  if (yt == 2) {
+    ((__global int*)y)[i] = acc;
+    return;
+  }
+  const float mult = QDIV(sa[(flags & 16) != 0 ? r : 0] * sb[(flags & 32) != 0 ? j : 0], sy[0]);
+  y[i] = (uchar)(Requantize(acc, mult, LoadQ(zy[0], yt), QLo(yt), QHi(yt)) & 0xff);
+}
+
 // ConvInteger's / QLinearConv's output element i (channel m) from its int32
 // sum (qconv, qconv_dot; FLAGS as qconv.cl): the sum itself (YT 2), or
 // requantized with sx sw[m] / sy, the fused clamp's bounds act_lo / act_hi

@@ -35,17 +35,6 @@ typedef struct {
   float act_lo, act_hi;
 } QConvPush;
 
-// The four bytes of a word as integers of quantized type `type`.
-int4 Unpack4(uint v, uint type) {
-  const int4 b = (int4)((int)(v & 0xff), (int)((v >> 8) & 0xff), (int)((v >> 16) & 0xff), (int)(v >> 24));
-  return type == 1 ? (b << 24) >> 24 : b;
-}
-
-int Dot4(int4 a, int4 b) {
-  const int4 p = a * b;
-  return p.x + p.y + p.z + p.w;
-}
-
 __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __global const uchar* zx,
                         __global const uchar* zw, __global const float* sx, __global const float* sw,
                         __global const float* sy, __global const uchar* zy, __global const int* bias,

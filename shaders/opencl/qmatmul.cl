@@ -45,11 +45,5 @@ __kernel void qmatmul(__global const uchar* a, __global const uchar* b, __global
   ob += j;
   int acc = 0;
   for (uint t = 0; t < p.k; ++t) acc += (LoadQ(a[oa + t], AT) - zav) * (LoadQ(b[ob + t * p.cols], BT) - zbv);
-  if ((FLAGS & 64) != 0) acc += bias[j];
-  if (YT == 2) {
-    ((__global int*)y)[i] = acc;
-  } else {
-    const float mult = QDIV(sa[(FLAGS & 16) != 0 ? r : 0] * sb[(FLAGS & 32) != 0 ? j : 0], sy[0]);
-    y[i] = (uchar)(Requantize(acc, mult, LoadQ(zy[0], YT), QLo(YT), QHi(YT)) & 0xff);
-  }
+  QMatMulStore(y, i, r, j, acc, FLAGS, YT, sa, sb, sy, zy, bias);
 }

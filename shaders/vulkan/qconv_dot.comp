@@ -1,10 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_EXT_shader_8bit_storage : require
-#ifdef KILN_INT8DOT
-#extension GL_EXT_spirv_intrinsics : require
-#endif
 #include "common.glsl"
+#include "int8dot.glsl"
 
 // ConvInteger and QLinearConv (qconv.comp's types, flags, push constants
 // and store) by 4-channel dot products: X and W arrive packed by qpack4.comp
@@ -17,41 +15,15 @@
 // over the whole window, where positions outside the input read zx (so
 // they add nothing, as the host's skipping) and n counts every position
 // and channel (padding channels add x w - zw x - zx zw + zx zw = 0). Sums
-// wrap in int32 as the host's. KILN_INT8DOT (the <stem>_dp variants, for
-// devices with shaderIntegerDotProduct): OpSDot / OpUDot / OpSUDot on the
-// packed words (SPV_KHR_integer_dot_product through GL_EXT_spirv_intrinsics:
-// Debian 12's glslang has no GL_EXT_integer_dot_product); else the bytes
-// multiplied one by one. QLinearConv uses the KILN_F64 variants (qconv.comp).
+// wrap in int32 as the host's. KILN_INT8DOT: the <stem>_dp variants'
+// packed dot products (int8dot.glsl). QLinearConv uses the KILN_F64
+// variants (qconv.comp).
 layout(std430, binding = 0) readonly buffer X4 { uint x4[]; };
 layout(std430, binding = 1) readonly buffer W4 { uint w4[]; };
 #include "qconv_common.glsl"
 
 #define TM 4u  // output channels an invocation
 #define TW 4u  // output columns an invocation
-
-#ifdef KILN_INT8DOT
-// SPIR-V opcodes 4450-4452; capabilities DotProduct (6019) and
-// DotProductInput4x8BitPacked (6018); the literal 0: PackedVectorFormat4x8Bit.
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
-int SDot(uint a, uint b, spirv_literal int format);
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
-uint UDot(uint a, uint b, spirv_literal int format);
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4452)
-int SUDot(uint a, uint b, spirv_literal int format);
-#endif
-
-// The dot product of the four bytes of a (type at) and b (type bt).
-int Dot(uint a, uint at, uint b, uint bt) {
-#ifdef KILN_INT8DOT
-  if (at == 1u && bt == 1u) return SDot(a, b, 0);
-  if (at == 0u && bt == 0u) return int(UDot(a, b, 0));
-  return at == 1u ? SUDot(a, b, 0) : SUDot(b, a, 0);
-#else
-  int s = 0;
-  [[unroll]] for (uint j = 0u; j < 32u; j += 8u) s += LoadQ((a >> j) & 0xffu, at) * LoadQ((b >> j) & 0xffu, bt);
-  return s;
-#endif
-}
 
 void main() {
   const uint osp = p.out_dims[0] * p.out_dims[1] * p.out_dims[2];

@@ -2,7 +2,6 @@
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_EXT_shader_8bit_storage : require
 #include "common.glsl"
-#include "quant.glsl"
 
 // MatMulInteger and QLinearMatMul, one invocation an output element:
 // acc = sum over k of (a[r, k] - za) (b[k, j] - zb), an int32 sum, over
@@ -16,27 +15,9 @@
 // multiplier's division correctly rounded in the _f64 variant (KILN_F64),
 // which QLinearMatMul needs. y is byte-addressed: each invocation writes its own
 // element's bytes.
-layout(constant_id = 3) const uint AT = 0;
-layout(constant_id = 4) const uint BT = 0;
-layout(constant_id = 5) const uint YT = 0;
-layout(constant_id = 6) const uint FLAGS = 0;
-
 layout(std430, binding = 0) readonly buffer A { uint8_t a[]; };
 layout(std430, binding = 1) readonly buffer B { uint8_t b[]; };
-layout(std430, binding = 2) readonly buffer AZ { uint8_t za[]; };
-layout(std430, binding = 3) readonly buffer BZ { uint8_t zb[]; };
-layout(std430, binding = 4) readonly buffer SA { float sa[]; };
-layout(std430, binding = 5) readonly buffer SB { float sb[]; };
-layout(std430, binding = 6) readonly buffer SY { float sy[]; };
-layout(std430, binding = 7) readonly buffer YZ { uint8_t zy[]; };
-layout(std430, binding = 8) readonly buffer BIAS { int bias[]; };
-layout(std430, binding = 9) writeonly buffer Y { uint8_t y[]; };
-layout(push_constant) uniform P {
-  uint n, m, cols, k, rank;
-  uint batch[4];
-  uint stride_a[4];
-  uint stride_b[4];
-} p;
+#include "qmatmul_common.glsl"
 
 void main() {
   const uint i = KILN_GLOBAL_INDEX;
@@ -56,16 +37,5 @@ void main() {
   int acc = 0;
   for (uint t = 0u; t < p.k; ++t)
     acc += (LoadQ(uint(a[oa + t]), AT) - zav) * (LoadQ(uint(b[ob + t * p.cols]), BT) - zbv);
-  if ((FLAGS & 64u) != 0u) acc += bias[j];
-  if (YT == 2u) {
-    const uint v = uint(acc);
-    y[4u * i] = uint8_t(v & 0xffu);
-    y[4u * i + 1u] = uint8_t((v >> 8) & 0xffu);
-    y[4u * i + 2u] = uint8_t((v >> 16) & 0xffu);
-    y[4u * i + 3u] = uint8_t(v >> 24);
-  } else {
-    const float mult = QDIV(sa[(FLAGS & 16u) != 0u ? r : 0u] * sb[(FLAGS & 32u) != 0u ? j : 0u], sy[0]);
-    const int v = Requantize(acc, mult, LoadQ(uint(zy[0]), YT), QLo(YT), QHi(YT));
-    y[i] = uint8_t(uint(v) & 0xffu);
-  }
+  QMatMulStore(i, r, j, acc);
 }

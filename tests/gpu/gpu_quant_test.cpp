@@ -189,6 +189,43 @@ TEST(GpuQuant, QLinearConv) {
   ExpectSameAsHost(t.params(p), kGpu, 0.f, "QLinearConv with a fused Clip");
 }
 
+// Products of K >= 4 take qmatmul_dot (four k a word, 4 x 4 outputs an
+// invocation, zero points after the byte products): every pairing of u8
+// and i8 with both zero points set, K leaving padding, rows and columns
+// leaving partial blocks, batched A against shared B; K = 3 keeps the
+// one-output kernel.
+TEST(GpuQuant, MatMulByWords) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  const fb::DataType u8 = fb::DataType::U8, i8 = fb::DataType::I8;
+  uint32_t seed = 600;
+  for (const auto& [at, bt] : {std::pair{u8, i8}, {i8, i8}, {u8, u8}, {i8, u8}})
+    for (const int64_t k : {70, 3}) {
+      const bool as = at == i8, bs = bt == i8;
+      for (const bool ql : {true, false}) {
+        OpTest t(ql ? fb::OpType::QLinearMatMul : fb::OpType::MatMulInteger);
+        const std::vector<uint8_t> za{static_cast<uint8_t>(as ? 0xf3 : 129)}, zb{static_cast<uint8_t>(bs ? 5 : 121)};
+        In(t, "a", {2, 6, k}, at, Bytes<uint8_t>(static_cast<size_t>(12 * k), 0, 255, ++seed));
+        if (ql) {
+          t.constant("sa", {}, std::vector<float>{0.017f});
+          Const(t, "za", {}, at, za);
+        }
+        In(t, "b", {k, 9}, bt, Bytes<uint8_t>(static_cast<size_t>(9 * k), 0, 255, ++seed));
+        if (ql) {
+          t.constant("sb", {}, std::vector<float>{0.0093f});
+          Const(t, "zb", {}, bt, zb);
+          t.constant("sy", {}, std::vector<float>{0.61f});
+          Const(t, "zy", {}, at, std::vector<uint8_t>{static_cast<uint8_t>(as ? 0xfe : 126)});
+        } else {
+          Const(t, "za", {}, at, za);
+          Const(t, "zb", {}, bt, zb);
+        }
+        ExpectSameAsHost(t, kGpu, 0.f,
+                         std::string(ql ? "QLinearMatMul" : "MatMulInteger") + " a " + fb::EnumNameDataType(at) +
+                             " b " + fb::EnumNameDataType(bt) + ", K " + std::to_string(k));
+      }
+    }
+}
+
 // Convs of four or more output channels a group take qconv_dot (four
 // channels a word, 4 x 4 outputs an invocation, zero points applied after
 // the byte products): every pairing of u8 and i8, channel counts that leave

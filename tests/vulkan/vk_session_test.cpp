@@ -452,7 +452,8 @@ TEST(VulkanSession, MatrixUnitsWhereTheDeviceHasThem) {
   unsetenv("KILN_VULKAN_SHARE");
 }
 
-// Int8 convs take the packed dot-product kernel (qconv_dot's _dp variant)
+// Int8 convs and products take the packed dot-product kernels (qconv_dot's
+// and qmatmul_dot's _dp variants)
 // where the device has shaderIntegerDotProduct, which Vulkan 1.3 makes
 // mandatory (lavapipe has it), and the byte-by-byte twin elsewhere; either
 // matches the host bit for bit.
@@ -475,22 +476,34 @@ TEST(VulkanSession, Int8DotProductsWhereTheDeviceHasThem) {
   fb::ConvParamsT p;
   p.pads = {1, 1, 1, 1};
   ExpectSameAsHost(t.params(p), kVk, 0.f, "QLinearConv 3x3");
+  OpTest mm(fb::OpType::QLinearMatMul);
+  mm.input("a", {6, 9}, fb::DataType::U8, x.data(), 54);
+  mm.constant("sa", {}, std::vector<float>{0.02f});
+  mm.constant("za", {}, fb::DataType::U8, zx.data(), 1);
+  mm.constant("b", {9, 8}, fb::DataType::I8, w.data(), 72);
+  mm.constant("sb", {}, std::vector<float>{0.003f});
+  mm.constant("zb", {}, fb::DataType::I8, zw.data(), 1);
+  mm.constant("sy", {}, std::vector<float>{0.4f});
+  mm.constant("zy", {}, fb::DataType::U8, zy.data(), 1);
+  ExpectSameAsHost(mm, kVk, 0.f, "QLinearMatMul 6x9x8");
   auto d = VulkanDevice::Get(-1);  // the device the session used, kept for the process
   ASSERT_TRUE(d.ok());
   const VulkanCaps& caps = (*d)->caps();
   if (caps.api_version >= VK_API_VERSION_1_3 && !EnvIsZero("KILN_GPU_INT8DOT")) {
     EXPECT_TRUE(caps.int8_dot) << caps.toString();
   }
-  int dot = 0, plain = 0;
-  {
-    std::lock_guard<std::mutex> lock((*d)->pipelinesMutex());
-    for (const auto& [key, pipeline] : (*d)->pipelines()) {
-      dot += key.rfind("qconv_dot_f64_dp/", 0) == 0;
-      plain += key.rfind("qconv_dot_f64/", 0) == 0;
+  for (const std::string kernel : {"qconv_dot_f64", "qmatmul_dot_f64"}) {
+    int dot = 0, plain = 0;
+    {
+      std::lock_guard<std::mutex> lock((*d)->pipelinesMutex());
+      for (const auto& [key, pipeline] : (*d)->pipelines()) {
+        dot += key.rfind(kernel + "_dp/", 0) == 0;
+        plain += key.rfind(kernel + "/", 0) == 0;
+      }
     }
+    EXPECT_EQ(dot > 0, caps.int8_dot) << kernel << " on " << caps.toString();
+    EXPECT_EQ(plain > 0, !caps.int8_dot) << kernel << " on " << caps.toString();
   }
-  EXPECT_EQ(dot > 0, caps.int8_dot) << caps.toString();
-  EXPECT_EQ(plain > 0, !caps.int8_dot) << caps.toString();
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: kiln-kernelbench [--backend host|vulkan|opencl[,...]] [--kernels K,...] [--quick]\n"
                "                        [--precision normal|low] [--threads N] [--loops 20] [--warmup 3] [--csv FILE] [--plot FILE.png]\n"
-               "kernels: gemm conv1x1 conv3x3 dw3x3 qconv1x1 qconv3x3 qdw3x3 add reduce copy\n");
+               "kernels: gemm conv1x1 conv3x3 dw3x3 qgemm qconv1x1 qconv3x3 qdw3x3 add reduce copy\n");
   return 2;
 }
 
@@ -153,6 +153,32 @@ Case QConv(const char* kernel, int64_t c, int64_t hw, int k, int64_t group) {
   return cs;
 }
 
+// QLinearMatMul of uint8 activations [n, n] by int8 weights [n, n] (per
+// column scales, as fuse_qdq writes a quantized Gemm), uint8 out.
+Case QGemm(int64_t n) {
+  NetBuilder b("qgemm");
+  int a = b.addInput("a", fb::DataType::U8, {n, n});
+  std::mt19937 rng(6);
+  std::vector<int8_t> w(static_cast<size_t>(n * n));
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  const uint8_t za = 128, zy = 128;
+  const std::vector<int8_t> zb(static_cast<size_t>(n), 0);
+  int sa = b.addConstant("sa", {}, std::vector<float>{0.02f});
+  int zat = b.addConstant("za", fb::DataType::U8, {}, &za, 1);
+  int wt = b.addConstant("b", fb::DataType::I8, {n, n}, w.data(), w.size());
+  int sb = b.addConstant("sb", {n}, std::vector<float>(static_cast<size_t>(n), 0.004f));
+  int zbt = b.addConstant("zb", fb::DataType::I8, {n}, zb.data(), zb.size());
+  int sy = b.addConstant("sy", {}, std::vector<float>{0.5f});
+  int zyt = b.addConstant("zy", fb::DataType::U8, {}, &zy, 1);
+  int o = b.addOp(fb::OpType::QLinearMatMul, "qgemm", {a, sa, zat, wt, sb, zbt, sy, zyt}, {"y"})[0];
+  b.net().tensors[static_cast<size_t>(o)]->dtype = fb::DataType::U8;
+  const double e = static_cast<double>(n) * n;
+  Case cs = Finish(b, o, "qgemm", StrFormat("%lldx%lldx%lld", (long long)n, (long long)n, (long long)n),
+                   2.0 * e * n, 3.0 * e);
+  cs.int8 = true;
+  return cs;
+}
+
 // The multiply-adds a 32-bit lane of the host's int8 kernel does for each
 // FMA of the f32 peak probe: 4 with VNNI or sdot, 2 with AVX2's vpmaddwd.
 double HostInt8Factor() {
@@ -209,6 +235,7 @@ std::vector<Case> Sweep(const std::vector<std::string>& kernels, bool quick) {
                              Conv("conv3x3", 512, 7, 3, 1)});
   if (want("dw3x3")) take({Conv("dw3x3", 32, 112, 3, 32), Conv("dw3x3", 144, 56, 3, 144), Conv("dw3x3", 192, 28, 3, 192),
                            Conv("dw3x3", 576, 14, 3, 576)});
+  if (want("qgemm")) take({QGemm(128), QGemm(256), QGemm(512)});
   if (want("qconv1x1")) take({QConv("qconv1x1", 64, 56, 1, 1), QConv("qconv1x1", 128, 28, 1, 1),
                               QConv("qconv1x1", 256, 14, 1, 1), QConv("qconv1x1", 512, 7, 1, 1)});
   if (want("qconv3x3")) take({QConv("qconv3x3", 64, 56, 3, 1), QConv("qconv3x3", 128, 28, 3, 1),
@@ -223,8 +250,8 @@ std::vector<Case> Sweep(const std::vector<std::string>& kernels, bool quick) {
 
 struct Options {
   std::vector<std::string> backends = {"host"};
-  std::vector<std::string> kernels = {"gemm", "conv1x1", "conv3x3", "dw3x3", "qconv1x1", "qconv3x3", "qdw3x3",
-                                      "add", "reduce", "copy"};
+  std::vector<std::string> kernels = {"gemm",     "conv1x1", "conv3x3", "dw3x3", "qgemm", "qconv1x1",
+                                      "qconv3x3", "qdw3x3",  "add",     "reduce", "copy"};
   bool quick = false;
   int threads = 1, loops = 20, warmup = 3;
   std::string csv, plot;
@@ -373,8 +400,8 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  const std::vector<std::string> known = {"gemm",     "conv1x1",  "conv3x3", "dw3x3", "qconv1x1",
-                                          "qconv3x3", "qdw3x3",   "add",     "reduce", "copy"};
+  const std::vector<std::string> known = {"gemm",     "conv1x1", "conv3x3", "dw3x3", "qgemm", "qconv1x1",
+                                          "qconv3x3", "qdw3x3",  "add",     "reduce", "copy"};
   for (const std::string& k : o.kernels)
     if (std::find(known.begin(), known.end(), k) == known.end()) return Usage();
   std::vector<ForwardType> types;

@@ -136,6 +136,29 @@ Status PerOrOne(const Tensor* t, int64_t per, const char* op, const char* what, 
   return Status::Ok();
 }
 
+// qpack4's push constants: words [outer][c4][sp] from bytes [outer][c][sp].
+struct QPackPush {
+  uint32_t n, c, c4, sp, fill_mod;
+};
+
+// The int8 kernels by packed words (qconv_dot, qmatmul_dot); KILN_GPU_QDOT=0:
+// the one-output kernels everywhere (A/B).
+bool DotKernelsOn() {
+  static const bool on = !EnvIsZero("KILN_GPU_QDOT");
+  return on;
+}
+
+// A scratch buffer of at least `bytes` (kept across resizes, grown).
+Status Reserve(GpuBackend* gpu, GpuBuffer* buf, uint64_t bytes) {
+  if (buf->bytes >= bytes) return Status::Ok();
+  gpu->freeBuffer(buf);
+  KILN_ASSIGN_OR_RETURN(*buf, gpu->createBuffer(bytes));
+  return Status::Ok();
+}
+
+// A zero point's qpack4 fill mode: 0 none, 1 one value, 2 one per outer index.
+uint32_t FillMode(const Tensor* z) { return !z ? 0u : z->elementCount() == 1 ? 1u : 2u; }
+
 struct QMatMulPush {
   uint32_t n, m, cols, k, rank;
   uint32_t batch[4], sa[4], sb[4];
@@ -144,8 +167,41 @@ struct QMatMulPush {
 class QMatMulExecution final : public GpuExecution {
  public:
   QMatMulExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  ~QMatMulExecution() override {
+    gpu()->freeBuffer(&a4_);
+    gpu()->freeBuffer(&b4_);
+  }
 
  private:
+  // Products of K >= 4 through qmatmul_dot: A packed four k of a row a word
+  // (za in the padding), B four k of a column a word (qpack4), 4 x 4
+  // outputs an invocation, packed dot products where the device has them.
+  Status planDot(QMatMulPush push, const Tensor& a, const Tensor& b, const Tensor* az,
+                 std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
+    constexpr uint32_t kTm = 4, kTn = 4;  // qmatmul_dot.comp's TM, TN
+    const uint64_t k4 = (push.k + 3) / 4, a_rows = a.elementCount() / push.k, b_sets = b.elementCount() / (uint64_t{push.k} * push.cols);
+    const uint64_t a_words = a_rows * k4, b_words = b_sets * k4 * push.cols;
+    const uint64_t batches = push.n / (uint64_t{push.m} * push.cols);
+    const uint64_t items = batches * ((push.m + kTm - 1) / kTm) * ((push.cols + kTn - 1) / kTn);
+    const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
+    if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX) return Unsupported("too large for qmatmul_dot");
+    KILN_RETURN_IF_ERROR(Reserve(gpu(), &a4_, a_words * 4));
+    KILN_RETURN_IF_ERROR(Reserve(gpu(), &b4_, b_words * 4));
+    // The batch strides in words of the packed operands.
+    for (uint32_t d = 0; d < push.rank; ++d) {
+      push.sa[d] = static_cast<uint32_t>(push.sa[d] / (uint64_t{push.m} * push.k) * push.m * k4);
+      push.sb[d] = static_cast<uint32_t>(push.sb[d] / (uint64_t{push.k} * push.cols) * k4 * push.cols);
+    }
+    QPackPush pa{static_cast<uint32_t>(a_words), push.k, static_cast<uint32_t>(k4), 1, push.m};
+    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&a}, {az ? az : &a}, {nullptr, &a4_, true}}, pa, pa.n, {FillMode(az)}));
+    QPackPush pb{static_cast<uint32_t>(b_words), push.k, static_cast<uint32_t>(k4), push.cols, 1};
+    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&b}, {&b}, {nullptr, &b4_, true}}, pb, pb.n, {0u}));
+    std::string name = ql ? "qmatmul_dot_f64" : "qmatmul_dot";
+    if (gpu()->gpuCaps().int8_dot) name += "_dp";
+    rest.insert(rest.begin(), {{nullptr, &a4_}, {nullptr, &b4_}});
+    return add1D(name.c_str(), std::move(rest), push, items, spec);
+  }
+
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const bool ql = op_.type == fb::OpType::QLinearMatMul;
     const Tensor& a = *in[0];
@@ -209,22 +265,25 @@ class QMatMulExecution final : public GpuExecution {
       flags |= kBias;
     }
     if (push.n == 0) return Status::Ok();
-    return add1D(ql ? "qmatmul_f64" : "qmatmul",
-                 {{&a}, {&b}, {az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {bias}, {&y, nullptr, true}}, push,
-                 push.n, {at, bt, yt, flags});
+    std::vector<GpuBinding> rest = {{az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {bias}, {&y, nullptr, true}};
+    if (DotKernelsOn() && push.k >= 4) {
+      const size_t before = dispatches_.size();
+      Status s = planDot(push, a, b, az, rest, {at, bt, yt, flags}, ql);
+      if (s.code() != StatusCode::kUnsupported) return s;
+      dispatches_.resize(before);  // too large to pack: the one-output kernel
+    }
+    rest.insert(rest.begin(), {{&a}, {&b}});
+    return add1D(ql ? "qmatmul_f64" : "qmatmul", std::move(rest), push, push.n, {at, bt, yt, flags});
   }
 
   const GraphOp& op_;
+  GpuBuffer a4_, b4_;  // A and B four k a word (planDot), grown by resizes
 };
 
 struct QConvPush {
   uint32_t n, cin, cout, cg, mg;
   uint32_t in[3], out[3], kernel[3], stride[3], dil[3], pad[3];
   float act_lo, act_hi;  // the fused activation's bounds on the real output (kActLo / kActHi)
-};
-
-struct QPackPush {
-  uint32_t n, c, c4, sp, fill_mod;
 };
 
 class QConvExecution final : public GpuExecution {
@@ -239,7 +298,7 @@ class QConvExecution final : public GpuExecution {
   // Convs of at least four output channels a group (not depthwise) through
   // qconv_dot: X and W packed four channels a word (qpack4), TM x TW
   // outputs an invocation, packed dot products where the device has them
-  // (GpuCaps::int8_dot). KILN_GPU_QCONV_DOT=0: the one-output kernel.
+  // (GpuCaps::int8_dot).
   Status planDot(const QConvPush& push, const Tensor& x, const Tensor& w, const Tensor* wz,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
     constexpr uint32_t kTm = 4, kTw = 4;  // qconv_dot.comp's TM, TW
@@ -254,17 +313,13 @@ class QConvExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (x_words * 4 > limit || w_words * 4 > limit || x_words > UINT32_MAX || items > UINT32_MAX)
       return Unsupported("too large for qconv_dot");
-    for (auto [buf, bytes] : {std::pair<GpuBuffer*, uint64_t>{&x4_, x_words * 4}, {&w4_, w_words * 4}})
-      if (buf->bytes < bytes) {
-        gpu()->freeBuffer(buf);
-        KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
-      }
+    KILN_RETURN_IF_ERROR(Reserve(gpu(), &x4_, x_words * 4));
+    KILN_RETURN_IF_ERROR(Reserve(gpu(), &w4_, w_words * 4));
     QPackPush px{static_cast<uint32_t>(x_words), push.cg, cg4, static_cast<uint32_t>(xsp), 1};
     KILN_RETURN_IF_ERROR(add1D("qpack4", {{&x}, {&x}, {nullptr, &x4_, true}}, px, px.n, {0u}));
     // W's padding channels hold its zero point (their products then cancel).
     QPackPush pw{static_cast<uint32_t>(w_words), push.cg, cg4, static_cast<uint32_t>(ksp), push.cout};
-    const uint32_t fill = !wz ? 0u : wz->elementCount() == 1 ? 1u : 2u;
-    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {fill}));
+    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {FillMode(wz)}));
     std::string name = ql ? "qconv_dot_f64" : "qconv_dot";
     if (gpu()->gpuCaps().int8_dot) name += "_dp";
     rest.insert(rest.begin(), {{nullptr, &x4_}, {nullptr, &w4_}});
@@ -356,8 +411,7 @@ class QConvExecution final : public GpuExecution {
     }
     if (push.n == 0) return Status::Ok();
     std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw}, {sy}, {yz}, {bias}, {&y, nullptr, true}};
-    static const bool dot_on = !EnvIsZero("KILN_GPU_QCONV_DOT");
-    if (dot_on && push.mg >= 4) {
+    if (DotKernelsOn() && push.mg >= 4) {
       const size_t before = dispatches_.size();
       Status s = planDot(push, x, w, wz, rest, {xt, wt, yt, flags}, ql);
       if (s.code() != StatusCode::kUnsupported) return s;
