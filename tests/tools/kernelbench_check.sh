@@ -11,7 +11,7 @@ trap 'rm -rf "$out"' EXIT
 "$bin" --backend "$backends" --quick --loops 2 --warmup 0 --csv "$out/k.csv" --plot "$out/roof.png" > "$out/log" 2>&1 ||
   { cat "$out/log"; exit 1; }
 n_backends=$(echo "$backends" | tr ',' '\n' | wc -l)
-want=$((10 * n_backends + 1))  # gemm conv1x1 conv3x3 dw3x3 qconv1x1 qconv3x3 qdw3x3 add reduce copy
+want=$((11 * n_backends + 1))  # gemm conv1x1 conv3x3 dw3x3 qgemm qconv1x1 qconv3x3 qdw3x3 add reduce copy
 got=$(wc -l < "$out/k.csv")
 [ "$got" -eq "$want" ] || { echo "CSV has $got lines, want $want"; cat "$out/k.csv"; exit 1; }
 # Columns: backend,kernel,size,ms,gflops,gbps,intensity,peak_gflops,peak_gbps,roof_fraction,timer,error
