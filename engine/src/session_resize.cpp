@@ -174,7 +174,10 @@ Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tens
   const flatbuffers::Vector<int32_t>* kernel = nullptr;
   const flatbuffers::Vector<int32_t>* pads = nullptr;
   const flatbuffers::Vector<int32_t>* dilations = nullptr;
-  const bool conv = op.type == fb::OpType::Conv || op.type == fb::OpType::ConvTranspose;
+  // The convolutions and where their weights are (QLinearConv: input 3).
+  const bool conv = op.type == fb::OpType::Conv || op.type == fb::OpType::ConvTranspose ||
+                    op.type == fb::OpType::ConvInteger || op.type == fb::OpType::QLinearConv;
+  const size_t weights = op.type == fb::OpType::QLinearConv ? 3 : 1;
   if (const fb::ConvParams* p = op.params<fb::ConvParams>()) {
     kernel = p->kernel_shape(), pads = p->pads(), dilations = p->dilations();
   } else if (const fb::PoolParams* p = op.params<fb::PoolParams>()) {
@@ -205,8 +208,8 @@ Status SessionImpl::checkParameterWork(const GraphOp& op, const std::vector<Tens
   std::vector<int64_t> work;
   const std::vector<int64_t>& walked = op.type == fb::OpType::ConvTranspose ? x : outs[0]->shape();
   if (conv) {
-    if (ins.size() < 2 || !ins[1]) return Status::Ok();
-    const std::vector<int64_t>& w = ins[1]->shape();  // [M, C/group, k...] (transposed: [C, M/group, k...])
+    if (ins.size() <= weights || !ins[weights]) return Status::Ok();
+    const std::vector<int64_t>& w = ins[weights]->shape();  // [M, C/group, k...] (transposed: [C, M/group, k...])
     for (size_t d = 2; d < walked.size(); ++d) work.push_back(walked[d]);
     for (size_t d = 1; d < w.size(); ++d) work.push_back(w[d]);
   } else {

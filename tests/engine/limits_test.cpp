@@ -233,6 +233,43 @@ TEST(Limits, ConvWithHugePadsIsBounded) {
   EXPECT_NE(s.message().find("'pool_dil'"), std::string::npos) << s.message();
 }
 
+// A quantized conv's work is its im2col too (outputs' pixels times the taps
+// of its weights, input 3 of QLinearConv), not its outputs times its window
+// as a pool's: a ResNet stem (64 channels of 112x112 outputs, 7x7 window)
+// is 157 MB counted as a pool, 1.8 MB as a conv, and was refused on
+// lavapipe's 128 MiB limit.
+TEST(Limits, QuantizedConvWorkIsItsIm2col) {
+  NetBuilder b("qstem");
+  int x = b.addInput("x", fb::DataType::U8, {1, 3, 224, 224});
+  const uint8_t zx = 128, zy = 128;
+  const std::vector<int8_t> w(64 * 3 * 7 * 7, 1), zw(64, 0);
+  int sx = b.addConstant("sx", {}, std::vector<float>{0.02f});
+  int zxt = b.addConstant("zx", fb::DataType::U8, {}, &zx, 1);
+  int wt = b.addConstant("w", fb::DataType::I8, {64, 3, 7, 7}, w.data(), w.size());
+  int sw = b.addConstant("sw", {64}, std::vector<float>(64, 0.004f));
+  int zwt = b.addConstant("zw", fb::DataType::I8, {64}, zw.data(), zw.size());
+  int sy = b.addConstant("sy", {}, std::vector<float>{0.05f});
+  int zyt = b.addConstant("zy", fb::DataType::U8, {}, &zy, 1);
+  fb::ConvParamsT p;
+  p.kernel_shape = {7, 7};
+  p.strides = {2, 2};
+  p.pads = {3, 3, 3, 3};
+  fb::OpParamsUnion u;
+  u.Set(p);
+  int y = b.addOp(fb::OpType::QLinearConv, "qstem", {x, sx, zxt, wt, sw, zwt, sy, zyt}, {"y"}, u)[0];
+  b.net().tensors[static_cast<size_t>(y)]->dtype = fb::DataType::U8;
+  b.addOutput(y);
+  auto interp = Load(b);
+  ScheduleConfig lavapipe;
+  lavapipe.maxTensorBytes = size_t{128} << 20;
+  EXPECT_TRUE(CreateAndResize(*interp, lavapipe).ok());
+  ScheduleConfig small;
+  small.maxTensorBytes = size_t{1} << 20;  // the im2col [112,112,3,7,7] of f32 is 7.4 MB
+  Status s = CreateAndResize(*interp, small);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("its work [112,112,3,7,7]"), std::string::npos) << s.message();
+}
+
 // A stride of 2^30 across a 7-wide input: one output column, but the
 // strided path's phase planes (one for each of the s_h x s_w phases, each
 // at least a column wide) would take 2^30 x 4 rows x 4 bytes a channel (the
