@@ -218,8 +218,18 @@ int64_t WinogradConv::BlockTiles(int64_t T, int64_t P, int64_t C, int64_t m_pad,
   const int64_t cap = std::max<int64_t>(mr, block_floats / (P * (C + m_pad)) / mr * mr);
   int64_t blocks = (T + cap - 1) / cap;
   // As many blocks as makes each thread the same share (196 tiles in
-  // 88-tile blocks made 3 blocks for 2 threads: one thread did two).
-  if (threads > 1) blocks = (std::max<int64_t>(blocks, threads) + threads - 1) / threads * threads;
+  // 88-tile blocks made 3 blocks for 2 threads: one thread did two), unless
+  // the weights weigh more than twice the tiles' transformed inputs and
+  // products: each block reads all of them, so there (few tiles, many
+  // channels: 512 -> 512 on 7x7 is 16 tiles of F(2x2) against 16 MB of
+  // weights) the threads share each block's products instead
+  // (WinogradConv::run), each reading its part of the weights. ResNet-50's
+  // 7x7 3x3 convs ran slower at 2 threads than at 1 (Zen 5, in the model:
+  // 0.69 -> 0.85 ms; now 0.40); twice, since 128 -> 128 on 28x28 (49 tiles,
+  // weights 1.3x the tiles') ran 0.43-0.45 ms split by tiles, 0.44-0.53
+  // sharing the products.
+  if (threads > 1 && 2 * T * (C + m_pad) >= C * m_pad)
+    blocks = (std::max<int64_t>(blocks, threads) + threads - 1) / threads * threads;
   return ((T + blocks - 1) / blocks + mr - 1) / mr * mr;
 }
 

@@ -64,6 +64,14 @@ TEST(NnConv, Winograd3x3) {
     add("F(2x2) 40->24 on 7x7, batch 2, bias, relu, a partial tile row and column", k);
   }
   {
+    // 16 tiles against 128 x 128 weights: the threads share one block's
+    // products (WinogradConv::BlockTiles) rather than a block each.
+    ConvCase k{1, 128, 7, 7, 128, 3, 3};
+    k.pt = k.pl = k.pb = k.pr = 1;
+    k.bias = true;
+    add("F(2x2) 128->128 on 7x7 (weights outweigh the tiles: products shared between threads)", k);
+  }
+  {
     ConvCase k{1, 16, 10, 8, 48, 3, 3};
     k.pt = 0, k.pl = 1, k.pb = 0, k.pr = 1;
     k.act = fb::Activation::Sigmoid;
@@ -100,14 +108,20 @@ TEST(NnConv, WinogradTileByCost) {
   }
   // A block's transformed inputs and products fit the L2: 16 F(4x4) tiles
   // of 256 -> 256 channels (36 x 16 x 512 floats, 1.2 MB) are one block in
-  // 2 MiB, two of 8 in 1 MiB; two threads always get a block each.
+  // 2 MiB, two of 8 in 1 MiB. Two threads get a block each where the tiles
+  // weigh at least half the weights (196 tiles of 64 -> 64), else they
+  // share one block's products (16 tiles of 256 -> 256: each block would
+  // read all 9 MB of weights).
   const int mr = gemm_detail::KernelForIsa(isa).mr;
   const int64_t m_pad = (256 + gemm_detail::KernelForIsa(isa).nr - 1) / gemm_detail::KernelForIsa(isa).nr *
                         gemm_detail::KernelForIsa(isa).nr;
   const int64_t whole = (16 + mr - 1) / mr * mr;
   EXPECT_EQ(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, 2 * mib), whole);
   EXPECT_LT(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, mib), whole);
-  EXPECT_LT(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 2, 2 * mib), whole);
+  EXPECT_EQ(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 2, 2 * mib), whole);
+  const int64_t m64 = (64 + gemm_detail::KernelForIsa(isa).nr - 1) / gemm_detail::KernelForIsa(isa).nr *
+                      gemm_detail::KernelForIsa(isa).nr;
+  EXPECT_LE(WinogradConv::BlockTiles(196, 36, 64, m64, mr, 2, 2 * mib), (98 + mr - 1) / mr * mr);
   EXPECT_EQ(WinogradConv::BlockTiles(16, 36, 256, m_pad, mr, 1, 2 * mib) % mr, 0);
 }
 
