@@ -201,7 +201,8 @@ TEST(GpuQuant, MatMulByWords) {
   for (const auto& [at, bt] : {std::pair{u8, i8}, {i8, i8}, {u8, u8}, {i8, u8}})
     for (const int64_t k : {70, 3}) {
       const bool as = at == i8, bs = bt == i8;
-      for (const bool ql : {true, false}) {
+      for (const bool ql : {true, false})
+      for (const bool constant_b : {false, true}) {  // packed on the device each run, or once on the host
         OpTest t(ql ? fb::OpType::QLinearMatMul : fb::OpType::MatMulInteger);
         const std::vector<uint8_t> za{static_cast<uint8_t>(as ? 0xf3 : 129)}, zb{static_cast<uint8_t>(bs ? 5 : 121)};
         In(t, "a", {2, 6, k}, at, Bytes<uint8_t>(static_cast<size_t>(12 * k), 0, 255, ++seed));
@@ -209,7 +210,9 @@ TEST(GpuQuant, MatMulByWords) {
           t.constant("sa", {}, std::vector<float>{0.017f});
           Const(t, "za", {}, at, za);
         }
-        In(t, "b", {k, 9}, bt, Bytes<uint8_t>(static_cast<size_t>(9 * k), 0, 255, ++seed));
+        const std::vector<uint8_t> b = Bytes<uint8_t>(static_cast<size_t>(9 * k), 0, 255, ++seed);
+        if (constant_b) Const(t, "b", {k, 9}, bt, b);
+        else In(t, "b", {k, 9}, bt, b);
         if (ql) {
           t.constant("sb", {}, std::vector<float>{0.0093f});
           Const(t, "zb", {}, bt, zb);
@@ -220,7 +223,8 @@ TEST(GpuQuant, MatMulByWords) {
           Const(t, "zb", {}, bt, zb);
         }
         ExpectSameAsHost(t, kGpu, 0.f,
-                         std::string(ql ? "QLinearMatMul" : "MatMulInteger") + " a " + fb::EnumNameDataType(at) +
+                         std::string(ql ? "QLinearMatMul" : "MatMulInteger") + (constant_b ? " (constant b)" : "") +
+                             " a " + fb::EnumNameDataType(at) +
                              " b " + fb::EnumNameDataType(bt) + ", K " + std::to_string(k));
       }
     }
@@ -266,7 +270,9 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
       bias[static_cast<size_t>(m)] = static_cast<int32_t>(m * 977 % 4001) - 2000;
     }
     for (size_t m = 0; m < zw.size(); ++m) zw[m] = static_cast<uint8_t>(ws ? (m % 5) - 2 : 120 + 3 * m);
-    for (const bool ql : {true, false}) {
+    for (const bool ql : {true, false})
+    for (const bool constant_w : {false, true}) {  // packed on the device each run, or once on the host
+      if (!ql && constant_w) continue;
       OpTest t(ql ? fb::OpType::QLinearConv : fb::OpType::ConvInteger);
       // QLinearConv's inputs: x, sx, zx, w, sw, zw, ...; ConvInteger's: x, w, zx, zw.
       const std::vector<uint8_t> x = bytes(xn), w = bytes(wn), zx{static_cast<uint8_t>(xs ? 0xf9 : 131)};
@@ -276,7 +282,8 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
         t.constant("sx", {}, std::vector<float>{0.031f});
         Const(t, "zx", {}, c.xt, zx);
       }
-      In(t, "w", c.w, c.wt, w);
+      if (constant_w) Const(t, "w", c.w, c.wt, w);
+      else In(t, "w", c.w, c.wt, w);
       if (ql) t.constant("sw", {cout}, sw);
       if (!ql) Const(t, "zx", {}, c.xt, zx);
       Const(t, "zw", zw_shape, c.wt, zw);
@@ -290,7 +297,7 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
       p.strides = c.strides;
       p.pads = c.pads;
       p.dilations = c.dilations;
-      const std::string what = std::string(ql ? "QLinearConv" : "ConvInteger") + " x " +
+      const std::string what = std::string(ql ? "QLinearConv" : "ConvInteger") + (constant_w ? " (constant w)" : "") + " x " +
                                fb::EnumNameDataType(c.xt) + " w " + fb::EnumNameDataType(c.wt) + ", " +
                                std::to_string(c.x.size() - 2) + "-D, " + std::to_string(cout) + " channels";
       ExpectSameAsHost(t.params(p), kGpu, 0.f, what);

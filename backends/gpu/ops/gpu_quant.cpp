@@ -19,6 +19,7 @@
 
 #include "ops/nn_common.h"
 #include "ops/op_params.h"
+#include "gpu_common.h"
 #include "gpu_layout.h"
 
 namespace kiln {
@@ -159,6 +160,53 @@ Status Reserve(GpuBackend* gpu, GpuBuffer* buf, uint64_t bytes) {
 // A zero point's qpack4 fill mode: 0 none, 1 one value, 2 one per outer index.
 uint32_t FillMode(const Tensor* z) { return !z ? 0u : z->elementCount() == 1 ? 1u : 2u; }
 
+// A constant operand for the packed int8 kernels, made once on the host
+// (qpack4's layout: words [outer][c4][sp], channel 4 c4 + j in byte j, the
+// padding channels holding fill[outer % fill.size()], or 0 where fill is
+// empty) and uploaded: the weights of a model are not repacked every run.
+struct ConstantWords {
+  const GraphTensor* src = nullptr;   // the constant bytes
+  const GraphTensor* fill = nullptr;  // its zero point (a constant too), or null
+  bool usable() const { return src != nullptr; }
+};
+
+Status UploadWords(GpuBackend* gpu, const ConstantWords& cw, int64_t outer, int64_t c, int64_t sp, GpuBuffer* out) {
+  if (out->handle) return Status::Ok();  // made at an earlier resize
+  const int64_t c4 = (c + 3) / 4;
+  if (cw.src->constant.size != static_cast<size_t>(outer * c * sp))
+    return Internal("packed int8 operand of %zu bytes for %lld", cw.src->constant.size,
+                    static_cast<long long>(outer * c * sp));
+  const uint8_t* src = cw.src->constant.data;
+  const size_t fills = cw.fill ? cw.fill->constant.size : 0;
+  std::vector<uint32_t> words(static_cast<size_t>(outer * c4 * sp));
+  for (int64_t o = 0; o < outer; ++o) {
+    const uint32_t pad = fills ? cw.fill->constant.data[static_cast<size_t>(o) % fills] : 0u;
+    for (int64_t q = 0; q < c4; ++q)
+      for (int64_t s = 0; s < sp; ++s) {
+        uint32_t word = 0;
+        for (int64_t j = 0; j < 4; ++j) {
+          const int64_t ch = 4 * q + j;
+          word |= (ch < c ? uint32_t{src[(o * c + ch) * sp + s]} : pad) << (8 * j);
+        }
+        words[static_cast<size_t>((o * c4 + q) * sp + s)] = word;
+      }
+  }
+  KILN_ASSIGN_OR_RETURN(*out, gpu->createBuffer(words.size() * 4, words.data()));
+  gpu->addOwnWeightBytes(static_cast<int64_t>(out->bytes));
+  return Status::Ok();
+}
+
+// The constant words of input k with zero point input z (-1: none): usable
+// where both are constants.
+ConstantWords ConstantOperand(const GraphOp& op, const Graph& graph, size_t k, int z) {
+  ConstantWords cw;
+  const GraphTensor* src = ConstantInput(op, graph, k);
+  const bool has_z = z >= 0 && static_cast<size_t>(z) < op.inputs.size() && op.inputs[static_cast<size_t>(z)] >= 0;
+  const GraphTensor* fill = has_z ? ConstantInput(op, graph, static_cast<size_t>(z)) : nullptr;
+  if (src && (!has_z || fill)) cw.src = src, cw.fill = fill;
+  return cw;
+}
+
 struct QMatMulPush {
   uint32_t n, m, cols, k, rank;
   uint32_t batch[4], sa[4], sb[4];
@@ -166,8 +214,10 @@ struct QMatMulPush {
 
 class QMatMulExecution final : public GpuExecution {
  public:
-  QMatMulExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  QMatMulExecution(GpuBackend* b, const GraphOp& op, ConstantWords b_words)
+      : GpuExecution(b), op_(op), b_const_(b_words) {}
   ~QMatMulExecution() override {
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(b_const_.usable() ? b4_.bytes : 0));
     gpu()->freeBuffer(&a4_);
     gpu()->freeBuffer(&b4_);
   }
@@ -186,7 +236,7 @@ class QMatMulExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX) return Unsupported("too large for qmatmul_dot");
     KILN_RETURN_IF_ERROR(Reserve(gpu(), &a4_, a_words * 4));
-    KILN_RETURN_IF_ERROR(Reserve(gpu(), &b4_, b_words * 4));
+    if (!b_const_.usable()) KILN_RETURN_IF_ERROR(Reserve(gpu(), &b4_, b_words * 4));
     // The batch strides in words of the packed operands.
     for (uint32_t d = 0; d < push.rank; ++d) {
       push.sa[d] = static_cast<uint32_t>(push.sa[d] / (uint64_t{push.m} * push.k) * push.m * k4);
@@ -194,8 +244,12 @@ class QMatMulExecution final : public GpuExecution {
     }
     QPackPush pa{static_cast<uint32_t>(a_words), push.k, static_cast<uint32_t>(k4), 1, push.m};
     KILN_RETURN_IF_ERROR(add1D("qpack4", {{&a}, {az ? az : &a}, {nullptr, &a4_, true}}, pa, pa.n, {FillMode(az)}));
-    QPackPush pb{static_cast<uint32_t>(b_words), push.k, static_cast<uint32_t>(k4), push.cols, 1};
-    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&b}, {&b}, {nullptr, &b4_, true}}, pb, pb.n, {0u}));
+    if (b_const_.usable()) {  // constant B (weights): packed once
+      KILN_RETURN_IF_ERROR(UploadWords(gpu(), {b_const_.src, nullptr}, static_cast<int64_t>(b_sets), push.k, push.cols, &b4_));
+    } else {
+      QPackPush pb{static_cast<uint32_t>(b_words), push.k, static_cast<uint32_t>(k4), push.cols, 1};
+      KILN_RETURN_IF_ERROR(add1D("qpack4", {{&b}, {&b}, {nullptr, &b4_, true}}, pb, pb.n, {0u}));
+    }
     std::string name = ql ? "qmatmul_dot_f64" : "qmatmul_dot";
     if (gpu()->gpuCaps().int8_dot) name += "_dp";
     rest.insert(rest.begin(), {{nullptr, &a4_}, {nullptr, &b4_}});
@@ -277,7 +331,8 @@ class QMatMulExecution final : public GpuExecution {
   }
 
   const GraphOp& op_;
-  GpuBuffer a4_, b4_;  // A and B four k a word (planDot), grown by resizes
+  const ConstantWords b_const_;  // B packed once on the host where it is a constant
+  GpuBuffer a4_, b4_;  // A and B four k a word (planDot), grown by resizes (b4_: once, for a constant B)
 };
 
 struct QConvPush {
@@ -288,8 +343,9 @@ struct QConvPush {
 
 class QConvExecution final : public GpuExecution {
  public:
-  QConvExecution(GpuBackend* b, const GraphOp& op) : GpuExecution(b), op_(op) {}
+  QConvExecution(GpuBackend* b, const GraphOp& op, ConstantWords w_words) : GpuExecution(b), op_(op), w_const_(w_words) {}
   ~QConvExecution() override {
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(w_const_.usable() ? w4_.bytes : 0));
     gpu()->freeBuffer(&x4_);
     gpu()->freeBuffer(&w4_);
   }
@@ -314,12 +370,16 @@ class QConvExecution final : public GpuExecution {
     if (x_words * 4 > limit || w_words * 4 > limit || x_words > UINT32_MAX || items > UINT32_MAX)
       return Unsupported("too large for qconv_dot");
     KILN_RETURN_IF_ERROR(Reserve(gpu(), &x4_, x_words * 4));
-    KILN_RETURN_IF_ERROR(Reserve(gpu(), &w4_, w_words * 4));
+    if (!w_const_.usable()) KILN_RETURN_IF_ERROR(Reserve(gpu(), &w4_, w_words * 4));
     QPackPush px{static_cast<uint32_t>(x_words), push.cg, cg4, static_cast<uint32_t>(xsp), 1};
     KILN_RETURN_IF_ERROR(add1D("qpack4", {{&x}, {&x}, {nullptr, &x4_, true}}, px, px.n, {0u}));
     // W's padding channels hold its zero point (their products then cancel).
-    QPackPush pw{static_cast<uint32_t>(w_words), push.cg, cg4, static_cast<uint32_t>(ksp), push.cout};
-    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {FillMode(wz)}));
+    if (w_const_.usable()) {  // constant weights (and zero point): packed once
+      KILN_RETURN_IF_ERROR(UploadWords(gpu(), w_const_, push.cout, push.cg, static_cast<int64_t>(ksp), &w4_));
+    } else {
+      QPackPush pw{static_cast<uint32_t>(w_words), push.cg, cg4, static_cast<uint32_t>(ksp), push.cout};
+      KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {FillMode(wz)}));
+    }
     std::string name = ql ? "qconv_dot_f64" : "qconv_dot";
     if (gpu()->gpuCaps().int8_dot) name += "_dp";
     rest.insert(rest.begin(), {{nullptr, &x4_}, {nullptr, &w4_}});
@@ -422,7 +482,8 @@ class QConvExecution final : public GpuExecution {
   }
 
   const GraphOp& op_;
-  GpuBuffer x4_, w4_;  // X and W four channels a word (planDot), grown by resizes
+  const ConstantWords w_const_;  // W packed once on the host where it and its zero point are constants
+  GpuBuffer x4_, w4_;  // X and W four channels a word (planDot), grown by resizes (w4_: once, for constant W)
 };
 
 // Declines (the op runs on the host) what the kernels do not take.
@@ -506,12 +567,14 @@ StatusOr<std::unique_ptr<Execution>> CreateGpuQuantize(const GraphOp& op, const 
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuQMatMul(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, op.type == fb::OpType::QLinearMatMul));
-  return Make(std::make_unique<QMatMulExecution>(b, op));
+  const bool ql = op.type == fb::OpType::QLinearMatMul;
+  return Make(std::make_unique<QMatMulExecution>(b, op, ConstantOperand(op, graph, ql ? 3 : 1, -1)));
 }
 
 StatusOr<std::unique_ptr<Execution>> CreateGpuQConv(const GraphOp& op, const Graph& graph, GpuBackend* b) {
   KILN_RETURN_IF_ERROR(QuantSupported(op, graph, b, op.type == fb::OpType::QLinearConv));
-  return Make(std::make_unique<QConvExecution>(b, op));
+  const bool ql = op.type == fb::OpType::QLinearConv;
+  return Make(std::make_unique<QConvExecution>(b, op, ConstantOperand(op, graph, ql ? 3 : 1, ql ? 5 : 3)));
 }
 
 }  // namespace kiln
