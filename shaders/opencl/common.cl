@@ -505,6 +505,26 @@ int Dot4(int4 a, int4 b) {
   return p.x + p.y + p.z + p.w;
 }
 
+// The push constants of qconv / qconv_dot and qmatmul / qmatmul_dot (as
+// gpu_quant.cpp's QConvPush and QMatMulPush).
+typedef struct {
+  uint n, cin, cout, cg, mg;
+  uint in_dims[3];
+  uint out_dims[3];
+  uint ksize[3];
+  uint stride[3];
+  uint dil[3];
+  uint pad[3];
+  float act_lo, act_hi;
+} QConvPush;
+
+typedef struct {
+  uint n, m, cols, k, rank;
+  uint batch[4];
+  uint stride_a[4];
+  uint stride_b[4];
+} QMatMulPush;
+
 // MatMulInteger's / QLinearMatMul's output element i (row r, column j) from
 // its int32 sum (qmatmul, qmatmul_dot; flags as qmatmul.cl): the sum itself
 // (yt 2), or requantized with sa sb / sy.

@@ -18,17 +18,6 @@
 #define YT KILN_SPEC_5
 #define FLAGS KILN_SPEC_6
 
-typedef struct {
-  uint n, cin, cout, cg, mg;
-  uint in_dims[3];
-  uint out_dims[3];
-  uint ksize[3];
-  uint stride[3];
-  uint dil[3];
-  uint pad[3];
-  float act_lo, act_hi;
-} QConvPush;
-
 __kernel void qconv(__global const uchar* x, __global const uchar* w, __global const uchar* zx,
                     __global const uchar* zw, __global const float* sx, __global const float* sw,
                     __global const float* sy, __global const uchar* zy, __global const int* bias, __global uchar* y,

@@ -24,17 +24,6 @@
 #define QTM 4
 #define QTW 4
 
-typedef struct {
-  uint n, cin, cout, cg, mg;
-  uint in_dims[3];
-  uint out_dims[3];
-  uint ksize[3];
-  uint stride[3];
-  uint dil[3];
-  uint pad[3];
-  float act_lo, act_hi;
-} QConvPush;
-
 __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __global const uchar* zx,
                         __global const uchar* zw, __global const float* sx, __global const float* sw,
                         __global const float* sy, __global const uchar* zy, __global const int* bias,

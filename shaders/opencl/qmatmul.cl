@@ -18,13 +18,6 @@
 #define YT KILN_SPEC_5
 #define FLAGS KILN_SPEC_6
 
-typedef struct {
-  uint n, m, cols, k, rank;
-  uint batch[4];
-  uint stride_a[4];
-  uint stride_b[4];
-} QMatMulPush;
-
 __kernel void qmatmul(__global const uchar* a, __global const uchar* b, __global const uchar* za,
                       __global const uchar* zb, __global const float* sa, __global const float* sb,
                       __global const float* sy, __global const uchar* zy, __global const int* bias,

@@ -23,13 +23,6 @@
 #define QTM 4
 #define QTN 4
 
-typedef struct {
-  uint n, m, cols, k, rank;
-  uint batch[4];
-  uint stride_a[4];
-  uint stride_b[4];
-} QMatMulPush;
-
 __kernel void qmatmul_dot(__global const uint* a4, __global const uint* b4, __global const uchar* za,
                           __global const uchar* zb, __global const float* sa, __global const float* sb,
                           __global const float* sy, __global const uchar* zy, __global const int* bias,
