@@ -49,16 +49,20 @@ __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __glob
   const int zxv = (FLAGS & 1) != 0 ? LoadQ(zx[0], XT) : 0;
   const uint zxword = (FLAGS & 1) != 0 ? (uint)zx[0] * 0x01010101u : 0u;
 
-  int acc[QTM][QTW], sum_x[QTW], sum_w[QTM];
+  uint acc[QTM][QTW], sum_x[QTW], sum_w[QTM];  // wrapping int32 sums
+  #pragma unroll
   for (int a = 0; a < QTM; ++a) {
     sum_w[a] = 0;
+    #pragma unroll
     for (int b = 0; b < QTW; ++b) acc[a][b] = 0;
   }
+  #pragma unroll
   for (int b = 0; b < QTW; ++b) sum_x[b] = 0;
 
   for (uint c4 = 0; c4 < cg4; ++c4) {
     const uint xbase = ((bn * groups + g) * cg4 + c4) * xsp;
     uint wbase[QTM];
+    #pragma unroll
     for (uint a = 0; a < QTM; ++a) wbase[a] = ((m0 + min(a, mcount - 1)) * cg4 + c4) * ksp;
     uint k = 0;
     for (uint kd = 0; kd < p.ksize[0]; ++kd) {
@@ -70,16 +74,20 @@ __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __glob
         const uint rbase = xbase + ((uint)max(pd, 0) * p.in_dims[1] + (uint)max(ph, 0)) * p.in_dims[2];
         for (uint kw = 0; kw < p.ksize[2]; ++kw, ++k) {
           int4 wv[QTM];
+          #pragma unroll
           for (uint a = 0; a < QTM; ++a) wv[a] = Unpack4(w4[wbase[a] + k], WT);
+          #pragma unroll
           for (uint b = 0; b < QTW; ++b) {
             const int pw = (int)((ow0 + b) * p.stride[2] + kw * p.dil[2]) - (int)p.pad[2];
             const uint xw = rv && pw >= 0 && pw < (int)p.in_dims[2] ? x4[rbase + (uint)pw] : zxword;
             const int4 xv = Unpack4(xw, XT);
-            for (uint a = 0; a < QTM; ++a) acc[a][b] += Dot4(wv[a], xv);
-            if ((FLAGS & 4) != 0) sum_x[b] += xv.x + xv.y + xv.z + xv.w;
+            #pragma unroll
+            for (uint a = 0; a < QTM; ++a) acc[a][b] += (uint)Dot4(wv[a], xv);
+            if ((FLAGS & 4) != 0) sum_x[b] += (uint)(xv.x + xv.y + xv.z + xv.w);
           }
           if ((FLAGS & 1) != 0)
-            for (uint a = 0; a < QTM; ++a) sum_w[a] += wv[a].x + wv[a].y + wv[a].z + wv[a].w;
+            #pragma unroll
+            for (uint a = 0; a < QTM; ++a) sum_w[a] += (uint)(wv[a].x + wv[a].y + wv[a].z + wv[a].w);
         }
       }
     }
@@ -90,7 +98,9 @@ __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __glob
     const uint m = m0 + a;
     const int zwv = (FLAGS & 4) != 0 ? LoadQ(zw[(FLAGS & 8) != 0 ? m : 0], WT) : 0;
     for (uint b = 0; b < QTW && ow0 + b < p.out_dims[2]; ++b) {
-      const int v = acc[a][b] - zwv * sum_x[b] - zxv * sum_w[a] + n * zxv * zwv;
+      // In uint: the sums wrap as the host's int32 (signed overflow is undefined in OpenCL C).
+      const int v = (int)(acc[a][b] - (uint)zwv * sum_x[b] - (uint)zxv * sum_w[a] +
+                          (uint)n * (uint)zxv * (uint)zwv);
       QConvStore(y, (bn * p.cout + m) * osp + row * p.out_dims[2] + ow0 + b, m, v, FLAGS, YT, sx, sw, sy, zy, bias,
                  p.act_lo, p.act_hi);
     }

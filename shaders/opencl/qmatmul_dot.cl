@@ -44,25 +44,36 @@ __kernel void qmatmul_dot(__global const uint* a4, __global const uint* b4, __gl
     bi = q;
   }
   uint arow[QTM], bcol[QTN];
+  #pragma unroll
   for (uint a = 0; a < QTM; ++a) arow[a] = oa + min(r0 + a, p.m - 1) * k4;
+  #pragma unroll
   for (uint b = 0; b < QTN; ++b) bcol[b] = ob + min(j0 + b, p.cols - 1);
 
-  int acc[QTM][QTN], sum_a[QTM], sum_b[QTN];
+  uint acc[QTM][QTN], sum_a[QTM], sum_b[QTN];  // wrapping int32 sums
+  #pragma unroll
   for (int a = 0; a < QTM; ++a) {
     sum_a[a] = 0;
+    #pragma unroll
     for (int b = 0; b < QTN; ++b) acc[a][b] = 0;
   }
+  #pragma unroll
   for (int b = 0; b < QTN; ++b) sum_b[b] = 0;
   for (uint s = 0; s < k4; ++s) {
     int4 av[QTM], bv[QTN];
+    #pragma unroll
     for (uint a = 0; a < QTM; ++a) av[a] = Unpack4(a4[arow[a] + s], AT);
+    #pragma unroll
     for (uint b = 0; b < QTN; ++b) bv[b] = Unpack4(b4[bcol[b] + s * p.cols], BT);
+    #pragma unroll
     for (uint a = 0; a < QTM; ++a)
-      for (uint b = 0; b < QTN; ++b) acc[a][b] += Dot4(av[a], bv[b]);
+      #pragma unroll
+      for (uint b = 0; b < QTN; ++b) acc[a][b] += (uint)Dot4(av[a], bv[b]);
     if ((FLAGS & 4) != 0)
-      for (uint a = 0; a < QTM; ++a) sum_a[a] += av[a].x + av[a].y + av[a].z + av[a].w;
+      #pragma unroll
+      for (uint a = 0; a < QTM; ++a) sum_a[a] += (uint)(av[a].x + av[a].y + av[a].z + av[a].w);
     if ((FLAGS & 1) != 0)
-      for (uint b = 0; b < QTN; ++b) sum_b[b] += bv[b].x + bv[b].y + bv[b].z + bv[b].w;
+      #pragma unroll
+      for (uint b = 0; b < QTN; ++b) sum_b[b] += (uint)(bv[b].x + bv[b].y + bv[b].z + bv[b].w);
   }
 
   const int n = (int)(k4 * 4);
@@ -72,7 +83,9 @@ __kernel void qmatmul_dot(__global const uint* a4, __global const uint* b4, __gl
     for (uint b = 0; b < QTN && j0 + b < p.cols; ++b) {
       const uint j = j0 + b;
       const int zbv = (FLAGS & 4) != 0 ? LoadQ(zb[(FLAGS & 8) != 0 ? j : 0], BT) : 0;
-      const int v = acc[a][b] - zbv * sum_a[a] - zav * sum_b[b] + n * zav * zbv;
+      // In uint: the sums wrap as the host's int32 (signed overflow is undefined in OpenCL C).
+      const int v = (int)(acc[a][b] - (uint)zbv * sum_a[a] - (uint)zav * sum_b[b] +
+                          (uint)n * (uint)zav * (uint)zbv);
       QMatMulStore(y, (batch_index * p.m + r) * p.cols + j, r, j, v, FLAGS, YT, sa, sb, sy, zy, bias);
     }
   }
