@@ -22,7 +22,10 @@
 #define YT KILN_SPEC_5
 #define FLAGS KILN_SPEC_6
 #define QTM 4
-#define QTW 4
+#ifndef KILN_SPEC_7
+#define KILN_SPEC_7 4
+#endif
+#define QTW KILN_SPEC_7  // output columns a work item (8 on CPU drivers)
 
 __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __global const uchar* zx,
                         __global const uchar* zw, __global const float* sx, __global const float* sw,

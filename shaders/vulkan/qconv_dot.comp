@@ -23,7 +23,7 @@ layout(std430, binding = 1) readonly buffer W4 { uint w4[]; };
 #include "qconv_common.glsl"
 
 #define TM 4u  // output channels an invocation
-#define TW 4u  // output columns an invocation
+layout(constant_id = 7) const uint TW = 4;  // output columns an invocation (8 on CPU drivers)
 
 void main() {
   const uint osp = p.out_dims[0] * p.out_dims[1] * p.out_dims[2];

@@ -235,7 +235,8 @@ TEST(GpuQuant, MatMulByWords) {
 // the byte products): every pairing of u8 and i8, channel counts that leave
 // padding channels and partial blocks, widths that leave partial columns,
 // zero points on either side (per tensor and per channel), stride,
-// dilation, padding that makes windows read outside X, groups, 1-D and 3-D.
+// dilation, padding that makes windows read outside X, groups, 1-D and 3-D,
+// with blocks of 4 and of 8 columns.
 TEST(GpuQuant, QLinearConvByChannelWords) {
   KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
@@ -254,7 +255,10 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
       {u8, i8, {1, 4, 3, 5, 6}, {5, 4, 2, 3, 3}, 1, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, {1, 1, 1}, false},
   };
   uint32_t seed = 500;
+  // Each case with the block GPUs take (4 columns) and CPU drivers' (8).
+  for (const char* cols : {"4", "8"})
   for (const Case& c : cases) {
+    setenv("KILN_GPU_QDOT_COLS", cols, 1);
     const int64_t cout = c.w[0];
     int64_t xn = 1, wn = 1;
     for (int64_t d : c.x) xn *= d;
@@ -300,13 +304,14 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
       const std::string what = std::string(ql ? "QLinearConv" : "ConvInteger") + (constant_w ? " (constant w)" : "") + " x " +
                                fb::EnumNameDataType(c.xt) + " w " + fb::EnumNameDataType(c.wt) + ", " +
                                std::to_string(c.x.size() - 2) + "-D, " + std::to_string(cout) + " channels";
-      ExpectSameAsHost(t.params(p), kGpu, 0.f, what);
+      ExpectSameAsHost(t.params(p), kGpu, 0.f, what + ", " + cols + " columns an invocation");
       if (ql) {
         p.activation = fb::Activation::Relu;
         ExpectSameAsHost(t.params(p), kGpu, 0.f, what + ", fused Relu");
       }
     }
   }
+  unsetenv("KILN_GPU_QDOT_COLS");
 }
 
 TEST(GpuQuant, QLinearAdd) {

@@ -357,7 +357,8 @@ class QConvExecution final : public GpuExecution {
   // (GpuCaps::int8_dot).
   Status planDot(const QConvPush& push, const Tensor& x, const Tensor& w, const Tensor* wz,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
-    constexpr uint32_t kTm = 4, kTw = 4;  // qconv_dot.comp's TM, TW
+    constexpr uint32_t kTm = 4;  // qconv_dot.comp's TM
+    const uint32_t kTw = ColumnsAnInvocation();  // its TW (spec constant 7)
     const uint32_t groups = push.cout / push.mg, cg4 = (push.cg + 3) / 4;
     const uint64_t xsp = uint64_t{push.in[0]} * push.in[1] * push.in[2];
     const uint64_t ksp = uint64_t{push.kernel[0]} * push.kernel[1] * push.kernel[2];
@@ -383,7 +384,17 @@ class QConvExecution final : public GpuExecution {
     std::string name = ql ? "qconv_dot_f64" : "qconv_dot";
     if (gpu()->gpuCaps().int8_dot) name += "_dp";
     rest.insert(rest.begin(), {{nullptr, &x4_}, {nullptr, &w4_}});
-    return add1D(name.c_str(), std::move(rest), push, items, spec);
+    std::vector<uint32_t> dot_spec = spec;
+    dot_spec.push_back(kTw);
+    return add1D(name.c_str(), std::move(rest), push, items, dot_spec);
+  }
+
+  // qconv_dot's columns an invocation: 8 on CPU drivers (each load there
+  // is a memory access of its own; a wider block reuses the weights'
+  // words for more columns), else 4. KILN_GPU_QDOT_COLS=4|8 (A/B).
+  uint32_t ColumnsAnInvocation() const {
+    if (const char* e = std::getenv("KILN_GPU_QDOT_COLS")) return std::atoi(e) == 8 ? 8 : 4;
+    return gpu()->gpuCaps().cpu_kernels ? 8 : 4;
   }
 
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
