@@ -229,12 +229,14 @@ class QMatMulExecution final : public GpuExecution {
   Status planDot(QMatMulPush push, const Tensor& a, const Tensor& b, const Tensor* az,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
     constexpr uint32_t kTm = 4, kTn = 4;  // qmatmul_dot.comp's TM, TN
-    const uint64_t k4 = (push.k + 3) / 4, a_rows = a.elementCount() / push.k, b_sets = b.elementCount() / (uint64_t{push.k} * push.cols);
+    const uint64_t k4 = (push.k + 3) / 4, a_rows = a.elementCount() / push.k;
+    const uint64_t b_sets = b.elementCount() / (uint64_t{push.k} * push.cols);
     const uint64_t a_words = a_rows * k4, b_words = b_sets * k4 * push.cols;
     const uint64_t batches = push.n / (uint64_t{push.m} * push.cols);
     const uint64_t items = batches * ((push.m + kTm - 1) / kTm) * ((push.cols + kTn - 1) / kTn);
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
-    if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX) return Unsupported("too large for qmatmul_dot");
+    if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX)
+      return Unsupported("too large for qmatmul_dot");
     KILN_RETURN_IF_ERROR(Reserve(gpu(), &a4_, a_words * 4));
     if (!b_const_.usable()) KILN_RETURN_IF_ERROR(Reserve(gpu(), &b4_, b_words * 4));
     // The batch strides in words of the packed operands.
@@ -245,7 +247,8 @@ class QMatMulExecution final : public GpuExecution {
     QPackPush pa{static_cast<uint32_t>(a_words), push.k, static_cast<uint32_t>(k4), 1, push.m};
     KILN_RETURN_IF_ERROR(add1D("qpack4", {{&a}, {az ? az : &a}, {nullptr, &a4_, true}}, pa, pa.n, {FillMode(az)}));
     if (b_const_.usable()) {  // constant B (weights): packed once
-      KILN_RETURN_IF_ERROR(UploadWords(gpu(), {b_const_.src, nullptr}, static_cast<int64_t>(b_sets), push.k, push.cols, &b4_));
+      KILN_RETURN_IF_ERROR(
+          UploadWords(gpu(), {b_const_.src, nullptr}, static_cast<int64_t>(b_sets), push.k, push.cols, &b4_));
     } else {
       QPackPush pb{static_cast<uint32_t>(b_words), push.k, static_cast<uint32_t>(k4), push.cols, 1};
       KILN_RETURN_IF_ERROR(add1D("qpack4", {{&b}, {&b}, {nullptr, &b4_, true}}, pb, pb.n, {0u}));
@@ -319,7 +322,8 @@ class QMatMulExecution final : public GpuExecution {
       flags |= kBias;
     }
     if (push.n == 0) return Status::Ok();
-    std::vector<GpuBinding> rest = {{az ? az : &a}, {bz ? bz : &a}, {sa}, {sb}, {sy}, {yz}, {bias}, {&y, nullptr, true}};
+    std::vector<GpuBinding> rest = {{az ? az : &a}, {bz ? bz : &a}, {sa}, {sb},
+                                    {sy},           {yz},           {bias}, {&y, nullptr, true}};
     if (DotKernelsOn() && push.k >= 4) {
       const size_t before = dispatches_.size();
       Status s = planDot(push, a, b, az, rest, {at, bt, yt, flags}, ql);
@@ -343,7 +347,8 @@ struct QConvPush {
 
 class QConvExecution final : public GpuExecution {
  public:
-  QConvExecution(GpuBackend* b, const GraphOp& op, ConstantWords w_words) : GpuExecution(b), op_(op), w_const_(w_words) {}
+  QConvExecution(GpuBackend* b, const GraphOp& op, ConstantWords w_words)
+      : GpuExecution(b), op_(op), w_const_(w_words) {}
   ~QConvExecution() override {
     gpu()->addOwnWeightBytes(-static_cast<int64_t>(w_const_.usable() ? w4_.bytes : 0));
     gpu()->freeBuffer(&x4_);
@@ -481,7 +486,8 @@ class QConvExecution final : public GpuExecution {
       }
     }
     if (push.n == 0) return Status::Ok();
-    std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw}, {sy}, {yz}, {bias}, {&y, nullptr, true}};
+    std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw},
+                                    {sy},           {yz},           {bias}, {&y, nullptr, true}};
     if (DotKernelsOn() && push.mg >= 4) {
       const size_t before = dispatches_.size();
       Status s = planDot(push, x, w, wz, rest, {xt, wt, yt, flags}, ql);
