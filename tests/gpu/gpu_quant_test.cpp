@@ -232,11 +232,11 @@ TEST(GpuQuant, MatMulByWords) {
 
 // Convs of four or more output channels a group take qconv_dot (four
 // channels a word, 4 x 4 outputs an invocation, zero points applied after
-// the byte products): every pairing of u8 and i8, channel counts that leave
-// padding channels and partial blocks, widths that leave partial columns,
-// zero points on either side (per tensor and per channel), stride,
-// dilation, padding that makes windows read outside X, groups, 1-D and 3-D,
-// with blocks of 4 and of 8 columns.
+// the byte products), depthwise ones qconv_dw: every pairing of u8 and i8,
+// channel counts that leave padding channels and partial blocks, widths
+// that leave partial columns, zero points on either side (per tensor and
+// per channel), stride, dilation, padding that makes windows read outside
+// X, groups, 1-D and 3-D, with blocks of 4 and of 8 columns.
 TEST(GpuQuant, QLinearConvByChannelWords) {
   KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
@@ -253,6 +253,10 @@ TEST(GpuQuant, QLinearConvByChannelWords) {
       {u8, u8, {1, 7, 6, 13}, {4, 7, 1, 1}, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, true},
       {i8, u8, {1, 3, 17}, {9, 3, 5}, 1, {3}, {2, 4}, {1}, true},
       {u8, i8, {1, 4, 3, 5, 6}, {5, 4, 2, 3, 3}, 1, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, {1, 1, 1}, false},
+      // Depthwise (qconv_dw: a row's columns an invocation).
+      {u8, i8, {1, 6, 9, 13}, {6, 1, 3, 3}, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+      {i8, i8, {2, 5, 11, 10}, {5, 1, 3, 3}, 5, {2, 2}, {1, 0, 1, 1}, {1, 1}, false},
+      {u8, u8, {1, 4, 19}, {4, 1, 5}, 4, {1}, {4, 2}, {2}, true},
   };
   uint32_t seed = 500;
   // Each case with the block GPUs take (4 columns) and CPU drivers' (8).

@@ -494,6 +494,15 @@ class QConvExecution final : public GpuExecution {
       if (s.code() != StatusCode::kUnsupported) return s;
       dispatches_.resize(before);  // too large to pack: the one-output kernel
     }
+    if (DotKernelsOn() && push.mg == 1 && push.cg == 1 && push.cin == push.cout) {
+      // Depthwise: qconv_dw, a row's columns an invocation (4 on GPUs, 8 on
+      // CPU drivers, as qconv_dot's).
+      const uint32_t tw = ColumnsAnInvocation();
+      const uint64_t osp = uint64_t{push.out[0]} * push.out[1] * push.out[2];
+      const uint64_t items = push.n / osp * push.out[0] * push.out[1] * ((push.out[2] + tw - 1) / tw);
+      rest.insert(rest.begin(), {{&x}, {&w}});
+      return add1D(ql ? "qconv_dw_f64" : "qconv_dw", std::move(rest), push, items, {xt, wt, yt, flags, tw});
+    }
     rest.insert(rest.begin(), {{&x}, {&w}});
     return add1D(ql ? "qconv_f64" : "qconv", std::move(rest), push, push.n, {xt, wt, yt, flags});
   }
