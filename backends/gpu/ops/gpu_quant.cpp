@@ -3,17 +3,21 @@
 // tensor or per axis; f32 <-> u8 / i8, quantize.comp, dequantize.comp),
 // DynamicQuantizeLinear (a one-work-group min / max reduction that writes the
 // scale and zero point, dq_range.comp, then quantize.comp with them),
-// MatMulInteger and QLinearMatMul (qmatmul.comp), ConvInteger and QLinearConv
-// (qconv.comp). The integer products are naive, one invocation an output
-// element with an int32 sum (the host's exact sum, wrapped to int32 as it
-// stores it); the QLinear forms requantize with the host's arithmetic: the
-// multiplier s_a * s_b / s_y in f32, the product with the sum in double and
-// round half to even, saturated. Divisions run in double and round to
-// float (the correctly rounded f32 quotient the host computes) in the _f64
-// variants, which the QLinear ops need (devices without f64 arithmetic
-// leave them on the host). 8-bit tensors need the device's 8-bit storage;
-// f16 / bf16 / f64 floats, 16-bit and i32 quantized types stay on the host.
-// Correctness first: no tiling.
+// MatMulInteger and QLinearMatMul, ConvInteger and QLinearConv. The integer
+// products keep the host's exact int32 sums (wrapped to int32 as it stores
+// them): by four-byte words where they can (qpack4 packs the operands four
+// channels or four k a word; qconv_dot and qmatmul_dot sum 4 x 4 blocks
+// with the zero points applied after the byte products, through SPIR-V's
+// packed dot products where the device has them, GpuCaps::int8_dot),
+// depthwise convs a row's columns an invocation (qconv_dw), the rest one
+// output an invocation (qconv.comp, qmatmul.comp). The QLinear forms
+// requantize with the host's arithmetic: the multiplier s_a * s_b / s_y in
+// f32, its product with the sum in f32, round half to even, saturated.
+// Divisions run in double and round to float (the correctly rounded f32
+// quotient the host computes) in the _f64 variants, which the QLinear ops
+// need (devices without f64 arithmetic leave them on the host). 8-bit
+// tensors need the device's 8-bit storage; f16 / bf16 / f64 floats, 16-bit
+// and i32 quantized types stay on the host. No shared-memory tiles yet.
 #include <algorithm>
 #include <cmath>
 
