@@ -40,6 +40,13 @@ StatusOr<GpuBuffer> CreateWeightBuffer(GpuBackend* gpu, const std::vector<float>
   return b;
 }
 
+Status ReserveBuffer(GpuBackend* gpu, GpuBuffer* buf, uint64_t bytes) {
+  if (buf->bytes >= bytes) return Status::Ok();
+  gpu->freeBuffer(buf);
+  KILN_ASSIGN_OR_RETURN(*buf, gpu->createBuffer(bytes));
+  return Status::Ok();
+}
+
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback) {
   if (k >= op.inputs.size() || op.inputs[k] < 0) return fallback;
   const GraphTensor* t = ConstantInput(op, graph, k);

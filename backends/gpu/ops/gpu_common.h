@@ -28,6 +28,9 @@ const GraphTensor* ConstantInput(const GraphOp& op, const Graph& graph, size_t k
 // floats (fp16 with halfStorage), its bytes counted with the session's
 // weights (GpuBackend::addOwnWeightBytes; the execution frees and uncounts it).
 StatusOr<GpuBuffer> CreateWeightBuffer(GpuBackend* gpu, const std::vector<float>& values);
+// A scratch buffer of an execution's own holding at least `bytes`: kept
+// across resizes, replaced by a larger one where it is too small.
+Status ReserveBuffer(GpuBackend* gpu, GpuBuffer* buf, uint64_t bytes);
 // The first value of constant input `k` widened to float, or `fallback` when
 // the input is missing. Unsupported when it is not a constant.
 StatusOr<float> ConstantScalar(const GraphOp& op, const Graph& graph, size_t k, float fallback);

@@ -471,11 +471,8 @@ class ConvExecution final : public GemmExecution {
     push.bias_at = wino_bias_at_;
     push.lo = fa.lo, push.hi = fa.hi, push.slope = fa.slope;
     const uint64_t unit = half ? 2 : 4;
-    for (auto [buf, bytes] : {std::pair<GpuBuffer*, uint64_t>{&wino_v_, v_units * unit}, {&wino_m_, m_units * unit}})
-      if (buf->bytes < bytes) {
-        gpu()->freeBuffer(buf);
-        KILN_ASSIGN_OR_RETURN(*buf, gpu()->createBuffer(bytes));
-      }
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &wino_v_, v_units * unit));
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &wino_m_, m_units * unit));
     // Bindings read as texel buffers where the device reads them faster so
     // (GpuCaps::texel_elements): X (vec4 texels packed, floats NCHW), V, U
     // and the products.

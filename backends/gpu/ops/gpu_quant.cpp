@@ -153,14 +153,6 @@ bool DotKernelsOn() {
   return on;
 }
 
-// A scratch buffer of at least `bytes` (kept across resizes, grown).
-Status Reserve(GpuBackend* gpu, GpuBuffer* buf, uint64_t bytes) {
-  if (buf->bytes >= bytes) return Status::Ok();
-  gpu->freeBuffer(buf);
-  KILN_ASSIGN_OR_RETURN(*buf, gpu->createBuffer(bytes));
-  return Status::Ok();
-}
-
 // A zero point's qpack4 fill mode: 0 none, 1 one value, 2 one per outer index.
 uint32_t FillMode(const Tensor* z) { return !z ? 0u : z->elementCount() == 1 ? 1u : 2u; }
 
@@ -241,8 +233,8 @@ class QMatMulExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX)
       return Unsupported("too large for qmatmul_dot");
-    KILN_RETURN_IF_ERROR(Reserve(gpu(), &a4_, a_words * 4));
-    if (!b_const_.usable()) KILN_RETURN_IF_ERROR(Reserve(gpu(), &b4_, b_words * 4));
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &a4_, a_words * 4));
+    if (!b_const_.usable()) KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &b4_, b_words * 4));
     // The batch strides in words of the packed operands.
     for (uint32_t d = 0; d < push.rank; ++d) {
       push.sa[d] = static_cast<uint32_t>(push.sa[d] / (uint64_t{push.m} * push.k) * push.m * k4);
@@ -379,8 +371,8 @@ class QConvExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (x_words * 4 > limit || w_words * 4 > limit || x_words > UINT32_MAX || items > UINT32_MAX)
       return Unsupported("too large for qconv_dot");
-    KILN_RETURN_IF_ERROR(Reserve(gpu(), &x4_, x_words * 4));
-    if (!w_const_.usable()) KILN_RETURN_IF_ERROR(Reserve(gpu(), &w4_, w_words * 4));
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &x4_, x_words * 4));
+    if (!w_const_.usable()) KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &w4_, w_words * 4));
     QPackPush px{static_cast<uint32_t>(x_words), push.cg, cg4, static_cast<uint32_t>(xsp), 1};
     KILN_RETURN_IF_ERROR(add1D("qpack4", {{&x}, {&x}, {nullptr, &x4_, true}}, px, px.n, {0u}));
     // W's padding channels hold its zero point (their products then cancel).

@@ -161,10 +161,7 @@ class ReduceExecution final : public RowExecution {
     push.chunks = std::min(kMaxChunks, (push.count + chunk - 1) / chunk);
     push.chunk = (push.count + push.chunks - 1) / push.chunks;
     const uint64_t bytes = uint64_t{push.outputs} * push.chunks * sizeof(float);
-    if (partial_.bytes < bytes) {
-      gpu()->freeBuffer(&partial_);
-      KILN_ASSIGN_OR_RETURN(partial_, gpu()->createBuffer(bytes));
-    }
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &partial_, bytes));
     KILN_RETURN_IF_ERROR(addRows("reduce", {xb, {nullptr, &partial_, true}}, push, uint64_t{push.outputs} * push.chunks,
                             group, {code_, 1}));
     ReducePush second;

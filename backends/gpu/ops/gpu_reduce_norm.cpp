@@ -42,10 +42,7 @@ class NormExecution final : public RowExecution {
     // Statistics into the op's outputs where it has them, else scratch.
     auto stats = [&](size_t k, GpuBuffer* scratch) -> StatusOr<GpuBinding> {
       if (k < out.size() && out[k]) return GpuBinding{out[k], nullptr, true};
-      if (scratch->bytes < rows * sizeof(float)) {
-        gpu()->freeBuffer(scratch);
-        KILN_ASSIGN_OR_RETURN(*scratch, gpu()->createBuffer(rows * sizeof(float)));
-      }
+      KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), scratch, rows * sizeof(float)));
       return GpuBinding{nullptr, scratch, true};
     };
     KILN_ASSIGN_OR_RETURN(GpuBinding mean, stats(1, &mean_));

@@ -121,15 +121,8 @@ class RnnExecution final : public GpuExecution {
                          static_cast<unsigned long long>(projections));
 
     // Scratch: the projections and the states, fp32 in every storage mode.
-    auto reserve = [&](GpuBuffer* b, uint64_t floats) -> Status {
-      const uint64_t bytes = std::max<uint64_t>(floats, 1) * sizeof(float);
-      if (b->bytes >= bytes) return Status::Ok();
-      gpu()->freeBuffer(b);
-      KILN_ASSIGN_OR_RETURN(*b, gpu()->createBuffer(bytes));
-      return Status::Ok();
-    };
-    KILN_RETURN_IF_ERROR(reserve(&gates_, projections));
-    KILN_RETURN_IF_ERROR(reserve(&state_, units * kStateParts));
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &gates_, std::max<uint64_t>(projections, 1) * sizeof(float)));
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &state_, std::max<uint64_t>(units * kStateParts, 1) * sizeof(float)));
 
     uint32_t flags = (bf ? kBatchFirst : 0u) | (bias ? kHasBias : 0u) | (peep ? kHasPeepholes : 0u) |
                      (lens ? kHasLens : 0u) | (p->linear_before_reset() ? kLinearBeforeReset : 0u) |
