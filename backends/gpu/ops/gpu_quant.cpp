@@ -203,25 +203,76 @@ ConstantWords ConstantOperand(const GraphOp& op, const Graph& graph, size_t k, i
   return cw;
 }
 
+// The int8 executions by packed words (qconv_dot, qmatmul_dot): operand 0's
+// words packed by qpack4 in every run, operand 1's too unless it is a
+// constant (then packed once on the host, UploadWords), and the kernel
+// reading both. plan() tries planPacked and, where it declines (too large
+// to pack), takes the one-output kernel.
+class PackedQExecution : public GpuExecution {
+ protected:
+  PackedQExecution(GpuBackend* b, ConstantWords second) : GpuExecution(b), second_const_(second) {}
+  ~PackedQExecution() override {
+    gpu()->addOwnWeightBytes(-static_cast<int64_t>(second_const_.usable() ? words_[1].bytes : 0));
+    for (GpuBuffer& w : words_) gpu()->freeBuffer(&w);
+  }
+
+  // Operand k's bytes [outer][c][sp] (src) as words [outer][c4][sp], the
+  // padding channels holding `fill` (a zero point: one value, or one an
+  // outer index modulo fill_mod) or zero.
+  Status packOperand(int k, const Tensor& src, const Tensor* fill, uint64_t outer, uint32_t c, uint32_t sp,
+                     uint32_t fill_mod) {
+    if (k == 1 && second_const_.usable()) {
+      return UploadWords(gpu(), second_const_, static_cast<int64_t>(outer), c, sp, &words_[1]);
+    }
+    const uint32_t c4 = (c + 3) / 4;
+    QPackPush push{static_cast<uint32_t>(outer * c4 * sp), c, c4, sp, fill_mod};
+    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &words_[k], uint64_t{push.n} * 4));
+    return add1D("qpack4", {{&src}, {fill ? fill : &src}, {nullptr, &words_[k], true}}, push, push.n,
+                 {FillMode(fill)});
+  }
+
+  // The packed kernel `stem` on both operands' words, then `rest`: its
+  // _f64 variant for the QLinear forms, _dp where the device has int8 dot
+  // products.
+  template <typename Push>
+  Status addPacked(std::string stem, bool ql, std::vector<GpuBinding> rest, const Push& push, uint64_t items,
+                   const std::vector<uint32_t>& spec) {
+    if (ql) stem += "_f64";
+    if (gpu()->gpuCaps().int8_dot) stem += "_dp";
+    rest.insert(rest.begin(), {{nullptr, &words_[0]}, {nullptr, &words_[1]}});
+    return add1D(stem.c_str(), std::move(rest), push, items, spec);
+  }
+
+  // planPacked()'s status in *s and true, or false (its dispatches dropped)
+  // where it declined as Unsupported: the caller then plans the one-output
+  // kernel.
+  template <typename Plan>
+  bool tryPacked(Plan&& planPacked, Status* s) {
+    const size_t before = dispatches_.size();
+    *s = planPacked();
+    if (s->code() != StatusCode::kUnsupported) return true;
+    dispatches_.resize(before);
+    return false;
+  }
+
+ private:
+  const ConstantWords second_const_;
+  GpuBuffer words_[2];  // the operands' words, grown by resizes (words_[1]: once, for a constant operand 1)
+};
+
 struct QMatMulPush {
   uint32_t n, m, cols, k, rank;
   uint32_t batch[4], sa[4], sb[4];
 };
 
-class QMatMulExecution final : public GpuExecution {
+class QMatMulExecution final : public PackedQExecution {
  public:
-  QMatMulExecution(GpuBackend* b, const GraphOp& op, ConstantWords b_words)
-      : GpuExecution(b), op_(op), b_const_(b_words) {}
-  ~QMatMulExecution() override {
-    gpu()->addOwnWeightBytes(-static_cast<int64_t>(b_const_.usable() ? b4_.bytes : 0));
-    gpu()->freeBuffer(&a4_);
-    gpu()->freeBuffer(&b4_);
-  }
+  QMatMulExecution(GpuBackend* b, const GraphOp& op, ConstantWords b_words) : PackedQExecution(b, b_words), op_(op) {}
 
  private:
   // Products of K >= 4 through qmatmul_dot: A packed four k of a row a word
-  // (za in the padding), B four k of a column a word (qpack4), 4 x 4
-  // outputs an invocation, packed dot products where the device has them.
+  // (za in the padding), B four k of a column a word, 4 x 4 outputs an
+  // invocation, packed dot products where the device has them.
   Status planDot(QMatMulPush push, const Tensor& a, const Tensor& b, const Tensor* az,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
     constexpr uint32_t kTm = 4, kTn = 4;  // qmatmul_dot.comp's TM, TN
@@ -233,26 +284,14 @@ class QMatMulExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (a_words * 4 > limit || b_words * 4 > limit || items > UINT32_MAX)
       return Unsupported("too large for qmatmul_dot");
-    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &a4_, a_words * 4));
-    if (!b_const_.usable()) KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &b4_, b_words * 4));
     // The batch strides in words of the packed operands.
     for (uint32_t d = 0; d < push.rank; ++d) {
       push.sa[d] = static_cast<uint32_t>(push.sa[d] / (uint64_t{push.m} * push.k) * push.m * k4);
       push.sb[d] = static_cast<uint32_t>(push.sb[d] / (uint64_t{push.k} * push.cols) * k4 * push.cols);
     }
-    QPackPush pa{static_cast<uint32_t>(a_words), push.k, static_cast<uint32_t>(k4), 1, push.m};
-    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&a}, {az ? az : &a}, {nullptr, &a4_, true}}, pa, pa.n, {FillMode(az)}));
-    if (b_const_.usable()) {  // constant B (weights): packed once
-      KILN_RETURN_IF_ERROR(
-          UploadWords(gpu(), {b_const_.src, nullptr}, static_cast<int64_t>(b_sets), push.k, push.cols, &b4_));
-    } else {
-      QPackPush pb{static_cast<uint32_t>(b_words), push.k, static_cast<uint32_t>(k4), push.cols, 1};
-      KILN_RETURN_IF_ERROR(add1D("qpack4", {{&b}, {&b}, {nullptr, &b4_, true}}, pb, pb.n, {0u}));
-    }
-    std::string name = ql ? "qmatmul_dot_f64" : "qmatmul_dot";
-    if (gpu()->gpuCaps().int8_dot) name += "_dp";
-    rest.insert(rest.begin(), {{nullptr, &a4_}, {nullptr, &b4_}});
-    return add1D(name.c_str(), std::move(rest), push, items, spec);
+    KILN_RETURN_IF_ERROR(packOperand(0, a, az, a_rows, push.k, 1, push.m));
+    KILN_RETURN_IF_ERROR(packOperand(1, b, nullptr, b_sets, push.k, push.cols, 1));
+    return addPacked("qmatmul_dot", ql, std::move(rest), push, items, spec);
   }
 
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -320,19 +359,14 @@ class QMatMulExecution final : public GpuExecution {
     if (push.n == 0) return Status::Ok();
     std::vector<GpuBinding> rest = {{az ? az : &a}, {bz ? bz : &a}, {sa}, {sb},
                                     {sy},           {yz},           {bias}, {&y, nullptr, true}};
-    if (DotKernelsOn() && push.k >= 4) {
-      const size_t before = dispatches_.size();
-      Status s = planDot(push, a, b, az, rest, {at, bt, yt, flags}, ql);
-      if (s.code() != StatusCode::kUnsupported) return s;
-      dispatches_.resize(before);  // too large to pack: the one-output kernel
-    }
+    Status s;
+    auto packed = [&] { return planDot(push, a, b, az, rest, {at, bt, yt, flags}, ql); };
+    if (DotKernelsOn() && push.k >= 4 && tryPacked(packed, &s)) return s;
     rest.insert(rest.begin(), {{&a}, {&b}});
     return add1D(ql ? "qmatmul_f64" : "qmatmul", std::move(rest), push, push.n, {at, bt, yt, flags});
   }
 
   const GraphOp& op_;
-  const ConstantWords b_const_;  // B packed once on the host where it is a constant
-  GpuBuffer a4_, b4_;  // A and B four k a word (planDot), grown by resizes (b4_: once, for a constant B)
 };
 
 struct QConvPush {
@@ -341,25 +375,20 @@ struct QConvPush {
   float act_lo, act_hi;  // the fused activation's bounds on the real output (kActLo / kActHi)
 };
 
-class QConvExecution final : public GpuExecution {
+class QConvExecution final : public PackedQExecution {
  public:
-  QConvExecution(GpuBackend* b, const GraphOp& op, ConstantWords w_words)
-      : GpuExecution(b), op_(op), w_const_(w_words) {}
-  ~QConvExecution() override {
-    gpu()->addOwnWeightBytes(-static_cast<int64_t>(w_const_.usable() ? w4_.bytes : 0));
-    gpu()->freeBuffer(&x4_);
-    gpu()->freeBuffer(&w4_);
-  }
+  QConvExecution(GpuBackend* b, const GraphOp& op, ConstantWords w_words) : PackedQExecution(b, w_words), op_(op) {}
 
  private:
   // Convs of at least four output channels a group (not depthwise) through
-  // qconv_dot: X and W packed four channels a word (qpack4), TM x TW
-  // outputs an invocation, packed dot products where the device has them
+  // qconv_dot: X and W packed four channels a word (W's padding channels
+  // hold its zero point, so their products cancel), TM x TW outputs an
+  // invocation, packed dot products where the device has them
   // (GpuCaps::int8_dot).
   Status planDot(const QConvPush& push, const Tensor& x, const Tensor& w, const Tensor* wz,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
     constexpr uint32_t kTm = 4;  // qconv_dot.comp's TM
-    const uint32_t kTw = ColumnsAnInvocation();  // its TW (spec constant 7)
+    const uint32_t kTw = spec[4];  // its TW (spec constant 7: ColumnsAnInvocation)
     const uint32_t groups = push.cout / push.mg, cg4 = (push.cg + 3) / 4;
     const uint64_t xsp = uint64_t{push.in[0]} * push.in[1] * push.in[2];
     const uint64_t ksp = uint64_t{push.kernel[0]} * push.kernel[1] * push.kernel[2];
@@ -371,23 +400,9 @@ class QConvExecution final : public GpuExecution {
     const uint64_t limit = gpu()->gpuCaps().max_storage_buffer_range;
     if (x_words * 4 > limit || w_words * 4 > limit || x_words > UINT32_MAX || items > UINT32_MAX)
       return Unsupported("too large for qconv_dot");
-    KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &x4_, x_words * 4));
-    if (!w_const_.usable()) KILN_RETURN_IF_ERROR(ReserveBuffer(gpu(), &w4_, w_words * 4));
-    QPackPush px{static_cast<uint32_t>(x_words), push.cg, cg4, static_cast<uint32_t>(xsp), 1};
-    KILN_RETURN_IF_ERROR(add1D("qpack4", {{&x}, {&x}, {nullptr, &x4_, true}}, px, px.n, {0u}));
-    // W's padding channels hold its zero point (their products then cancel).
-    if (w_const_.usable()) {  // constant weights (and zero point): packed once
-      KILN_RETURN_IF_ERROR(UploadWords(gpu(), w_const_, push.cout, push.cg, static_cast<int64_t>(ksp), &w4_));
-    } else {
-      QPackPush pw{static_cast<uint32_t>(w_words), push.cg, cg4, static_cast<uint32_t>(ksp), push.cout};
-      KILN_RETURN_IF_ERROR(add1D("qpack4", {{&w}, {wz ? wz : &w}, {nullptr, &w4_, true}}, pw, pw.n, {FillMode(wz)}));
-    }
-    std::string name = ql ? "qconv_dot_f64" : "qconv_dot";
-    if (gpu()->gpuCaps().int8_dot) name += "_dp";
-    rest.insert(rest.begin(), {{nullptr, &x4_}, {nullptr, &w4_}});
-    std::vector<uint32_t> dot_spec = spec;
-    dot_spec.push_back(kTw);
-    return add1D(name.c_str(), std::move(rest), push, items, dot_spec);
+    KILN_RETURN_IF_ERROR(packOperand(0, x, nullptr, batch * groups, push.cg, static_cast<uint32_t>(xsp), 1));
+    KILN_RETURN_IF_ERROR(packOperand(1, w, wz, push.cout, push.cg, static_cast<uint32_t>(ksp), push.cout));
+    return addPacked("qconv_dot", ql, std::move(rest), push, items, spec);
   }
 
   // qconv_dot's columns an invocation: 8 on CPU drivers (each load there
@@ -484,12 +499,9 @@ class QConvExecution final : public GpuExecution {
     if (push.n == 0) return Status::Ok();
     std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw},
                                     {sy},           {yz},           {bias}, {&y, nullptr, true}};
-    if (DotKernelsOn() && push.mg >= 4) {
-      const size_t before = dispatches_.size();
-      Status s = planDot(push, x, w, wz, rest, {xt, wt, yt, flags}, ql);
-      if (s.code() != StatusCode::kUnsupported) return s;
-      dispatches_.resize(before);  // too large to pack: the one-output kernel
-    }
+    Status s;
+    auto packed = [&] { return planDot(push, x, w, wz, rest, {xt, wt, yt, flags, ColumnsAnInvocation()}, ql); };
+    if (DotKernelsOn() && push.mg >= 4 && tryPacked(packed, &s)) return s;
     if (DotKernelsOn() && push.mg == 1 && push.cg == 1 && push.cin == push.cout) {
       // Depthwise: qconv_dw, a row's columns an invocation (4 on GPUs, 8 on
       // CPU drivers, as qconv_dot's).
@@ -504,8 +516,6 @@ class QConvExecution final : public GpuExecution {
   }
 
   const GraphOp& op_;
-  const ConstantWords w_const_;  // W packed once on the host where it and its zero point are constants
-  GpuBuffer x4_, w4_;  // X and W four channels a word (planDot), grown by resizes (w4_: once, for constant W)
 };
 
 // Declines (the op runs on the host) what the kernels do not take.
