@@ -86,9 +86,9 @@ struct GpuCaps {
   bool coop_matrix_f16 = false;
   // Packed 4 x 8-bit integer dot products in kernels (Vulkan:
   // shaderIntegerDotProduct, VK_KHR_shader_integer_dot_product / 1.3): the
-  // int8 convs' <stem>_dp variants. int8_dot_fast: the driver reports the
-  // mixed-signedness packed form as accelerated (a dp4a-like instruction).
-  // KILN_GPU_INT8DOT=0 turns it off.
+  // _dp variants of qconv_dot and qmatmul_dot. int8_dot_fast: the driver
+  // reports the mixed-signedness packed form as accelerated (a dp4a-like
+  // instruction). KILN_GPU_INT8DOT=0 turns it off.
   bool int8_dot = false, int8_dot_fast = false;
   // gemm's register block (rt x rt outputs an invocation, read straight
   // from memory), or 0 for the shared-memory tile (GPUs). 8 on CPU drivers:

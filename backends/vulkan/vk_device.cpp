@@ -288,7 +288,7 @@ Status VulkanDevice::init(int index) {
     coop.pNext = &vmm;
     tail = &vmm.pNext;
   }
-  // Packed int8 dot products (qconv_dot.comp's _dp variants).
+  // Packed int8 dot products (qconv_dot's and qmatmul_dot's _dp variants).
   const bool has_dot = HasExtension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
   VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR dot{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
