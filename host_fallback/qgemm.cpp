@@ -102,26 +102,63 @@ constexpr int64_t kChunk = 32;
 // the SSE2 form's unpacks on four 128-bit lanes at once, then a 4 x 4
 // transpose of the lanes so that each 16 columns' 64 bytes are contiguous
 // (a third of the SSE2 form's instructions). flip is 0; nr a multiple of 16.
-__attribute__((target("avx512f,avx512bw"))) void Interleave4Avx512(const uint8_t* const rows[4], int64_t chunks,
-                                                                   int nr, int64_t pstride, uint8_t* dst) {
+// 64 columns of four rows interleaved: t[i] = columns 16 i .. 16 i + 15,
+// 4 bytes each.
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void Interleave64(__m512i r0, __m512i r1, __m512i r2,
+                                                                                    __m512i r3, __m512i t[4]) {
   // Zero-masked shuffles with every lane set: GCC 12's plain ones warn
   // inside its header (an "undefined" source vector).
   const __mmask8 kAll8 = 0xFF;
+  const __m512i ab_lo = _mm512_unpacklo_epi8(r0, r1), ab_hi = _mm512_unpackhi_epi8(r0, r1);
+  const __m512i cd_lo = _mm512_unpacklo_epi8(r2, r3), cd_hi = _mm512_unpackhi_epi8(r2, r3);
+  const __m512i o0 = _mm512_unpacklo_epi16(ab_lo, cd_lo), o1 = _mm512_unpackhi_epi16(ab_lo, cd_lo);
+  const __m512i o2 = _mm512_unpacklo_epi16(ab_hi, cd_hi), o3 = _mm512_unpackhi_epi16(ab_hi, cd_hi);
+  const __m512i u0 = _mm512_maskz_shuffle_i64x2(kAll8, o0, o1, 0x44), u1 = _mm512_maskz_shuffle_i64x2(kAll8, o0, o1, 0xEE);
+  const __m512i u2 = _mm512_maskz_shuffle_i64x2(kAll8, o2, o3, 0x44), u3 = _mm512_maskz_shuffle_i64x2(kAll8, o2, o3, 0xEE);
+  t[0] = _mm512_maskz_shuffle_i64x2(kAll8, u0, u2, 0x88);
+  t[1] = _mm512_maskz_shuffle_i64x2(kAll8, u0, u2, 0xDD);
+  t[2] = _mm512_maskz_shuffle_i64x2(kAll8, u1, u3, 0x88);
+  t[3] = _mm512_maskz_shuffle_i64x2(kAll8, u1, u3, 0xDD);
+}
+
+__attribute__((target("avx512f,avx512bw"))) void Interleave4Avx512(const uint8_t* const rows[4], int64_t chunks,
+                                                                   int nr, int64_t pstride, uint8_t* dst) {
   int64_t p = 0, c = 0;  // the panel and column of the next 16 columns
   for (int64_t j = 0; j < chunks * 64; j += 64) {
-    const __m512i r0 = _mm512_loadu_si512(rows[0] + j), r1 = _mm512_loadu_si512(rows[1] + j);
-    const __m512i r2 = _mm512_loadu_si512(rows[2] + j), r3 = _mm512_loadu_si512(rows[3] + j);
-    const __m512i ab_lo = _mm512_unpacklo_epi8(r0, r1), ab_hi = _mm512_unpackhi_epi8(r0, r1);
-    const __m512i cd_lo = _mm512_unpacklo_epi8(r2, r3), cd_hi = _mm512_unpackhi_epi8(r2, r3);
-    const __m512i o0 = _mm512_unpacklo_epi16(ab_lo, cd_lo), o1 = _mm512_unpackhi_epi16(ab_lo, cd_lo);
-    const __m512i o2 = _mm512_unpacklo_epi16(ab_hi, cd_hi), o3 = _mm512_unpackhi_epi16(ab_hi, cd_hi);
-    const __m512i u0 = _mm512_maskz_shuffle_i64x2(kAll8, o0, o1, 0x44), u1 = _mm512_maskz_shuffle_i64x2(kAll8, o0, o1, 0xEE);
-    const __m512i u2 = _mm512_maskz_shuffle_i64x2(kAll8, o2, o3, 0x44), u3 = _mm512_maskz_shuffle_i64x2(kAll8, o2, o3, 0xEE);
-    const __m512i t[4] = {_mm512_maskz_shuffle_i64x2(kAll8, u0, u2, 0x88), _mm512_maskz_shuffle_i64x2(kAll8, u0, u2, 0xDD),
-                          _mm512_maskz_shuffle_i64x2(kAll8, u1, u3, 0x88), _mm512_maskz_shuffle_i64x2(kAll8, u1, u3, 0xDD)};
+    __m512i t[4];
+    Interleave64(_mm512_loadu_si512(rows[0] + j), _mm512_loadu_si512(rows[1] + j), _mm512_loadu_si512(rows[2] + j),
+                 _mm512_loadu_si512(rows[3] + j), t);
     for (int i = 0; i < 4; ++i) {
       _mm512_storeu_si512(dst + p * pstride + c * 4, t[i]);
       if ((c += 16) == nr) c = 0, ++p;
+    }
+  }
+}
+
+// QInterleave4Rows on AVX-512BW, 64 columns a step, the last step's loads
+// and stores masked to the columns left (short rows, a 7x7 plane's, in one
+// step with no scalar tail).
+__attribute__((target("avx512f,avx512bw"))) void Interleave4RowsAvx512(const uint8_t* const planes[4], int64_t rows,
+                                                                       int64_t n, int64_t src_stride, uint8_t flip,
+                                                                       uint8_t* dst, int64_t dst_stride) {
+  const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
+  for (int64_t y = 0; y < rows; ++y) {
+    const uint8_t* r[4];
+    for (int g = 0; g < 4; ++g) r[g] = planes[g] + y * src_stride;
+    uint8_t* d = dst + y * dst_stride;
+    for (int64_t j = 0; j < n; j += 64) {
+      const int64_t left = n - j;
+      const __mmask64 m = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+      __m512i t[4];
+      Interleave64(_mm512_xor_si512(_mm512_maskz_loadu_epi8(m, r[0] + j), f),
+                   _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, r[1] + j), f),
+                   _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, r[2] + j), f),
+                   _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, r[3] + j), f), t);
+      for (int i = 0; i < 4 && 16 * i < left; ++i) {
+        const int64_t cols = left - 16 * i;
+        if (cols >= 16) _mm512_storeu_si512(d + 4 * (j + 16 * i), t[i]);
+        else _mm512_mask_storeu_epi8(d + 4 * (j + 16 * i), (__mmask64{1} << (4 * cols)) - 1, t[i]);
+      }
     }
   }
 }
@@ -283,18 +320,26 @@ QIsa QBestIsa() {
   return best;
 }
 
-int QGroupedTile(QIsa isa) {
+int QPixelRows(QIsa isa) {
   const QKernel& k = KernelFor(isa);
-  return k.micro_finish_grouped && k.kg == 4 && !OffsetB(isa) ? k.nr : 0;
+  return k.pixel_tile && k.kg == 4 && !k.a16 && !OffsetB(isa) ? k.pixel_rows : 0;
 }
 
-void QInterleave4(const uint8_t* const rows[4], int64_t n, uint8_t flip, uint8_t* dst) {
-  // One panel as wide as the rows (Interleave4's nr is an int).
-  for (int64_t j0 = 0; j0 < n; j0 += int64_t{1} << 20) {
-    const int64_t len = std::min<int64_t>(n - j0, int64_t{1} << 20);
-    const uint8_t* const part[4] = {rows[0] + j0, rows[1] + j0, rows[2] + j0, rows[3] + j0};
-    Interleave4(part, len, static_cast<int>(len), 0, flip, dst + 4 * j0);
+void QInterleave4Rows(const uint8_t* const planes[4], int64_t rows, int64_t n, int64_t src_stride, uint8_t flip,
+                      uint8_t* dst, int64_t dst_stride) {
+#if KILN_QGEMM_AVX512_INTERLEAVE
+  if (CpuHasAvx512Bw()) {
+    Interleave4RowsAvx512(planes, rows, n, src_stride, flip, dst, dst_stride);
+    return;
   }
+#endif
+  for (int64_t y = 0; y < rows; ++y)
+    // One panel as wide as the row (Interleave4's nr is an int).
+    for (int64_t j0 = 0; j0 < n; j0 += int64_t{1} << 20) {
+      const int64_t len = std::min<int64_t>(n - j0, int64_t{1} << 20), at = y * src_stride + j0;
+      const uint8_t* const part[4] = {planes[0] + at, planes[1] + at, planes[2] + at, planes[3] + at};
+      Interleave4(part, len, static_cast<int>(len), 0, flip, dst + y * dst_stride + 4 * j0);
+    }
 }
 
 const char* QIsaName(QIsa isa) {
@@ -313,29 +358,34 @@ size_t QPackedA::panelBytes() const {
   return static_cast<size_t>(m_pad * kq * k.kg * (k.a16 ? 2 : 1));
 }
 
-std::vector<int64_t> QPackedMeta(const QPackedA& a) { return {static_cast<int64_t>(a.isa), a.M, a.K, a.kq, a.m_pad}; }
+std::vector<int64_t> QPackedMeta(const QPackedA& a) {
+  return {static_cast<int64_t>(a.isa), a.M, a.K, a.kq, a.m_pad, a.pixel ? 1 : 0};
+}
 
 namespace {
 
-// QPackA's result for (isa, M, K) without its panels: the sizes alone.
-QPackedA QGeometry(QIsa isa, int64_t M, int64_t K) {
+// QPackA's result for (isa, M, K, pixel) without its panels: the sizes
+// alone (pixel panels only where the ISA has the pixel kernel).
+QPackedA QGeometry(QIsa isa, int64_t M, int64_t K, bool pixel) {
   isa = EffectiveIsa(isa, K);
   const QKernel& k = KernelFor(isa);
   QPackedA p;
   p.isa = isa;
   p.M = M;
   p.K = K;
+  p.pixel = pixel && QPixelRows(isa) != 0;
   p.kq = (K + k.kg - 1) / k.kg;
   if (isa == QIsa::kAmx) p.kq = (p.kq + 15) / 16 * 16;  // whole steps of 64 k
-  p.m_pad = (M + k.mr - 1) / k.mr * k.mr;
+  const int mr = p.pixel ? k.pixel_rows : k.mr;
+  p.m_pad = (M + mr - 1) / mr * mr;
   return p;
 }
 
 }  // namespace
 
-bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
+bool QViewPackedA(QIsa isa, int64_t M, int64_t K, bool pixel, const std::vector<int64_t>& meta, const void* panels,
                   size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out) {
-  QPackedA p = QGeometry(isa, M, K);
+  QPackedA p = QGeometry(isa, M, K, pixel);
   if (meta != QPackedMeta(p) || !panels || !row_sums || panel_bytes != p.panelBytes() ||
       row_sum_bytes != static_cast<size_t>(M) * sizeof(int32_t) || reinterpret_cast<uintptr_t>(panels) % 64 != 0 ||
       reinterpret_cast<uintptr_t>(row_sums) % alignof(int32_t) != 0)
@@ -346,13 +396,13 @@ bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& me
   return true;
 }
 
-QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda) {
-  QPackedA p = QGeometry(isa, M, K);
+QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda, bool pixel) {
+  QPackedA p = QGeometry(isa, M, K, pixel);
   const QKernel& k = KernelFor(p.isa);
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
-  const int kg = k.kg, mr = k.mr;
+  const int kg = k.kg, mr = p.pixel ? k.pixel_rows : k.mr;  // the pixel panels: the same layout, more rows
   const int64_t steps = p.kq / 16;  // AMX: steps of 64 k
   for (int64_t i = 0; i < M; ++i) {
     const int8_t* row = A + i * lda;
@@ -440,33 +490,17 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   // The blocks are then made equal, and a multiple of the threads where
   // there are columns enough (3136 columns of K = 144 made one block of 2720
   // and one of 416: the second thread idled half the op).
-  // A grouped B is read in place: its column blocks are what stays in L1
-  // (32 KiB of it) while A's panels pass over it, and since no block is
-  // packed, the threads may take rows of A each (their part of the weights
-  // read, not all of them; every column block) where A outweighs twice B.
-  // Measured at 2 threads: 256 -> 256 3x3 on 14x14 0.246 -> 0.229 ms by rows;
-  // 128 -> 128 on 28x28 (A 147 KB, B 123 KB) 0.229 by columns, 0.258 by rows.
-  const bool grouped = b.grouped && b.group_off && ep.row_scale && QGroupedTile(a.isa) != 0;
   const int64_t panels_n = n_pad / nr, threads = pool.threads(), panels_m = a.m_pad / mr;
-  const int64_t nc_max =
-      grouped ? std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(b.group_column_bytes, 1) / nr)
-              : std::max<int64_t>(1, (int64_t{384} << 10) / std::max<int64_t>(depth, 1) / nr);  // in panels
+  const int64_t nc_max = std::max<int64_t>(1, (int64_t{384} << 10) / std::max<int64_t>(depth, 1) / nr);  // in panels
   int64_t blocks = (panels_n + nc_max - 1) / nc_max;
-  int64_t split = 1;
-  const bool rows_each = grouped && a.m_pad * depth >= 2 * b.group_column_bytes * n_pad;
-  if (rows_each) {
-    split = std::min(panels_m, threads);
-    blocks = std::max(blocks, std::min(panels_n, (threads + split - 1) / split));
-  } else {
-    blocks = std::max(blocks, std::min(threads, panels_n));
-    if (blocks % threads != 0 && (blocks + threads - 1) / threads * threads <= panels_n)
-      blocks = (blocks + threads - 1) / threads * threads;
-  }
+  blocks = std::max(blocks, std::min(threads, panels_n));
+  if (blocks % threads != 0 && (blocks + threads - 1) / threads * threads <= panels_n)
+    blocks = (blocks + threads - 1) / threads * threads;
   const int64_t nc = (panels_n + blocks - 1) / blocks * nr;
   blocks = (N + nc - 1) / nc;
   // Split M too when there are fewer column blocks than threads can share
   // (late layers: 7x7 outputs, one block).
-  if (!rows_each) split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * threads + blocks - 1) / blocks));
+  const int64_t split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * threads + blocks - 1) / blocks));
   const int64_t per_split = (panels_m + split - 1) / split;
   const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
   const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
@@ -474,23 +508,19 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   const int64_t work = a.m_pad * depth * n_pad / std::max<int64_t>(blocks * split, 1);
   std::atomic<bool> failed{false};
   pool.parallelFor(blocks * split, [&](int64_t begin, int64_t end) {
-    uint8_t* bbuf = nullptr;
-    uint8_t* rbuf = nullptr;
     const int64_t rstride = nc + 16;
-    if (!grouped) {  // a grouped B is read in place: no block to pack
-      bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
-      rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
-      if (!bbuf || !rbuf) {
-        failed.store(true, std::memory_order_relaxed);
-        return;
-      }
+    uint8_t* bbuf = reinterpret_cast<uint8_t*>(tl_qb.get(static_cast<size_t>((pstride * (nc / nr) + 3) / 4)));
+    uint8_t* rbuf = reinterpret_cast<uint8_t*>(tl_qrows.get(static_cast<size_t>((kChunk * rstride + 3) / 4)));
+    if (!bbuf || !rbuf) {
+      failed.store(true, std::memory_order_relaxed);
+      return;
     }
     int64_t packed_block = -1;
     alignas(64) int32_t tile[32 * 32];  // mr x nr of every kernel
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t blk = rows_each ? t % blocks : t / split, ms = rows_each ? t / blocks : t % split;
+      const int64_t blk = t / split, ms = t % split;
       const int64_t j0 = blk * nc, ncols = std::min(nc, N - j0), ncols_pad = (ncols + nr - 1) / nr * nr;
-      if (!grouped && packed_block != blk) {
+      if (packed_block != blk) {
         // B's block kChunk rows at a time (kept in L1), then interleaved
         // into panels kg rows at a time; columns and rows past B are zero
         // (A is zero past K, so rows there are irrelevant but defined).
@@ -543,13 +573,6 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
           const gemm_detail::PanelShare share =
               spread ? gemm_detail::ShareOfNext(next, abytes, row_tiles, pn) : gemm_detail::PanelShare{};
-          if (grouped) {
-            k.micro_finish_grouped(a.kq, ap, b.grouped + jj * 4, b.group_off, rows, cols, add, ep.row_scale + m0,
-                                   static_cast<float>(ep.y_zero), static_cast<float>(ep.lo),
-                                   static_cast<float>(ep.hi), static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc,
-                                   share.at, share.lines);
-            continue;
-          }
           if (spread) {
             k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                               static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
@@ -577,6 +600,41 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
     if (k.done) k.done();
   }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1)));
   return !failed.load(std::memory_order_relaxed);
+}
+
+void QConvPixels(ThreadPool& pool, const QPackedA& a, int64_t N, const QPixelSource& b, const QEpilogue& ep, void* C,
+                 int64_t ldc) {
+  const QKernel& k = KernelFor(a.isa);
+  if (a.M <= 0 || N <= 0) return;
+  const int mr = k.pixel_rows, np = k.pixel_cols;
+  const int64_t panels = a.m_pad / mr, tiles = (N + np - 1) / np, threads = pool.threads();
+  const int64_t abytes = a.kq * mr * k.kg;
+  // A task is a panel of A (its weights, up to 147 KB at K = 4608, stay in
+  // L2 while every pixel tile passes) over a run of pixel tiles; pixels are
+  // split as well only where the panels are too few for the threads.
+  const int64_t chunks = std::min(tiles, std::max<int64_t>(1, (2 * threads + panels - 1) / panels));
+  const int64_t per_chunk = (tiles + chunks - 1) / chunks;
+  const int64_t work = abytes * per_chunk * np;  // multiply-adds a task
+  std::vector<int32_t> zero_add;
+  const int32_t* add = ep.row_add;
+  if (!add) {
+    zero_add.assign(static_cast<size_t>(a.m_pad), 0);
+    add = zero_add.data();
+  }
+  const float zero = static_cast<float>(ep.y_zero), lo = static_cast<float>(ep.lo), hi = static_cast<float>(ep.hi);
+  uint8_t* out = static_cast<uint8_t*>(C);
+  pool.parallelFor(panels * chunks, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t pm = t / chunks, m0 = pm * mr, rows = std::min<int64_t>(mr, a.M - m0);
+      const int64_t t0 = (t % chunks) * per_chunk, t1 = std::min(tiles, t0 + per_chunk);
+      const int8_t* ap = a.panels() + pm * abytes;
+      for (int64_t tile = t0; tile < t1; ++tile) {
+        const int64_t j0 = tile * np;
+        k.pixel_tile(a.kq, ap, b.base, b.pixel_off + j0, static_cast<int>(std::min<int64_t>(np, N - j0)), b.group_off,
+                     rows, add + m0, ep.row_scale + m0, zero, lo, hi, out + m0 * ldc + j0, ldc);
+      }
+    }
+  }, std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1)));
 }
 
 }  // namespace kiln

@@ -9,7 +9,9 @@
 //   AMX           32 x 32 tile, tdpbsud on tile registers (Intel Sapphire
 //                 Rapids on; K of 64 or more, else VNNI's), the OS asked
 //                 for the tile state once (KILN_HOST_AMX=0: not used)
-//   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane)
+//   AVX-512 VNNI  8 x 32 tile, vpdpbusd (u8 x s8, four products a lane);
+//                 and for convolutions a 32-channel x 8-pixel tile
+//                 (QConvPixels) that reads the input in place
 //   AVX2          6 x 16 tile, u8 widened to i16 and vpmaddwd (exact; the
 //                 vpmaddubsw shortcut saturates at i16 and is not used)
 //   NEON dotprod  8 x 8 tile, sdot on activations offset back to int8
@@ -41,6 +43,7 @@ const char* QIsaName(QIsa isa);
 struct QPackedA {
   QIsa isa = QIsa::kScalar;
   int64_t M = 0, K = 0, kq = 0, m_pad = 0;
+  bool pixel = false;  // panels of the pixel tile's rows (QConvPixels), not the GEMM tile's
   std::vector<int8_t> data;
   std::vector<int32_t> row_sum;
   // Or both kept elsewhere (an ahead-of-time bundle's mapping), used in place.
@@ -51,12 +54,12 @@ struct QPackedA {
   size_t panelBytes() const;  // the panels' size for (isa, M, K)
   size_t bytes() const { return data.size() + row_sum.size() * sizeof(int32_t); }  // held here
 };
-QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda);
+QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda, bool pixel = false);
 // Ahead-of-time bundles: what QPackA was called with, and its result taken
 // back in place from stored panels and row sums when made for (isa, M, K)
 // and of the sizes those make (else false, *out untouched).
 std::vector<int64_t> QPackedMeta(const QPackedA& a);
-bool QViewPackedA(QIsa isa, int64_t M, int64_t K, const std::vector<int64_t>& meta, const void* panels,
+bool QViewPackedA(QIsa isa, int64_t M, int64_t K, bool pixel, const std::vector<int64_t>& meta, const void* panels,
                   size_t panel_bytes, const void* row_sums, size_t row_sum_bytes, QPackedA* out);
 
 // The implicit B: block(ctx, k0, kn, j0, n, dst, stride) writes columns j0
@@ -74,28 +77,13 @@ struct QBSource {
   // copies that chunk). The GEMM then interleaves from B in place: one pass
   // over B instead of a copy and an interleave.
   const uint8_t* (*row)(const void* ctx, int64_t k, int64_t j0, int64_t n) = nullptr;
-  // Optional: B already in the kernel's grouped form, read in place with no
-  // copy at all: k group q (rows 4q .. 4q + 3) of column j is the 4 bytes at
-  // grouped + group_off[q] + 4 * j, for every j below N rounded up to
-  // QGroupedTile (the bytes past N are read, their results never stored).
-  // Only where QGroupedTile(isa) is not 0 and only with a requantizing
-  // epilogue; A's k order is the caller's (a convolution orders it tap by
-  // tap within a quad of channels, so that a group is 4 channels of one
-  // input position: an NC4HW4 copy of the input is B). Else block and row.
-  const uint8_t* grouped = nullptr;
-  const int64_t* group_off = nullptr;  // [a.kq]
-  // The grouped B's bytes a column brings into cache (a convolution's: 4 a
-  // quad of channels; its taps read neighbouring columns): sizes the column
-  // blocks.
-  int64_t group_column_bytes = 0;
 };
 
-// The column tile of the kernel that reads a grouped B (QBSource::grouped),
-// 0 where none does.
-int QGroupedTile(QIsa isa);
-// dst[4 * j + g] = rows[g][j] ^ flip for j < n: four rows interleaved, the
-// grouped B's layout.
-void QInterleave4(const uint8_t* const rows[4], int64_t n, uint8_t flip, uint8_t* dst);
+// dst[y * dst_stride + 4 * j + g] = planes[g][y * src_stride + j] ^ flip
+// for y < rows, j < n: four planes' rows interleaved (a padded NC4HW4 plane
+// of four channels, QConvPixels' input; src_stride 0 repeats one row).
+void QInterleave4Rows(const uint8_t* const planes[4], int64_t rows, int64_t n, int64_t src_stride, uint8_t flip,
+                      uint8_t* dst, int64_t dst_stride);
 
 // What becomes of sum = A(i, :) * B(:, j) + row_add[i]:
 //  - row_scale null: C is int32, C(i, j) = sum (ConvInteger);
@@ -115,6 +103,30 @@ struct QEpilogue {
 bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, const QEpilogue& ep, void* C,
            int64_t ldc);
 
+// Convolutions by pixels (AVX-512 VNNI): the kernel's tile is 32 output
+// channels (the vector lanes: A's 128 bytes a k group, panels packed with
+// pixel = true) by 8 output pixels, each pixel's 4 bytes of a k group
+// broadcast from wherever that pixel reads them. A convolution's input,
+// copied once into padded NC4HW4 planes (4 channels interleaved, the dot
+// width) with A's k ordered by channel quad, then tap, then channel in the
+// quad, gives every (pixel, k group) pair one address, base + pixel_off[p]
+// + group_off[q]: the unfolded input is never written, any stride or
+// dilation is a table of offsets, and no column is computed that is not an
+// output (a B tile of 32 columns spends up to a third of its products on
+// the padding between rows of a 7x7 plane).
+struct QPixelSource {
+  const uint8_t* base = nullptr;
+  const int64_t* pixel_off = nullptr;  // [N]
+  const int64_t* group_off = nullptr;  // [a.kq]
+};
+// The rows of the pixel tile's panels (32), 0 where the ISA has no pixel
+// kernel.
+int QPixelRows(QIsa isa);
+// C (uint8 or int8, row stride ldc) = ep(a * B) for the N pixels of b; a
+// packed with pixel = true, a requantizing epilogue (row_scale set).
+void QConvPixels(ThreadPool& pool, const QPackedA& a, int64_t N, const QPixelSource& b, const QEpilogue& ep, void* C,
+                 int64_t ldc);
+
 namespace qgemm_detail {
 // c[r * nr + j] = sum over kq groups of a panel (mr rows) times a B panel.
 using QMicro = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c);
@@ -133,11 +145,13 @@ using QMicroFinish = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int
 using QMicroFinishPf = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                 const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out,
                                 int64_t ldc, const char* pf, int64_t lines);
-// micro_finish_pf on a grouped B: k group q's tile at b + off[q] (lines 0:
-// no prefetch).
-using QMicroFinishGrouped = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off, int64_t rows,
-                                     int64_t cols, const int32_t* add, const float* scale, float zero, float lo,
-                                     float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines);
+// The pixel tile (QConvPixels): rows (<= pixel_rows) of a panel of A by
+// pixels n (<= pixel_cols), pixel j's k group q the 4 bytes at base +
+// pixel_off[j] + group_off[q]; requantized (QFinish's arithmetic, add and
+// scale per row) and stored to out[r * ldc + j].
+using QPixelTile = void (*)(int64_t kq, const int8_t* a, const uint8_t* base, const int64_t* pixel_off, int n,
+                            const int64_t* group_off, int64_t rows, const int32_t* add, const float* scale,
+                            float zero, float lo, float hi, uint8_t* out, int64_t ldc);
 // A matrix-vector form for B of at most 4 columns (a classifier's batch of
 // one): c[(p * mr + r) * 4 + j] = the sums of row r of panel p (of
 // `panels`, abytes apart) with column j (< ncols) of b, whose k group q is
@@ -152,9 +166,10 @@ struct QKernel {
   QFinish finish = nullptr;  // null: the portable loop
   QMicroFinish micro_finish = nullptr;  // null: micro, then finish
   QMicroFinishPf micro_finish_pf = nullptr;  // null: none
-  QMicroFinishGrouped micro_finish_grouped = nullptr;  // null: no grouped B
   QGemv gemv = nullptr;  // null: narrow B takes the tiles
   void (*done)() = nullptr;  // after a thread's task: state the kernel keeps between calls let go (AMX's tiles)
+  QPixelTile pixel_tile = nullptr;  // null: no pixel kernel
+  int pixel_rows = 0, pixel_cols = 0;
 };
 const QKernel* Avx512VnniKernel();  // null when the build or the CPU lacks it
 const QKernel* AmxKernel();  // A packed in rows of 64 k a step (QPackA), kq a multiple of 16

@@ -6,8 +6,12 @@
 // AVX-512 VNNI, 8 x 32: each group of four k loads two 64-byte B vectors
 // (32 columns x 4 u8) and, for each of the 8 rows, broadcasts the row's four
 // int8 weights as one dword and issues two vpdpbusd: 16 accumulators, 64
-// multiply-adds an instruction. From a packed panel the groups follow one
-// another; from a grouped B (QBSource::grouped) group q is at b + off[q].
+// multiply-adds an instruction.
+// AVX-512 VNNI pixel tile, 32 x 8 (QConvPixels): the transpose of that. Each
+// group of four k loads the 32 rows' weights (two 64-byte vectors of 16
+// rows x 4 s8) and, for each of 8 pixels, broadcasts the pixel's four u8
+// from wherever it reads them and issues two vpdpbusd: the same 16
+// accumulators and loads a step, the vector lanes now output channels.
 // AVX2, 6 x 16: a group of two k is 32 bytes of B (16 columns x 2 u8),
 // widened to two vectors of i16 pairs; each row's two weights (int16, packed
 // as such) are broadcast and vpmaddwd adds both products into the column's
@@ -39,16 +43,13 @@ inline int32_t LoadDword(const void* p) {
 #define KILN_VNNI_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
                           X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
 #define KILN_VNNI_REF(c) __m512i& c,
-// B's groups follow one another (a packed panel), or, kGrouped, group q is
-// at b + off[q] (a grouped B read in place).
-template <bool kPrefetch = false, bool kGrouped = false>
+template <bool kPrefetch = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq, const int8_t* a, const uint8_t* b,
-                                                                     const int64_t* off,
                                                                      KILN_VNNI_ACCS(KILN_VNNI_REF)
                                                                          gemm_detail::SpreadPrefetch* fetch) {
   for (int64_t q = 0; q < kq; ++q, a += 32) {
     if (kPrefetch) fetch->step();
-    const uint8_t* bq = kGrouped ? b + off[q] : b + q * 128;
+    const uint8_t* bq = b + q * 128;
     const __m512i b0 = _mm512_loadu_si512(bq), b1 = _mm512_loadu_si512(bq + 64);
 #define KILN_VNNI_ROW(r)                                           \
   {                                                                \
@@ -66,7 +67,7 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq,
 
 KILN_VNNI_TARGET void MicroVnni(int64_t kq, const int8_t* a, const uint8_t* b, int32_t* c) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
-  VnniSums(kq, a, b, nullptr, KILN_VNNI_ACCS(KILN_VNNI_ARG) nullptr);
+  VnniSums(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) nullptr);
   const __m512i out[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int i = 0; i < 16; ++i) _mm512_store_si512(c + i * 16, out[i]);
 }
@@ -128,13 +129,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
 // in registers: rows x cols of the tile stored as bytes; with kPrefetch,
 // `lines` lines from pf on asked for during the k loop (micro_finish_pf).
-template <bool kPrefetch, bool kGrouped = false>
+template <bool kPrefetch>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
-    int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off, int64_t rows, int64_t cols, const int32_t* add,
-    const float* scale, float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
+    int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
+    float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
   KILN_VNNI_ACCS(KILN_VNNI_ZERO)
   gemm_detail::SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kq);
-  VnniSums<kPrefetch, kGrouped>(kq, a, b, off, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
+  VnniSums<kPrefetch>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
   if (kPrefetch) fetch.finish();
   const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
@@ -151,21 +152,102 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
 KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                       const int32_t* add, const float* scale, float zero, float lo, float hi,
                                       uint8_t* out, int64_t ldc) {
-  FinishedVnni<false>(kq, a, b, nullptr, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
+  FinishedVnni<false>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
 }
 
 KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
                                         const int32_t* add, const float* scale, float zero, float lo, float hi,
                                         uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
-  FinishedVnni<true>(kq, a, b, nullptr, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
+  FinishedVnni<true>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
 }
 
-KILN_VNNI_TARGET void MicroFinishVnniGrouped(int64_t kq, const int8_t* a, const uint8_t* b, const int64_t* off,
-                                             int64_t rows, int64_t cols, const int32_t* add, const float* scale,
-                                             float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf,
-                                             int64_t lines) {
-  if (lines > 0) FinishedVnni<true, true>(kq, a, b, off, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
-  else FinishedVnni<false, true>(kq, a, b, off, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
+// 16 sums + va, times vs, rounded, + vz, clamped: RequantStore's bytes, in
+// a vector.
+KILN_VNNI_TARGET inline __m128i RequantBytes(__m512i s, __m512i va, __m512 vs, __m512 vz, __m512 vlo, __m512 vhi) {
+  __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_add_epi32(kAll, s, va)), vs);
+  v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
+  return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_maskz_cvtps_epi32(kAll, v));
+}
+
+// The pixel tile's sums, 32 rows x NP pixels (NP <= 8; the accumulators of
+// pixels past NP are never touched), then requantized a half of 16 rows at
+// a time: the 8 pixels' 16 bytes transposed (three rounds of unpacks) into
+// each row's 8 bytes, stored n (= NP) of them a row.
+#define KILN_PIX_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
+                         X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
+template <int NP>
+KILN_VNNI_TARGET __attribute__((always_inline)) inline void PixelTile(
+    int64_t kq, const int8_t* a, const uint8_t* base, const int64_t* pixel_off, const int64_t* off, int64_t rows,
+    const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out, int64_t ldc) {
+  KILN_PIX_ACCS(KILN_VNNI_ZERO)
+#define KILN_PIX_PTR(j) const uint8_t* p##j = base + pixel_off[NP > (j) ? (j) : 0];
+  KILN_PIX_PTR(0) KILN_PIX_PTR(1) KILN_PIX_PTR(2) KILN_PIX_PTR(3)
+  KILN_PIX_PTR(4) KILN_PIX_PTR(5) KILN_PIX_PTR(6) KILN_PIX_PTR(7)
+#undef KILN_PIX_PTR
+  for (int64_t q = 0; q < kq; ++q, a += 128) {
+    const __m512i w0 = _mm512_loadu_si512(a), w1 = _mm512_loadu_si512(a + 64);
+    const int64_t o = off[q];
+#define KILN_PIX_STEP(j)                                          \
+  if constexpr (NP > (j)) {                                       \
+    const __m512i x = _mm512_set1_epi32(LoadDword(p##j + o));     \
+    c##j##0 = _mm512_dpbusd_epi32(c##j##0, x, w0);                \
+    c##j##1 = _mm512_dpbusd_epi32(c##j##1, x, w1);                \
+  }
+    KILN_PIX_STEP(0) KILN_PIX_STEP(1) KILN_PIX_STEP(2) KILN_PIX_STEP(3)
+    KILN_PIX_STEP(4) KILN_PIX_STEP(5) KILN_PIX_STEP(6) KILN_PIX_STEP(7)
+#undef KILN_PIX_STEP
+  }
+  const __m512i acc[16] = {KILN_PIX_ACCS(KILN_VNNI_ARG)};
+  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __mmask16 cols = static_cast<__mmask16>((1u << NP) - 1u);
+  for (int h = 0; h < 2 && 16 * h < rows; ++h) {
+    const int64_t left = rows - 16 * h;
+    const __mmask16 m = left >= 16 ? kAll : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512i va = _mm512_maskz_loadu_epi32(m, add + 16 * h);
+    const __m512 vs = _mm512_maskz_loadu_ps(m, scale + 16 * h);
+    __m128i x[8];
+    for (int j = 0; j < 8; ++j)
+      x[j] = j < NP ? RequantBytes(acc[2 * j + h], va, vs, vz, vlo, vhi) : _mm_setzero_si128();
+    // x[j] = pixel j's rows 0-15 -> d[i] = rows 2i and 2i + 1, 8 pixels each.
+    __m128i b8[8], b16[8], d[8];
+    for (int i = 0; i < 4; ++i) {
+      b8[2 * i] = _mm_unpacklo_epi8(x[2 * i], x[2 * i + 1]);      // rows 0-7, pixels 2i, 2i + 1
+      b8[2 * i + 1] = _mm_unpackhi_epi8(x[2 * i], x[2 * i + 1]);  // rows 8-15
+    }
+    for (int i = 0; i < 2; ++i)
+      for (int r = 0; r < 2; ++r) {  // pixels 4i .. 4i + 3; rows 8r ..
+        b16[4 * i + 2 * r] = _mm_unpacklo_epi16(b8[4 * i + r], b8[4 * i + 2 + r]);      // rows 8r + 0-3
+        b16[4 * i + 2 * r + 1] = _mm_unpackhi_epi16(b8[4 * i + r], b8[4 * i + 2 + r]);  // rows 8r + 4-7
+      }
+    for (int g = 0; g < 4; ++g) {  // rows 4g .. 4g + 3
+      d[2 * g] = _mm_unpacklo_epi32(b16[g], b16[4 + g]);
+      d[2 * g + 1] = _mm_unpackhi_epi32(b16[g], b16[4 + g]);
+    }
+    uint8_t* o = out + 16 * h * ldc;
+    for (int i = 0; i < 8 && 2 * i < left; ++i) {
+      _mm_mask_storeu_epi8(o + 2 * i * ldc, cols, d[i]);
+      if (2 * i + 1 < left) _mm_mask_storeu_epi8(o + (2 * i + 1) * ldc, cols, _mm_unpackhi_epi64(d[i], d[i]));
+    }
+  }
+}
+#undef KILN_PIX_ACCS
+
+template <int NP>
+KILN_VNNI_TARGET void PixelTileN(int64_t kq, const int8_t* a, const uint8_t* base, const int64_t* pixel_off,
+                                 const int64_t* off, int64_t rows, const int32_t* add, const float* scale, float zero,
+                                 float lo, float hi, uint8_t* out, int64_t ldc) {
+  PixelTile<NP>(kq, a, base, pixel_off, off, rows, add, scale, zero, lo, hi, out, ldc);
+}
+
+void PixelTileVnni(int64_t kq, const int8_t* a, const uint8_t* base, const int64_t* pixel_off, int n,
+                   const int64_t* off, int64_t rows, const int32_t* add, const float* scale, float zero, float lo,
+                   float hi, uint8_t* out, int64_t ldc) {
+  using Fn = void (*)(int64_t, const int8_t*, const uint8_t*, const int64_t*, const int64_t*, int64_t,
+                      const int32_t*, const float*, float, float, float, uint8_t*, int64_t);
+  static constexpr Fn kTiles[8] = {&PixelTileN<1>, &PixelTileN<2>, &PixelTileN<3>, &PixelTileN<4>,
+                                   &PixelTileN<5>, &PixelTileN<6>, &PixelTileN<7>, &PixelTileN<8>};
+  kTiles[n - 1](kq, a, base, pixel_off, off, rows, add, scale, zero, lo, hi, out, ldc);
 }
 
 // QGemv on AVX-512 VNNI: a k group of 8 rows is 32 bytes of a panel (one
@@ -273,8 +355,13 @@ __attribute__((target("amx-tile,amx-int8"))) void MicroAmx(int64_t kq, const int
   _tile_stored(3, c + 16 * 32 + 16, 128);
 }
 
-const QKernel kVnni{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf,
-                    &MicroFinishVnniGrouped, &GemvVnni};
+const QKernel kVnni = [] {
+  QKernel k{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf, &GemvVnni};
+  k.pixel_tile = &PixelTileVnni;
+  k.pixel_rows = 32;
+  k.pixel_cols = 8;
+  return k;
+}();
 const QKernel kAvx2{6, 16, 2, true, &MicroAvx2};
 const QKernel kAmx = [] {
   QKernel k{32, 32, 4, false, &MicroAmx, &FinishAvx512};

@@ -6,13 +6,14 @@
 //    input's zero point as the padding. sum (w - zw)(x - zx) = sum (w - zw) x
 //    - zx * rowsum, so the zero point of x is a per-channel offset folded
 //    into the bias; int8 inputs are read as x + 128 with zx + 128.
-//    Stride-1 QLinearConvs other than 1x1 on a kernel that reads a grouped B
-//    (QGroupedTile: AVX-512 VNNI) skip the gather: the input is copied once
+//    QLinearConvs other than 1x1 where the CPU has the pixel kernel
+//    (QConvPixels: AVX-512 VNNI) skip the gather: the input is copied once
 //    into padded NC4HW4 planes (4 channels interleaved, the kernel's dot
-//    width), and the weights are ordered by channel quad, then tap, then
-//    channel in the quad, so that each group of 4 k is 4 channels of one
-//    input position and the GEMM's tiles are read from the copy in place (a
-//    3x3 conv's unfolded input, 9 times the input, is never written).
+//    width), the weights are ordered by channel quad, then tap, then channel
+//    in the quad, so that each group of 4 k is 4 channels of one input
+//    position, and the kernel reads each output pixel's groups from the copy
+//    in place at its own offset (a 3x3 conv's unfolded input, 9 times the
+//    input, is never written; any stride, only real output pixels).
 //  - Depthwise 2-D convolutions (QLinearConv, strides 1 or 2) go through the
 //    integer depthwise kernel where the CPU has AVX-512 VNNI and VBMI
 //    (DepthwiseQ8Dot: no dilation, kernels up to 8x8), else the flat
@@ -67,7 +68,7 @@ struct ConvRows {
 
 constexpr int64_t kRowSlack = 32;  // bytes a copy may read past a run (writes: 16)
 
-// The quads of 4 channels (the grouped B's dot width) that c channels fill.
+// The quads of 4 channels (the pixel kernel's dot width) that c channels fill.
 constexpr int64_t Quads(int64_t c) { return (c + 3) / 4; }
 
 // d[i] = src[2 * i] for i < n: even bytes, 16 from each 32 (SSE2 where
@@ -285,12 +286,19 @@ class QConvExecution final : public Execution {
         ConvRows rows = rows_;
         const uint8_t* planes = xb + (n * C_ + g * Cg_) * in_plane;
         QBSource src{&ConvBlock, &rows, &ConvRow};
-        if (grouped_) {
-          padGrouped(be.pool(), planes, static_cast<uint8_t>(zxr));
-          src.grouped = padded_.data();
-          src.group_off = group_off_.data();
-          src.group_column_bytes = Quads(Cg_) * 4;
-        } else if (rows.pointwise && !x_signed_ && !subsample_) {
+        ep.row_add = row_add_.data() + g * Mg_;
+        ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
+        uint8_t* y = yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem);
+        if (pixels_) {
+          padQuads(be.pool(), planes, static_cast<uint8_t>(zxr));
+          QPixelSource px;
+          px.base = padded_.data();
+          px.pixel_off = pixel_off_.data();
+          px.group_off = group_off_.data();
+          QConvPixels(be.pool(), packed_[static_cast<size_t>(g)], out_plane, px, ep, y, out_plane);
+          continue;
+        }
+        if (rows.pointwise && !x_signed_ && !subsample_) {
           rows.x = planes;
         } else if (rows.pointwise) {
           compactPlanes(be.pool(), planes);
@@ -299,9 +307,6 @@ class QConvExecution final : public Execution {
           padPlanes(be.pool(), planes, static_cast<uint8_t>(zxr));
           rows.x = padded_.data();
         }
-        ep.row_add = row_add_.data() + g * Mg_;
-        ep.row_scale = qlinear_ ? row_scale_.data() + g * Mg_ : nullptr;
-        uint8_t* y = yb + (n * M_ + g * Mg_) * out_plane * static_cast<int64_t>(elem);
         if (!rows.wide) {
           if (!QGemm(be.pool(), packed_[static_cast<size_t>(g)], out_plane, src, ep, y, out_plane))
             return OutOfMemory("%s: cannot allocate the GEMM's scratch", op_.typeName());
@@ -325,9 +330,9 @@ class QConvExecution final : public Execution {
 
  private:
   const Tensor& weights(const std::vector<Tensor*>& in) const { return *in[qlinear_ ? 3 : 1]; }
-  // A bundle's blobs: the grouped order's panels are not the plain ones.
-  std::string panelKey() const { return grouped_ ? "qpanels4c." : "qpanels."; }
-  std::string rowSumKey() const { return grouped_ ? "qrowsum4c." : "qrowsum."; }
+  // A bundle's blobs: the pixel kernel's panels are not the plain ones.
+  std::string panelKey() const { return pixels_ ? "qpanels4p." : "qpanels."; }
+  std::string rowSumKey() const { return pixels_ ? "qrowsum4p." : "qrowsum."; }
   const Tensor* weightZero(const std::vector<Tensor*>& in) const {
     const size_t k = qlinear_ ? 5 : 3;
     return k < in.size() ? in[k] : nullptr;
@@ -375,36 +380,31 @@ class QConvExecution final : public Execution {
   // padded_ = the group's planes as padPlanes makes them, in NC4HW4 form:
   // quad q's position i (of hp_ x wp_) holds channels 4q .. 4q + 3 at
   // padded_[(q * quad_cols_ + i) * 4 ..] (channels past Cg_, whose weights
-  // are zero, hold the pad too), the grouped B of QGemm.
-  void padGrouped(ThreadPool& pool, const uint8_t* planes, uint8_t pad) {
+  // are zero, hold the pad too), QConvPixels' input.
+  void padQuads(ThreadPool& pool, const uint8_t* planes, uint8_t pad) {
     const int64_t quads = Quads(Cg_), quad_bytes = quad_cols_ * 4;
-    padded_.resize(static_cast<size_t>(grouped_bytes_));
+    padded_.resize(static_cast<size_t>(quads * quad_bytes));
     const uint8_t flip = x_signed_ ? 0x80 : 0;
     const int64_t cols = std::min(w_, wp_ - pl_);
-    pad_row_.assign(static_cast<size_t>(w_), static_cast<uint8_t>(pad ^ flip));  // read back as pad
+    if (Cg_ % 4 != 0) pad_plane_.assign(static_cast<size_t>(h_ * w_), static_cast<uint8_t>(pad ^ flip));  // read back as pad
     uint8_t* base = padded_.data();
-    std::memset(base + quads * quad_bytes, pad, static_cast<size_t>(grouped_bytes_ - quads * quad_bytes));
+    const int64_t rows = std::max<int64_t>(0, std::min(h_, hp_ - pt_));
     pool.parallelFor(quads, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         uint8_t* quad = base + q * quad_bytes;
         std::memset(quad, pad, static_cast<size_t>(quad_bytes));
-        for (int64_t y = 0; y < h_ && y + pt_ < hp_; ++y) {
-          const uint8_t* rows[4];
-          for (int64_t g = 0; g < 4; ++g) {
-            const int64_t c = 4 * q + g;
-            rows[g] = c < Cg_ ? planes + (c * h_ + y) * w_ : pad_row_.data();
-          }
-          QInterleave4(rows, cols, flip, quad + ((y + pt_) * wp_ + pl_) * 4);
-        }
+        const uint8_t* src[4];
+        for (int64_t g = 0; g < 4; ++g) src[g] = 4 * q + g < Cg_ ? planes + (4 * q + g) * h_ * w_ : pad_plane_.data();
+        QInterleave4Rows(src, rows, cols, w_, flip, quad + (pt_ * wp_ + pl_) * 4, wp_ * 4);
       }
-    }, std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(quad_bytes, 1)));
+    }, std::max<int64_t>(1, (int64_t{64} << 10) / std::max<int64_t>(quad_bytes, 1)));
   }
 
   // Packs the centered weights (GEMM panels, or floats for the depthwise
   // kernel); packed_ok_ stays false where the fast paths do not apply.
   void packWeights(const std::vector<Tensor*>& in) {
     packed_ok_ = false;
-    grouped_ = false;
+    pixels_ = false;
     packed_.clear();
     const Tensor& w = weights(in);
     const Tensor* wz = weightZero(in);
@@ -419,20 +419,14 @@ class QConvExecution final : public Execution {
     const int64_t Mg = M / group;
     const bool depthwise = qlinear_ && rank == 4 && group == M && per == w.length(2) * w.length(3) &&
                            in[0]->length(1) == group;
-    // The grouped B where the wide path runs (stride 1, not 1x1), the kernel
-    // reads one and the channels fill their quads (at most a quarter of the
-    // products on padding channels: not a first layer's 3 channels). Tried
-    // and not taken: 1x1 convs (1024 -> 256 on 14x14 0.18 -> 0.34 ms, its
-    // 14-byte rows interleaved one by one, and the k groups a quad plane
-    // apart) and stride 2 through phase planes (128 -> 128 3x3 on 56x56
-    // 0.53 -> 0.60 ms).
+    // The pixel kernel where the CPU has one, for kernels of more than one
+    // tap whose channels fill their quads (at most a quarter of the
+    // products on padding channels: not a first layer's 3 channels). 1x1
+    // convs keep the GEMM, their B read in place or subsampled once.
     const int64_t taps = rank == 4 ? w.length(2) * w.length(3) : w.length(2), cg = w.length(1);
-    bool unit_stride = true;
-    if (p && p->strides())
-      for (int64_t s : *p->strides()) unit_stride = unit_stride && s == 1;
-    grouped_ = qlinear_ && !depthwise && wide_on_ && grouped_on_ && unit_stride && taps > 1 &&
-               QGroupedTile(QIsaFor(Quads(cg) * 4 * taps)) != 0 && cg * taps == per && 16 * Quads(cg) <= 5 * cg;
-    const int64_t depth = grouped_ ? Quads(cg) * 4 * taps : per;
+    pixels_ = qlinear_ && !depthwise && pixels_on_ && taps > 1 && QPixelRows(QIsaFor(Quads(cg) * 4 * taps)) != 0 &&
+              cg * taps == per && 16 * Quads(cg) <= 5 * cg;
+    const int64_t depth = pixels_ ? Quads(cg) * 4 * taps : per;
     if (!depthwise && adoptPanels(Mg, depth, group)) {
       packed_ok_ = true;
       return;
@@ -444,7 +438,7 @@ class QConvExecution final : public Execution {
       dw_q8_ = nn::PackDepthwiseQ8(centered.data(), M, w.length(2), w.length(3));
     } else {
       std::vector<int8_t> ordered;
-      if (grouped_) {  // row m's k = (quad, tap, channel in the quad), zero past cg
+      if (pixels_) {  // row m's k = (quad, tap, channel in the quad), zero past cg
         ordered.assign(static_cast<size_t>(M * depth), 0);
         for (int64_t m = 0; m < M; ++m)
           for (int64_t c = 0; c < cg; ++c)
@@ -452,9 +446,9 @@ class QConvExecution final : public Execution {
               ordered[static_cast<size_t>(m * depth + ((c / 4) * taps + t) * 4 + c % 4)] =
                   centered[static_cast<size_t>(m * per + c * taps + t)];
       }
-      const int8_t* a = grouped_ ? ordered.data() : centered.data();
+      const int8_t* a = pixels_ ? ordered.data() : centered.data();
       for (int64_t g = 0; g < group; ++g)
-        packed_.push_back(QPackA(QBestIsa(), Mg, depth, a + g * Mg * depth, depth));
+        packed_.push_back(QPackA(QBestIsa(), Mg, depth, a + g * Mg * depth, depth, pixels_));
     }
     packed_ok_ = true;
   }
@@ -470,7 +464,7 @@ class QConvExecution final : public Execution {
       const fb::PrepackedBlob* r = be.bundled(index_, rowSumKey() + std::to_string(g));
       any = any || p || r;
       all = all && p && r && p->meta() &&
-            QViewPackedA(QBestIsa(), Mg, per, std::vector<int64_t>(p->meta()->begin(), p->meta()->end()),
+            QViewPackedA(QBestIsa(), Mg, per, pixels_, std::vector<int64_t>(p->meta()->begin(), p->meta()->end()),
                          p->data()->data(), p->data()->size(), r->data()->data(), r->data()->size(),
                          &views[static_cast<size_t>(g)]);
     }
@@ -541,20 +535,22 @@ class QConvExecution final : public Execution {
       dw_dot_ = dot_on_ && nn::DepthwiseQ8DotSuits(a);
       if (!dw_dot_ && !nn::DepthwiseFlatSuits(a)) return false;
     } else if (static_cast<int64_t>(packed_.size()) != group_ || packed_[0].M != Mg_ ||
-               packed_[0].K != (grouped_ ? Quads(Cg_) * 4 : Cg_) * kh * kw || (grouped_ && !r.wide)) {
+               packed_[0].K != (pixels_ ? Quads(Cg_) * 4 : Cg_) * kh * kw) {
       return false;
     }
-    if (grouped_) {
-      // Quad planes of hp_ x wp_ positions (rounded up to whole lines); the
-      // last one's slack covers a last tile read past the wide rows' end.
-      const int64_t taps = kh * kw, quads = Quads(Cg_), tile = QGroupedTile(packed_[0].isa);
+    if (pixels_) {
+      // Quad planes of hp_ x wp_ positions (rounded up to whole lines);
+      // output pixel (oy, ox) reads from (oy * sh, ox * sw) of them on.
+      const int64_t taps = kh * kw, quads = Quads(Cg_);
       quad_cols_ = (hp_ * wp_ + 15) / 16 * 16;
       group_off_.clear();
       for (int64_t q = 0; q < quads; ++q)
         for (int64_t t = 0; t < taps; ++t)
           group_off_.push_back((q * quad_cols_ + (t / kw) * dh * wp_ + (t % kw) * dw) * 4);
-      const int64_t reach = ((kh - 1) * dh * wp_ + (kw - 1) * dw + (oh_ * wp_ + tile - 1) / tile * tile) * 4;
-      grouped_bytes_ = quads * quad_cols_ * 4 + reach + 64;
+      pixel_off_.resize(static_cast<size_t>(oh_ * ow_));
+      for (int64_t oy = 0; oy < oh_; ++oy)
+        for (int64_t ox = 0; ox < ow_; ++ox)
+          pixel_off_[static_cast<size_t>(oy * ow_ + ox)] = (oy * r.sh * wp_ + ox * r.sw) * 4;
     }
     return true;
   }
@@ -567,12 +563,13 @@ class QConvExecution final : public Execution {
   // (the float one runs).
   const bool wide_on_ = conv::PathEnabled("KILN_HOST_QCONV_WIDE");
   const bool dot_on_ = conv::PathEnabled("KILN_HOST_QDW_DOT");
-  // KILN_HOST_QCONV_GROUPED=0: the wide path gathers B (no NC4HW4 copy).
-  const bool grouped_on_ = conv::PathEnabled("KILN_HOST_QCONV_GROUPED");
+  // KILN_HOST_QCONV_PIXELS=0: convs the pixel kernel takes gather B for
+  // the GEMM instead (no NC4HW4 copy).
+  const bool pixels_on_ = conv::PathEnabled("KILN_HOST_QCONV_PIXELS");
   // KILN_HOST_QCONV_SUBSAMPLE=0: strided 1x1 convs gather B from padded
   // planes as other strided convs do.
   const bool subsample_on_ = conv::PathEnabled("KILN_HOST_QCONV_SUBSAMPLE");
-  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false, grouped_ = false;
+  bool packed_ok_ = false, depthwise_ = false, x_signed_ = false, dw_dot_ = false, pixels_ = false;
   bool subsample_ = false;
   // geometry()'s result and the shapes it was worked out for (geometry_for_:
   // since the last resize or weight packing).
@@ -585,9 +582,9 @@ class QConvExecution final : public Execution {
   ConvRows rows_;
   std::vector<uint8_t> padded_, wide_out_;
   std::vector<int64_t> tap_off_;
-  std::vector<int64_t> group_off_;  // the grouped B's k groups (QBSource::group_off)
-  std::vector<uint8_t> pad_row_;    // a missing channel's row
-  int64_t quad_cols_ = 0, grouped_bytes_ = 0;
+  std::vector<int64_t> group_off_, pixel_off_;  // QConvPixels' offsets
+  std::vector<uint8_t> pad_plane_;  // a missing channel's plane
+  int64_t quad_cols_ = 0;
   int64_t pt_ = 0, pl_ = 0, hp_ = 1, wp_ = 1;
   int64_t batch_ = 0, C_ = 0, M_ = 0, group_ = 1, Cg_ = 0, Mg_ = 0, h_ = 1, w_ = 1, oh_ = 1, ow_ = 1;
   std::vector<int32_t> row_add_;

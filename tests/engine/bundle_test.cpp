@@ -180,8 +180,8 @@ TEST(Bundle, OtherSizesIsaOrBackendPackAgain) {
   unlink(path.c_str());
 }
 
-// x uint8 [1, 8, 9, 9] -> QLinearConv 3x3 (stride 1: panels in the grouped
-// order where the CPU reads B in place) -> QLinearConv 1x1 (plain panels
+// x uint8 [1, 8, 9, 9] -> QLinearConv 3x3 (panels of the pixel kernel's
+// order and rows where the CPU has it) -> QLinearConv 1x1 (plain panels
 // either way) -> y uint8.
 std::vector<uint8_t> QuantizedModel() {
   NetBuilder b("qbundle");
@@ -230,7 +230,7 @@ std::vector<uint8_t> RunQuantized(Interpreter& interp, Session** out) {
   return y;
 }
 
-// The int8 convs' panels and row sums (in the grouped order or not) are
+// The int8 convs' panels and row sums (the pixel kernel's or the GEMM's) are
 // taken in place and compute the same bytes; a bundle made with the other
 // order is packed again.
 TEST(Bundle, QuantizedConvPanelsAreTakenInPlace) {
@@ -250,17 +250,17 @@ TEST(Bundle, QuantizedConvPanelsAreTakenInPlace) {
   EXPECT_EQ(taking->placement().bundle, "4 of its 4 prepacked forms used");
   // The 3x3 conv's blobs are of one order; a session taking the other does
   // not read them (the 1x1's are the same either way).
-  const char* env = std::getenv("KILN_HOST_QCONV_GROUPED");
+  const char* env = std::getenv("KILN_HOST_QCONV_PIXELS");
   const std::string before = env ? env : "";
-  setenv("KILN_HOST_QCONV_GROUPED", before == "0" ? "1" : "0", 1);
+  setenv("KILN_HOST_QCONV_PIXELS", before == "0" ? "1" : "0", 1);
   auto other = Interpreter::createFromFile(path);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(RunQuantized(**other, &taking), want);
   const std::string said = taking->placement().bundle;
-  if (env) setenv("KILN_HOST_QCONV_GROUPED", before.c_str(), 1);
-  else unsetenv("KILN_HOST_QCONV_GROUPED");
-  // The 3x3 conv's depth in the grouped order: 2 quads of channels, 9 taps.
-  if (QGroupedTile(QIsaFor(2 * 4 * 9)) != 0) EXPECT_EQ(said.rfind("2 of its 4 prepacked forms used", 0), 0u) << said;
+  if (env) setenv("KILN_HOST_QCONV_PIXELS", before.c_str(), 1);
+  else unsetenv("KILN_HOST_QCONV_PIXELS");
+  // The 3x3 conv's depth in the pixel kernel's order: 2 quads of channels, 9 taps.
+  if (QPixelRows(QIsaFor(2 * 4 * 9)) != 0) EXPECT_EQ(said.rfind("2 of its 4 prepacked forms used", 0), 0u) << said;
   else EXPECT_EQ(said, "4 of its 4 prepacked forms used");  // one order only
   unlink(path.c_str());
 }

@@ -1,8 +1,8 @@
 // The fast int8 paths against references written here, bit for bit
 // (requantizing as onnxruntime does: float(int32 sum) * multiplier in f32):
 //  - QGemm on every micro-kernel this CPU (or qemu) runs: the int32 sums
-//    exactly, and the requantizing epilogue, B gathered and (where the
-//    kernel reads one) grouped in place;
+//    exactly, and the requantizing epilogue, B gathered, and (where the
+//    CPU has it) the pixel kernel reading B in place at any offsets;
 //  - QLinearConv and ConvInteger through the host backend over shapes that
 //    reach each path (GEMM with and without the unfold, groups, 1-D,
 //    depthwise at strides 1 and 2, dilations, asymmetric pads), with uint8
@@ -78,24 +78,33 @@ TEST(QGemm, EveryKernelSumsExactly) {
       q.out_i8 = true;
       std::vector<int8_t> Q(static_cast<size_t>(M * N));
       ASSERT_TRUE(QGemm(pool, pa, N, src, q, Q.data(), N));
-      // The same B in grouped form where the kernel reads one: groups stored
-      // last first (any offsets), columns past N and rows past K junk.
-      std::vector<int8_t> G(static_cast<size_t>(M * N));
-      const int tile = QGroupedTile(isa);
-      if (tile != 0) {
-        const int64_t groups = (K + 3) / 4, span = ((N + tile - 1) / tile * tile) * 4;
-        std::vector<uint8_t> grouped(static_cast<size_t>(groups * span), 0xA5);
-        std::vector<int64_t> off(static_cast<size_t>(groups));
+      // The pixel kernel where the CPU has one: column j's k group g (4
+      // bytes, k past K junk) at pixel_off[j] + group_off[g], the columns
+      // stored last first with a gap after every third and the groups in
+      // reverse (any offsets); C's rows ldc = N + 5 apart, the bytes between
+      // left as they were.
+      const int pixel_rows = QPixelRows(isa);
+      std::vector<int8_t> G(static_cast<size_t>(M * (N + 5)), 77);
+      if (pixel_rows != 0) {
+        const QPackedA pp = QPackA(isa, M, K, A.data(), K, /*pixel=*/true);
+        ASSERT_TRUE(pp.pixel);
+        EXPECT_EQ(pp.m_pad % pixel_rows, 0);
+        const int64_t groups = (K + 3) / 4, span = (N + N / 3 + 1) * 4;
+        std::vector<uint8_t> in(static_cast<size_t>(groups * span), 0xA5);
+        std::vector<int64_t> group_off(static_cast<size_t>(groups)), pixel_off(static_cast<size_t>(N));
+        for (int64_t j = 0; j < N; ++j) pixel_off[static_cast<size_t>(j)] = (N - 1 - j + (N - 1 - j) / 3) * 4;
         for (int64_t g = 0; g < groups; ++g) {
-          off[static_cast<size_t>(g)] = (groups - 1 - g) * span;
+          group_off[static_cast<size_t>(g)] = (groups - 1 - g) * span;
           for (int64_t k = 4 * g; k < std::min(K, 4 * g + 4); ++k)
             for (int64_t j = 0; j < N; ++j)
-              grouped[static_cast<size_t>(off[static_cast<size_t>(g)] + 4 * j + k % 4)] = B[static_cast<size_t>(k * N + j)];
+              in[static_cast<size_t>(group_off[static_cast<size_t>(g)] + pixel_off[static_cast<size_t>(j)] + k % 4)] =
+                  B[static_cast<size_t>(k * N + j)];
         }
-        QBSource in_place = src;
-        in_place.grouped = grouped.data();
-        in_place.group_off = off.data();
-        ASSERT_TRUE(QGemm(pool, pa, N, in_place, q, G.data(), N));
+        QPixelSource px;
+        px.base = in.data();
+        px.pixel_off = pixel_off.data();
+        px.group_off = group_off.data();
+        QConvPixels(pool, pp, N, px, q, G.data(), N + 5);
       }
       int64_t bad = 0;
       for (int64_t i = 0; i < M; ++i)
@@ -105,8 +114,10 @@ TEST(QGemm, EveryKernelSumsExactly) {
           const int32_t want = static_cast<int32_t>(s);
           const int64_t wq = std::min<int64_t>(120, std::max<int64_t>(-100, RoundHalfEven(static_cast<float>(want) * scale[static_cast<size_t>(i)]) - 3));
           bad += C[static_cast<size_t>(i * N + j)] != want || Q[static_cast<size_t>(i * N + j)] != wq ||
-                 (tile != 0 && G[static_cast<size_t>(i * N + j)] != wq);
+                 (pixel_rows != 0 && G[static_cast<size_t>(i * (N + 5) + j)] != wq);
         }
+      for (int64_t i = 0; pixel_rows != 0 && i < M; ++i)
+        for (int64_t j = N; j < N + 5; ++j) bad += G[static_cast<size_t>(i * (N + 5) + j)] != 77;
       EXPECT_EQ(bad, 0) << QIsaName(isa) << " M=" << M << " K=" << K << " N=" << N;
     }
   }
@@ -312,7 +323,7 @@ void GemmPathCases() {
   quads.c = 13, quads.m = 40, quads.h = 30, quads.w = 61, quads.kh = quads.kw = 5, quads.pads = {2, 2, 2, 2};
   quads.xt = fb::DataType::I8, quads.n = 2;
   RunCase(quads, seed++);
-  ConvCase s2;  // stride 2 over an odd and an even side (gathered: the grouped B is stride 1 only)
+  ConvCase s2;  // stride 2 over an odd and an even side (the pixel kernel's offsets skip a column and a row)
   s2.c = 24, s2.m = 40, s2.h = 29, s2.w = 34, s2.sh = s2.sw = 2, s2.xt = fb::DataType::I8;
   RunCase(s2, seed++);
   ConvCase down;  // 1x1 stride 2 (a ResNet downsample)
@@ -327,7 +338,7 @@ void GemmPathCases() {
   down_pad.c = 20, down_pad.m = 12, down_pad.h = 14, down_pad.w = 40, down_pad.kh = down_pad.kw = 1;
   down_pad.sh = down_pad.sw = 2, down_pad.pads = {0, 0, 1, 1};
   RunCase(down_pad, seed++);
-  ConvCase long_rows;  // stride 1 on 150-wide rows of uint8: the grouped copy's 64-column interleave and its tail
+  ConvCase long_rows;  // stride 1 on 150-wide rows of uint8: the NC4HW4 copy's 64-column interleave and its tail
   long_rows.c = 8, long_rows.m = 24, long_rows.h = 7, long_rows.w = 150;
   RunCase(long_rows, seed++);
   ConvCase patch;  // 2x2, stride 3 in y and 2 in x, dilation 3 in x
@@ -336,17 +347,17 @@ void GemmPathCases() {
   RunCase(patch, seed++);
 }
 
-// Each case with the stride-1 convs' grouped B (the NC4HW4 copy, where the
-// CPU has the kernel for it) and the strided 1x1 convs' subsampled copy, and
-// with B gathered for both.
+// Each case with the pixel kernel (the NC4HW4 copy read in place, where the
+// CPU has the kernel) and the strided 1x1 convs' subsampled copy, and with B
+// gathered for the GEMM for both.
 TEST(QLinearConvFast, GemmPaths) {
   for (const char* on : {"1", "0"}) {
-    SCOPED_TRACE(std::string("KILN_HOST_QCONV_GROUPED and KILN_HOST_QCONV_SUBSAMPLE=") + on);
-    setenv("KILN_HOST_QCONV_GROUPED", on, 1);
+    SCOPED_TRACE(std::string("KILN_HOST_QCONV_PIXELS and KILN_HOST_QCONV_SUBSAMPLE=") + on);
+    setenv("KILN_HOST_QCONV_PIXELS", on, 1);
     setenv("KILN_HOST_QCONV_SUBSAMPLE", on, 1);
     GemmPathCases();
   }
-  unsetenv("KILN_HOST_QCONV_GROUPED");
+  unsetenv("KILN_HOST_QCONV_PIXELS");
   unsetenv("KILN_HOST_QCONV_SUBSAMPLE");
 }
 
