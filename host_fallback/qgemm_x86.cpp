@@ -96,34 +96,39 @@ __attribute__((target("avx2"))) void MicroAvx2(int64_t kq, const int8_t* a, cons
 // header (an "undefined" source vector).
 constexpr __mmask16 kAll = 0xFFFF;
 
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void FinishAvx512(const int32_t* c, int nr, int64_t rows,
+// The requantization of 16 int32 sums (the row offsets already in them):
+// float(s) * scale, rounded half to even, + zero, clamped to [lo, hi]. The
+// clamp is taken first, to [lo - zero, hi - zero] (rounding is monotonic and
+// the bounds are integers, so the bytes are the same), then the rounding
+// and the conversion are one instruction and the zero point an integer add:
+// 7 instructions for 16 values.
+struct Requant {
+  __m512 vlo, vhi;
+  __m512i vz;
+  __attribute__((target("avx512f"))) Requant(float zero, float lo, float hi)
+      : vlo(_mm512_set1_ps(lo - zero)), vhi(_mm512_set1_ps(hi - zero)), vz(_mm512_set1_epi32(static_cast<int32_t>(zero))) {}
+  __attribute__((target("avx512f,avx512bw,avx512vl"), always_inline)) __m128i bytes(__m512i s, __m512 vs) const {
+    __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, s), vs);
+    v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, v, vlo), vhi);
+    const __m512i r = _mm512_maskz_cvt_roundps_epi32(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_maskz_add_epi32(kAll, r, vz));
+  }
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void FinishAvx512(const int32_t* c, int nr, int64_t rows,
                                                                          int64_t cols, const int32_t* add,
                                                                          const float* scale, float zero, float lo,
                                                                          float hi, uint8_t* out, int64_t ldc) {
-  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const Requant q(zero, lo, hi);
   for (int64_t r = 0; r < rows; ++r) {
     const __m512i va = _mm512_set1_epi32(add[r]);
     const __m512 vs = _mm512_set1_ps(scale[r]);
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 m = cols - j >= 16 ? kAll : static_cast<__mmask16>((1u << (cols - j)) - 1u);
       const __m512i s = _mm512_maskz_add_epi32(kAll, _mm512_maskz_loadu_epi32(m, c + r * nr + j), va);
-      __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, s), vs);
-      v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
-      _mm512_mask_cvtepi32_storeu_epi8(out + r * ldc + j, m, _mm512_maskz_cvtps_epi32(kAll, v));
+      _mm_mask_storeu_epi8(out + r * ldc + j, m, q.bytes(s, vs));
     }
   }
-}
-
-// 16 sums + va, times vs, rounded half to even, + vz, clamped to [vlo,
-// vhi], stored as the bytes of the lanes in m (FinishAvx512's arithmetic).
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void RequantStore(__m512i s, __m512i va, __m512 vs,
-                                                                              __m512 vz, __m512 vlo, __m512 vhi,
-                                                                              __mmask16 m, uint8_t* out) {
-  __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_add_epi32(kAll, s, va)), vs);
-  v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
-  _mm_mask_storeu_epi8(out, m, _mm512_maskz_cvtepi32_epi8(kAll, _mm512_maskz_cvtps_epi32(kAll, v)));
 }
 
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
@@ -133,19 +138,23 @@ template <bool kPrefetch>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
     int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
     float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
-  KILN_VNNI_ACCS(KILN_VNNI_ZERO)
+  // The sums start from the rows' offsets (int32 wrapping either way).
+#define KILN_VNNI_FROM_ADD(r) \
+  __m512i c##r##0 = _mm512_set1_epi32((r) < rows ? add[r] : 0), c##r##1 = c##r##0;
+  KILN_VNNI_FROM_ADD(0) KILN_VNNI_FROM_ADD(1) KILN_VNNI_FROM_ADD(2) KILN_VNNI_FROM_ADD(3)
+  KILN_VNNI_FROM_ADD(4) KILN_VNNI_FROM_ADD(5) KILN_VNNI_FROM_ADD(6) KILN_VNNI_FROM_ADD(7)
+#undef KILN_VNNI_FROM_ADD
   gemm_detail::SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kq);
   VnniSums<kPrefetch>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
   if (kPrefetch) fetch.finish();
-  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const Requant q(zero, lo, hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
   const __mmask16 m1 = cols >= 32 ? kAll : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1u);
   const __m512i acc[16] = {KILN_VNNI_ACCS(KILN_VNNI_ARG)};
   for (int64_t r = 0; r < rows; ++r) {
-    const __m512i va = _mm512_set1_epi32(add[r]);
     const __m512 vs = _mm512_set1_ps(scale[r]);
-    RequantStore(acc[2 * r], va, vs, vz, vlo, vhi, m0, out + r * ldc);
-    if (m1) RequantStore(acc[2 * r + 1], va, vs, vz, vlo, vhi, m1, out + r * ldc + 16);
+    _mm_mask_storeu_epi8(out + r * ldc, m0, q.bytes(acc[2 * r], vs));
+    if (m1) _mm_mask_storeu_epi8(out + r * ldc + 16, m1, q.bytes(acc[2 * r + 1], vs));
   }
 }
 
@@ -161,15 +170,6 @@ KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8
   FinishedVnni<true>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, pf, lines);
 }
 
-// 16 sums + va, times vs, rounded, + vz, clamped: RequantStore's bytes, in
-// a vector.
-KILN_VNNI_TARGET inline __m128i RequantBytes(__m512i s, __m512i va, __m512 vs, __m512 vz, __m512 vlo, __m512 vhi) {
-  __m512 v = _mm512_maskz_mul_ps(kAll, _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_add_epi32(kAll, s, va)), vs);
-  v = _mm512_maskz_roundscale_ps(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  v = _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, _mm512_maskz_add_ps(kAll, v, vz), vlo), vhi);
-  return _mm512_maskz_cvtepi32_epi8(kAll, _mm512_maskz_cvtps_epi32(kAll, v));
-}
-
 // The pixel tile's sums, 32 rows x NP pixels (NP <= 8; the accumulators of
 // pixels past NP are never touched), then requantized a half of 16 rows at
 // a time: the 8 pixels' 16 bytes transposed (three rounds of unpacks) into
@@ -180,7 +180,14 @@ template <int NP>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void PixelTile(
     int64_t kq, const int8_t* a, const uint8_t* base, const int64_t* pixel_off, const int64_t* off, int64_t rows,
     const int32_t* add, const float* scale, float zero, float lo, float hi, uint8_t* out, int64_t ldc) {
-  KILN_PIX_ACCS(KILN_VNNI_ZERO)
+  // The sums start from the rows' offsets (int32 wrapping either way).
+  const __mmask16 rows0 = rows >= 16 ? kAll : static_cast<__mmask16>((1u << rows) - 1u);
+  const __mmask16 rows1 = rows >= 32 ? kAll : rows <= 16 ? 0 : static_cast<__mmask16>((1u << (rows - 16)) - 1u);
+  const __m512i add0 = _mm512_maskz_loadu_epi32(rows0, add), add1 = _mm512_maskz_loadu_epi32(rows1, add + 16);
+#define KILN_PIX_FROM_ADD(j) __m512i c##j##0 = add0, c##j##1 = add1;
+  KILN_PIX_FROM_ADD(0) KILN_PIX_FROM_ADD(1) KILN_PIX_FROM_ADD(2) KILN_PIX_FROM_ADD(3)
+  KILN_PIX_FROM_ADD(4) KILN_PIX_FROM_ADD(5) KILN_PIX_FROM_ADD(6) KILN_PIX_FROM_ADD(7)
+#undef KILN_PIX_FROM_ADD
 #define KILN_PIX_PTR(j) const uint8_t* p##j = base + pixel_off[NP > (j) ? (j) : 0];
   KILN_PIX_PTR(0) KILN_PIX_PTR(1) KILN_PIX_PTR(2) KILN_PIX_PTR(3)
   KILN_PIX_PTR(4) KILN_PIX_PTR(5) KILN_PIX_PTR(6) KILN_PIX_PTR(7)
@@ -199,16 +206,13 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void PixelTile(
 #undef KILN_PIX_STEP
   }
   const __m512i acc[16] = {KILN_PIX_ACCS(KILN_VNNI_ARG)};
-  const __m512 vz = _mm512_set1_ps(zero), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const Requant q(zero, lo, hi);
   const __mmask16 cols = static_cast<__mmask16>((1u << NP) - 1u);
   for (int h = 0; h < 2 && 16 * h < rows; ++h) {
     const int64_t left = rows - 16 * h;
-    const __mmask16 m = left >= 16 ? kAll : static_cast<__mmask16>((1u << left) - 1u);
-    const __m512i va = _mm512_maskz_loadu_epi32(m, add + 16 * h);
-    const __m512 vs = _mm512_maskz_loadu_ps(m, scale + 16 * h);
+    const __m512 vs = _mm512_maskz_loadu_ps(h == 0 ? rows0 : rows1, scale + 16 * h);
     __m128i x[8];
-    for (int j = 0; j < 8; ++j)
-      x[j] = j < NP ? RequantBytes(acc[2 * j + h], va, vs, vz, vlo, vhi) : _mm_setzero_si128();
+    for (int j = 0; j < 8; ++j) x[j] = j < NP ? q.bytes(acc[2 * j + h], vs) : _mm_setzero_si128();
     // x[j] = pixel j's rows 0-15 -> d[i] = rows 2i and 2i + 1, 8 pixels each.
     __m128i b8[8], b16[8], d[8];
     for (int i = 0; i < 4; ++i) {
