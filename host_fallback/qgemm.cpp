@@ -573,6 +573,16 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
           const int64_t jj = j0 + pn * nr, cols = std::min<int64_t>(nr, N - jj);
           const gemm_detail::PanelShare share =
               spread ? gemm_detail::ShareOfNext(next, abytes, row_tiles, pn) : gemm_detail::PanelShare{};
+          if (2 * cols <= nr && ep.row_scale && k.micro_finish_half) {
+            // A row's narrow last tile (196 columns: 6 tiles of 32 and 4
+            // columns) at half the products; its share of the next panel
+            // asked for at once.
+            if (share.lines > 0) gemm_detail::PrefetchLines(share.at, share.lines);
+            k.micro_finish_half(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
+                                static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),
+                                static_cast<uint8_t*>(C) + m0 * ldc + jj, ldc);
+            continue;
+          }
           if (spread) {
             k.micro_finish_pf(a.kq, ap, bbuf + pn * pstride, rows, cols, add, ep.row_scale + m0,
                               static_cast<float>(ep.y_zero), static_cast<float>(ep.lo), static_cast<float>(ep.hi),

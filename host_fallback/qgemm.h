@@ -168,6 +168,7 @@ struct QKernel {
   QMicroFinishPf micro_finish_pf = nullptr;  // null: none
   QGemv gemv = nullptr;  // null: narrow B takes the tiles
   void (*done)() = nullptr;  // after a thread's task: state the kernel keeps between calls let go (AMX's tiles)
+  QMicroFinish micro_finish_half = nullptr;  // micro_finish for tiles of at most nr / 2 columns (null: none)
   QPixelTile pixel_tile = nullptr;  // null: no pixel kernel
   int pixel_rows = 0, pixel_cols = 0;
 };

@@ -43,19 +43,21 @@ inline int32_t LoadDword(const void* p) {
 #define KILN_VNNI_ACCS(X) X(c00) X(c01) X(c10) X(c11) X(c20) X(c21) X(c30) X(c31) \
                           X(c40) X(c41) X(c50) X(c51) X(c60) X(c61) X(c70) X(c71)
 #define KILN_VNNI_REF(c) __m512i& c,
-template <bool kPrefetch = false>
+// kHalf: the tile's first 16 columns only (a last tile of a row that
+// narrow: half the products).
+template <bool kPrefetch = false, bool kHalf = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void VnniSums(int64_t kq, const int8_t* a, const uint8_t* b,
                                                                      KILN_VNNI_ACCS(KILN_VNNI_REF)
                                                                          gemm_detail::SpreadPrefetch* fetch) {
   for (int64_t q = 0; q < kq; ++q, a += 32) {
     if (kPrefetch) fetch->step();
     const uint8_t* bq = b + q * 128;
-    const __m512i b0 = _mm512_loadu_si512(bq), b1 = _mm512_loadu_si512(bq + 64);
-#define KILN_VNNI_ROW(r)                                           \
-  {                                                                \
-    const __m512i w = _mm512_set1_epi32(LoadDword(a + (r) * 4));   \
-    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, w);                 \
-    c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, w);                 \
+    const __m512i b0 = _mm512_loadu_si512(bq), b1 = kHalf ? b0 : _mm512_loadu_si512(bq + 64);
+#define KILN_VNNI_ROW(r)                                                \
+  {                                                                     \
+    const __m512i w = _mm512_set1_epi32(LoadDword(a + (r) * 4));        \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, w);                      \
+    if constexpr (!kHalf) c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, w); \
   }
     KILN_VNNI_ROW(0) KILN_VNNI_ROW(1) KILN_VNNI_ROW(2) KILN_VNNI_ROW(3)
     KILN_VNNI_ROW(4) KILN_VNNI_ROW(5) KILN_VNNI_ROW(6) KILN_VNNI_ROW(7)
@@ -134,7 +136,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void FinishAvx51
 // MicroVnni with FinishAvx512's requantization applied to the accumulators
 // in registers: rows x cols of the tile stored as bytes; with kPrefetch,
 // `lines` lines from pf on asked for during the k loop (micro_finish_pf).
-template <bool kPrefetch>
+template <bool kPrefetch, bool kHalf = false>
 KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
     int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols, const int32_t* add, const float* scale,
     float zero, float lo, float hi, uint8_t* out, int64_t ldc, const char* pf, int64_t lines) {
@@ -145,7 +147,7 @@ KILN_VNNI_TARGET __attribute__((always_inline)) inline void FinishedVnni(
   KILN_VNNI_FROM_ADD(4) KILN_VNNI_FROM_ADD(5) KILN_VNNI_FROM_ADD(6) KILN_VNNI_FROM_ADD(7)
 #undef KILN_VNNI_FROM_ADD
   gemm_detail::SpreadPrefetch fetch(pf, kPrefetch ? lines : 0, kq);
-  VnniSums<kPrefetch>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
+  VnniSums<kPrefetch, kHalf>(kq, a, b, KILN_VNNI_ACCS(KILN_VNNI_ARG) & fetch);
   if (kPrefetch) fetch.finish();
   const Requant q(zero, lo, hi);
   const __mmask16 m0 = cols >= 16 ? kAll : static_cast<__mmask16>((1u << cols) - 1u);
@@ -162,6 +164,12 @@ KILN_VNNI_TARGET void MicroFinishVnni(int64_t kq, const int8_t* a, const uint8_t
                                       const int32_t* add, const float* scale, float zero, float lo, float hi,
                                       uint8_t* out, int64_t ldc) {
   FinishedVnni<false>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
+}
+
+KILN_VNNI_TARGET void MicroFinishVnniHalf(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
+                                          const int32_t* add, const float* scale, float zero, float lo, float hi,
+                                          uint8_t* out, int64_t ldc) {
+  FinishedVnni<false, true>(kq, a, b, rows, cols, add, scale, zero, lo, hi, out, ldc, nullptr, 0);
 }
 
 KILN_VNNI_TARGET void MicroFinishVnniPf(int64_t kq, const int8_t* a, const uint8_t* b, int64_t rows, int64_t cols,
@@ -361,6 +369,7 @@ __attribute__((target("amx-tile,amx-int8"))) void MicroAmx(int64_t kq, const int
 
 const QKernel kVnni = [] {
   QKernel k{8, 32, 4, false, &MicroVnni, &FinishAvx512, &MicroFinishVnni, &MicroFinishVnniPf, &GemvVnni};
+  k.micro_finish_half = &MicroFinishVnniHalf;
   k.pixel_tile = &PixelTileVnni;
   k.pixel_rows = 32;
   k.pixel_cols = 8;
