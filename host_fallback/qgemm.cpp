@@ -504,7 +504,11 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   const int64_t per_split = (panels_m + split - 1) / split;
   const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
   const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);
-  const int64_t pstride = a.kq * nr * kg;  // bytes of one B panel
+  // Bytes of one B panel, and a line more: the interleave writes each k
+  // group to every panel of a block in turn, and panels a multiple of 4 KiB
+  // apart (kq = 64: 8 KiB) fall in one L1 set (c256 -> 64 1x1 on 56x56:
+  // 0.151 -> 0.121 ms).
+  const int64_t pstride = a.kq * nr * kg + 64;
   const int64_t work = a.m_pad * depth * n_pad / std::max<int64_t>(blocks * split, 1);
   std::atomic<bool> failed{false};
   pool.parallelFor(blocks * split, [&](int64_t begin, int64_t end) {
