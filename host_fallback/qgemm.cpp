@@ -96,6 +96,9 @@ bool GemvOn() {
 // every kernel's kg).
 constexpr int64_t kChunk = 32;
 
+// B's bytes (K x N) up to which the threads split A's rows only (QGemm).
+constexpr int64_t kRowsOnlyB = int64_t{64} << 10;
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KILN_QGEMM_AVX512_INTERLEAVE 1
 // Interleave4's columns [0, 64 * chunks) on AVX-512BW, 64 columns a step:
@@ -493,14 +496,23 @@ bool QGemm(ThreadPool& pool, const QPackedA& a, int64_t N, const QBSource& b, co
   const int64_t panels_n = n_pad / nr, threads = pool.threads(), panels_m = a.m_pad / mr;
   const int64_t nc_max = std::max<int64_t>(1, (int64_t{384} << 10) / std::max<int64_t>(depth, 1) / nr);  // in panels
   int64_t blocks = (panels_n + nc_max - 1) / nc_max;
-  blocks = std::max(blocks, std::min(threads, panels_n));
-  if (blocks % threads != 0 && (blocks + threads - 1) / threads * threads <= panels_n)
-    blocks = (blocks + threads - 1) / threads * threads;
+  // A small B (up to kRowsOnlyB bytes, 14x14 and 7x7 planes) is packed by
+  // every thread whole and the threads take rows of A each: threads that
+  // split B's columns write parts of the same rows of C, and the cache lines
+  // at their boundaries, two a row, pass between the cores for every row
+  // (96 -> 576 1x1 on 14x14: 0.032 ms at 1 thread and at 2).
+  const bool rows_only = threads > 1 && depth * n_pad <= kRowsOnlyB && panels_m >= threads;
+  if (!rows_only) {
+    blocks = std::max(blocks, std::min(threads, panels_n));
+    if (blocks % threads != 0 && (blocks + threads - 1) / threads * threads <= panels_n)
+      blocks = (blocks + threads - 1) / threads * threads;
+  }
   const int64_t nc = (panels_n + blocks - 1) / blocks * nr;
   blocks = (N + nc - 1) / nc;
   // Split M too when there are fewer column blocks than threads can share
   // (late layers: 7x7 outputs, one block).
-  const int64_t split = std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * threads + blocks - 1) / blocks));
+  const int64_t split =
+      rows_only ? threads : std::min<int64_t>(panels_m, std::max<int64_t>(1, (2 * threads + blocks - 1) / blocks));
   const int64_t per_split = (panels_m + split - 1) / split;
   const uint8_t flip = OffsetB(a.isa) ? 0x80 : 0;
   const size_t elem = ep.row_scale ? 1 : sizeof(int32_t);

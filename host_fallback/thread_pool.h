@@ -55,6 +55,7 @@ class ThreadPool {
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
   std::atomic<uint64_t> generation_{0};  // written under mu_; read by spinners
+  std::atomic<bool> caller_waiting_{false};  // the caller sleeps on done_cv_ (set under mu_)
   // (generation << 16) | the next chunk to claim: a claim succeeds only for
   // the job it was read for, so a worker that wakes late for a finished job
   // runs nothing (its function may be gone).
