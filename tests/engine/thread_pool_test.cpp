@@ -29,6 +29,41 @@ TEST(ThreadPool, EveryItemOnceBackToBackAndAfterSleeping) {
   }
 }
 
+// The caller's own chunk is short and a worker's outlasts the caller's spin,
+// so the caller sleeps and the worker's last chunk must wake it (a lost
+// wake-up hangs here), and back to back with short jobs, where the worker
+// finishing a job must not hold the lock the caller's next job takes.
+TEST(ThreadPool, CallerSleepsUntilTheLastChunkEnds) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    const auto caller = std::this_thread::get_id();
+    int slept_elsewhere = 0;
+    for (int round = 0; round < 60; ++round) {
+      std::atomic<int> done{0}, long_elsewhere{0};
+      pool.parallelFor(threads, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          // Item 0 (the caller's first claim) long enough for a spinning
+          // worker to claim the next.
+          if (i == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+          if (i != 0 && std::this_thread::get_id() != caller) {
+            std::this_thread::sleep_for(std::chrono::microseconds(600));  // past the caller's 200 us spin
+            long_elsewhere.fetch_add(1);
+          }
+          done.fetch_add(1);
+        }
+      });
+      ASSERT_EQ(done.load(), threads) << round;
+      slept_elsewhere += long_elsewhere.load() > 0;
+      for (int quick = 0; quick < 50; ++quick) {
+        std::atomic<int> hits{0};
+        pool.parallelFor(2 * threads, [&](int64_t b, int64_t e) { hits.fetch_add(static_cast<int>(e - b)); });
+        ASSERT_EQ(hits.load(), 2 * threads);
+      }
+    }
+    EXPECT_GT(slept_elsewhere, 0) << "no worker ever took a long chunk: the caller never had to sleep";
+  }
+}
+
 TEST(ThreadPool, GrainKeepsSmallRangesOnTheCaller) {
   ThreadPool pool(4);
   const auto caller = std::this_thread::get_id();
