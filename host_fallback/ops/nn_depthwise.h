@@ -55,6 +55,11 @@ bool DepthwiseFlatSuits(const DepthwiseArgs& a);
 bool DepthwiseChannels16Suits(const DepthwiseArgs& a);
 bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
                          float* y);
+// The same on 8-bit x and y (a.quant): w and bias as DepthwiseFlat2DQuant
+// takes them, the sums exact in float where |bias| stays below 2^23 (the
+// caller's check; 25 taps of 255 x 255 add under 2^21).
+bool DepthwiseChannels16Quant(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w,
+                              const float* bias, void* y);
 
 // y[n, m] = bias[m] + the taps of w[m] (kh x kw) over x[n, m / multiplier],
 // clamped to [lo, hi] when a.clamp (a NaN becomes lo), then a.plane_act.

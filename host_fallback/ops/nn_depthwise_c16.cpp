@@ -66,18 +66,39 @@ struct C16Plan {
 // sum over the taps of an input vector times a weight vector (eight pixels
 // of a row share each weight load), into out [oh * ow][16], and that
 // transposed back into the channels' planes.
-template <int KH, int KW>
-__attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, const C16Plan& p, const float* x,
-                                                        const float* w, const float* bias, int64_t nl,
-                                                        float* __restrict xin, float* __restrict out, float* y) {
+// kQuant (a.quant): x and y are bytes; each input byte comes in as x - zero
+// (int8 read as x + 128), so the padding's zeros are the zero point and the
+// sums are the exact integer sums (the caller keeps them below 2^24), and
+// each output is requantized on the way out as CopyOutQuant does.
+template <int KH, int KW, bool kQuant>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void Channels16Block(const DepthwiseArgs& a, const C16Plan& p,
+                                                                         const void* xv, const float* w,
+                                                                         const float* bias, int64_t nl,
+                                                                         float* __restrict xin, float* __restrict out,
+                                                                         void* yv, int64_t c0) {
   constexpr int kTaps = KH * KW;
   const int64_t plane = a.h * a.w, out_plane = a.oh * a.ow;
   const __mmask16 chans = TailMask(nl);
+  const float* x = static_cast<const float*>(xv);
+  const uint8_t* xb = static_cast<const uint8_t*>(xv);
+  const DepthwiseQuant* qz = a.quant;
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(kQuant && qz->x_signed ? 0x80 : 0));
+  const __m512 x_zero = _mm512_set1_ps(kQuant ? static_cast<float>(qz->x_signed ? qz->x_zero + 128 : qz->x_zero) : 0.f);
   __m512 r[16];
   // Input: pixels q0 .. q0 + 15 of the plane, each to its padded position.
   for (int64_t q0 = 0; q0 < plane; q0 += 16) {
     const __mmask16 m = TailMask(plane - q0);
-    for (int l = 0; l < 16; ++l) r[l] = l < nl ? _mm512_maskz_loadu_ps(m, x + l * plane + q0) : _mm512_setzero_ps();
+    for (int l = 0; l < 16; ++l) {
+      if (l >= nl) {
+        r[l] = _mm512_setzero_ps();
+      } else if (kQuant) {
+        const __m128i bytes = _mm_xor_si128(_mm_maskz_loadu_epi8(m, xb + l * plane + q0), flip);
+        r[l] = _mm512_maskz_sub_ps(kAll16, _mm512_maskz_cvtepi32_ps(kAll16, _mm512_maskz_cvtepu8_epi32(kAll16, bytes)),
+                                   x_zero);
+      } else {
+        r[l] = _mm512_maskz_loadu_ps(m, x + l * plane + q0);
+      }
+    }
     Transpose16(r);
     for (int64_t j = 0; j < 16 && q0 + j < plane; ++j) {
       const int64_t py = (q0 + j) / a.w + a.pt, px = (q0 + j) % a.w + a.pl;
@@ -110,7 +131,7 @@ __attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, 
         }
       }
       for (int64_t j = 0; j < kG && ox + j < a.ow; ++j) {
-        _mm512_storeu_ps(out + (oy * a.ow + ox + j) * 16, a.clamp ? Clamp16(acc[j], vlo, vhi) : acc[j]);
+        _mm512_storeu_ps(out + (oy * a.ow + ox + j) * 16, !kQuant && a.clamp ? Clamp16(acc[j], vlo, vhi) : acc[j]);
       }
     }
   // Output: pixels q0 .. q0 + 15 back into the channels' planes.
@@ -118,8 +139,26 @@ __attribute__((target("avx512f"))) void Channels16Block(const DepthwiseArgs& a, 
     const __mmask16 m = TailMask(out_plane - q0);
     for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(out + (q0 + j) * 16);  // past out_plane: slack
     Transpose16(r);
+    if (kQuant) {
+      // round(sum * mult) + zero, clamped to [q_lo, q_hi] (CopyOutQuant's
+      // arithmetic), as bytes: int8 values wrap to theirs.
+      const __m512 zero = _mm512_set1_ps(static_cast<float>(qz->y_zero));
+      const __m512 qlo = _mm512_set1_ps(static_cast<float>(qz->q_lo)), qhi = _mm512_set1_ps(static_cast<float>(qz->q_hi));
+      uint8_t* yb = static_cast<uint8_t*>(yv);
+      for (int64_t l = 0; l < nl; ++l) {
+        __m512 v = _mm512_maskz_mul_ps(kAll16, r[l], _mm512_set1_ps(qz->y_mult[c0 + l]));
+        v = _mm512_maskz_roundscale_ps(kAll16, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm512_maskz_min_ps(kAll16, qhi, _mm512_maskz_max_ps(kAll16, qlo, _mm512_maskz_add_ps(kAll16, v, zero)));
+        _mm_mask_storeu_epi8(yb + l * out_plane + q0, m,
+                             _mm512_maskz_cvtepi32_epi8(kAll16, _mm512_maskz_cvtps_epi32(kAll16, v)));
+      }
+      continue;
+    }
+    float* y = static_cast<float*>(yv);
     for (int64_t l = 0; l < nl; ++l) _mm512_mask_storeu_ps(y + l * out_plane + q0, m, r[l]);
   }
+  if (kQuant) return;
+  float* y = static_cast<float*>(yv);
   if (a.plane_act)
     for (int64_t l = 0; l < nl; ++l) a.plane_act(a.plane_ctx, y + l * out_plane, out_plane);
 }
@@ -132,18 +171,24 @@ bool DepthwiseChannels16Suits(const DepthwiseArgs& a) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool k33 = a.kh == 3 && a.kw == 3, k55 = a.kh == 5 && a.kw == 5;
   // Up to 8x8 for 3x3 (on 14x14 the flat kernel is faster), up to 14x14 for 5x5.
-  return avx512 && a.m == a.c && a.c >= 16 && (k33 || k55) && a.oh * a.ow <= (k55 ? 196 : 64);
+  static const bool bw = avx512 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return bw && a.m == a.c && a.c >= 16 && (k33 || k55) && a.oh * a.ow <= (k55 ? 196 : 64);
 #else
   (void)a;
   return false;
 #endif
 }
 
-bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
-                         float* y) {
+namespace {
+
+// Every block of 16 channels of every image through Channels16Block.
+template <bool kQuant>
+bool RunChannels16(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w, const float* bias,
+                   void* y) {
 #if KILN_DW_AVX512
   const C16Plan p(a);
   const int64_t blocks = (a.c + 15) / 16, taps = a.kh * a.kw;
+  const int64_t elem = kQuant ? 1 : static_cast<int64_t>(sizeof(float));
   std::atomic<bool> failed{false};
   pool.parallelFor(a.n * blocks, [&](int64_t begin, int64_t end) {
     float* xin = tl_c16_in.get(static_cast<size_t>(p.in_floats));
@@ -155,13 +200,13 @@ bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* 
     std::memset(xin, 0, static_cast<size_t>(p.in_floats) * sizeof(float));  // the padding, for every block
     for (int64_t nb = begin; nb < end; ++nb) {
       const int64_t n = nb / blocks, c0 = nb % blocks * 16, nl = std::min<int64_t>(16, a.c - c0);
-      const float* xb = x + (n * a.c + c0) * a.h * a.w;
+      const void* xb = static_cast<const uint8_t*>(x) + (n * a.c + c0) * a.h * a.w * elem;
       const float* bb = bias ? bias + c0 : nullptr;
-      float* yb = y + (n * a.m + c0) * a.oh * a.ow;
+      void* yb = static_cast<uint8_t*>(y) + (n * a.m + c0) * a.oh * a.ow * elem;
       if (a.kh == 3)
-        Channels16Block<3, 3>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb);
+        Channels16Block<3, 3, kQuant>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb, c0);
       else
-        Channels16Block<5, 5>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb);
+        Channels16Block<5, 5, kQuant>(a, p, xb, w + c0 * taps, bb, nl, xin, out, yb, c0);
     }
   });
   return !failed.load(std::memory_order_relaxed);
@@ -169,6 +214,18 @@ bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* 
   (void)pool, (void)a, (void)x, (void)w, (void)bias, (void)y;
   return false;
 #endif
+}
+
+}  // namespace
+
+bool DepthwiseChannels16(ThreadPool& pool, const DepthwiseArgs& a, const float* x, const float* w, const float* bias,
+                         float* y) {
+  return RunChannels16<false>(pool, a, x, w, bias, y);
+}
+
+bool DepthwiseChannels16Quant(ThreadPool& pool, const DepthwiseArgs& a, const void* x, const float* w,
+                              const float* bias, void* y) {
+  return a.quant && RunChannels16<true>(pool, a, x, w, bias, y);
 }
 
 }  // namespace kiln::nn

@@ -130,6 +130,7 @@ struct ConvCase {
   bool one_d = false;
   fb::DataType xt = fb::DataType::U8, wt = fb::DataType::I8, yt = fb::DataType::U8;
   bool per_channel = true, bias = true, constant_w = true, integer = false;
+  bool big_bias = false;  // some biases past 2^24 in magnitude (no exact float sums)
   fb::Activation act = fb::Activation::None;
   float act_min = 0, act_max = 6;
 };
@@ -178,6 +179,8 @@ void RunCase(const ConvCase& k, uint32_t seed) {
   const int64_t zxv = xs ? int64_t{static_cast<int8_t>(zx)} : int64_t{zx};
   std::vector<int32_t> bias(static_cast<size_t>(k.m));
   for (auto& b : bias) b = static_cast<int32_t>(rng() % 20001) - 10000;
+  if (k.big_bias)  // every fourth channel (the others stay in range, unsaturated)
+    for (size_t i = 0; i < bias.size(); i += 4) bias[i] += (i % 8 ? 1 : -1) * ((1 << 24) + 3);
   // The reference sums.
   std::vector<int64_t> acc(static_cast<size_t>(k.n * k.m * oh * ow), 0);
   for (int64_t b = 0; b < k.n; ++b)
@@ -410,6 +413,37 @@ TEST(QLinearConvFast, DepthwisePaths) {
     RunCase(mult, seed++);
   }
   unsetenv("KILN_HOST_QDW_DOT");
+}
+
+// Small planes with 16 channels or more, through the 16-channel kernel
+// (DepthwiseChannels16Quant, on AVX-512, stride 1) and without it
+// (KILN_HOST_QDW_C16=0), against the exact reference: a partial block of
+// channels, 3x3, 5x5 on 14x14, int8 and uint8, a stride-2 case (the other
+// kernels), biases past 2^24 (where the float sums would not be exact: the
+// integer kernel takes them).
+TEST(QLinearConvFast, DepthwiseSmallPlanes) {
+  for (const char* c16 : {"1", "0"}) {
+    SCOPED_TRACE(std::string("KILN_HOST_QDW_C16=") + c16);
+    setenv("KILN_HOST_QDW_C16", c16, 1);
+    uint32_t seed = 300;
+    for (auto xt : {fb::DataType::U8, fb::DataType::I8}) {
+      ConvCase seven;  // 40 channels (a block of 8), 7x7
+      seven.c = seven.m = seven.group = 40, seven.h = seven.w = 7, seven.xt = xt, seven.yt = xt;
+      seven.act = fb::Activation::Clip, seven.act_min = 0, seven.act_max = 6;
+      RunCase(seven, seed++);
+    }
+    ConvCase s2;  // 16x16 at stride 2 to 8x8, TF-style padding, batch 2
+    s2.c = s2.m = s2.group = 32, s2.h = s2.w = 16, s2.sh = s2.sw = 2, s2.pads = {0, 0, 1, 1}, s2.n = 2;
+    RunCase(s2, seed++);
+    ConvCase five;  // 5x5 on 14x14, per-tensor, Relu, int8 output
+    five.c = five.m = five.group = 20, five.kh = five.kw = 5, five.h = five.w = 14, five.pads = {2, 2, 2, 2};
+    five.per_channel = false, five.act = fb::Activation::Relu, five.yt = fb::DataType::I8;
+    RunCase(five, seed++);
+    ConvCase big;  // biases past 2^24
+    big.c = big.m = big.group = 16, big.h = big.w = 7, big.big_bias = true;
+    RunCase(big, seed++);
+  }
+  unsetenv("KILN_HOST_QDW_C16");
 }
 
 TEST(QLinearConvFast, ActivationWithoutIntegerFormIsRefused) {
