@@ -356,6 +356,11 @@ const char* QIsaName(QIsa isa) {
   return "?";
 }
 
+int QPackedA::panelRows() const {
+  const QKernel& k = KernelFor(isa);
+  return pixel ? k.pixel_rows : k.mr;
+}
+
 size_t QPackedA::panelBytes() const {
   const QKernel& k = KernelFor(isa);
   return static_cast<size_t>(m_pad * kq * k.kg * (k.a16 ? 2 : 1));
@@ -379,7 +384,7 @@ QPackedA QGeometry(QIsa isa, int64_t M, int64_t K, bool pixel) {
   p.pixel = pixel && QPixelRows(isa) != 0;
   p.kq = (K + k.kg - 1) / k.kg;
   if (isa == QIsa::kAmx) p.kq = (p.kq + 15) / 16 * 16;  // whole steps of 64 k
-  const int mr = p.pixel ? k.pixel_rows : k.mr;
+  const int mr = p.panelRows();
   p.m_pad = (M + mr - 1) / mr * mr;
   return p;
 }
@@ -405,7 +410,7 @@ QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda, bo
   const int64_t group = int64_t{k.kg} * (k.a16 ? 2 : 1);  // bytes of one row's group
   p.data.assign(static_cast<size_t>(p.m_pad * p.kq * group), 0);
   p.row_sum.assign(static_cast<size_t>(M), 0);
-  const int kg = k.kg, mr = p.pixel ? k.pixel_rows : k.mr;  // the pixel panels: the same layout, more rows
+  const int kg = k.kg, mr = p.panelRows();  // the pixel panels: the same layout, more rows
   const int64_t steps = p.kq / 16;  // AMX: steps of 64 k
   for (int64_t i = 0; i < M; ++i) {
     const int8_t* row = A + i * lda;
@@ -632,7 +637,7 @@ void QConvPixels(ThreadPool& pool, const QPackedA& a, int64_t N, const QPixelSou
                  int64_t ldc) {
   const QKernel& k = KernelFor(a.isa);
   if (a.M <= 0 || N <= 0) return;
-  const int mr = k.pixel_rows, np = k.pixel_cols;
+  const int mr = a.panelRows(), np = k.pixel_cols;
   const int64_t panels = a.m_pad / mr, tiles = (N + np - 1) / np, threads = pool.threads();
   const int64_t abytes = a.kq * mr * k.kg;
   // A task is a panel of A (its weights, up to 147 KB at K = 4608, stay in

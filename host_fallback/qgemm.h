@@ -52,6 +52,7 @@ struct QPackedA {
   const int8_t* panels() const { return data_view ? data_view : data.data(); }
   const int32_t* rowSums() const { return row_sum_view ? row_sum_view : row_sum.data(); }
   size_t panelBytes() const;  // the panels' size for (isa, M, K)
+  int panelRows() const;      // the rows of a panel: the kernel's mr, or its pixel tile's (pixel)
   size_t bytes() const { return data.size() + row_sum.size() * sizeof(int32_t); }  // held here
 };
 QPackedA QPackA(QIsa isa, int64_t M, int64_t K, const int8_t* A, int64_t lda, bool pixel = false);
