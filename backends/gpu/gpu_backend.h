@@ -64,6 +64,12 @@ struct GpuCaps {
   // go through Winograd; for the rest the larger tile's compile time
   // (lavapipe compiles at the first dispatch) outweighs it.
   uint32_t conv_tile_blocks_pointwise = 0;
+  // Output rows a work item of the depthwise conv's 16-wide form
+  // (conv_dw_c4.cl's RB; OpenCL on CPU drivers, stride 1): each input row
+  // is read once for the rows it feeds, and the item's index divisions
+  // serve them all. 4 on PoCL (dw3x3 c576 14x14 0.057 -> 0.038 ms, c144
+  // 56x56 0.158 -> 0.089); 1 elsewhere (Vulkan's form has no RB).
+  uint32_t dw_rows_per_item = 1;
   // Elements an invocation of the unary and binary kernels on large
   // tensors, where CPU drivers take 8 (0: 8 throughout): fewer work groups,
   // which cost a CPU driver far more than the elements. 32 on PoCL

@@ -38,6 +38,15 @@ typedef struct {
 #define KILN_SPEC_9 3
 #endif
 #define RK KILN_SPEC_9
+// RB (CPU drivers; gpu_nn_conv.cpp): output rows a work item. With RB > 1
+// the host guarantees X packed, a 2-D RK x RK window (RS = 1), unit strides
+// and dilations, XB a multiple of 4, at least RB output rows and 4 input
+// columns: each input row is read once for the RB output rows it feeds,
+// and the work item's index arithmetic (divisions) serves RB rows.
+#ifndef KILN_SPEC_10
+#define KILN_SPEC_10 1
+#endif
+#define RB KILN_SPEC_10
 #if KILN_SPEC_8 == 1
 #define DW_KD 1u
 #define DW_KH RK
@@ -57,6 +66,76 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
                          ConvDwC4Push p) {
   const uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
+#if RB > 1 && XB % 4 == 0 && KILN_SPEC_8 == 1
+  {
+    const uint owb = (p.ow + XB - 1u) / XB, rowb = (p.oh + RB - 1u) / RB;
+    const uint xb = i % owb, rest = i / owb, yb = rest % rowb, ncb = rest / rowb;
+    const uint cb = ncb % p.c4, n = ncb / p.c4;
+    // The last blocks of columns and rows end at the plane's end (they
+    // overlap the blocks before and write the same values there).
+    const uint ox0 = p.ow >= XB ? min(xb * XB, p.ow - XB) : 0u, oy0 = min(yb * RB, p.oh - RB);
+    const float4 bias = HAS_BIAS ? LOAD4(w4, p.bias_at + cb) : (float4)(0.0f);
+    float4 wk[RK * RK];
+#pragma unroll
+    for (uint t = 0u; t < RK * RK; ++t) wk[t] = LOAD4(w4, cb * RK * RK + t);
+    float16 acc[RB][XB / 4];
+#pragma unroll
+    for (uint r = 0u; r < RB; ++r)
+#pragma unroll
+      for (uint g = 0u; g < XB / 4u; ++g) acc[r][g] = (float16)(bias, bias, bias, bias);
+    const uint plane = (n * p.c4 + cb) * p.h * p.w;
+#pragma unroll
+    for (uint j = 0u; j < RK + RB - 1u; ++j) {  // input rows: j feeds output row r through tap row j - r
+      const int iy = (int)oy0 - p.ph + (int)j;
+      if (iy < 0 || iy >= (int)p.h) continue;
+      const uint row = plane + (uint)iy * p.w;
+#pragma unroll
+      for (uint kx = 0u; kx < RK; ++kx) {
+#pragma unroll
+        for (uint g = 0u; g < XB / 4u; ++g) {
+          const int ix = (int)(ox0 + 4u * g + kx) - p.pw;
+          float16 xv;
+          if (ix >= 0 && ix + 3 < (int)p.w) {
+            xv = LOAD16_AT(x, (row + (uint)ix) * 4u);
+          } else {
+            float4 t[4];
+            for (uint e = 0u; e < 4u; ++e)
+              t[e] = ix + (int)e >= 0 && ix + (int)e < (int)p.w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
+            xv = (float16)(t[0], t[1], t[2], t[3]);
+          }
+#pragma unroll
+          for (uint r = 0u; r < RB; ++r) {
+            if (j < r || j - r >= RK) continue;
+            const float4 wv = wk[(j - r) * RK + kx];
+            acc[r][g] = fma((float16)(wv, wv, wv, wv), xv, acc[r][g]);
+          }
+        }
+      }
+    }
+    const uint ovol = p.oh * p.ow;
+#pragma unroll
+    for (uint r = 0u; r < RB; ++r) {
+      const uint at = (oy0 + r) * p.ow + ox0;
+      if (p.ow >= XB) {  // the whole block inside the row: lanes picked at compile time
+#pragma unroll
+        for (uint g = 0u; g < XB / 4u; ++g) {
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g, acc[r][g].s0123, p.lo, p.hi, p.slope);
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 1u, acc[r][g].s4567, p.lo, p.hi, p.slope);
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 2u, acc[r][g].s89ab, p.lo, p.hi, p.slope);
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 3u, acc[r][g].scdef, p.lo, p.hi, p.slope);
+        }
+      } else {
+        for (uint b = 0u; b < p.ow; ++b) {
+          const float16 a = acc[r][b / 4u];
+          const uint q = b % 4u;
+          const float4 v = q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef;
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + b, v, p.lo, p.hi, p.slope);
+        }
+      }
+    }
+    return;
+  }
+#endif
   const uint ovol = p.od * p.oh * p.ow, vol = p.d * p.h * p.w, kvol = p.kd * p.kh * p.kw;
   const uint owb = (p.ow + XB - 1u) / XB, rows = p.od * p.oh;
   const uint xb = i % owb, rest = i / owb, orow = rest % rows, ncb = rest / rows;
@@ -73,6 +152,10 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
   // spec constants Vulkan's row reader takes) the window's extents are
   // compile-time and the taps unroll.
   if (X_PACKED && p.sw == 1u && p.dw == 1u) {
+    // A row's last block ends at the row's end (it overlaps the block
+    // before and writes the same values there): no lanes past the row, and
+    // fewer reads that straddle its end.
+    const uint ox0 = p.ow >= XB ? min(xb * XB, p.ow - XB) : 0u;
     float16 acc16[XB / 4];
     for (uint g = 0u; g < XB / 4u; ++g) acc16[g] = (float16)(bias, bias, bias, bias);
     const uint plane = (n * p.c4 + cb) * vol;
@@ -104,6 +187,17 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
           }
         }
       }
+    }
+    if (p.ow >= XB) {  // the whole block inside the row: lanes picked at compile time
+      const uint at = orow * p.ow + ox0;
+#pragma unroll
+      for (uint g = 0u; g < XB / 4u; ++g) {
+        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g, acc16[g].s0123, p.lo, p.hi, p.slope);
+        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 1u, acc16[g].s4567, p.lo, p.hi, p.slope);
+        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 2u, acc16[g].s89ab, p.lo, p.hi, p.slope);
+        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 3u, acc16[g].scdef, p.lo, p.hi, p.slope);
+      }
+      return;
     }
     for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b) {
       const float16 a = acc16[b / 4u];

@@ -369,7 +369,8 @@ TEST(GpuPacked, StemAndPointwiseTiles) {
 // Depthwise convs between packed convs: 3x3 and 5x5, stride 1 (on CPU
 // OpenCL drivers four outputs a 16-wide vector, their taps one load where
 // all four pixels are inside, else pixel by pixel: planes of 5 to 37
-// columns, pads 0 to 2) and stride 2 (on lavapipe a row's pixels read once
+// columns, pads 0 to 2; four output rows an item where there are four,
+// the last block of rows and of columns overlapping the one before) and stride 2 (on lavapipe a row's pixels read once
 // for 8 outputs, both strides and sizes), channels not a multiple of four.
 TEST(GpuPacked, DepthwiseColumns) {
   KILN_REQUIRE_BACKEND(kGpu);
@@ -385,13 +386,14 @@ TEST(GpuPacked, DepthwiseColumns) {
     b.addOutput(ConvOp(b, "out", d, 10, 6, 1, 1, 1, 0, true, 93));
     auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
     ASSERT_TRUE(m.ok()) << m.status().ToString();
-    for (int64_t w : {5, 8, 13, 37}) {
-      const std::vector<int64_t> shape = {1, 3, 9, w};
-      const auto in = Random(static_cast<size_t>(3 * 9 * w), -2, 2, 9);
-      ExpectNear(m->run(1, shape, in), m->run(0, shape, in), 1e-4f,
-                 "k " + std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
-                     " width " + std::to_string(w));
-    }
+    for (int64_t h : {3, 9, 16})
+      for (int64_t w : {5, 8, 13, 37}) {
+        const std::vector<int64_t> shape = {1, 3, h, w};
+        const auto in = Random(static_cast<size_t>(3 * h * w), -2, 2, 9);
+        ExpectNear(m->run(1, shape, in), m->run(0, shape, in), 1e-4f,
+                   "k " + std::to_string(c.k) + " stride " + std::to_string(c.stride) + " pad " +
+                       std::to_string(c.pad) + " height " + std::to_string(h) + " width " + std::to_string(w));
+      }
   }
 }
 

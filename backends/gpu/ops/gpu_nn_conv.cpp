@@ -398,7 +398,14 @@ class ConvExecution final : public GemmExecution {
                         w.dw == 1 && (w.sw == 1 || w.sw == 2);
       dw_spec.push_back(rows && dw_rows_on_ ? w.sw : 0);
       dw_spec.push_back(rows ? w.kw : 3);
-      const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * w.oh * ((w.ow + xb - 1) / xb);
+      // RB output rows an item (GpuCaps::dw_rows_per_item; conv_dw_c4.cl
+      // states what it takes).
+      uint32_t rb = gpu()->gpuCaps().dw_rows_per_item;
+      if (!(rows && dw_rows_on_ && xb % 4 == 0 && w.sw == 1 && w.sh == 1 && w.od == 1 && packed(x) && w.oh >= rb &&
+            w.w >= 4))
+        rb = 1;
+      dw_spec.push_back(rb);
+      const uint64_t total = uint64_t{s.batch} * dw.c4 * w.od * ((w.oh + rb - 1) / rb) * ((w.ow + xb - 1) / xb);
       if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
       dw.total = static_cast<uint32_t>(total);
       return add1D("conv_dw_c4", std::move(bindings), dw, total, dw_spec);
