@@ -51,6 +51,81 @@ template <typename T>
 inline void MaxOf3Stride2(const T* __restrict v, int64_t ow, T* __restrict yr) {
   MaxOf3Stride2From(v, 0, ow, yr);
 }
+// Floats by GCC's vector extensions (so that each SIMD clone of the caller
+// builds its own: AVX-512, AVX2, baseline), 16 a step, 8 on rows of 8 to
+// 15. A row's last step ends at the row's end, overlapping the one before
+// (a max written twice is the same max), instead of a scalar tail: on
+// squeezenet's 111-wide planes the compiler's loops ran 15 of every 111
+// columns one at a time, and took the stride-2 taps one output at a time.
+typedef float PoolV16 __attribute__((vector_size(64)));
+typedef int32_t PoolI16 __attribute__((vector_size(64)));
+typedef float PoolV8 __attribute__((vector_size(32)));
+typedef int32_t PoolI8 __attribute__((vector_size(32)));
+
+// v[i] = the max of rows[0..nrows)[i] (-inf where nrows is 0; NaN skipped)
+// for i < n, N >= n.
+template <typename V, int N, int R>
+__attribute__((always_inline)) inline void MaxRowsVecN(const float* const* rows, int64_t n, float* __restrict v) {
+  const float* r[3] = {R > 0 ? rows[0] : nullptr, R > 1 ? rows[1] : nullptr, R > 2 ? rows[2] : nullptr};
+  for (int64_t i = 0;; i += N) {
+    if (i + N > n) i = n - N;
+    V m = V{} - std::numeric_limits<float>::infinity();
+    for (int k = 0; k < R; ++k) {
+      V x;
+      __builtin_memcpy(&x, r[k] + i, sizeof(V));
+      m = x > m ? x : m;  // MaxSkipNaN, lane by lane
+    }
+    __builtin_memcpy(v + i, &m, sizeof(V));
+    if (i + N >= n) break;
+  }
+}
+template <typename V, int N>
+__attribute__((always_inline)) inline void MaxRowsVec(const float* const* rows, int nrows, int64_t n,
+                                                      float* __restrict v) {
+  switch (nrows) {
+    case 3: MaxRowsVecN<V, N, 3>(rows, n, v); break;
+    case 2: MaxRowsVecN<V, N, 2>(rows, n, v); break;
+    case 1: MaxRowsVecN<V, N, 1>(rows, n, v); break;
+    default: MaxRowsVecN<V, N, 0>(rows, n, v); break;
+  }
+}
+// MaxOf3Stride2 on floats: the even, odd and next-even taps picked out of
+// two loads each by constant two-source shuffles (vpermt2ps under
+// AVX-512). Needs ow >= N.
+template <typename V, typename I, int N>
+__attribute__((always_inline)) inline void MaxOf3Stride2Vec(const float* __restrict v, int64_t ow,
+                                                            float* __restrict yr) {
+  I even;
+  for (int i = 0; i < N; ++i) even[i] = 2 * i;
+  const I odd = even + 1;
+  for (int64_t a = 0;; a += N) {
+    if (a + N > ow) a = ow - N;
+    const float* p = v + 2 * a;
+    V x0, x1, x2, x3;
+    __builtin_memcpy(&x0, p, sizeof(V));
+    __builtin_memcpy(&x1, p + N, sizeof(V));
+    __builtin_memcpy(&x2, p + 2, sizeof(V));
+    __builtin_memcpy(&x3, p + N + 2, sizeof(V));
+    const V e = __builtin_shuffle(x0, x1, even), o = __builtin_shuffle(x0, x1, odd);
+    const V e2 = __builtin_shuffle(x2, x3, even);
+    V m = o > e ? o : e;
+    m = e2 > m ? e2 : m;
+    __builtin_memcpy(yr + a, &m, sizeof(V));
+    if (a + N >= ow) break;
+  }
+}
+template <>
+__attribute__((always_inline)) inline void MaxOf3Stride2<float>(const float* __restrict v, int64_t ow,
+                                                                float* __restrict yr) {
+  if (ow >= 16) {
+    MaxOf3Stride2Vec<PoolV16, PoolI16, 16>(v, ow, yr);
+  } else if (ow >= 8) {
+    MaxOf3Stride2Vec<PoolV8, PoolI8, 8>(v, ow, yr);
+  } else {
+    MaxOf3Stride2From(v, 0, ow, yr);
+  }
+}
+
 #if defined(__SSE2__)
 // Bytes: the max of three shifted loads, then its even bytes, 16 outputs a
 // step (int8 compared as uint8 with the sign bit flipped, which orders them
@@ -94,42 +169,57 @@ inline void MaxOf3Stride2<int8_t>(const int8_t* __restrict v, int64_t ow, int8_t
 template <typename T>
 KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih, int64_t iw, T* __restrict yp,
                                               int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sy, int64_t sx,
-                                              int64_t py, int64_t pl, int64_t dy, int64_t dx, T* __restrict vbuf) {
+                                              int64_t py, int64_t pl, int64_t dy, int64_t dx, T* __restrict vbufs,
+                                              int64_t vstride) {
   constexpr T kLow = Lowest<T>();
-  T* __restrict v = vbuf + pl;
-  for (int64_t oy = 0; oy < oh; ++oy) {
-    T* __restrict yr = yp + oy * ow;
-    // The first three rows inside the input in one pass into v; any
-    // further ones (kernels taller than 3) one pass each.
-    const T* rows[3];
-    int nrows = 0;
-    bool in_v = false;
-    for (int64_t ky = 0; ky < kh; ++ky) {
-      const int64_t iy = oy * sy - py + ky * dy;
-      if (iy < 0 || iy >= ih) continue;
-      const T* __restrict xr = xp + iy * iw;
-      if (nrows < 3) {
-        rows[nrows++] = xr;
-        continue;
+  // Step s takes the vertical pass of row s into one buffer and the
+  // horizontal pass of row s - 1 from the other: the horizontal pass's
+  // loads straddle the vertical pass's stores, and right behind them they
+  // waited for each store to leave the store buffer (no forwarding).
+  for (int64_t step = 0; step <= oh; ++step) {
+    if (step < oh) {
+      const int64_t oy = step;
+      T* __restrict v = vbufs + (oy & 1) * vstride + pl;
+      // The first three rows inside the input in one pass into v; any
+      // further ones (kernels taller than 3) one pass each.
+      const T* rows[3];
+      int nrows = 0;
+      bool in_v = false;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t iy = oy * sy - py + ky * dy;
+        if (iy < 0 || iy >= ih) continue;
+        const T* __restrict xr = xp + iy * iw;
+        if (nrows < 3) {
+          rows[nrows++] = xr;
+          continue;
+        }
+        if (!in_v) {
+          for (int64_t i = 0; i < iw; ++i)
+            v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
+          in_v = true;
+        }
+        for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(xr[i], v[i]);
       }
-      if (!in_v) {
+      if (in_v) {
+      } else if (std::is_same<T, float>::value && iw >= 8) {
+        const float* const* frows = reinterpret_cast<const float* const*>(rows);
+        float* fv = reinterpret_cast<float*>(v);
+        if (iw >= 16) MaxRowsVec<PoolV16, 16>(frows, nrows, iw, fv);
+        else MaxRowsVec<PoolV8, 8>(frows, nrows, iw, fv);
+      } else if (nrows == 0) {
+        for (int64_t i = 0; i < iw; ++i) v[i] = kLow;
+      } else if (nrows == 1) {
+        for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[0][i], kLow);
+      } else if (nrows == 2) {
+        for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow));
+      } else {
         for (int64_t i = 0; i < iw; ++i)
           v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
-        in_v = true;
       }
-      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(xr[i], v[i]);
     }
-    if (in_v) {
-    } else if (nrows == 0) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = kLow;
-    } else if (nrows == 1) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[0][i], kLow);
-    } else if (nrows == 2) {
-      for (int64_t i = 0; i < iw; ++i) v[i] = MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow));
-    } else {
-      for (int64_t i = 0; i < iw; ++i)
-        v[i] = MaxSkipNaN(rows[2][i], MaxSkipNaN(rows[1][i], MaxSkipNaN(rows[0][i], kLow)));
-    }
+    if (step == 0) continue;
+    const T* __restrict vbuf = vbufs + ((step - 1) & 1) * vstride;
+    T* __restrict yr = yp + (step - 1) * ow;
     if (kw == 3 && sx == 2 && dx == 1) {
       MaxOf3Stride2(vbuf, ow, yr);
     } else if (kw == 2 && sx == 2 && dx == 1) {
@@ -176,10 +266,12 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
     // The padded row: every window's columns, -inf outside the input.
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
-      std::vector<T> vbuf(static_cast<size_t>(width + 64), Lowest<T>());  // MaxOf3Stride2's reach
+      // Two padded rows (MaxPoolPlane2D alternates them), each with MaxOf3Stride2's reach.
+      const int64_t vstride = width + 64;
+      std::vector<T> vbufs(static_cast<size_t>(2 * vstride), Lowest<T>());
       for (int64_t pl = begin; pl < end; ++pl)
         MaxPoolPlane2D(x + pl * in_plane, xin[0], xin[1], y + pl * out_plane, yout[0], yout[1], kernel[0], kernel[1],
-                       strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1], vbuf.data());
+                       strides[0], strides[1], pads[0], pads[1], dilations[0], dilations[1], vbufs.data(), vstride);
     });
     return Status::Ok();
   }

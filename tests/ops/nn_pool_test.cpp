@@ -183,6 +183,13 @@ TEST(NnPool, MaxPoolValuesOnly) {
   PoolCase ceil{{2, 3, 15, 17}, 3, 3, 2, 2};  // squeezenet's pools: no pads, ceil mode
   ceil.ceil = true;
   RunPoolCase(fb::OpType::MaxPool, ceil, false, "3x3 s2 ceil on 15x17");
+  // Rows of 8 to 15 (8-wide vectors, the last one overlapping) and of
+  // exactly 16 outputs.
+  PoolCase mid{{1, 3, 9, 12}, 3, 3, 2, 2};
+  RunPoolCase(fb::OpType::MaxPool, mid, false, "3x3 s2 on 9x12");
+  PoolCase exact{{1, 2, 7, 33}, 3, 3, 2, 2};
+  exact.ceil = true;
+  RunPoolCase(fb::OpType::MaxPool, exact, false, "3x3 s2 ceil on 7x33");
   PoolCase tall{{1, 2, 37, 5}, 5, 3, 3, 1};
   tall.pt = 2, tall.pb = 1, tall.pl = 0, tall.pr = 2;
   RunPoolCase(fb::OpType::MaxPool, tall, false, "5x3 s3,1 asymmetric pads on 37x5");
