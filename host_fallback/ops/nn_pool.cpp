@@ -62,14 +62,12 @@ typedef int32_t PoolI16 __attribute__((vector_size(64)));
 typedef float PoolV8 __attribute__((vector_size(32)));
 typedef int32_t PoolI8 __attribute__((vector_size(32)));
 
-// v[i] = the max of rows[0..nrows)[i] (-inf where nrows is 0; NaN skipped)
-// for i < n, N >= n.
-template <typename V, int N, int R>
-__attribute__((always_inline)) inline void MaxRowsVecN(const float* const* rows, int64_t n, float* __restrict v) {
-  const float* r[3] = {R > 0 ? rows[0] : nullptr, R > 1 ? rows[1] : nullptr, R > 2 ? rows[2] : nullptr};
+template <typename E, typename V, int N, int R>
+__attribute__((always_inline)) inline void MaxRowsVecN(const E* const* rows, int64_t n, E* __restrict v) {
+  const E* r[3] = {R > 0 ? rows[0] : nullptr, R > 1 ? rows[1] : nullptr, R > 2 ? rows[2] : nullptr};
   for (int64_t i = 0;; i += N) {
     if (i + N > n) i = n - N;
-    V m = V{} - std::numeric_limits<float>::infinity();
+    V m = V{} + Lowest<E>();
     for (int k = 0; k < R; ++k) {
       V x;
       __builtin_memcpy(&x, r[k] + i, sizeof(V));
@@ -79,16 +77,27 @@ __attribute__((always_inline)) inline void MaxRowsVecN(const float* const* rows,
     if (i + N >= n) break;
   }
 }
-template <typename V, int N>
-__attribute__((always_inline)) inline void MaxRowsVec(const float* const* rows, int nrows, int64_t n,
-                                                      float* __restrict v) {
+// v[i] = the max of rows[0..nrows)[i] (Lowest where nrows is 0; NaN
+// skipped) for i < n, n >= N; E float (V 16 or 8 lanes) or a byte (64, 32
+// or 16 lanes).
+template <typename E, typename V, int N>
+__attribute__((always_inline)) inline void MaxRowsVec(const E* const* rows, int nrows, int64_t n,
+                                                      E* __restrict v) {
   switch (nrows) {
-    case 3: MaxRowsVecN<V, N, 3>(rows, n, v); break;
-    case 2: MaxRowsVecN<V, N, 2>(rows, n, v); break;
-    case 1: MaxRowsVecN<V, N, 1>(rows, n, v); break;
-    default: MaxRowsVecN<V, N, 0>(rows, n, v); break;
+    case 3: MaxRowsVecN<E, V, N, 3>(rows, n, v); break;
+    case 2: MaxRowsVecN<E, V, N, 2>(rows, n, v); break;
+    case 1: MaxRowsVecN<E, V, N, 1>(rows, n, v); break;
+    default: MaxRowsVecN<E, V, N, 0>(rows, n, v); break;
   }
 }
+// The byte vectors of MaxRowsVec (int8 compares signed, uint8 unsigned).
+template <typename E>
+struct PoolBytes {
+  typedef E V64 __attribute__((vector_size(64)));
+  typedef E V32 __attribute__((vector_size(32)));
+  typedef E V16 __attribute__((vector_size(16)));
+};
+
 // MaxOf3Stride2 on floats: the even, odd and next-even taps picked out of
 // two loads each by constant two-source shuffles (vpermt2ps under
 // AVX-512). Needs ow >= N.
@@ -137,15 +146,16 @@ inline void MaxOf3Stride2Bytes(const T* __restrict vt, int64_t ow, T* __restrict
   const __m128i flip = _mm_set1_epi8(std::is_signed<T>::value ? static_cast<char>(0x80) : 0);
   const __m128i even = _mm_set1_epi16(0x00ff);
   auto at = [&](int64_t i) { return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)), flip); };
-  int64_t a = 0;
-  for (; a + 16 <= ow; a += 16) {
+  if (ow < 16) return MaxOf3Stride2From(vt, 0, ow, yt);
+  for (int64_t a = 0;; a += 16) {
+    if (a + 16 > ow) a = ow - 16;  // the last step ends at the row's end
     const int64_t i = 2 * a;
     const __m128i m0 = _mm_max_epu8(_mm_max_epu8(at(i), at(i + 1)), at(i + 2));
     const __m128i m1 = _mm_max_epu8(_mm_max_epu8(at(i + 16), at(i + 17)), at(i + 18));
     const __m128i packed = _mm_packus_epi16(_mm_and_si128(m0, even), _mm_and_si128(m1, even));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + a), _mm_xor_si128(packed, flip));
+    if (a + 16 >= ow) break;
   }
-  MaxOf3Stride2From(vt, a, ow, yt);
 }
 template <>
 inline void MaxOf3Stride2<uint8_t>(const uint8_t* __restrict v, int64_t ow, uint8_t* __restrict yr) {
@@ -204,8 +214,15 @@ KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih
       } else if (std::is_same<T, float>::value && iw >= 8) {
         const float* const* frows = reinterpret_cast<const float* const*>(rows);
         float* fv = reinterpret_cast<float*>(v);
-        if (iw >= 16) MaxRowsVec<PoolV16, 16>(frows, nrows, iw, fv);
-        else MaxRowsVec<PoolV8, 8>(frows, nrows, iw, fv);
+        if (iw >= 16) MaxRowsVec<float, PoolV16, 16>(frows, nrows, iw, fv);
+        else MaxRowsVec<float, PoolV8, 8>(frows, nrows, iw, fv);
+      } else if (sizeof(T) == 1 && iw >= 16) {
+        using E = typename std::conditional<std::is_signed<T>::value, int8_t, uint8_t>::type;
+        const E* const* brows = reinterpret_cast<const E* const*>(rows);
+        E* bv = reinterpret_cast<E*>(v);
+        if (iw >= 64) MaxRowsVec<E, typename PoolBytes<E>::V64, 64>(brows, nrows, iw, bv);
+        else if (iw >= 32) MaxRowsVec<E, typename PoolBytes<E>::V32, 32>(brows, nrows, iw, bv);
+        else MaxRowsVec<E, typename PoolBytes<E>::V16, 16>(brows, nrows, iw, bv);
       } else if (nrows == 0) {
         for (int64_t i = 0; i < iw; ++i) v[i] = kLow;
       } else if (nrows == 1) {

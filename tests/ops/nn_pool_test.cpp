@@ -208,6 +208,11 @@ TEST(NnPool, MaxPoolEightBit) {
     RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 9x117" + type, dt);
     wide.pl = wide.pr = 0;
     RunPoolCase(fb::OpType::MaxPool, wide, false, "3x3 s2 on 9x117, no side pads" + type, dt);
+    // Rows of 32 to 63 and of 16 to 31 bytes (the narrower vertical vectors).
+    for (int64_t w : {40, 21}) {
+      PoolCase narrow{{1, 2, 7, w}, 3, 3, 2, 2};
+      RunPoolCase(fb::OpType::MaxPool, narrow, false, "3x3 s2 on 7x" + std::to_string(w) + type, dt);
+    }
   }
 }
 
