@@ -363,6 +363,39 @@ Status RunPool(const GraphOp& op, const std::vector<Tensor*>& in, const std::vec
 KILN_SIMD_CLONES
 void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __restrict y) {
   constexpr int64_t kLanes = 32, kBlock = 1024;
+  if (n < 2 * kLanes && n >= 16) {
+    // Short planes (7x7): one 16-float vector sum a plane, the tail as the
+    // plane's last 16 floats with the lanes already counted zeroed, then
+    // the vector's halves added down; planes are independent, so their
+    // chains overlap. The lanes loop below left 17 of 49 to a serial tail.
+    typedef int32_t I16 __attribute__((vector_size(64)));
+    const int64_t full = n / 16 * 16, rem = n - full;
+    I16 keep;  // -1: a lane of the tail not yet counted
+    for (int j = 0; j < 16; ++j) keep[j] = j >= 16 - rem ? -1 : 0;
+    const I16 h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+    const I16 h4 = {4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15};
+    const I16 h2 = {2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const I16 h1 = {1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const float* __restrict xp = x + pl * n;
+      PoolV16 acc, t;
+      __builtin_memcpy(&acc, xp, sizeof(acc));
+      for (int64_t i = 16; i < full; i += 16) {
+        __builtin_memcpy(&t, xp + i, sizeof(t));
+        acc += t;
+      }
+      if (rem) {
+        __builtin_memcpy(&t, xp + n - 16, sizeof(t));
+        acc += keep ? t : PoolV16{};  // a select: an inf or NaN counted already stays out
+      }
+      acc += __builtin_shuffle(acc, h8);
+      acc += __builtin_shuffle(acc, h4);
+      acc += __builtin_shuffle(acc, h2);
+      acc += __builtin_shuffle(acc, h1);
+      y[pl] = acc[0] / static_cast<float>(n);
+    }
+    return;
+  }
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* __restrict xp = x + pl * n;
     double s = 0;

@@ -253,6 +253,23 @@ TEST(NnPool, GlobalPools) {
   }
 }
 
+// A 7x7 plane's mean sums its last 16 floats once more with the lanes
+// already counted left out: an inf among those stays one inf (0 x inf
+// would be a NaN).
+TEST(NnPool, GlobalAverageOfShortPlaneWithInf) {
+  for (int64_t at : {40, 48, 3}) {
+    std::vector<float> x(49, 1.f);
+    x[at] = INFINITY;
+    auto a = OpTest(fb::OpType::GlobalAveragePool).input("x", {1, 1, 7, 7}, x).run(Threads3());
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(a->at(0).f32()[0], INFINITY) << "inf at " << at;
+    x[at] = 50.f;  // the mean of 48 ones and a 50: 2
+    auto b = OpTest(fb::OpType::GlobalAveragePool).input("x", {1, 1, 7, 7}, x).run(Threads3());
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_FLOAT_EQ(b->at(0).f32()[0], 2.f) << "50 at " << at;
+  }
+}
+
 // ---------------------------------------------------------------- MaxUnpool
 
 struct UnpoolCase {
