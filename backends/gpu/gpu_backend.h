@@ -70,6 +70,11 @@ struct GpuCaps {
   // serve them all. 4 on PoCL (dw3x3 c576 14x14 0.057 -> 0.038 ms, c144
   // 56x56 0.158 -> 0.089); 1 elsewhere (Vulkan's form has no RB).
   uint32_t dw_rows_per_item = 1;
+  // Depthwise convs on Vulkan's row reader (conv_dw_c4.comp, CPU drivers)
+  // take 7 columns an invocation where the output rows are a multiple of 7
+  // and not of 8, so no lane computes past a row: lavapipe dw3x3 c192
+  // 28x28 0.487 -> 0.432 ms, c576 14x14 0.390 -> 0.349 (1 thread).
+  bool dw_fit_cols = false;
   // Elements an invocation of the unary and binary kernels on large
   // tensors, where CPU drivers take 8 (0: 8 throughout): fewer work groups,
   // which cost a CPU driver far more than the elements. 32 on PoCL

@@ -320,7 +320,10 @@ Status VulkanDevice::init(int index) {
     if (std::strcmp(k, "gpu") == 0) caps_.cpu_kernels = false;
     else if (std::strcmp(k, "cpu") == 0) caps_.cpu_kernels = true;
   }
-  if (caps_.cpu_kernels) caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
+  if (caps_.cpu_kernels) {
+    caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
+    caps_.dw_fit_cols = true;
+  }
   // Texel-buffer reads (GpuCaps::texel_elements) on CPU drivers, where the
   // device reads both texel formats as uniform texel buffers.
   if (caps_.cpu_kernels) {

@@ -24,8 +24,9 @@ layout(push_constant) uniform P {
 // Output columns an invocation (GpuCaps::conv_tile_cols): each weight is
 // loaded once for XB outputs of a row instead of once an output.
 layout(constant_id = 7) const uint XB = 1u;
-// RS (with XB == 8): a 2-D square kernel of RK (3 or 5) taps, dilation 1
-// and column stride RS (1 or 2); RS 0: any kernel. A row's pixels are read
+// RS (with XB 8, or 7 on rows of a multiple of 7): a 2-D square kernel of
+// RK (3 or 5) taps, dilation 1 and column stride RS (1 or 2); RS 0: any
+// kernel. A row's pixels are read
 // once for the XB outputs, (XB - 1) * RS + RK reads where the taps made
 // RK * XB (lavapipe: each read a gather), their indices all fixed once the
 // loops unroll.
@@ -44,8 +45,8 @@ void main() {
   const vec4 bias = HAS_BIAS ? LOAD_W4(p.bias_at + cb) : vec4(0.0);
   vec4 acc[XB];
   [[unroll]] for (uint b = 0u; b < XB; ++b) acc[b] = bias;
-  if (RS != 0u && XB == 8u) {
-    const uint npx = 7u * RS + RK;
+  if (RS != 0u && (XB == 8u || XB == 7u)) {
+    const uint npx = (XB - 1u) * RS + RK;
     const int ix0 = int(ox0 * RS) - p.pw;
     [[unroll]] for (uint ky = 0u; ky < RK; ++ky) {
       const int iy = iy0 + int(ky);
@@ -58,7 +59,7 @@ void main() {
         const int ix = ix0 + int(j);
         px[j] = ix >= 0 && ix < int(p.w) ? LoadX4(p.c, n, cb, vol, row + uint(ix)) : vec4(0.0);
       }
-      [[unroll]] for (uint b = 0u; b < 8u; ++b)
+      [[unroll]] for (uint b = 0u; b < XB; ++b)
         [[unroll]] for (uint j = 0u; j < RK; ++j) acc[b] += wk[j] * px[b * RS + j];
     }
   } else {

@@ -370,7 +370,8 @@ TEST(GpuPacked, StemAndPointwiseTiles) {
 // OpenCL drivers four outputs a 16-wide vector, their taps one load where
 // all four pixels are inside, else pixel by pixel: planes of 5 to 37
 // columns, pads 0 to 2; four output rows an item where there are four,
-// the last block of rows and of columns overlapping the one before) and stride 2 (on lavapipe a row's pixels read once
+// the last block of rows and of columns overlapping the one before; on
+// lavapipe 7 columns an invocation on rows of 7, 14 and 28 outputs) and stride 2 (on lavapipe a row's pixels read once
 // for 8 outputs, both strides and sizes), channels not a multiple of four.
 TEST(GpuPacked, DepthwiseColumns) {
   KILN_REQUIRE_BACKEND(kGpu);
@@ -387,7 +388,7 @@ TEST(GpuPacked, DepthwiseColumns) {
     auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     for (int64_t h : {3, 9, 16})
-      for (int64_t w : {5, 8, 13, 37}) {
+      for (int64_t w : {5, 8, 13, 14, 28, 37}) {
         const std::vector<int64_t> shape = {1, 3, h, w};
         const auto in = Random(static_cast<size_t>(3 * h * w), -2, 2, 9);
         ExpectNear(m->run(1, shape, in), m->run(0, shape, in), 1e-4f,

@@ -388,13 +388,16 @@ class ConvExecution final : public GemmExecution {
     } dw{0, s.c, (s.c + 3) / 4, bias_at_, w, act};
     if (depthwise) {
       // XB output columns an invocation: 1 on GPUs, the conv tile's columns on CPU drivers.
-      const uint32_t xb = gpu()->gpuCaps().cpu_kernels ? gpu()->gpuCaps().conv_tile_cols : 1;
+      // On Vulkan's row reader 7 where that fits the rows and 8 does not
+      // (GpuCaps::dw_fit_cols: 7x7, 14x14, 28x28 outputs).
+      uint32_t xb = gpu()->gpuCaps().cpu_kernels ? gpu()->gpuCaps().conv_tile_cols : 1;
+      if (gpu()->gpuCaps().dw_fit_cols && xb == 8 && w.ow % 8 != 0 && w.ow % 7 == 0) xb = 7;
       std::vector<uint32_t> dw_spec = spec;
       dw_spec.push_back(xb);
-      // 3x3 or 5x5, 2-D, dilation 1, column stride 1 or 2, 8 columns an
-      // invocation: the row's pixels read once for the 8 outputs
+      // 3x3 or 5x5, 2-D, dilation 1, column stride 1 or 2, 7 or 8 columns
+      // an invocation: the row's pixels read once for the 7 or 8 outputs
       // (conv_dw_c4.comp's RS and RK; Vulkan only).
-      const bool rows = xb == 8 && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) && w.dh == 1 &&
+      const bool rows = (xb == 8 || xb == 7) && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) && w.dh == 1 &&
                         w.dw == 1 && (w.sw == 1 || w.sw == 2);
       dw_spec.push_back(rows && dw_rows_on_ ? w.sw : 0);
       dw_spec.push_back(rows ? w.kw : 3);
