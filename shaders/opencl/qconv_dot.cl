@@ -21,11 +21,14 @@
 #define WT KILN_SPEC_4
 #define YT KILN_SPEC_5
 #define FLAGS KILN_SPEC_6
-#define QTM 4
 #ifndef KILN_SPEC_7
 #define KILN_SPEC_7 4
 #endif
 #define QTW KILN_SPEC_7  // output columns a work item (8 on CPU drivers)
+#ifndef KILN_SPEC_8
+#define KILN_SPEC_8 4
+#endif
+#define QTM KILN_SPEC_8  // output channels a work item (4 or 8)
 
 __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __global const uchar* zx,
                         __global const uchar* zw, __global const float* sx, __global const float* sw,

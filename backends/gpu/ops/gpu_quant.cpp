@@ -387,8 +387,8 @@ class QConvExecution final : public PackedQExecution {
   // (GpuCaps::int8_dot).
   Status planDot(const QConvPush& push, const Tensor& x, const Tensor& w, const Tensor* wz,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
-    constexpr uint32_t kTm = 4;  // qconv_dot.comp's TM
-    const uint32_t kTw = spec[4];  // its TW (spec constant 7: ColumnsAnInvocation)
+    const uint32_t kTw = spec[4];  // qconv_dot.comp's TW (spec constant 7: ColumnsAnInvocation)
+    const uint32_t kTm = spec[5];  // its TM (spec constant 8: ChannelsAnInvocation)
     const uint32_t groups = push.cout / push.mg, cg4 = (push.cg + 3) / 4;
     const uint64_t xsp = uint64_t{push.in[0]} * push.in[1] * push.in[2];
     const uint64_t ksp = uint64_t{push.kernel[0]} * push.kernel[1] * push.kernel[2];
@@ -411,6 +411,11 @@ class QConvExecution final : public PackedQExecution {
   uint32_t ColumnsAnInvocation() const {
     if (const char* e = std::getenv("KILN_GPU_QDOT_COLS")) return std::atoi(e) == 8 ? 8 : 4;
     return gpu()->gpuCaps().cpu_kernels ? 8 : 4;
+  }
+  // qconv_dot's output channels an invocation: 4, KILN_GPU_QDOT_ROWS=8 (A/B).
+  uint32_t ChannelsAnInvocation() const {
+    if (const char* e = std::getenv("KILN_GPU_QDOT_ROWS")) return std::atoi(e) == 8 ? 8 : 4;
+    return 4;
   }
 
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
@@ -500,7 +505,9 @@ class QConvExecution final : public PackedQExecution {
     std::vector<GpuBinding> rest = {{xz ? xz : &x}, {wz ? wz : &x}, {sx}, {sw},
                                     {sy},           {yz},           {bias}, {&y, nullptr, true}};
     Status s;
-    auto packed = [&] { return planDot(push, x, w, wz, rest, {xt, wt, yt, flags, ColumnsAnInvocation()}, ql); };
+    auto packed = [&] {
+      return planDot(push, x, w, wz, rest, {xt, wt, yt, flags, ColumnsAnInvocation(), ChannelsAnInvocation()}, ql);
+    };
     if (DotKernelsOn() && push.mg >= 4 && tryPacked(packed, &s)) return s;
     if (DotKernelsOn() && push.mg == 1 && push.cg == 1 && push.cin == push.cout) {
       // Depthwise: qconv_dw, a row's columns an invocation (4 on GPUs, 8 on
