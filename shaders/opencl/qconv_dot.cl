@@ -24,7 +24,7 @@
 #ifndef KILN_SPEC_7
 #define KILN_SPEC_7 4
 #endif
-#define QTW KILN_SPEC_7  // output columns a work item (8 on CPU drivers)
+#define QTW KILN_SPEC_7  // output columns a work item (2 on GPUs, 8 on CPU drivers)
 #ifndef KILN_SPEC_8
 #define KILN_SPEC_8 4
 #endif

@@ -22,7 +22,7 @@ layout(std430, binding = 0) readonly buffer X4 { uint x4[]; };
 layout(std430, binding = 1) readonly buffer W4 { uint w4[]; };
 #include "qconv_common.glsl"
 
-layout(constant_id = 7) const uint TW = 4;  // output columns an invocation (8 on CPU drivers)
+layout(constant_id = 7) const uint TW = 4;  // output columns an invocation (2 on GPUs, 8 on CPU drivers)
 layout(constant_id = 8) const uint TM = 4;  // output channels an invocation (4 or 8)
 
 void main() {

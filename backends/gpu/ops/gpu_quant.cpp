@@ -405,16 +405,22 @@ class QConvExecution final : public PackedQExecution {
     return addPacked("qconv_dot", ql, std::move(rest), push, items, spec);
   }
 
-  // qconv_dot's columns an invocation: 8 on CPU drivers (each load there
-  // is a memory access of its own; a wider block reuses the weights'
-  // words for more columns), else 4. KILN_GPU_QDOT_COLS=4|8 (A/B).
+  // qconv_dot's (and qconv_dw's) columns an invocation: 8 on CPU drivers
+  // (each load there is a memory access of its own; a wider block reuses
+  // the weights' words for more columns), 2 on GPUs, where a smaller
+  // block leaves more invocations in flight: on an H100 (stop 46, TM 4)
+  // int8 ResNet-18 1.87 -> 1.61 ms on Vulkan, 2.48 -> 1.94 on OpenCL,
+  // MobileNetV2 1.42 -> 1.32 and 1.67 -> 1.45, against 4 columns; 8
+  // columns or 8 channels were slower still than 4 (docs/GPU_PERFORMANCE.md).
+  // KILN_GPU_QDOT_COLS=2|4|8 (A/B).
   uint32_t ColumnsAnInvocation() const {
-    if (const char* e = std::getenv("KILN_GPU_QDOT_COLS")) return std::atoi(e) == 8 ? 8 : 4;
-    return gpu()->gpuCaps().cpu_kernels ? 8 : 4;
+    if (const char* e = std::getenv("KILN_GPU_QDOT_COLS")) return std::atoi(e) == 8 ? 8 : std::atoi(e) == 2 ? 2 : 4;
+    return gpu()->gpuCaps().cpu_kernels ? 8 : 2;
   }
-  // qconv_dot's output channels an invocation: 4, KILN_GPU_QDOT_ROWS=8 (A/B).
+  // qconv_dot's output channels an invocation: 4; KILN_GPU_QDOT_ROWS=2|8
+  // (A/B).
   uint32_t ChannelsAnInvocation() const {
-    if (const char* e = std::getenv("KILN_GPU_QDOT_ROWS")) return std::atoi(e) == 8 ? 8 : 4;
+    if (const char* e = std::getenv("KILN_GPU_QDOT_ROWS")) return std::atoi(e) == 8 ? 8 : std::atoi(e) == 2 ? 2 : 4;
     return 4;
   }
 
@@ -510,7 +516,7 @@ class QConvExecution final : public PackedQExecution {
     };
     if (DotKernelsOn() && push.mg >= 4 && tryPacked(packed, &s)) return s;
     if (DotKernelsOn() && push.mg == 1 && push.cg == 1 && push.cin == push.cout) {
-      // Depthwise: qconv_dw, a row's columns an invocation (4 on GPUs, 8 on
+      // Depthwise: qconv_dw, a row's columns an invocation (2 on GPUs, 8 on
       // CPU drivers, as qconv_dot's).
       const uint32_t tw = ColumnsAnInvocation();
       const uint64_t osp = uint64_t{push.out[0]} * push.out[1] * push.out[2];
