@@ -20,8 +20,14 @@
 #define BT KILN_SPEC_4
 #define YT KILN_SPEC_5
 #define FLAGS KILN_SPEC_6
-#define QTM 4
-#define QTN 4
+#ifndef KILN_SPEC_7
+#define KILN_SPEC_7 4
+#endif
+#define QTN KILN_SPEC_7  // columns a work item
+#ifndef KILN_SPEC_8
+#define KILN_SPEC_8 4
+#endif
+#define QTM KILN_SPEC_8  // rows a work item
 
 __kernel void qmatmul_dot(__global const uint* a4, __global const uint* b4, __global const uchar* za,
                           __global const uchar* zb, __global const float* sa, __global const float* sb,

@@ -18,8 +18,8 @@ layout(std430, binding = 0) readonly buffer A4 { uint a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { uint b4[]; };
 #include "qmatmul_common.glsl"
 
-#define TM 4u  // rows an invocation
-#define TN 4u  // columns an invocation
+layout(constant_id = 7) const uint TN = 4;  // columns an invocation
+layout(constant_id = 8) const uint TM = 4;  // rows an invocation
 
 void main() {
   const uint k4 = (p.k + 3u) / 4u;

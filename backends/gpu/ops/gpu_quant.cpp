@@ -275,7 +275,7 @@ class QMatMulExecution final : public PackedQExecution {
   // invocation, packed dot products where the device has them.
   Status planDot(QMatMulPush push, const Tensor& a, const Tensor& b, const Tensor* az,
                  std::vector<GpuBinding> rest, const std::vector<uint32_t>& spec, bool ql) {
-    constexpr uint32_t kTm = 4, kTn = 4;  // qmatmul_dot.comp's TM, TN
+    const uint32_t kTn = spec[4], kTm = spec[5];  // qmatmul_dot.comp's TN and TM (spec constants 7, 8)
     const uint64_t k4 = (push.k + 3) / 4, a_rows = a.elementCount() / push.k;
     const uint64_t b_sets = b.elementCount() / (uint64_t{push.k} * push.cols);
     const uint64_t a_words = a_rows * k4, b_words = b_sets * k4 * push.cols;
@@ -360,7 +360,17 @@ class QMatMulExecution final : public PackedQExecution {
     std::vector<GpuBinding> rest = {{az ? az : &a}, {bz ? bz : &a}, {sa}, {sb},
                                     {sy},           {yz},           {bias}, {&y, nullptr, true}};
     Status s;
-    auto packed = [&] { return planDot(push, a, b, az, rest, {at, bt, yt, flags}, ql); };
+    // The block an invocation: 4 x 4; KILN_GPU_QMM_ROWS / KILN_GPU_QMM_COLS
+    // = 2|4|8 (A/B).
+    auto block = [](const char* env) -> uint32_t {
+      const char* e = std::getenv(env);
+      const int v = e ? std::atoi(e) : 4;
+      return v == 2 || v == 8 ? static_cast<uint32_t>(v) : 4;
+    };
+    auto packed = [&] {
+      return planDot(push, a, b, az, rest, {at, bt, yt, flags, block("KILN_GPU_QMM_COLS"), block("KILN_GPU_QMM_ROWS")},
+                     ql);
+    };
     if (DotKernelsOn() && push.k >= 4 && tryPacked(packed, &s)) return s;
     rest.insert(rest.begin(), {{&a}, {&b}});
     return add1D(ql ? "qmatmul_f64" : "qmatmul", std::move(rest), push, push.n, {at, bt, yt, flags});
