@@ -62,6 +62,27 @@ typedef struct {
 #define LOAD16_AT(p, i) vload16(0u, (p) + (i))
 #endif
 
+// Packed X's pixels ix .. ix + 3 of the row starting at pixel `row`
+// (zeros outside the row's w pixels): one 16-float load where all four lie
+// inside, else pixel by pixel.
+float16 FourPixels(__global const STORE_T* x, uint row, int ix, uint w) {
+  if (ix >= 0 && ix + 3 < (int)w) return LOAD16_AT(x, (row + (uint)ix) * 4u);
+  float4 t[4];
+  for (uint e = 0u; e < 4u; ++e)
+    t[e] = ix + (int)e >= 0 && ix + (int)e < (int)w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
+  return (float16)(t[0], t[1], t[2], t[3]);
+}
+
+// Four outputs' float16 (pixels at, at + 1, ... of channel block cb) through
+// the activation into Y.
+#define STORE_FOUR(a16, at)                                                                           \
+  do {                                                                                                \
+    StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, (at), (a16).s0123, p.lo, p.hi, p.slope);          \
+    StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, (at) + 1u, (a16).s4567, p.lo, p.hi, p.slope);     \
+    StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, (at) + 2u, (a16).s89ab, p.lo, p.hi, p.slope);     \
+    StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, (at) + 3u, (a16).scdef, p.lo, p.hi, p.slope);     \
+  } while (0)
+
 __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y,
                          ConvDwC4Push p) {
   const uint i = KILN_GLOBAL_INDEX;
@@ -93,16 +114,7 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
       for (uint kx = 0u; kx < RK; ++kx) {
 #pragma unroll
         for (uint g = 0u; g < XB / 4u; ++g) {
-          const int ix = (int)(ox0 + 4u * g + kx) - p.pw;
-          float16 xv;
-          if (ix >= 0 && ix + 3 < (int)p.w) {
-            xv = LOAD16_AT(x, (row + (uint)ix) * 4u);
-          } else {
-            float4 t[4];
-            for (uint e = 0u; e < 4u; ++e)
-              t[e] = ix + (int)e >= 0 && ix + (int)e < (int)p.w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
-            xv = (float16)(t[0], t[1], t[2], t[3]);
-          }
+          const float16 xv = FourPixels(x, row, (int)(ox0 + 4u * g + kx) - p.pw, p.w);
 #pragma unroll
           for (uint r = 0u; r < RB; ++r) {
             if (j < r || j - r >= RK) continue;
@@ -118,12 +130,7 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
       const uint at = (oy0 + r) * p.ow + ox0;
       if (p.ow >= XB) {  // the whole block inside the row: lanes picked at compile time
 #pragma unroll
-        for (uint g = 0u; g < XB / 4u; ++g) {
-          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g, acc[r][g].s0123, p.lo, p.hi, p.slope);
-          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 1u, acc[r][g].s4567, p.lo, p.hi, p.slope);
-          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 2u, acc[r][g].s89ab, p.lo, p.hi, p.slope);
-          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 3u, acc[r][g].scdef, p.lo, p.hi, p.slope);
-        }
+        for (uint g = 0u; g < XB / 4u; ++g) STORE_FOUR(acc[r][g], at + 4u * g);
       } else {
         for (uint b = 0u; b < p.ow; ++b) {
           const float16 a = acc[r][b / 4u];
@@ -173,17 +180,7 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
           const float16 w16 = (float16)(wv, wv, wv, wv);
 #pragma unroll
           for (uint g = 0u; g < XB / 4u; ++g) {
-            const int ix = (int)(ox0 + 4u * g + kx) - p.pw;
-            float16 xv;
-            if (ix >= 0 && ix + 3 < (int)p.w) {
-              xv = LOAD16_AT(x, (row + (uint)ix) * 4u);
-            } else {
-              float4 t[4];
-              for (uint e = 0u; e < 4u; ++e)
-                t[e] = ix + (int)e >= 0 && ix + (int)e < (int)p.w ? LOAD4(x, row + (uint)(ix + (int)e)) : (float4)(0.0f);
-              xv = (float16)(t[0], t[1], t[2], t[3]);
-            }
-            acc16[g] = fma(w16, xv, acc16[g]);
+            acc16[g] = fma(w16, FourPixels(x, row, (int)(ox0 + 4u * g + kx) - p.pw, p.w), acc16[g]);
           }
         }
       }
@@ -191,12 +188,7 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
     if (p.ow >= XB) {  // the whole block inside the row: lanes picked at compile time
       const uint at = orow * p.ow + ox0;
 #pragma unroll
-      for (uint g = 0u; g < XB / 4u; ++g) {
-        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g, acc16[g].s0123, p.lo, p.hi, p.slope);
-        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 1u, acc16[g].s4567, p.lo, p.hi, p.slope);
-        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 2u, acc16[g].s89ab, p.lo, p.hi, p.slope);
-        StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + 4u * g + 3u, acc16[g].scdef, p.lo, p.hi, p.slope);
-      }
+      for (uint g = 0u; g < XB / 4u; ++g) STORE_FOUR(acc16[g], at + 4u * g);
       return;
     }
     for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b) {
