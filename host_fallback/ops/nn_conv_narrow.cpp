@@ -20,6 +20,7 @@
 #include "ops/nn_conv.h"
 #include "scratch.h"
 #include "simd_clones.h"
+#include "vec_shuffle.h"
 #include "thread_pool.h"
 
 namespace kiln::conv {
@@ -139,17 +140,14 @@ void NarrowConv::prepare(const float* w, int64_t m, int64_t c, int64_t kh, int64
 // two-source shuffle of two loads (vpermt2ps under AVX-512) where both
 // loads stay below x0[limit] (the row's end), then one by one. The
 // compiler's loop moved one float at a time.
-typedef float EoV16 __attribute__((vector_size(64)));
-typedef int32_t EoI16 __attribute__((vector_size(64)));
 KILN_SIMD_CLONES void EveryOther(const float* __restrict x0, int64_t j0, int64_t j1, int64_t limit,
                                  float* __restrict d) {
-  const EoI16 even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
   int64_t j = j0;
   for (; j + 16 <= j1 && 2 * j + 32 <= limit; j += 16) {
-    EoV16 a, b;
+    VecF16 a, b;
     __builtin_memcpy(&a, x0 + 2 * j, sizeof(a));
     __builtin_memcpy(&b, x0 + 2 * j + 16, sizeof(b));
-    const EoV16 e = __builtin_shuffle(a, b, even);
+    const VecF16 e = KILN_SHUFFLE16(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     __builtin_memcpy(d + j, &e, sizeof(e));
   }
   for (; j < j1; ++j) d[j] = x0[j * 2];

@@ -17,6 +17,7 @@
 #include "host_backend.h"
 #include "ops/nn_common.h"
 #include "simd_clones.h"
+#include "vec_shuffle.h"
 
 namespace kiln {
 namespace {
@@ -57,10 +58,8 @@ inline void MaxOf3Stride2(const T* __restrict v, int64_t ow, T* __restrict yr) {
 // (a max written twice is the same max), instead of a scalar tail: on
 // squeezenet's 111-wide planes the compiler's loops ran 15 of every 111
 // columns one at a time, and took the stride-2 taps one output at a time.
-typedef float PoolV16 __attribute__((vector_size(64)));
-typedef int32_t PoolI16 __attribute__((vector_size(64)));
-typedef float PoolV8 __attribute__((vector_size(32)));
-typedef int32_t PoolI8 __attribute__((vector_size(32)));
+using PoolV16 = VecF16;
+using PoolV8 = VecF8;
 
 template <typename E, typename V, int N, int R>
 __attribute__((always_inline)) inline void MaxRowsVecN(const E* const* rows, int64_t n, E* __restrict v) {
@@ -101,22 +100,28 @@ struct PoolBytes {
 // MaxOf3Stride2 on floats: the even, odd and next-even taps picked out of
 // two loads each by constant two-source shuffles (vpermt2ps under
 // AVX-512). Needs ow >= N.
-template <typename V, typename I, int N>
+template <typename V, int N>
 __attribute__((always_inline)) inline void MaxOf3Stride2Vec(const float* __restrict v, int64_t ow,
                                                             float* __restrict yr) {
-  I even;
-  for (int i = 0; i < N; ++i) even[i] = 2 * i;
-  const I odd = even + 1;
   for (int64_t a = 0;; a += N) {
     if (a + N > ow) a = ow - N;
     const float* p = v + 2 * a;
-    V x0, x1, x2, x3;
+    V x0, x1, x2, x3, e, o, e2;
     __builtin_memcpy(&x0, p, sizeof(V));
     __builtin_memcpy(&x1, p + N, sizeof(V));
     __builtin_memcpy(&x2, p + 2, sizeof(V));
     __builtin_memcpy(&x3, p + N + 2, sizeof(V));
-    const V e = __builtin_shuffle(x0, x1, even), o = __builtin_shuffle(x0, x1, odd);
-    const V e2 = __builtin_shuffle(x2, x3, even);
+    if constexpr (N == 16) {
+#define KILN_EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+      e = KILN_SHUFFLE16(x0, x1, KILN_EVEN16);
+      o = KILN_SHUFFLE16(x0, x1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      e2 = KILN_SHUFFLE16(x2, x3, KILN_EVEN16);
+#undef KILN_EVEN16
+    } else {
+      e = KILN_SHUFFLE8(x0, x1, 0, 2, 4, 6, 8, 10, 12, 14);
+      o = KILN_SHUFFLE8(x0, x1, 1, 3, 5, 7, 9, 11, 13, 15);
+      e2 = KILN_SHUFFLE8(x2, x3, 0, 2, 4, 6, 8, 10, 12, 14);
+    }
     V m = o > e ? o : e;
     m = e2 > m ? e2 : m;
     __builtin_memcpy(yr + a, &m, sizeof(V));
@@ -127,9 +132,9 @@ template <>
 __attribute__((always_inline)) inline void MaxOf3Stride2<float>(const float* __restrict v, int64_t ow,
                                                                 float* __restrict yr) {
   if (ow >= 16) {
-    MaxOf3Stride2Vec<PoolV16, PoolI16, 16>(v, ow, yr);
+    MaxOf3Stride2Vec<PoolV16, 16>(v, ow, yr);
   } else if (ow >= 8) {
-    MaxOf3Stride2Vec<PoolV8, PoolI8, 8>(v, ow, yr);
+    MaxOf3Stride2Vec<PoolV8, 8>(v, ow, yr);
   } else {
     MaxOf3Stride2From(v, 0, ow, yr);
   }
@@ -368,14 +373,9 @@ void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __r
     // plane's last 16 floats with the lanes already counted zeroed, then
     // the vector's halves added down; planes are independent, so their
     // chains overlap. The lanes loop below left 17 of 49 to a serial tail.
-    typedef int32_t I16 __attribute__((vector_size(64)));
     const int64_t full = n / 16 * 16, rem = n - full;
-    I16 keep;  // -1: a lane of the tail not yet counted
+    VecI16 keep;  // -1: a lane of the tail not yet counted
     for (int j = 0; j < 16; ++j) keep[j] = j >= 16 - rem ? -1 : 0;
-    const I16 h8 = {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7};
-    const I16 h4 = {4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15};
-    const I16 h2 = {2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const I16 h1 = {1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int64_t pl = 0; pl < planes; ++pl) {
       const float* __restrict xp = x + pl * n;
       PoolV16 acc, t;
@@ -388,10 +388,10 @@ void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __r
         __builtin_memcpy(&t, xp + n - 16, sizeof(t));
         acc += keep ? t : PoolV16{};  // a select: an inf or NaN counted already stays out
       }
-      acc += __builtin_shuffle(acc, h8);
-      acc += __builtin_shuffle(acc, h4);
-      acc += __builtin_shuffle(acc, h2);
-      acc += __builtin_shuffle(acc, h1);
+      acc += KILN_SHUFFLE16(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+      acc += KILN_SHUFFLE16(acc, acc, 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15);
+      acc += KILN_SHUFFLE16(acc, acc, 2, 3, 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      acc += KILN_SHUFFLE16(acc, acc, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
       y[pl] = acc[0] / static_cast<float>(n);
     }
     return;
