@@ -1,6 +1,7 @@
 #include "gpu_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -89,6 +90,14 @@ void GpuExecution::addCopy(const Tensor* src, const Tensor* dst) {
 bool EnvIsZero(const char* name) {
   const char* v = std::getenv(name);
   return v && std::strcmp(v, "0") == 0;
+}
+
+void ConvTileFromEnv(GpuCaps* caps) {
+  const char* v = std::getenv("KILN_GPU_CONV_TILE");
+  unsigned b = 0, c = 0;
+  if (!v || std::sscanf(v, "%ux%u", &b, &c) != 2 || b < 1 || b > 8 || c < 1 || c > 8) return;
+  caps->conv_tile_blocks = b, caps->conv_tile_cols = c;
+  caps->conv_tile_blocks_pointwise = 0;
 }
 
 StatusOr<DevicePeaks> MeasurePeakSchedule(

@@ -345,6 +345,10 @@ struct PeakPush {
 // True when the environment variable `name` is "0": a capability or path of
 // the GPU backends switched off for diagnosis or A/B runs.
 bool EnvIsZero(const char* name);
+// KILN_GPU_CONV_TILE=BxC (1 to 8 each): conv_c4's and wino_gemm's register
+// tile for A/B runs on a device (GpuCaps::conv_tile_blocks x
+// conv_tile_cols); the devices call it after setting their own.
+void ConvTileFromEnv(GpuCaps* caps);
 
 // The measuring schedule both GPU backends' measurePeaks use, around their
 // own `run(mode, push, &seconds)` (one dispatch of the peak kernel over

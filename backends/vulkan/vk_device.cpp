@@ -324,6 +324,7 @@ Status VulkanDevice::init(int index) {
     caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
     caps_.dw_fit_cols = true;
   }
+  ConvTileFromEnv(&caps_);
   // Texel-buffer reads (GpuCaps::texel_elements) on CPU drivers, where the
   // device reads both texel formats as uniform texel buffers.
   if (caps_.cpu_kernels) {
