@@ -404,10 +404,23 @@ class QConvExecution final : public Execution {
     pool.parallelFor(quads, [&](int64_t q0, int64_t q1) {
       for (int64_t q = q0; q < q1; ++q) {
         uint8_t* quad = base + q * quad_bytes;
-        std::memset(quad, pad, static_cast<size_t>(quad_bytes));
+        uint8_t* first = quad + (pt_ * wp_ + pl_) * 4;  // the first input pixel's place
         const uint8_t* src[4];
         for (int64_t g = 0; g < 4; ++g) src[g] = 4 * q + g < Cg_ ? planes + (4 * q + g) * h_ * w_ : pad_plane_.data();
-        QInterleave4Rows(src, rows, cols, w_, flip, quad + (pt_ * wp_ + pl_) * 4, wp_ * 4);
+        QInterleave4Rows(src, rows, cols, w_, flip, first, wp_ * 4);
+        // The pad around the input's pixels only: the rows above and the
+        // first row's left pad, then from each row's end to the next row's
+        // start, after the last row to the quad's end (bottom rows, slack).
+        if (rows <= 0 || cols <= 0) {
+          std::memset(quad, pad, static_cast<size_t>(quad_bytes));
+          continue;
+        }
+        std::memset(quad, pad, static_cast<size_t>(first - quad));
+        for (int64_t r = 0; r < rows; ++r) {
+          uint8_t* gap = first + (r * wp_ + cols) * 4;
+          const int64_t gap_bytes = r + 1 < rows ? (wp_ - cols) * 4 : quad + quad_bytes - gap;
+          std::memset(gap, pad, static_cast<size_t>(gap_bytes));
+        }
       }
     }, std::max<int64_t>(1, (int64_t{64} << 10) / std::max<int64_t>(quad_bytes, 1)));
   }
