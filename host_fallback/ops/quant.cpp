@@ -319,6 +319,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 BytesToFloats
                                           : _mm512_maskz_cvtepu8_epi32(all, bytes));
 }
 
+// QAddRowAvx512's constants, broadcast, and one step of it: 16 values (the
+// lanes of `store` written). A function, not a lambda (clang, above).
+struct QAddConsts {
+  __m512 za, sa, zb, sb, sc, rc, lo, hi;  // lo, hi: the bounds less zc
+  __m512i zc;
+};
+__attribute__((target("avx512f,avx512bw,avx512vl,fma"), always_inline)) KILN_NO_FP_CONTRACT inline void QAddStep16(
+    const QAddConsts& k, bool i8, __m128i ab, __m128i bb, __mmask16 store, uint8_t* c) {
+  const __mmask16 all = 0xFFFF;
+  const __m512 fa = _mm512_mul_ps(_mm512_sub_ps(BytesToFloats(ab, i8), k.za), k.sa);
+  const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(BytesToFloats(bb, i8), k.zb), k.sb);
+  const __m512 s = _mm512_add_ps(fa, fb);
+  const __m512 q = _mm512_mul_ps(s, k.rc);
+  const __m512 quotient = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, k.sc, s), k.rc, q);
+  const __m512 clamped = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, quotient, k.lo), k.hi);  // lo where NaN
+  const __m512i r = _mm512_add_epi32(
+      _mm512_maskz_cvt_roundps_epi32(all, clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), k.zc);
+  _mm512_mask_cvtepi32_storeu_epi8(c, store, r);
+}
+
 // QAddLoop<I8, 1, 1, true> in AVX-512 intrinsics: each step of the chain the
 // same f32 operation, 16 lanes at a time (the tail masked), with the clamp
 // taken before the rounding (rounding is monotonic and the bounds are
@@ -329,22 +349,16 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 BytesToFloats
 __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) KILN_NO_FP_CONTRACT void QAddRowAvx512(
     const uint8_t* __restrict a, const uint8_t* __restrict b, int64_t n, bool i8, float za, float sa, float zb,
     float sb, float zc, float sc, float rc, float lo, float hi, uint8_t* __restrict c) {
-  const __m512 vza = _mm512_set1_ps(za), vsa = _mm512_set1_ps(sa), vzb = _mm512_set1_ps(zb), vsb = _mm512_set1_ps(sb);
-  const __m512 vsc = _mm512_set1_ps(sc), vrc = _mm512_set1_ps(rc);
-  const __m512 vlo = _mm512_set1_ps(lo - zc), vhi = _mm512_set1_ps(hi - zc);
-  const __m512i vzc = _mm512_set1_epi32(static_cast<int32_t>(zc));
-  const __mmask16 all = 0xFFFF;
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? all : static_cast<__mmask16>((1u << (n - i)) - 1u);
-    const __m512 fa = _mm512_mul_ps(_mm512_sub_ps(BytesToFloats(_mm_maskz_loadu_epi8(m, a + i), i8), vza), vsa);
-    const __m512 fb = _mm512_mul_ps(_mm512_sub_ps(BytesToFloats(_mm_maskz_loadu_epi8(m, b + i), i8), vzb), vsb);
-    const __m512 s = _mm512_add_ps(fa, fb);
-    const __m512 q = _mm512_mul_ps(s, vrc);
-    const __m512 quotient = _mm512_fmadd_ps(_mm512_fnmadd_ps(q, vsc, s), vrc, q);
-    const __m512 clamped = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, quotient, vlo), vhi);  // vlo where NaN
-    const __m512i r = _mm512_add_epi32(
-        _mm512_maskz_cvt_roundps_epi32(all, clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzc);
-    _mm512_mask_cvtepi32_storeu_epi8(c + i, m, r);
+  const QAddConsts k{_mm512_set1_ps(za), _mm512_set1_ps(sa), _mm512_set1_ps(zb), _mm512_set1_ps(sb),
+                     _mm512_set1_ps(sc), _mm512_set1_ps(rc), _mm512_set1_ps(lo - zc), _mm512_set1_ps(hi - zc),
+                     _mm512_set1_epi32(static_cast<int32_t>(zc))};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)  // plain loads (the widening takes them as its operand), then the masked tail
+    QAddStep16(k, i8, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+               _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), 0xFFFF, c + i);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    QAddStep16(k, i8, _mm_maskz_loadu_epi8(m, a + i), _mm_maskz_loadu_epi8(m, b + i), m, c + i);
   }
 }
 
