@@ -20,8 +20,8 @@
 #include "ops/nn_conv.h"
 #include "scratch.h"
 #include "simd_clones.h"
-#include "vec_shuffle.h"
 #include "thread_pool.h"
+#include "vec_shuffle.h"
 
 namespace kiln::conv {
 

@@ -58,9 +58,6 @@ inline void MaxOf3Stride2(const T* __restrict v, int64_t ow, T* __restrict yr) {
 // (a max written twice is the same max), instead of a scalar tail: on
 // squeezenet's 111-wide planes the compiler's loops ran 15 of every 111
 // columns one at a time, and took the stride-2 taps one output at a time.
-using PoolV16 = VecF16;
-using PoolV8 = VecF8;
-
 template <typename E, typename V, int N, int R>
 __attribute__((always_inline)) inline void MaxRowsVecN(const E* const* rows, int64_t n, E* __restrict v) {
   const E* r[3] = {R > 0 ? rows[0] : nullptr, R > 1 ? rows[1] : nullptr, R > 2 ? rows[2] : nullptr};
@@ -132,9 +129,9 @@ template <>
 __attribute__((always_inline)) inline void MaxOf3Stride2<float>(const float* __restrict v, int64_t ow,
                                                                 float* __restrict yr) {
   if (ow >= 16) {
-    MaxOf3Stride2Vec<PoolV16, 16>(v, ow, yr);
+    MaxOf3Stride2Vec<VecF16, 16>(v, ow, yr);
   } else if (ow >= 8) {
-    MaxOf3Stride2Vec<PoolV8, 8>(v, ow, yr);
+    MaxOf3Stride2Vec<VecF8, 8>(v, ow, yr);
   } else {
     MaxOf3Stride2From(v, 0, ow, yr);
   }
@@ -219,8 +216,8 @@ KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih
       } else if (std::is_same<T, float>::value && iw >= 8) {
         const float* const* frows = reinterpret_cast<const float* const*>(rows);
         float* fv = reinterpret_cast<float*>(v);
-        if (iw >= 16) MaxRowsVec<float, PoolV16, 16>(frows, nrows, iw, fv);
-        else MaxRowsVec<float, PoolV8, 8>(frows, nrows, iw, fv);
+        if (iw >= 16) MaxRowsVec<float, VecF16, 16>(frows, nrows, iw, fv);
+        else MaxRowsVec<float, VecF8, 8>(frows, nrows, iw, fv);
       } else if (sizeof(T) == 1 && iw >= 16) {
         using E = typename std::conditional<std::is_signed<T>::value, int8_t, uint8_t>::type;
         const E* const* brows = reinterpret_cast<const E* const*>(rows);
@@ -378,7 +375,7 @@ void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __r
     for (int j = 0; j < 16; ++j) keep[j] = j >= 16 - rem ? -1 : 0;
     for (int64_t pl = 0; pl < planes; ++pl) {
       const float* __restrict xp = x + pl * n;
-      PoolV16 acc, t;
+      VecF16 acc, t;
       __builtin_memcpy(&acc, xp, sizeof(acc));
       for (int64_t i = 16; i < full; i += 16) {
         __builtin_memcpy(&t, xp + i, sizeof(t));
@@ -386,7 +383,7 @@ void PlaneMeans(const float* __restrict x, int64_t planes, int64_t n, float* __r
       }
       if (rem) {
         __builtin_memcpy(&t, xp + n - 16, sizeof(t));
-        acc += keep ? t : PoolV16{};  // a select: an inf or NaN counted already stays out
+        acc += keep ? t : VecF16{};  // a select: an inf or NaN counted already stays out
       }
       acc += KILN_SHUFFLE16(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
       acc += KILN_SHUFFLE16(acc, acc, 4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15);

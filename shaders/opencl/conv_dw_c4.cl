@@ -73,6 +73,9 @@ float16 FourPixels(__global const STORE_T* x, uint row, int ix, uint w) {
   return (float16)(t[0], t[1], t[2], t[3]);
 }
 
+// Output q (0 to 3) of a float16 of four outputs, picked at run time.
+float4 Quarter(float16 a, uint q) { return q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef; }
+
 // Four outputs' float16 (pixels at, at + 1, ... of channel block cb) through
 // the activation into Y.
 #define STORE_FOUR(a16, at)                                                                           \
@@ -132,12 +135,8 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
 #pragma unroll
         for (uint g = 0u; g < XB / 4u; ++g) STORE_FOUR(acc[r][g], at + 4u * g);
       } else {
-        for (uint b = 0u; b < p.ow; ++b) {
-          const float16 a = acc[r][b / 4u];
-          const uint q = b % 4u;
-          const float4 v = q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef;
-          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + b, v, p.lo, p.hi, p.slope);
-        }
+        for (uint b = 0u; b < p.ow; ++b)
+          StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, at + b, Quarter(acc[r][b / 4u], b % 4u), p.lo, p.hi, p.slope);
       }
     }
     return;
@@ -191,12 +190,9 @@ __kernel void conv_dw_c4(__global const STORE_T* x, __global const STORE_T* w4, 
       for (uint g = 0u; g < XB / 4u; ++g) STORE_FOUR(acc16[g], at + 4u * g);
       return;
     }
-    for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b) {
-      const float16 a = acc16[b / 4u];
-      const uint q = b % 4u;
-      const float4 v = q == 0u ? a.s0123 : q == 1u ? a.s4567 : q == 2u ? a.s89ab : a.scdef;
-      StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, orow * p.ow + ox0 + b, v, p.lo, p.hi, p.slope);
-    }
+    for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b)
+      StoreY4(y, Y_PACKED, ACT, p.c, n, cb, ovol, orow * p.ow + ox0 + b, Quarter(acc16[b / 4u], b % 4u), p.lo, p.hi,
+              p.slope);
     return;
   }
 #endif

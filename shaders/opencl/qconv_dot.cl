@@ -28,7 +28,7 @@
 #ifndef KILN_SPEC_8
 #define KILN_SPEC_8 4
 #endif
-#define QTM KILN_SPEC_8  // output channels a work item (4 or 8)
+#define QTM KILN_SPEC_8  // output channels a work item (4; 2 or 8 for A/B)
 
 __kernel void qconv_dot(__global const uint* x4, __global const uint* w4, __global const uchar* zx,
                         __global const uchar* zw, __global const float* sx, __global const float* sw,

@@ -26,10 +26,9 @@ layout(push_constant) uniform P {
 layout(constant_id = 7) const uint XB = 1u;
 // RS (with XB 8, or 7 on rows of a multiple of 7): a 2-D square kernel of
 // RK (3 or 5) taps, dilation 1 and column stride RS (1 or 2); RS 0: any
-// kernel. A row's pixels are read
-// once for the XB outputs, (XB - 1) * RS + RK reads where the taps made
-// RK * XB (lavapipe: each read a gather), their indices all fixed once the
-// loops unroll.
+// kernel. A row's pixels are read once for the XB outputs, (XB - 1) * RS +
+// RK reads where the taps made RK * XB (lavapipe: each read a gather),
+// their indices all fixed once the loops unroll.
 layout(constant_id = 8) const uint RS = 0u;
 layout(constant_id = 9) const uint RK = 3u;
 

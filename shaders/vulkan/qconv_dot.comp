@@ -23,7 +23,7 @@ layout(std430, binding = 1) readonly buffer W4 { uint w4[]; };
 #include "qconv_common.glsl"
 
 layout(constant_id = 7) const uint TW = 4;  // output columns an invocation (2 on GPUs, 8 on CPU drivers)
-layout(constant_id = 8) const uint TM = 4;  // output channels an invocation (4 or 8)
+layout(constant_id = 8) const uint TM = 4;  // output channels an invocation (4; 2 or 8 for A/B)
 
 void main() {
   const uint osp = p.out_dims[0] * p.out_dims[1] * p.out_dims[2];

@@ -397,8 +397,8 @@ class ConvExecution final : public GemmExecution {
       // 3x3 or 5x5, 2-D, dilation 1, column stride 1 or 2, 7 or 8 columns
       // an invocation: the row's pixels read once for the 7 or 8 outputs
       // (conv_dw_c4.comp's RS and RK; Vulkan only).
-      const bool rows = (xb == 8 || xb == 7) && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) && w.dh == 1 &&
-                        w.dw == 1 && (w.sw == 1 || w.sw == 2);
+      const bool rows = (xb == 8 || xb == 7) && w.kd == 1 && w.d == 1 && w.kh == w.kw && (w.kw == 3 || w.kw == 5) &&
+                        w.dh == 1 && w.dw == 1 && (w.sw == 1 || w.sw == 2);
       dw_spec.push_back(rows && dw_rows_on_ ? w.sw : 0);
       dw_spec.push_back(rows ? w.kw : 3);
       // RB output rows an item (GpuCaps::dw_rows_per_item; conv_dw_c4.cl

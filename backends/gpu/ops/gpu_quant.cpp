@@ -146,6 +146,15 @@ struct QPackPush {
   uint32_t n, c, c4, sp, fill_mod;
 };
 
+// A block size of the int8 kernels by words: the variable `env` where it is
+// 2, 4 or 8 (another value: 4), else `fallback` (A/B runs on a device).
+uint32_t BlockSize(const char* env, uint32_t fallback) {
+  const char* e = std::getenv(env);
+  if (!e) return fallback;
+  const int v = std::atoi(e);
+  return v == 2 || v == 8 ? static_cast<uint32_t>(v) : 4;
+}
+
 // The int8 kernels by packed words (qconv_dot, qmatmul_dot); KILN_GPU_QDOT=0:
 // the one-output kernels everywhere (A/B).
 bool DotKernelsOn() {
@@ -366,14 +375,10 @@ class QMatMulExecution final : public PackedQExecution {
     // qgemm 512^3: Vulkan 0.0419 -> 0.0237 ms, OpenCL 0.0755 -> 0.0534;
     // 4 x 2, 2 x 4 and 8 x 4 in between or slower). KILN_GPU_QMM_ROWS /
     // KILN_GPU_QMM_COLS = 2|4|8 (A/B).
-    const int fallback = gpu()->gpuCaps().cpu_kernels ? 4 : 2;
-    auto block = [fallback](const char* env) -> uint32_t {
-      const char* e = std::getenv(env);
-      const int v = e ? std::atoi(e) : fallback;
-      return v == 2 || v == 8 ? static_cast<uint32_t>(v) : 4;
-    };
+    const uint32_t block = gpu()->gpuCaps().cpu_kernels ? 4 : 2;
     auto packed = [&] {
-      return planDot(push, a, b, az, rest, {at, bt, yt, flags, block("KILN_GPU_QMM_COLS"), block("KILN_GPU_QMM_ROWS")},
+      return planDot(push, a, b, az, rest,
+                     {at, bt, yt, flags, BlockSize("KILN_GPU_QMM_COLS", block), BlockSize("KILN_GPU_QMM_ROWS", block)},
                      ql);
     };
     if (DotKernelsOn() && push.k >= 4 && tryPacked(packed, &s)) return s;
@@ -429,15 +434,11 @@ class QConvExecution final : public PackedQExecution {
   // columns or 8 channels were slower still than 4 (docs/GPU_PERFORMANCE.md).
   // KILN_GPU_QDOT_COLS=2|4|8 (A/B).
   uint32_t ColumnsAnInvocation() const {
-    if (const char* e = std::getenv("KILN_GPU_QDOT_COLS")) return std::atoi(e) == 8 ? 8 : std::atoi(e) == 2 ? 2 : 4;
-    return gpu()->gpuCaps().cpu_kernels ? 8 : 2;
+    return BlockSize("KILN_GPU_QDOT_COLS", gpu()->gpuCaps().cpu_kernels ? 8 : 2);
   }
   // qconv_dot's output channels an invocation: 4; KILN_GPU_QDOT_ROWS=2|8
   // (A/B).
-  uint32_t ChannelsAnInvocation() const {
-    if (const char* e = std::getenv("KILN_GPU_QDOT_ROWS")) return std::atoi(e) == 8 ? 8 : std::atoi(e) == 2 ? 2 : 4;
-    return 4;
-  }
+  uint32_t ChannelsAnInvocation() const { return BlockSize("KILN_GPU_QDOT_ROWS", 4); }
 
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const bool ql = op_.type == fb::OpType::QLinearConv;
