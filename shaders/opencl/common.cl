@@ -286,6 +286,14 @@ void StoreY4(__global STORE_T* y, bool packed, uint act, uint channels, uint n, 
   for (uint j = 0u; j < 4u && c0 + j < channels; ++j) STORE(y, (n * channels + c0 + j) * vol + pix, e[j]);
 }
 
+// StoreY4 after adding a fused residual r (fuse_residual's fourth input,
+// in Y's layout and shape) where `residual`: y = act(conv + b + r).
+void StoreY4R(__global STORE_T* y, __global const STORE_T* r, bool residual, bool packed, uint act, uint channels,
+              uint n, uint block, uint vol, uint pix, float4 v, float lo, float hi, float slope) {
+  if (residual) v += LoadX4(r, packed, channels, n, block, vol, pix);
+  StoreY4(y, packed, act, channels, n, block, vol, pix, v, lo, hi, slope);
+}
+
 // The push constants of the Winograd F(2x2, 3x3) kernels (wino_in.cl,
 // wino_gemm.cl, wino_out.cl; shaders/vulkan/wino_common.glsl).
 typedef struct {

@@ -3,7 +3,7 @@
 // owns MB blocks of four output channels by XB consecutive output columns
 // of a row (1 x 4, or 2 x 8 on CPU drivers); X
 // and Y each channel-packed (X_PACKED, Y_PACKED) or NCHW (LoadX4, StoreY4
-// in common.cl).
+// in common.cl); a fused residual r in Y's layout where HAS_RESIDUAL.
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
@@ -22,12 +22,16 @@
 #ifndef KILN_SPEC_8
 #define KILN_SPEC_8 1
 #endif
+#ifndef KILN_SPEC_9
+#define KILN_SPEC_9 0
+#endif
 #define ACT KILN_SPEC_3
 #define HAS_BIAS (KILN_SPEC_4 != 0)
 #define X_PACKED (KILN_SPEC_5 != 0)
 #define Y_PACKED (KILN_SPEC_6 != 0)
 #define XB KILN_SPEC_7  // output columns a work item
 #define MB KILN_SPEC_8  // blocks of four output channels a work item
+#define HAS_RESIDUAL (KILN_SPEC_9 != 0)  // r (argument 3) added before the activation
 
 typedef struct {
   uint c, cg, cg4;
@@ -38,7 +42,8 @@ typedef struct {
   float lo, hi, slope;
 } ConvC4Push;
 
-__kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y, ConvC4Push p) {
+__kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __global STORE_T* y, __global const STORE_T* r,
+                      ConvC4Push p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
   const uint owb = (p.ow + XB - 1u) / XB, groups = p.m / p.mg, mbb = (p.mg4 + MB - 1u) / MB;
@@ -96,6 +101,7 @@ __kernel void conv_c4(__global const STORE_T* x, __global const STORE_T* w4, __g
   for (uint mb = 0u; mb < MB && q0 + mb < p.mg4; ++mb) {
     const float4 bv = HAS_BIAS ? LOAD4(w4, p.bias_at + gmb[mb]) : (float4)(0.0f);
     for (uint b = 0u; b < XB && ox0 + b < p.ow; ++b)
-      StoreY4(y, Y_PACKED, ACT, p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi, p.slope);
+      StoreY4R(y, r, HAS_RESIDUAL, Y_PACKED, ACT, p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi,
+               p.slope);
   }
 }

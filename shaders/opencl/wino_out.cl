@@ -9,11 +9,16 @@
 #ifndef KILN_SPEC_6
 #define KILN_SPEC_6 0
 #endif
+#ifndef KILN_SPEC_9
+#define KILN_SPEC_9 0
+#endif
 #define ACT KILN_SPEC_3
 #define HAS_BIAS (KILN_SPEC_4 != 0)
 #define Y_PACKED (KILN_SPEC_6 != 0)
+#define HAS_RESIDUAL (KILN_SPEC_9 != 0)  // r (argument 3) added before the activation
 
-__kernel void wino_out(__global const STORE_T* prod, __global const STORE_T* u, __global STORE_T* y, WinoPush p) {
+__kernel void wino_out(__global const STORE_T* prod, __global const STORE_T* u, __global STORE_T* y, __global const STORE_T* r,
+                       WinoPush p) {
   uint i = KILN_GLOBAL_INDEX;
   if (i >= p.total) return;
   const uint t = i % p.tiles;
@@ -29,11 +34,13 @@ __kernel void wino_out(__global const STORE_T* prod, __global const STORE_T* u, 
   }
   const float4 bv = HAS_BIAS ? LOAD4(u, p.bias_at + mb) : (float4)(0.0f);
   const uint oy0 = (t / p.tw) * 2u, ox0 = (t % p.tw) * 2u, ovol = p.oh * p.ow;
-  for (uint r = 0u; r < 2u && oy0 + r < p.oh; ++r) {
-    const float4* s = r == 0u ? s0 : s1;
-    const uint row = (oy0 + r) * p.ow;
-    StoreY4(y, Y_PACKED, ACT, p.m, n, mb, ovol, row + ox0, s[0] + s[1] + s[2] + bv, p.lo, p.hi, p.slope);
+  for (uint dy = 0u; dy < 2u && oy0 + dy < p.oh; ++dy) {
+    const float4* s = dy == 0u ? s0 : s1;
+    const uint row = (oy0 + dy) * p.ow;
+    StoreY4R(y, r, HAS_RESIDUAL, Y_PACKED, ACT, p.m, n, mb, ovol, row + ox0, s[0] + s[1] + s[2] + bv, p.lo, p.hi,
+             p.slope);
     if (ox0 + 1u < p.ow)
-      StoreY4(y, Y_PACKED, ACT, p.m, n, mb, ovol, row + ox0 + 1u, s[1] - s[2] - s[3] + bv, p.lo, p.hi, p.slope);
+      StoreY4R(y, r, HAS_RESIDUAL, Y_PACKED, ACT, p.m, n, mb, ovol, row + ox0 + 1u, s[1] - s[2] - s[3] + bv, p.lo,
+               p.hi, p.slope);
   }
 }

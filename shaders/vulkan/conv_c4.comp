@@ -2,6 +2,7 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 #include "unary_fn.glsl"
+#define KILN_RESIDUAL
 #include "conv_c4_common.glsl"
 
 // Conv (1-D/2-D/3-D, any stride, padding, dilation; one group, or groups of
@@ -10,12 +11,14 @@
 // consecutive output columns of one output row: per tap and input block it
 // loads four input pixels (each the vec4 of four input channels) and four
 // weight columns, and does sixteen vec4 FMAs. X and Y in either layout
-// (conv_c4_common.glsl); XB and MB below widen the tile. Weights (backends/gpu/ops/gpu_nn_conv.cpp,
-// PackConvWeights): vec4 column j of (group g, output block mb, tap t,
-// input block cb) holds W[g*mg + 4mb + 0..3][4cb + j][t], zero past the
-// group's channels, at ((gmb * kvol + t) * cg4 + cb) * 4 + j with gmb =
-// g * mg4 + mb; the bias follows at vec4 `bias_at` + gmb. Invocations: ox
-// block fastest, then oy, oz, output block (all groups), batch.
+// (conv_c4_common.glsl), a fused residual at binding 3 where HAS_RESIDUAL;
+// XB and MB below widen the tile. Weights
+// (backends/gpu/ops/gpu_nn_conv.cpp, PackConvWeights): vec4 column j of
+// (group g, output block mb, tap t, input block cb) holds W[g*mg + 4mb +
+// 0..3][4cb + j][t], zero past the group's channels, at ((gmb * kvol + t)
+// * cg4 + cb) * 4 + j with gmb = g * mg4 + mb; the bias follows at vec4
+// `bias_at` + gmb. Invocations: ox block fastest, then oy, oz, output
+// block (all groups), batch.
 layout(push_constant) uniform P {
   uint c, cg, cg4;      // input channels; per group, and its blocks
   uint m, mg, mg4;      // output channels; per group, and its blocks
@@ -120,7 +123,7 @@ void main() {
     const vec4 bv = HAS_BIAS ? LOAD_W4(p.bias_at + gmb[mb]) : vec4(0.0);
     [[unroll]] for (uint b = 0u; b < XB; ++b) {
       if (ox0 + b >= p.ow) break;
-      StoreY4(p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi, p.slope);
+      StoreY4R(p.m, n, gmb[mb], ovol, orow + ox0 + b, acc[mb][b] + bv, p.lo, p.hi, p.slope);
     }
   }
 }

@@ -78,3 +78,30 @@ void StoreY4(uint channels, uint n, uint block, uint vol, uint pix, vec4 v, floa
   [[unroll]] for (uint j = 0u; j < 4u; ++j)
     if (c0 + j < channels) y[(n * channels + c0 + j) * vol + pix] = STORE_T(v[j]);
 }
+
+// KILN_RESIDUAL (conv_c4.comp, wino_out.comp): a fused residual r
+// (fuse_residual's fourth input) at binding 3, in Y's layout and shape,
+// added before the activation where HAS_RESIDUAL: y = act(conv + b + r).
+// Without one the binding holds another buffer of the op, never read.
+#ifdef KILN_RESIDUAL
+layout(constant_id = 9) const bool HAS_RESIDUAL = false;
+layout(std430, binding = 3) readonly buffer R { STORE_T r[]; };
+layout(std430, binding = 3) readonly buffer R4 { STORE4_T r4[]; };
+
+// The residual's channels of `block` at pixel `pix` of image n (Y's
+// indexing); 0 past the last channel.
+vec4 LoadR4(uint channels, uint n, uint block, uint vol, uint pix) {
+  if (Y_PACKED) return vec4(r4[(n * ((channels + 3u) / 4u) + block) * vol + pix]);
+  vec4 v = vec4(0.0);
+  const uint c0 = block * 4u, base = (n * channels + c0) * vol + pix;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j)
+    if (c0 + j < channels) v[j] = float(r[base + j * vol]);
+  return v;
+}
+
+// v plus the residual where there is one, then stored as StoreY4 stores.
+void StoreY4R(uint channels, uint n, uint block, uint vol, uint pix, vec4 v, float lo, float hi, float slope) {
+  if (HAS_RESIDUAL) v += LoadR4(channels, n, block, vol, pix);
+  StoreY4(channels, n, block, vol, pix, v, lo, hi, slope);
+}
+#endif

@@ -2,14 +2,15 @@
 #extension GL_GOOGLE_include_directive : enable
 #include "common.glsl"
 #include "unary_fn.glsl"
+#define KILN_RESIDUAL
 #include "conv_c4_common.glsl"
 #include "wino_common.glsl"
 
 // The output transform: one invocation a (image, output block, tile) reads
 // the tile's 16 products (binding 0, as wino_gemm wrote them), makes the
 // 2x2 outputs A^T m A, adds the bias (binding 1 at bias_at + block) and
-// stores them through the fused activation into Y (binding 2, packed or
-// NCHW), the tile's pixels past the output's edge left out. Invocations:
+// stores them, plus a fused residual (binding 3, where HAS_RESIDUAL),
+// through the fused activation into Y (binding 2, packed or NCHW), the tile's pixels past the output's edge left out. Invocations:
 // tile fastest, then block, image.
 // The products are read as conv_c4_common.glsl reads a packed X (so, in
 // wino_out_tx, as texels; the bias too).
@@ -31,11 +32,11 @@ void main() {
   }
   const vec4 bv = HAS_BIAS ? LOAD_W4(p.bias_at + mb) : vec4(0.0);
   const uint oy0 = (t / p.tw) * 2u, ox0 = (t % p.tw) * 2u, ovol = p.oh * p.ow;
-  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
-    if (oy0 + r >= p.oh) break;
-    const uint row = (oy0 + r) * p.ow;
-    StoreY4(p.m, n, mb, ovol, row + ox0, s[r][0] + s[r][1] + s[r][2] + bv, p.lo, p.hi, p.slope);
+  [[unroll]] for (uint dy = 0u; dy < 2u; ++dy) {
+    if (oy0 + dy >= p.oh) break;
+    const uint row = (oy0 + dy) * p.ow;
+    StoreY4R(p.m, n, mb, ovol, row + ox0, s[dy][0] + s[dy][1] + s[dy][2] + bv, p.lo, p.hi, p.slope);
     if (ox0 + 1u < p.ow)
-      StoreY4(p.m, n, mb, ovol, row + ox0 + 1u, s[r][1] - s[r][2] - s[r][3] + bv, p.lo, p.hi, p.slope);
+      StoreY4R(p.m, n, mb, ovol, row + ox0 + 1u, s[dy][1] - s[dy][2] - s[dy][3] + bv, p.lo, p.hi, p.slope);
   }
 }

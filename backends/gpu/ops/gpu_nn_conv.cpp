@@ -272,13 +272,17 @@ class ConvExecution final : public GemmExecution {
  private:
   static const Tensor* Residual(const std::vector<Tensor*>& in) { return in.size() > 3 ? in[3] : nullptr; }
 
-  // A fused residual (input 3, fuse_residual): the conv without its
-  // activation, then y += r (binary.comp) and the activation (unary.comp),
-  // in place over the stored elements.
+  // A fused residual (input 3, fuse_residual). The packed kernels other
+  // than depthwise (conv_c4, Winograd's wino_out) add it in their store,
+  // before the activation. Elsewhere the conv runs without its activation,
+  // then y += r (binary.comp) and the activation (unary.comp), in place
+  // over the stored elements. KILN_GPU_RESIDUAL_STORE=0 takes that path
+  // everywhere (to compare).
   Status plan(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) override {
     const Tensor* r = Residual(in);
-    if (!r) return planConv(in, out, act_);
-    KILN_RETURN_IF_ERROR(planConv(in, out, GpuFusedActivation{}));
+    if (!r) return planConv(in, out, act_, nullptr);
+    if (residualInStore(in, out)) return planConv(in, out, act_, r);
+    KILN_RETURN_IF_ERROR(planConv(in, out, GpuFusedActivation{}, nullptr));
     const Tensor* y = out[0];
     KILN_ASSIGN_OR_RETURN(Broadcast bc, MakeBroadcast(gpu()->storageShape(*y),
                                                  {gpu()->storageShape(*y), gpu()->storageShape(*r)}));
@@ -298,11 +302,24 @@ class ConvExecution final : public GemmExecution {
     return add1D("unary", {{y}, {y, nullptr, true}}, push, (uint64_t{n} + epi - 1) / epi, {act_.code, epi});
   }
 
-  Status planConv(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, const GpuFusedActivation& fa) {
+  // Whether the conv's kernel adds the residual in its store: a packed
+  // path other than depthwise (planPacked: conv_c4 or Winograd), r in Y's
+  // layout and shape.
+  bool residualInStore(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) const {
+    static const bool on = !EnvIsZero("KILN_GPU_RESIDUAL_STORE");
+    const Tensor *x = in[0], *y = out[0], *r = Residual(in);
+    if (!on || !(packed(x) || packed(y)) || packed(r) != packed(y) || r->shape() != y->shape()) return false;
+    const int64_t groups = p_ ? p_->group() : 1;
+    return !(groups > 1 && x->length(1) == groups && y->length(1) == groups);
+  }
+
+  // The conv, `fa` fused; `r`, a residual the kernel adds (residualInStore), or null.
+  Status planConv(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, const GpuFusedActivation& fa,
+                  const Tensor* r) {
     KILN_ASSIGN_OR_RETURN(ConvShapes s, ReadConvShapes(p_, in, out));
     const IntVec pads = ConvPads(p_, s.in, s.out, s.kernel, s.strides, s.dilations);
     const Window w = MakeWindow(s.in, s.out, s.kernel, s.strides, s.dilations, pads);
-    if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0], fa);
+    if (packed(in[0]) || packed(out[0])) return planPacked(s, w, in[0], out[0], r, fa);
     const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
     const ActPush act{fa.lo, fa.hi, fa.slope};
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
@@ -358,10 +375,10 @@ class ConvExecution final : public GemmExecution {
     return add("conv", std::move(bindings), push, groups, local, spec);
   }
 
-  Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y,
+  Status planPacked(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y, const Tensor* r,
                     const GpuFusedActivation& fa) {
     const bool depthwise = s.groups > 1 && s.c == s.groups && s.m == s.groups;
-    if (WinogradSuits(s, w)) return planWinograd(s, w, x, y, fa);
+    if (WinogradSuits(s, w)) return planWinograd(s, w, x, y, r, fa);
     const uint32_t kvol = w.kd * w.kh * w.kw;
     if (!packed_w_.handle) {
       std::vector<float> wf, bf;
@@ -428,6 +445,8 @@ class ConvExecution final : public GemmExecution {
     std::vector<uint32_t> tile_spec = spec;
     tile_spec.push_back(xb);
     tile_spec.push_back(mb);
+    tile_spec.push_back(r != nullptr);
+    bindings.push_back({r ? r : x});  // binding 3: the residual, or X unread
     const uint64_t total =
         uint64_t{s.batch} * s.groups * ((push.mg4 + mb - 1) / mb) * w.od * w.oh * ((w.ow + xb - 1) / xb);
     if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
@@ -460,7 +479,7 @@ class ConvExecution final : public GemmExecution {
   // output tile reads, [N][16][C/4][tiles] vec4), wino_gemm (the 16
   // products U[pos] V[pos], [N][16][M/4][tiles] vec4), wino_out (A^T m A,
   // the bias and the fused activation, into Y).
-  Status planWinograd(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y,
+  Status planWinograd(const ConvShapes& s, const Window& w, const Tensor* x, const Tensor* y, const Tensor* r,
                       const GpuFusedActivation& fa) {
     const bool half = gpu()->halfStorage();
     if (!wino_w_.handle) {
@@ -502,8 +521,10 @@ class ConvExecution final : public GemmExecution {
     KILN_RETURN_IF_ERROR(add1D("wino_gemm", {{nullptr, &wino_v_, false, t4}, u, {nullptr, &wino_m_, true}}, push,
                                push.total, {0, 0, 0, 0, tb, mb}));
     push.total = static_cast<uint32_t>(uint64_t{s.batch} * push.m4 * tiles);
-    return add1D("wino_out", {{nullptr, &wino_m_, false, t4}, u, {y, nullptr, true}}, push, push.total,
-                 {fa.code, has_bias_, 0, packed(y)});
+    // Binding 3: the residual, or the products again, unread (spec 9).
+    const GpuBinding rb = r ? GpuBinding{r} : GpuBinding{nullptr, &wino_m_};
+    return add1D("wino_out", {{nullptr, &wino_m_, false, t4}, u, {y, nullptr, true}, rb}, push, push.total,
+                 {fa.code, has_bias_, 0, packed(y), 0, 0, r != nullptr});
   }
 
   const fb::ConvParams* p_;
