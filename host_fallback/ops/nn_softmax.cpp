@@ -6,12 +6,19 @@
 // is contiguous and a task is a block of rows; otherwise a task is one outer
 // index and a block of inner columns, so rows along the axis are read
 // contiguously.
+//
+// Attention (fuse_attention's op) is here too: per batch, the scores
+// scale * Q KT (+ mask) into a thread's scratch, softmax over each row in
+// place, then P V.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
+#include "gemm.h"
 #include "host_backend.h"
 #include "ops/nn_common.h"
+#include "scratch.h"
 #include "vec_math.h"
 
 namespace kiln {
@@ -53,7 +60,76 @@ Status RunSoftmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::
   return Status::Ok();
 }
 
+// One thread's pool, for products run inside a parallelFor over batches.
+ThreadPool& SerialPool() {
+  static ThreadPool serial(1);
+  return serial;
+}
+
+Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                    HostBackend& be) {
+  // Shapes and types are checked by InferShapeAttention.
+  const Tensor &Q = *in[0], &KT = *in[1], &V = *in[2];
+  const Tensor* mask = in.size() > 3 ? in[3] : nullptr;
+  const int r = Q.dimensions();
+  const int64_t L = Q.length(r - 2), D = Q.length(r - 1), S = KT.length(r - 1), Dv = V.length(r - 1);
+  int64_t batches = 1;
+  for (int d = 0; d < r - 2; ++d) batches *= Q.length(d);
+  if (batches * L * Dv == 0) return Status::Ok();
+  const fb::AttentionParams* p = op.params<fb::AttentionParams>();
+  const float scale = p ? p->scale() : 1.f;
+  // The mask's strides by batch, row and column (0 where it broadcasts).
+  int64_t m_batch = 0, m_row = 0, m_col = 0;
+  const float* m = nullptr;
+  if (mask) {
+    const int mr = mask->dimensions();
+    const int64_t rows = mr >= 2 ? mask->length(mr - 2) : 1, cols = mr >= 1 ? mask->length(mr - 1) : 1;
+    m_col = cols == 1 ? 0 : 1;
+    m_row = rows == 1 ? 0 : cols;
+    m_batch = mask->elementCount() == rows * cols ? 0 : rows * cols;
+    m = mask->host<float>();
+  }
+  const float *q = Q.host<float>(), *kt = KT.host<float>(), *v = V.host<float>();
+  float* y = out[0]->host<float>();
+  auto one = [&](ThreadPool& pool, int64_t b, float* sc) {
+    Sgemm(pool, false, false, L, S, D, scale, q + b * L * D, D, kt + b * D * S, S, 0.f, sc, S);
+    if (m) {
+      for (int64_t i = 0; i < L; ++i) {
+        float* row = sc + i * S;
+        const float* mrow = m + b * m_batch + i * m_row;
+        for (int64_t j = 0; j < S; ++j) row[j] += mrow[j * m_col];
+      }
+    }
+    SoftmaxRowsF32(sc, sc, L, S, false);
+    Sgemm(pool, false, false, L, Dv, S, 1.f, sc, S, v + b * S * Dv, Dv, 0.f, y + b * L * Dv, Dv);
+  };
+  thread_local ScratchBuffer scores;
+  const int threads = be.pool().threads();
+  if (threads > 1 && batches >= threads && (batches % threads == 0 || batches >= 4 * threads)) {
+    // A batch (head) a thread, its scores in that thread's cache.
+    std::atomic<bool> no_memory{false};
+    be.pool().parallelFor(batches, [&](int64_t begin, int64_t end) {
+      float* sc = scores.get(static_cast<size_t>(L * S));
+      if (!sc) {
+        no_memory = true;
+        return;
+      }
+      for (int64_t b = begin; b < end; ++b) one(SerialPool(), b, sc);
+    });
+    if (no_memory) return OutOfMemory("Attention: scores of %lld floats", static_cast<long long>(L * S));
+    return Status::Ok();
+  }
+  float* sc = scores.get(static_cast<size_t>(L * S));
+  if (!sc) return OutOfMemory("Attention: scores of %lld floats", static_cast<long long>(L * S));
+  for (int64_t b = 0; b < batches; ++b) one(be.pool(), b, sc);
+  return Status::Ok();
+}
+
 }  // namespace
+
+StatusOr<std::unique_ptr<Execution>> CreateHostAttention(const GraphOp& op, const Graph&, HostBackend* b) {
+  return MakeHostKernel(b, op, &RunAttention);
+}
 
 StatusOr<std::unique_ptr<Execution>> CreateHostSoftmax(const GraphOp& op, const Graph&, HostBackend* b) {
   return MakeHostKernel(b, op, &RunSoftmax);

@@ -5,7 +5,7 @@
 // strides, dilations, ceil_mode, count_include_pad, auto_pad, Indices);
 // Softmax/LogSoftmax along the last and inner axes; LayerNormalization (with
 // and without bias, broadcast scale, Mean/InvStdDev) and
-// InstanceNormalization. Shapes are odd so that rows and groups are partial,
+// InstanceNormalization; Attention. Shapes are odd so that rows and groups are partial,
 // and long enough in places to take the work-group-per-row paths.
 #include <cmath>
 
@@ -193,6 +193,40 @@ TEST(GpuReduceSoftmax, Axes) {
       op.input("x", c.shape, Random(Numel(c.shape), -8, 8, 9)).params(p);
       ExpectSameAsHost(op, kGpu, kTol, Name(t, "axis " + std::to_string(c.axis) + " of " + std::to_string(Numel(c.shape))));
     }
+}
+
+// Attention (fuse_attention's op) in one dispatch: aligned sizes (vec4
+// loads) and odd ones, query rows off the invocation's block, keys off the
+// block of four, masks for all batches, one a batch (broadcast over rows)
+// and whole, no batch dims. Heads of 128, the kernel's largest.
+TEST(GpuAttention, Shapes) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  struct Case {
+    std::vector<int64_t> batch;
+    int64_t L, D, S, Dv;
+    std::vector<int64_t> mask;
+  };
+  const Case cases[] = {{{2, 4}, 16, 8, 12, 8, {}},       {{6}, 5, 3, 7, 5, {5, 7}},
+                        {{3}, 9, 16, 33, 4, {3, 1, 33}},  {{2, 2}, 4, 4, 4, 4, {2, 2, 4, 4}},
+                        {{}, 7, 5, 9, 6, {9}},            {{2}, 6, 128, 8, 128, {}}};
+  for (const Case& c : cases) {
+    std::vector<int64_t> qs = c.batch, ks = c.batch, vs = c.batch;
+    qs.insert(qs.end(), {c.L, c.D});
+    ks.insert(ks.end(), {c.D, c.S});
+    vs.insert(vs.end(), {c.S, c.Dv});
+    fb::AttentionParamsT p;
+    p.scale = 0.35f;
+    OpTest op(fb::OpType::Attention);
+    op.input("q", qs, Random(Numel(qs), -1, 1, 11))
+        .input("kt", ks, Random(Numel(ks), -1, 1, 12))
+        .input("v", vs, Random(Numel(vs), -1, 1, 13));
+    if (!c.mask.empty()) op.input("mask", c.mask, Random(Numel(c.mask), -4, 4, 14));
+    op.params(p);
+    ExpectSameAsHost(op, kGpu, kTol,
+                     "Attention L " + std::to_string(c.L) + " D " + std::to_string(c.D) + " S " +
+                         std::to_string(c.S) + " Dv " + std::to_string(c.Dv) + " mask of " +
+                         std::to_string(c.mask.size()) + " dims");
+  }
 }
 
 TEST(GpuReduceNorm, LayerNormalization) {

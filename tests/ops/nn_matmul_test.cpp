@@ -3,7 +3,9 @@
 // call) and a naive double-accumulating reference: batched and broadcast A,
 // K over two of the GEMM's K blocks, N off every register tile, one row (the
 // packed matrix-vector path), and the batch-a-thread split of many small
-// products (attention heads).
+// products (attention heads). Attention (fuse_attention's op) against a
+// naive reference: masks of every broadcast form, sizes off the vector
+// widths, heads a thread and heads split.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,6 +122,102 @@ TEST(NnGemm, ConstantBPackedMatchesInputB) {
             ExpectNear(packed->at(0).f32(), want, tol, "constant B");
             ExpectNear(plain->at(0).f32(), want, tol, "input B");
           }
+}
+
+// softmax(scale * Q KT + mask) V, batch by batch, in doubles. The mask's
+// strides by batch, row and key as InferShapeAttention allows them.
+std::vector<float> NaiveAttention(const std::vector<float>& q, const std::vector<float>& kt,
+                                  const std::vector<float>& v, const std::vector<float>* mask, int64_t batches,
+                                  int64_t L, int64_t D, int64_t S, int64_t Dv, float scale, int64_t m_batch,
+                                  int64_t m_row, int64_t m_col) {
+  std::vector<float> y(static_cast<size_t>(batches * L * Dv));
+  std::vector<double> sc(static_cast<size_t>(S));
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d) s += static_cast<double>(q[(b * L + i) * D + d]) * kt[(b * D + d) * S + j];
+        s *= scale;
+        if (mask) s += (*mask)[b * m_batch + i * m_row + j * m_col];
+        sc[j] = s;
+        mx = std::max(mx, s);
+      }
+      for (int64_t j = 0; j < S; ++j) sum += sc[j] = std::exp(sc[j] - mx);
+      for (int64_t c = 0; c < Dv; ++c) {
+        double o = 0;
+        for (int64_t j = 0; j < S; ++j) o += sc[j] * v[(b * S + j) * Dv + c];
+        y[(b * L + i) * Dv + c] = static_cast<float>(o / sum);
+      }
+    }
+  return y;
+}
+
+TEST(NnAttention, MatchesTheNaiveReference) {
+  struct Case {
+    Shape batch;
+    int64_t L, D, S, Dv;
+    Shape mask;  // empty: none
+  };
+  const Case cases[] = {
+      {{2, 4}, 16, 8, 12, 8, {}},          // 8 heads on 3 threads: each product split
+      {{6}, 5, 3, 7, 5, {5, 7}},           // 6 heads, 2 a thread; one mask for all; odd sizes
+      {{3}, 9, 16, 33, 4, {3, 1, 33}},     // one mask a batch, broadcast over rows
+      {{1}, 130, 32, 70, 20, {1, 1, 70}},  // one long product split over the threads
+      {{2, 2}, 4, 4, 4, 4, {2, 2, 4, 4}},  // a whole mask
+      {{}, 7, 5, 9, 6, {9}},               // no batch dims; a mask row for every query
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("batch " + Str(c.batch) + " L " + std::to_string(c.L) + " S " + std::to_string(c.S) + " mask " +
+                 Str(c.mask));
+    Shape qs = c.batch, ks = c.batch, vs = c.batch;
+    qs.insert(qs.end(), {c.L, c.D});
+    ks.insert(ks.end(), {c.D, c.S});
+    vs.insert(vs.end(), {c.S, c.Dv});
+    const std::vector<float> q = Rand(qs, 171), kt = Rand(ks, 172), v = Rand(vs, 173);
+    std::vector<float> mask = Rand(c.mask.empty() ? Shape{1} : c.mask, 174);
+    for (float& x : mask) x *= 4;
+    fb::AttentionParamsT p;
+    p.scale = 0.7f;
+    OpTest t(fb::OpType::Attention);
+    t.input("q", qs, q).input("kt", ks, kt).input("v", vs, v);
+    if (!c.mask.empty()) t.input("mask", c.mask, mask);
+    auto got = t.params(p).run(Threads3());
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    Shape ys = c.batch;
+    ys.insert(ys.end(), {c.L, c.Dv});
+    EXPECT_EQ(got->at(0).shape, ys);
+    int64_t batches = 1, m_batch = 0, m_row = 0, m_col = 0;
+    for (int64_t d : c.batch) batches *= d;
+    if (!c.mask.empty()) {
+      const size_t r = c.mask.size();
+      const int64_t rows = r >= 2 ? c.mask[r - 2] : 1, cols = c.mask[r - 1];
+      m_col = cols == 1 ? 0 : 1;
+      m_row = rows == 1 ? 0 : cols;
+      m_batch = Numel(c.mask) == rows * cols ? 0 : rows * cols;
+    }
+    const std::vector<float> want = NaiveAttention(q, kt, v, c.mask.empty() ? nullptr : &mask, batches, c.L, c.D,
+                                                   c.S, c.Dv, p.scale, m_batch, m_row, m_col);
+    ExpectNear(got->at(0).f32(), want, 1e-5f, "Attention");
+  }
+}
+
+// Shapes outside Attention's form are refused at resize with the reason.
+TEST(NnAttention, BadShapesNameTheProblem) {
+  auto run = [](Shape qs, Shape ks, Shape vs, Shape ms) {
+    OpTest t(fb::OpType::Attention);
+    t.input("q", qs, Rand(qs, 1)).input("kt", ks, Rand(ks, 2)).input("v", vs, Rand(vs, 3));
+    if (!ms.empty()) t.input("mask", ms, Rand(ms, 4));
+    auto r = t.run();
+    return r.ok() ? std::string("ok") : r.status().ToString();
+  };
+  EXPECT_EQ(run({2, 4, 8}, {2, 8, 6}, {2, 6, 3}, {}), "ok");
+  EXPECT_NE(run({2, 4, 8}, {2, 7, 6}, {2, 6, 3}, {}).find("must be [..., L, D], [..., D, S] and [..., S, Dv]"),
+            std::string::npos);
+  EXPECT_NE(run({2, 4, 8}, {1, 8, 6}, {2, 6, 3}, {}).find("must be [..., L, D]"), std::string::npos);  // no broadcast
+  EXPECT_NE(run({2, 4, 8}, {2, 8, 6}, {2, 6, 3}, {3, 6}).find("does not broadcast"), std::string::npos);
+  EXPECT_NE(run({2, 3, 4, 8}, {2, 3, 8, 6}, {2, 3, 6, 3}, {2, 1, 4, 6}).find("does not broadcast"),
+            std::string::npos);  // a batch dim of 1 beside a whole one
 }
 
 }  // namespace

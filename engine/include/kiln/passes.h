@@ -40,7 +40,7 @@ struct PassReport {
 // Runs, in order: RemoveIdentity, FoldConstants, LowerEinsum, FoldBatchNorm,
 // FuseGelu, FuseHardSwish, FuseLayerNorm, FuseActivation, SinkDequantize, FuseQdq, RemoveDeadCode,
 // FoldDequantize, FuseResidual, MatMulToGemm (then FuseActivation again on
-// the Gemms it made), RemoveDeadCode.
+// the Gemms it made), FuseAttention, RemoveDeadCode.
 Status OptimizeNet(fb::NetT& net, PassReport* report = nullptr);
 
 // "remove_identity": Identity ops (ONNX Dropout is imported as Identity).
@@ -126,6 +126,12 @@ StatusOr<int> FuseResidual(fb::NetT& net);
 // 2-D f32 matrix and B a constant bias of shape [N] or [1, N] becomes
 // Gemm(A, W, B).
 StatusOr<int> MatMulToGemm(fb::NetT& net);
+
+// "fuse_attention": MatMul(q, kt) [-> Div / Mul by a constant scalar]
+// [-> Add(mask)] -> Softmax(last axis) -> MatMul(., v), with static shapes
+// of Attention's form (and a scale on q taken in), becomes Attention(q, kt,
+// v [, mask]) with the scale in its params.
+StatusOr<int> FuseAttention(fb::NetT& net);
 
 // "dead_code": removes ops none of whose outputs reach a graph output, then
 // tensors no op, graph input or graph output refers to, renumbering the

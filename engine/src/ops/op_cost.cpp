@@ -46,6 +46,15 @@ double CostGemm(const GraphOp&, const std::vector<Tensor*>& in, const std::vecto
                                                               : 0;
 }
 
+// Q KT and P V: 2 L S (D + Dv) a batch, the output being [..., L, Dv].
+double CostAttention(const GraphOp&, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out) {
+  if (in[0]->dimensions() < 2 || in[1]->dimensions() < 2 || out[0]->dimensions() < 2) return 0;
+  const double d = static_cast<double>(in[0]->length(in[0]->dimensions() - 1));
+  const double s = static_cast<double>(in[1]->length(in[1]->dimensions() - 1));
+  const double dv = static_cast<double>(out[0]->length(out[0]->dimensions() - 1));
+  return dv > 0 ? 2 * Elements(out[0]) / dv * s * (d + dv) : 0;
+}
+
 double CostElementwise(const GraphOp&, const std::vector<Tensor*>&, const std::vector<Tensor*>& out) {
   return Elements(out[0]);
 }

@@ -2,6 +2,7 @@
 // MatMul, Gemm, Softmax). ONNX semantics throughout; every error names the op
 // and the offending value, e.g. "Conv: input has 5 channels but weights
 // expect 3 (group 1)".
+#include <algorithm>
 #include <string>
 
 #include "checked_math.h"
@@ -520,6 +521,48 @@ Status InferShapeGemm(ShapeContext& c) {
     KILN_RETURN_IF_ERROR(SameType(c, 0, 2, "A", "C"));
   }
   c.setOutput(0, {m, n}, c.inType(0));
+  return Status::Ok();
+}
+
+// ---- Attention (fuse_attention) ----
+
+// Q [..., L, D], KT [..., D, S], V [..., S, Dv], the same batch dims; the
+// mask's last two dims (right-aligned) 1 or the scores' L and S, its batch
+// dims all 1 (or absent) or all the scores'.
+Status InferShapeAttention(ShapeContext& c) {
+  const IntVec& q = c.inShape(0);
+  const IntVec& kt = c.inShape(1);
+  const IntVec& v = c.inShape(2);
+  for (int i = 0; i < 3; ++i) {
+    if (c.inType(i) != fb::DataType::F32)
+      return InvalidArgument("Attention: %s must be f32, is %s", Named(c, i).c_str(), DataTypeName(c.inType(i)));
+  }
+  const size_t r = q.size();
+  if (r < 2 || kt.size() != r || v.size() != r || !std::equal(q.begin(), q.end() - 2, kt.begin()) ||
+      !std::equal(q.begin(), q.end() - 2, v.begin()) || q[r - 1] != kt[r - 2] || kt[r - 1] != v[r - 2])
+    return InvalidArgument("Attention: Q %s, KT %s and V %s must be [..., L, D], [..., D, S] and [..., S, Dv]",
+                           Join(q).c_str(), Join(kt).c_str(), Join(v).c_str());
+  IntVec scores(q.begin(), q.end() - 1);
+  scores.push_back(kt[r - 1]);
+  if (c.hasInput(3)) {
+    const IntVec& m = c.inShape(3);
+    if (c.inType(3) != fb::DataType::F32)
+      return InvalidArgument("Attention: mask %s must be f32, is %s", Named(c, 3).c_str(), DataTypeName(c.inType(3)));
+    // Rows and columns each 1 or whole; the batch dims all 1 or all the
+    // scores' (one mask for every batch, or one a batch).
+    bool ok = m.size() <= r, ones = true, whole = m.size() == r;
+    for (size_t i = 0; ok && i < m.size(); ++i) {
+      const int64_t want = scores[r - m.size() + i];
+      ok = m[i] == 1 || m[i] == want;
+      if (r - m.size() + i < r - 2) ones &= m[i] == 1, whole &= m[i] == want;
+    }
+    if (!ok || !(ones || whole))
+      return InvalidArgument("Attention: mask %s of shape %s does not broadcast to the scores' %s", Named(c, 3).c_str(),
+                             Join(m).c_str(), Join(scores).c_str());
+  }
+  IntVec y(q.begin(), q.end() - 1);
+  y.push_back(v[r - 1]);
+  c.setOutput(0, y, fb::DataType::F32);
   return Status::Ok();
 }
 

@@ -98,7 +98,8 @@ Status OptimizeGraph(fb::NetT& net, PassReport* report) {
       {"sink_dequantize", &SinkDequantize}, {"fuse_qdq", &FuseQdq},
       {"dead_code", &RemoveDeadCode},
       {"fold_dequantize", &FoldDequantize}, {"fuse_residual", &FuseResidual},
-      {"matmul_to_gemm", &MatMulToGemm},    {"dead_code", &RemoveDeadCode},
+      {"matmul_to_gemm", &MatMulToGemm},    {"fuse_attention", &FuseAttention},
+      {"dead_code", &RemoveDeadCode},
   };
   for (const Step& step : kPipeline) {
     int n = 0;
