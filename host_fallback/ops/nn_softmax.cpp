@@ -17,6 +17,7 @@
 
 #include "gemm.h"
 #include "host_backend.h"
+#include "ops/attention_mask.h"
 #include "ops/nn_common.h"
 #include "scratch.h"
 #include "vec_math.h"
@@ -78,15 +79,13 @@ Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std
   if (batches * L * Dv == 0) return Status::Ok();
   const fb::AttentionParams* p = op.params<fb::AttentionParams>();
   const float scale = p ? p->scale() : 1.f;
-  // The mask's strides by batch, row and column (0 where it broadcasts).
-  int64_t m_batch = 0, m_row = 0, m_col = 0;
+  // The mask's strides (0 where it broadcasts).
+  AttentionMask ms;
   const float* m = nullptr;
   if (mask) {
-    const int mr = mask->dimensions();
-    const int64_t rows = mr >= 2 ? mask->length(mr - 2) : 1, cols = mr >= 1 ? mask->length(mr - 1) : 1;
-    m_col = cols == 1 ? 0 : 1;
-    m_row = rows == 1 ? 0 : cols;
-    m_batch = mask->elementCount() == rows * cols ? 0 : rows * cols;
+    std::vector<int64_t> batch(Q.shape().begin(), Q.shape().end() - 2);
+    if (!MakeAttentionMask(batch, L, S, mask->shape(), &ms))
+      return InvalidArgument("Attention: mask '%s' does not broadcast to the scores", mask->name().c_str());
     m = mask->host<float>();
   }
   const float *q = Q.host<float>(), *kt = KT.host<float>(), *v = V.host<float>();
@@ -96,8 +95,8 @@ Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std
     if (m) {
       for (int64_t i = 0; i < L; ++i) {
         float* row = sc + i * S;
-        const float* mrow = m + b * m_batch + i * m_row;
-        for (int64_t j = 0; j < S; ++j) row[j] += mrow[j * m_col];
+        const float* mrow = m + ms.offset(b) + i * ms.row;
+        for (int64_t j = 0; j < S; ++j) row[j] += mrow[j * ms.col];
       }
     }
     SoftmaxRowsF32(sc, sc, L, S, false);

@@ -27,7 +27,8 @@
 typedef struct {
   uint l, d, s, dv, total;
   float scale;
-  uint m_batch, m_row, m_col;
+  uint m_row, m_col;
+  uint m_extent[3], m_stride[3];  // runs of batch dims (ops/attention_mask.h), outermost first
 } AttentionPush;
 
 // 4 elements of a row from `at`, 0 from `valid` on (`valid` >= 4: all).
@@ -47,6 +48,11 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
   if (i >= p.total) return;
   const uint blocks = (p.l + RB - 1u) / RB;
   const uint b = i / blocks, i0 = (i % blocks) * RB;
+  uint mbase = 0u, rest = b;  // the mask's offset for batch b
+  for (int k = 2; k >= 0; --k) {
+    mbase += rest % p.m_extent[k] * p.m_stride[k];
+    rest /= p.m_extent[k];
+  }
   uint row[RB];
   for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
 
@@ -83,7 +89,7 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
         if (k >= keys) {
           s4[k] = -INFINITY;
         } else if (HAS_MASK) {
-          s4[k] += LOAD(mask, b * p.m_batch + row[r] * p.m_row + (j + k) * p.m_col);
+          s4[k] += LOAD(mask, mbase + row[r] * p.m_row + (j + k) * p.m_col);
         }
       }
       const float mx = fmax(m[r], fmax(fmax(s4[0], s4[1]), fmax(s4[2], s4[3])));

@@ -14,10 +14,10 @@
 // columns (DV4 vec4 accumulators a row); per block of four keys it computes
 // the RB x 4 scores four steps of D at a time (vec4 loads of KT's rows, each
 // used for the RB rows), updates m and l, and adds the four rows of V, each
-// loaded once for the RB rows. The mask (binding 3, where
-// HAS_MASK) is read at b * m_batch + row * m_row + key * m_col (0 strides
-// where it broadcasts). A row whose scores are all -inf gives NaN, as the
-// host's Softmax. Invocations: row block fastest, then batch.
+// loaded once for the RB rows. The mask (binding 3, where HAS_MASK) is
+// read at MaskOffset(b) + row * m_row + key * m_col (0 strides where it
+// broadcasts). A row whose scores are all -inf gives NaN, as the host's
+// Softmax. Invocations: row block fastest, then batch.
 layout(constant_id = 3) const uint RB = 4u;           // query rows an invocation
 layout(constant_id = 4) const uint DV4 = 8u;          // ceil(Dv / 4), at most 32
 layout(constant_id = 5) const bool HAS_MASK = false;
@@ -35,8 +35,19 @@ layout(std430, binding = 4) writeonly buffer Y { STORE_T y[]; };
 layout(push_constant) uniform P {
   uint l, d, s, dv, total;
   float scale;
-  uint m_batch, m_row, m_col;
+  uint m_row, m_col;
+  uint m_extent0, m_extent1, m_extent2;  // runs of batch dims (ops/attention_mask.h), outermost first
+  uint m_stride0, m_stride1, m_stride2;
 } p;
+
+// The mask's offset for batch b.
+uint MaskOffset(uint b) {
+  uint off = (b % p.m_extent2) * p.m_stride2;
+  b /= p.m_extent2;
+  off += (b % p.m_extent1) * p.m_stride1;
+  b /= p.m_extent1;
+  return off + (b % p.m_extent0) * p.m_stride0;
+}
 
 // Q[b][row][dd .. dd+3], 0 past D.
 vec4 LoadQ4(uint b, uint row, uint dd) {
@@ -74,6 +85,7 @@ void main() {
   if (i >= p.total) return;
   const uint blocks = (p.l + RB - 1u) / RB;
   const uint b = i / blocks, i0 = (i % blocks) * RB;
+  const uint mbase = HAS_MASK ? MaskOffset(b) : 0u;
   uint row[RB];  // rows past L repeat the last one and are not stored
   [[unroll]] for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
 
@@ -110,7 +122,7 @@ void main() {
         if (j + k >= p.s) {
           s4[k] = -KILN_INF;
         } else if (HAS_MASK) {
-          s4[k] += float(mask[b * p.m_batch + row[r] * p.m_row + (j + k) * p.m_col]);
+          s4[k] += float(mask[mbase + row[r] * p.m_row + (j + k) * p.m_col]);
         }
       }
       const float mx = max(m[r], max(max(s4.x, s4.y), max(s4.z, s4.w)));

@@ -124,12 +124,27 @@ TEST(NnGemm, ConstantBPackedMatchesInputB) {
           }
 }
 
-// softmax(scale * Q KT + mask) V, batch by batch, in doubles. The mask's
-// strides by batch, row and key as InferShapeAttention allows them.
+// softmax(scale * Q KT + mask) V, batch by batch, in doubles; the mask
+// broadcast to the scores [batch..., L, S] by numpy's rules, index by index.
 std::vector<float> NaiveAttention(const std::vector<float>& q, const std::vector<float>& kt,
-                                  const std::vector<float>& v, const std::vector<float>* mask, int64_t batches,
-                                  int64_t L, int64_t D, int64_t S, int64_t Dv, float scale, int64_t m_batch,
-                                  int64_t m_row, int64_t m_col) {
+                                  const std::vector<float>& v, const std::vector<float>* mask, const Shape& mshape,
+                                  const Shape& batch, int64_t L, int64_t D, int64_t S, int64_t Dv, float scale) {
+  int64_t batches = 1;
+  for (int64_t d : batch) batches *= d;
+  Shape scores = batch;
+  scores.insert(scores.end(), {L, S});
+  const size_t r = scores.size();
+  auto mask_at = [&](int64_t b, int64_t i, int64_t j) {
+    std::vector<int64_t> idx(r);  // the scores' index, outermost first
+    idx[r - 1] = j, idx[r - 2] = i;
+    for (size_t k = r - 2; k-- > 0;) idx[k] = b % scores[k], b /= scores[k];
+    int64_t off = 0;
+    for (size_t k = 0; k < mshape.size(); ++k) {
+      const int64_t ix = mshape[k] == 1 ? 0 : idx[r - mshape.size() + k];
+      off = off * mshape[k] + ix;
+    }
+    return (*mask)[static_cast<size_t>(off)];
+  };
   std::vector<float> y(static_cast<size_t>(batches * L * Dv));
   std::vector<double> sc(static_cast<size_t>(S));
   for (int64_t b = 0; b < batches; ++b)
@@ -139,7 +154,7 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, const std::vector
         double s = 0;
         for (int64_t d = 0; d < D; ++d) s += static_cast<double>(q[(b * L + i) * D + d]) * kt[(b * D + d) * S + j];
         s *= scale;
-        if (mask) s += (*mask)[b * m_batch + i * m_row + j * m_col];
+        if (mask) s += mask_at(b, i, j);
         sc[j] = s;
         mx = std::max(mx, s);
       }
@@ -166,6 +181,9 @@ TEST(NnAttention, MatchesTheNaiveReference) {
       {{1}, 130, 32, 70, 20, {1, 1, 70}},  // one long product split over the threads
       {{2, 2}, 4, 4, 4, 4, {2, 2, 4, 4}},  // a whole mask
       {{}, 7, 5, 9, 6, {9}},               // no batch dims; a mask row for every query
+      {{2, 3}, 5, 4, 6, 4, {2, 1, 1, 6}},  // BERT's padding mask: one row a batch, all heads
+      {{2, 3}, 5, 4, 6, 4, {3, 5, 6}},     // one mask a head, all batches
+      {{2, 1, 3}, 4, 4, 5, 4, {2, 1, 1, 4, 5}},  // a batch dim of 1 between
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("batch " + Str(c.batch) + " L " + std::to_string(c.L) + " S " + std::to_string(c.S) + " mask " +
@@ -187,17 +205,8 @@ TEST(NnAttention, MatchesTheNaiveReference) {
     Shape ys = c.batch;
     ys.insert(ys.end(), {c.L, c.Dv});
     EXPECT_EQ(got->at(0).shape, ys);
-    int64_t batches = 1, m_batch = 0, m_row = 0, m_col = 0;
-    for (int64_t d : c.batch) batches *= d;
-    if (!c.mask.empty()) {
-      const size_t r = c.mask.size();
-      const int64_t rows = r >= 2 ? c.mask[r - 2] : 1, cols = c.mask[r - 1];
-      m_col = cols == 1 ? 0 : 1;
-      m_row = rows == 1 ? 0 : cols;
-      m_batch = Numel(c.mask) == rows * cols ? 0 : rows * cols;
-    }
-    const std::vector<float> want = NaiveAttention(q, kt, v, c.mask.empty() ? nullptr : &mask, batches, c.L, c.D,
-                                                   c.S, c.Dv, p.scale, m_batch, m_row, m_col);
+    const std::vector<float> want =
+        NaiveAttention(q, kt, v, c.mask.empty() ? nullptr : &mask, c.mask, c.batch, c.L, c.D, c.S, c.Dv, p.scale);
     ExpectNear(got->at(0).f32(), want, 1e-5f, "Attention");
   }
 }
@@ -216,8 +225,9 @@ TEST(NnAttention, BadShapesNameTheProblem) {
             std::string::npos);
   EXPECT_NE(run({2, 4, 8}, {1, 8, 6}, {2, 6, 3}, {}).find("must be [..., L, D]"), std::string::npos);  // no broadcast
   EXPECT_NE(run({2, 4, 8}, {2, 8, 6}, {2, 6, 3}, {3, 6}).find("does not broadcast"), std::string::npos);
-  EXPECT_NE(run({2, 3, 4, 8}, {2, 3, 8, 6}, {2, 3, 6, 3}, {2, 1, 4, 6}).find("does not broadcast"),
-            std::string::npos);  // a batch dim of 1 beside a whole one
+  EXPECT_EQ(run({2, 3, 4, 8}, {2, 3, 8, 6}, {2, 3, 6, 3}, {2, 1, 4, 6}), "ok");  // a padding mask's form
+  EXPECT_NE(run({2, 3, 2, 3, 4, 8}, {2, 3, 2, 3, 8, 6}, {2, 3, 2, 3, 6, 3}, {2, 1, 2, 1, 4, 6}).find("alternates"),
+            std::string::npos);  // four runs of batch dims
 }
 
 }  // namespace

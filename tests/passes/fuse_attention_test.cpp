@@ -1,11 +1,15 @@
 // fuse_attention: MatMul(q, kt) [-> scale] [-> Add(mask)] -> Softmax(last
 // axis) -> MatMul(., v) becomes Attention(q, kt, v [, mask]) with the scale
-// (a Div / Mul by a constant on the scores or on q) in its params; not
-// for a scale after the mask, a softmax over another axis, an intermediate
+// (a Div / Mul by a constant on the scores or on q) in its params, and a
+// causal Where(c, -inf, s) made a constant mask; not for a scale after the
+// mask, a Where filling a finite value, a softmax over another axis, an intermediate
 // read twice, a Div of a constant by the scores, batch dims that broadcast,
 // or shapes not known statically. Every rewrite is checked against the
 // unfused net's numbers (ApplyPass).
+#include <cmath>
+
 #include "passes/pass_test_util.h"
+#include "passes/pass_util.h"
 
 namespace kiln {
 namespace {
@@ -26,6 +30,7 @@ struct Options {
   bool const_over_scores = false;  // Div(c, s)
   int64_t kt_batch = kH;          // 1: batch dims that broadcast
   bool symbolic = false;           // L unknown until run time
+  float where_fill = 0;            // nonzero: Where(causal, fill, s) in place of the Add
 };
 
 struct Net {
@@ -56,6 +61,14 @@ Net Attention(const Options& o) {
     n.mask = b.addInput("mask", fb::DataType::F32, {1, l, kS});
     s = b.addOp(fb::OpType::Add, "mask_add", o.mask_first ? std::vector<int>{n.mask, s} : std::vector<int>{s, n.mask},
                 {"masked"})[0];
+  }
+  if (o.where_fill != 0) {
+    std::vector<uint8_t> causal(static_cast<size_t>(kL * kS));
+    for (int64_t i = 0; i < kL; ++i)
+      for (int64_t j = 0; j < kS; ++j) causal[static_cast<size_t>(i * kS + j)] = j > i;
+    const int c2 = b.addConstant("causal", fb::DataType::BOOL, {kL, kS}, causal.data(), causal.size());
+    const int fill = b.addConstant("fill", {}, std::vector<float>{o.where_fill});
+    s = b.addOp(fb::OpType::Where, "masked_fill", {c2, fill, s}, {"filled"})[0];
   }
   if (o.scale_after_mask) scale_scores();
   fb::AxisParamsT ap;
@@ -123,6 +136,31 @@ TEST(PassesFuseAttention, NotForOtherForms) {
   o = Options();
   o.symbolic = true;
   unchanged(o, "L unknown until run time");
+}
+
+// torch's masked_fill of a causal mask: Where(c, -inf, s) (or finfo.min)
+// becomes a constant mask c ? fill : 0, Attention's fourth input.
+TEST(PassesFuseAttention, CausalWhereBecomesAMask) {
+  for (float fill : {-INFINITY, -3.4e38f}) {
+    Options o;
+    o.scale = Options::kMulScores;
+    o.where_fill = fill;
+    Net n = Attention(o);
+    fb::NetT after = ApplyPass(n.b.net(), FuseAttention, 1);
+    ASSERT_EQ(OpTypes(after), "Attention");
+    const fb::OpT& a = *after.ops[0];
+    ASSERT_EQ(a.inputs.size(), 4u);
+    std::vector<float> mask;
+    ASSERT_TRUE(passes::ConstFloats(after, a.inputs[3], &mask));
+    ASSERT_EQ(mask.size(), static_cast<size_t>(kL * kS));
+    EXPECT_EQ(mask[1], fill);  // row 0, key 1: masked
+    EXPECT_EQ(mask[kS + 1], 0.f);  // row 1, key 1: kept
+  }
+  Options o;
+  o.where_fill = -1.f;  // a finite fill a softmax would see: not a mask
+  Net n = Attention(o);
+  fb::NetT after = ApplyPass(n.b.net(), FuseAttention, 0);
+  EXPECT_EQ(CountOps(after, fb::OpType::Where), 1);
 }
 
 // The scale on q is taken in only when q is read by the scores alone.

@@ -4,12 +4,13 @@
 // MatMul's output, a scale pass and a Softmax's input and output before).
 // An invocation owns RB query rows and all of a row's Dv outputs in
 // registers: 4 rows on CPU drivers (each key row of KT and V loaded once
-// for four query rows), 1 on GPUs (more invocations). Heads (D, Dv) up to
-// 128.
+// for four query rows), 1 on GPUs (more invocations); KILN_GPU_ATTN_ROWS=N
+// sets it (to compare). Heads (D, Dv) up to 128.
 #include <algorithm>
 #include <cstdlib>
 
 #include "gpu_common.h"
+#include "ops/attention_mask.h"
 
 namespace kiln {
 namespace {
@@ -42,16 +43,22 @@ class AttentionExecution final : public GpuExecution {
     struct {
       uint32_t l, d, s, dv, total;
       float scale;
-      uint32_t m_batch, m_row, m_col;
+      uint32_t m_row, m_col;
+      uint32_t m_extent[AttentionMask::kMaxRuns], m_stride[AttentionMask::kMaxRuns];
     } push{static_cast<uint32_t>(L), static_cast<uint32_t>(D), static_cast<uint32_t>(S),
-           static_cast<uint32_t>(Dv), static_cast<uint32_t>(total), scale_, 0, 0, 0};
+           static_cast<uint32_t>(Dv), static_cast<uint32_t>(total), scale_, 0, 0, {1, 1, 1}, {0, 0, 0}};
     if (mask) {
-      // The mask's strides by batch, row and key; 0 where it broadcasts.
-      const int mr = mask->dimensions();
-      const int64_t rows = mr >= 2 ? mask->length(mr - 2) : 1, cols = mr >= 1 ? mask->length(mr - 1) : 1;
-      push.m_col = cols == 1 ? 0 : 1;
-      push.m_row = rows == 1 ? 0 : static_cast<uint32_t>(cols);
-      push.m_batch = mask->elementCount() == rows * cols ? 0 : static_cast<uint32_t>(rows * cols);
+      // The mask's strides by run of batch dims, row and key; 0 where it broadcasts.
+      AttentionMask ms;
+      if (!MakeAttentionMask(std::vector<int64_t>(q.shape().begin(), q.shape().end() - 2), L, S, mask->shape(), &ms) ||
+          mask->elementCount() > UINT32_MAX)
+        return InvalidArgument("Attention: mask '%s' does not broadcast to the scores", mask->name().c_str());
+      push.m_row = static_cast<uint32_t>(ms.row);
+      push.m_col = static_cast<uint32_t>(ms.col);
+      for (int k = 0; k < AttentionMask::kMaxRuns; ++k) {
+        push.m_extent[k] = static_cast<uint32_t>(ms.extent[k]);
+        push.m_stride[k] = static_cast<uint32_t>(ms.stride[k]);
+      }
     }
     const bool aligned = D % 4 == 0 && S % 4 == 0 && Dv % 4 == 0;
     const uint32_t dv4 = static_cast<uint32_t>((Dv + 3) / 4), d4 = static_cast<uint32_t>((D + 3) / 4);

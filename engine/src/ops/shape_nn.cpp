@@ -7,6 +7,7 @@
 
 #include "checked_math.h"
 #include "elements.h"
+#include "ops/attention_mask.h"
 #include "ops/op_params.h"
 #include "ops/shape_inference.h"
 
@@ -527,8 +528,7 @@ Status InferShapeGemm(ShapeContext& c) {
 // ---- Attention (fuse_attention) ----
 
 // Q [..., L, D], KT [..., D, S], V [..., S, Dv], the same batch dims; the
-// mask's last two dims (right-aligned) 1 or the scores' L and S, its batch
-// dims all 1 (or absent) or all the scores'.
+// mask's dims (right-aligned) each 1 or the scores' (ops/attention_mask.h).
 Status InferShapeAttention(ShapeContext& c) {
   const IntVec& q = c.inShape(0);
   const IntVec& kt = c.inShape(1);
@@ -545,20 +545,13 @@ Status InferShapeAttention(ShapeContext& c) {
   IntVec scores(q.begin(), q.end() - 1);
   scores.push_back(kt[r - 1]);
   if (c.hasInput(3)) {
-    const IntVec& m = c.inShape(3);
     if (c.inType(3) != fb::DataType::F32)
       return InvalidArgument("Attention: mask %s must be f32, is %s", Named(c, 3).c_str(), DataTypeName(c.inType(3)));
-    // Rows and columns each 1 or whole; the batch dims all 1 or all the
-    // scores' (one mask for every batch, or one a batch).
-    bool ok = m.size() <= r, ones = true, whole = m.size() == r;
-    for (size_t i = 0; ok && i < m.size(); ++i) {
-      const int64_t want = scores[r - m.size() + i];
-      ok = m[i] == 1 || m[i] == want;
-      if (r - m.size() + i < r - 2) ones &= m[i] == 1, whole &= m[i] == want;
-    }
-    if (!ok || !(ones || whole))
-      return InvalidArgument("Attention: mask %s of shape %s does not broadcast to the scores' %s", Named(c, 3).c_str(),
-                             Join(m).c_str(), Join(scores).c_str());
+    AttentionMask m;
+    if (!MakeAttentionMask(IntVec(q.begin(), q.end() - 2), q[r - 2], kt[r - 1], c.inShape(3), &m))
+      return InvalidArgument("Attention: mask %s of shape %s does not broadcast to the scores' %s%s",
+                             Named(c, 3).c_str(), Join(c.inShape(3)).c_str(), Join(scores).c_str(),
+                             c.inShape(3).size() > scores.size() ? "" : " (or alternates more than 3 times)");
   }
   IntVec y(q.begin(), q.end() - 1);
   y.push_back(v[r - 1]);

@@ -4,7 +4,8 @@
 //   [q = Div(q0, c) | Mul(q0, c)]          (a constant scalar: the scale on Q)
 //   s = MatMul(q, kt)
 //   [s = Div(s, c) | Mul(s, c)]            (or on the scores)
-//   [s = Add(s, mask) | Add(mask, s)]
+//   [s = Add(s, mask) | Add(mask, s) | Where(c, fill, s)]  (a constant c, fill -inf or <= -1e30:
+//                                                             a constant mask c ? fill : 0)
 //   p = Softmax(s, last axis)
 //   y = MatMul(p, v)
 //   ->  y = Attention(q0 | q, kt, v [, mask])  with scale = the product of the scales
@@ -13,12 +14,14 @@
 // (K's transpose stays an op of its own: kt is what the MatMul reads). Every
 // intermediate must have exactly one reader and not be a graph output; the
 // shapes must be static and fit Attention's form: Q [..., L, D], KT [..., D,
-// S], V [..., S, Dv] with the same batch dims, f32, the mask's batch dims
-// all 1 or all the scores' (InferShapeAttention). The fused op takes the
+// S], V [..., S, Dv] with the same batch dims, f32, a mask that broadcasts
+// to the scores (InferShapeAttention, ops/attention_mask.h). The fused op takes the
 // place of the last MatMul, where all its inputs are computed.
 #include <algorithm>
+#include <string>
 
 #include "kiln/passes.h"
+#include "ops/attention_mask.h"
 #include "passes/pass_util.h"
 
 namespace kiln {
@@ -51,27 +54,35 @@ bool ScalarFactor(const fb::NetT& net, const fb::OpT& op, int* x, double* factor
 
 bool IsF32(const StaticShapes& s, int t) { return s.has(t) && s.dtype[static_cast<size_t>(t)] == fb::DataType::F32; }
 
-// Q, KT, V (and the mask) in Attention's form.
-bool FitsAttention(const StaticShapes& s, int q, int kt, int v, int mask) {
-  if (!IsF32(s, q) || !IsF32(s, kt) || !IsF32(s, v) || (mask >= 0 && !IsF32(s, mask))) return false;
+// Q, KT, V (and a mask of that shape, f32) in Attention's form.
+bool FitsAttention(const StaticShapes& s, int q, int kt, int v, const std::vector<int64_t>* mask) {
+  if (!IsF32(s, q) || !IsF32(s, kt) || !IsF32(s, v)) return false;
   const auto &Q = s.shape[static_cast<size_t>(q)], &K = s.shape[static_cast<size_t>(kt)],
              &V = s.shape[static_cast<size_t>(v)];
   const size_t r = Q.size();
   if (r < 2 || K.size() != r || V.size() != r || !std::equal(Q.begin(), Q.end() - 2, K.begin()) ||
       !std::equal(Q.begin(), Q.end() - 2, V.begin()) || Q[r - 1] != K[r - 2] || K[r - 1] != V[r - 2])
     return false;
-  if (mask < 0) return true;
-  std::vector<int64_t> scores(Q.begin(), Q.end() - 1);
-  scores.push_back(K[r - 1]);
-  const auto& M = s.shape[static_cast<size_t>(mask)];
-  if (M.size() > r) return false;
-  bool ones = true, whole = M.size() == r;
-  for (size_t i = 0; i < M.size(); ++i) {
-    const size_t at = r - M.size() + i;
-    if (M[i] != 1 && M[i] != scores[at]) return false;
-    if (at < r - 2) ones &= M[i] == 1, whole &= M[i] == scores[at];
-  }
-  return ones || whole;
+  if (!mask) return true;
+  AttentionMask m;
+  return MakeAttentionMask(std::vector<int64_t>(Q.begin(), Q.end() - 2), Q[r - 2], K[r - 1], *mask, &m);
+}
+
+// Where(cond, fill, x) with cond a constant and fill a constant scalar of
+// -inf or at most -1e30 (torch's masked_fill of a causal mask, or of
+// finfo.min): the same as Add(x, cond ? fill : 0) ahead of a softmax, as
+// x + fill rounds to fill for any |x| below 1e23. The mask's values and
+// shape; false for another Where.
+bool WhereAsMask(const fb::NetT& net, const fb::OpT& op, std::vector<float>* mask, std::vector<int64_t>* shape) {
+  if (op.type != fb::OpType::Where || op.inputs.size() != 3 || op.outputs.size() != 1) return false;
+  std::vector<uint8_t> cond;
+  double fill = 0;
+  if (!ConstBools(net, op.inputs[0], &cond, shape) || !ConstScalar(net, op.inputs[1], &fill) ||
+      net.tensors[static_cast<size_t>(op.inputs[1])]->dtype != fb::DataType::F32 || !(fill <= -1e30))
+    return false;
+  mask->resize(cond.size());
+  for (size_t i = 0; i < cond.size(); ++i) (*mask)[i] = cond[i] ? static_cast<float>(fill) : 0.f;
+  return true;
 }
 
 }  // namespace
@@ -98,6 +109,9 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
     std::vector<size_t> chain = {static_cast<size_t>(smi)};
     double scale = 1;
     int s = sm.inputs[0], mask = -1, qk = -1;
+    std::vector<float> where_mask;  // a Where's mask, made a constant when the chain fuses
+    std::vector<int64_t> where_shape;
+    std::string where_name;
     for (int hop = 0; hop < 3 && qk < 0; ++hop) {
       const int pi = idx.producerOf(s);
       if (pi < 0 || !idx.singleUse(s)) break;
@@ -121,6 +135,11 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
         s = o.inputs[static_cast<size_t>(side)];
         chain.push_back(static_cast<size_t>(pi));
         continue;
+      } else if (hop == 0 && WhereAsMask(net, o, &where_mask, &where_shape)) {
+        where_name = o.name;
+        s = o.inputs[2];
+        chain.push_back(static_cast<size_t>(pi));
+        continue;
       } else if (scale == 1 && ScalarFactor(net, o, &x, &f)) {
         scale *= f;
         s = x;
@@ -131,6 +150,12 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
       }
     }
     if (qk < 0) continue;
+    const bool where = !where_name.empty();
+    const std::vector<int64_t>* mask_shape = where ? &where_shape : nullptr;
+    if (mask >= 0) {
+      if (!shapes.has(mask) || !IsF32(shapes, mask)) continue;
+      mask_shape = &shapes.shape[static_cast<size_t>(mask)];
+    }
     chain.push_back(static_cast<size_t>(qk));
     int q = net.ops[static_cast<size_t>(qk)]->inputs[0];
     const int kt = net.ops[static_cast<size_t>(qk)]->inputs[1];
@@ -140,12 +165,13 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
     int q0 = -1;
     double f = 1;
     if (qi >= 0 && idx.singleUse(q) && ScalarFactor(net, *net.ops[static_cast<size_t>(qi)], &q0, &f) &&
-        FitsAttention(shapes, q0, kt, v, mask)) {
+        FitsAttention(shapes, q0, kt, v, mask_shape)) {
       scale *= f;
       q = q0;
       chain.push_back(static_cast<size_t>(qi));
     }
-    if (!FitsAttention(shapes, q, kt, v, mask)) continue;
+    if (!FitsAttention(shapes, q, kt, v, mask_shape)) continue;
+    if (where) mask = AddConstantF32(net, where_name + "_mask", where_shape, where_mask);
 
     auto fused = std::make_unique<fb::OpT>();
     fused->type = fb::OpType::Attention;

@@ -110,6 +110,13 @@ bool ConstFloats(const fb::NetT& net, int t, std::vector<float>* v) {
   return true;
 }
 
+bool ConstBools(const fb::NetT& net, int t, std::vector<uint8_t>* v, std::vector<int64_t>* shape) {
+  const fb::TensorT* tt = CheckedConstant(net, t, fb::DataType::BOOL, shape);
+  if (!tt) return false;
+  v->assign(tt->data.begin(), tt->data.end());
+  return true;
+}
+
 bool ConstInts(const fb::NetT& net, int t, std::vector<int64_t>* v) {
   std::vector<int64_t> shape;
   if (const fb::TensorT* tt = CheckedConstant(net, t, fb::DataType::I64, &shape)) {

@@ -40,6 +40,8 @@ int64_t NumElements(const std::vector<int64_t>& shape);
 
 // Values of a constant f32 tensor.
 bool ConstFloats(const fb::NetT& net, int t, std::vector<float>* v);
+// Values (one byte each, 0 or not) and shape of a constant bool tensor.
+bool ConstBools(const fb::NetT& net, int t, std::vector<uint8_t>* v, std::vector<int64_t>* shape);
 // Values of a constant integer tensor (i32 / i64).
 bool ConstInts(const fb::NetT& net, int t, std::vector<int64_t>* v);
 // A constant with one element (any rank), as double (f32, i32, i64).
