@@ -77,6 +77,10 @@ Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std
   int64_t batches = 1;
   for (int d = 0; d < r - 2; ++d) batches *= Q.length(d);
   if (batches * L * Dv == 0) return Status::Ok();
+  if (S == 0) {  // no keys: the products are empty sums
+    std::fill(out[0]->host<float>(), out[0]->host<float>() + batches * L * Dv, 0.f);
+    return Status::Ok();
+  }
   const fb::AttentionParams* p = op.params<fb::AttentionParams>();
   const float scale = p ? p->scale() : 1.f;
   // The mask's strides (0 where it broadcasts).

@@ -113,7 +113,7 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
     }
   }
   for (uint r = 0u; r < RB && i0 + r < p.l; ++r) {
-    const float inv = 1.0f / l[r];
+    const float inv = p.s == 0u ? 0.0f : 1.0f / l[r];  // no keys: empty sums, as the host
     const uint at = (b * p.l + i0 + r) * p.dv;
     for (uint c = 0u; c < DV4; ++c) {
       const float4 o = acc[r][c] * inv;

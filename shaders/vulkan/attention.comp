@@ -143,7 +143,7 @@ void main() {
   }
   [[unroll]] for (uint r = 0u; r < RB; ++r) {
     if (i0 + r >= p.l) break;
-    const float inv = 1.0 / l[r];
+    const float inv = p.s == 0u ? 0.0 : 1.0 / l[r];  // no keys: empty sums, as the host
     const uint at = (b * p.l + i0 + r) * p.dv;
     [[unroll]] for (uint c = 0u; c < DV4; ++c) {
       const vec4 o = acc[r][c] * inv;
