@@ -323,6 +323,7 @@ Status VulkanDevice::init(int index) {
   if (caps_.cpu_kernels) {
     caps_.conv_tile_blocks = 2, caps_.conv_tile_cols = 8, caps_.conv_tile_blocks_pointwise = 8;
     caps_.dw_fit_cols = true;
+    caps_.attention_rows = 4;
   }
   ConvTileFromEnv(&caps_);
   // Texel-buffer reads (GpuCaps::texel_elements) on CPU drivers, where the

@@ -122,3 +122,4 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
     }
   }
 }
+

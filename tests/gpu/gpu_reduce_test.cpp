@@ -199,7 +199,7 @@ TEST(GpuReduceSoftmax, Axes) {
 // loads) and odd ones, query rows off the invocation's block, keys off the
 // block of four, masks for all batches, one a batch (broadcast over rows),
 // whole, BERT's padding form [B, 1, 1, S], one a head; no batch dims; no
-// keys (zeros). Heads of 128, the kernel's largest.
+// keys (zeros); keys in blocks of 16 (PoCL's attention_k16), masked. Heads of 128, the kernel's largest.
 TEST(GpuAttention, Shapes) {
   KILN_REQUIRE_BACKEND(kGpu);
   struct Case {
@@ -211,7 +211,8 @@ TEST(GpuAttention, Shapes) {
                         {{3}, 9, 16, 33, 4, {3, 1, 33}},  {{2, 2}, 4, 4, 4, 4, {2, 2, 4, 4}},
                         {{}, 7, 5, 9, 6, {9}},            {{2}, 6, 128, 8, 128, {}},
                         {{2, 3}, 5, 4, 6, 4, {2, 1, 1, 6}}, {{2, 3}, 5, 4, 6, 4, {3, 5, 6}},
-                        {{2, 1, 3}, 4, 4, 5, 4, {2, 1, 1, 4, 5}}, {{2}, 3, 4, 0, 4, {}}};
+                        {{2, 1, 3}, 4, 4, 5, 4, {2, 1, 1, 4, 5}}, {{2}, 3, 4, 0, 4, {}},
+                        {{2, 2}, 5, 8, 32, 12, {2, 1, 1, 32}}, {{3}, 4, 4, 16, 4, {4, 16}}};
   for (const Case& c : cases) {
     std::vector<int64_t> qs = c.batch, ks = c.batch, vs = c.batch;
     qs.insert(qs.end(), {c.L, c.D});

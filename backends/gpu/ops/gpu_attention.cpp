@@ -3,9 +3,10 @@
 // online softmax over the keys, the scores never stored (they were a
 // MatMul's output, a scale pass and a Softmax's input and output before).
 // An invocation owns RB query rows and all of a row's Dv outputs in
-// registers: 4 rows on CPU drivers (each key row of KT and V loaded once
-// for four query rows), 1 on GPUs (more invocations); KILN_GPU_ATTN_ROWS=N
-// sets it (to compare). Heads (D, Dv) up to 128.
+// registers: 4 rows on lavapipe (each key row of KT and V loaded once for
+// four query rows), 1 on GPUs (more invocations); on PoCL 2 rows of the
+// 16-key form, attention_k16.cl (GpuCaps::attention_keys). Heads (D, Dv)
+// up to 128.
 #include <algorithm>
 #include <cstdlib>
 
@@ -33,8 +34,13 @@ class AttentionExecution final : public GpuExecution {
                          static_cast<long long>(D), static_cast<long long>(Dv), static_cast<long long>(kMaxHead));
     int64_t batches = 1;
     for (int d = 0; d < r - 2; ++d) batches *= q.length(d);
+    // The form by device (GpuCaps::attention_keys, attention_rows): 16 keys
+    // a block where S and the heads allow vector loads of 16, else 4.
+    const GpuCaps& caps = gpu()->gpuCaps();
+    const bool aligned = D % 4 == 0 && S % 4 == 0 && Dv % 4 == 0;
+    const bool k16 = caps.attention_keys == 16 && aligned && S % 16 == 0;
     static const char* rows_env = std::getenv("KILN_GPU_ATTN_ROWS");
-    const uint32_t rb = rows_env ? static_cast<uint32_t>(std::atoi(rows_env)) : gpu()->gpuCaps().cpu_kernels ? 4 : 1;
+    const uint32_t rb = rows_env ? static_cast<uint32_t>(std::max(1, std::atoi(rows_env))) : caps.attention_rows;
     const uint64_t total = L == 0 || Dv == 0 ? 0 : uint64_t(batches) * ((L + rb - 1) / rb);
     if (total > UINT32_MAX || q.elementCount() > UINT32_MAX || kt.elementCount() > UINT32_MAX ||
         v.elementCount() > UINT32_MAX)
@@ -60,10 +66,9 @@ class AttentionExecution final : public GpuExecution {
         push.m_stride[k] = static_cast<uint32_t>(ms.stride[k]);
       }
     }
-    const bool aligned = D % 4 == 0 && S % 4 == 0 && Dv % 4 == 0;
     const uint32_t dv4 = static_cast<uint32_t>((Dv + 3) / 4), d4 = static_cast<uint32_t>((D + 3) / 4);
-    return add1D("attention", {{in[0]}, {in[1]}, {in[2]}, {mask ? mask : in[0]}, {out[0], nullptr, true}}, push,
-                 total, {rb, std::max(dv4, 1u), mask != nullptr, aligned, std::max(d4, 1u)});
+    return add1D(k16 ? "attention_k16" : "attention",
+                 {{in[0]}, {in[1]}, {in[2]}, {mask ? mask : in[0]}, {out[0], nullptr, true}}, push, total, {rb, std::max(dv4, 1u), mask != nullptr, aligned, std::max(d4, 1u)});
   }
 
   float scale_;
