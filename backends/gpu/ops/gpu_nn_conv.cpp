@@ -431,11 +431,20 @@ class ConvExecution final : public GemmExecution {
       return add1D("conv_dw_c4", std::move(bindings), dw, total, dw_spec);
     }
     const uint32_t cg = s.c / s.groups, mg = s.m / s.groups;
+    // A 1x1 conv of stride 1 without pads maps each pixel to the same one:
+    // its plane is one row of pixels, so that the register tile's columns
+    // run across the image rows (13x13: 22 tiles of 8 instead of 26).
+    Window win = w;
+    if (kvol == 1 && w.sd == 1 && w.sh == 1 && w.sw == 1 && w.pd == 0 && w.ph == 0 && w.pw == 0 && w.od == w.d &&
+        w.oh == w.h && w.ow == w.w) {
+      win.w = win.ow = w.d * w.h * w.w;
+      win.d = win.h = win.od = win.oh = 1;
+    }
     struct {
       uint32_t c, cg, cg4, m, mg, mg4, batch, total, bias_at;
       Window win;
       ActPush act;
-    } push{s.c, cg, (cg + 3) / 4, s.m, mg, (mg + 3) / 4, s.batch, 0, bias_at_, w, act};
+    } push{s.c, cg, (cg + 3) / 4, s.m, mg, (mg + 3) / 4, s.batch, 0, bias_at_, win, act};
     // The invocation's register tile, by device (GpuCaps::conv_tile_*).
     const GpuCaps& caps = gpu()->gpuCaps();
     const uint32_t xb = caps.conv_tile_cols;
@@ -448,7 +457,7 @@ class ConvExecution final : public GemmExecution {
     tile_spec.push_back(r != nullptr);
     bindings.push_back({r ? r : x});  // binding 3: the residual, or X unread
     const uint64_t total =
-        uint64_t{s.batch} * s.groups * ((push.mg4 + mb - 1) / mb) * w.od * w.oh * ((w.ow + xb - 1) / xb);
+        uint64_t{s.batch} * s.groups * ((push.mg4 + mb - 1) / mb) * win.od * win.oh * ((win.ow + xb - 1) / xb);
     if (total > UINT32_MAX) return Unsupported("conv of %llu invocations", (unsigned long long)total);
     push.total = static_cast<uint32_t>(total);
     return add1D("conv_c4", std::move(bindings), push, total, tile_spec);
