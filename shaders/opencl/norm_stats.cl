@@ -2,11 +2,20 @@
 // (shaders/vulkan/norm_stats.comp): X viewed as [rows, len] (contiguous
 // rows), mean[r] and inv[r] = 1 / sqrt(variance + eps). Two passes over the
 // row, as the host: the mean, then the mean of squared deviations from it
-// (no cancellation from E[x^2] - E[x]^2).
+// (no cancellation from E[x^2] - E[x]^2). With APPLY, also the normalized
+// row (LayerNorm in one dispatch).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 0
 #endif
+#ifndef KILN_SPEC_4
+#define KILN_SPEC_4 0
+#endif
+#ifndef KILN_SPEC_5
+#define KILN_SPEC_5 0
+#endif
 #define ROW_GROUP (KILN_SPEC_3 != 0)
+#define APPLY (KILN_SPEC_4 != 0)     // also writes the normalized row (norm_stats.comp)
+#define HAS_BIAS (KILN_SPEC_5 != 0)
 
 typedef struct {
   uint rows, len;
@@ -30,7 +39,9 @@ float RowSum(float v, __local float* partial) {
   return sum;
 }
 
-__kernel void norm_stats(__global const STORE_T* x, __global STORE_T* mean, __global STORE_T* inv, NormStatsPush p) {
+__kernel void norm_stats(__global const STORE_T* x, __global STORE_T* mean, __global STORE_T* inv,
+                         __global const STORE_T* scale, __global const STORE_T* bias, __global STORE_T* y,
+                         NormStatsPush p) {
   __local float partial[KILN_SPEC_0];
   const uint r = ROW_INDEX;
   if (r >= p.rows) return;  // uniform in a ROW_GROUP group
@@ -44,7 +55,14 @@ __kernel void norm_stats(__global const STORE_T* x, __global STORE_T* mean, __gl
     sq += d * d;
   }
   const float var = RowSum(sq, partial) / (float)p.len;
+  const float is = 1.0f / sqrt(var + p.eps);
+  if (APPLY) {
+    for (uint i = ROW_LANE; i < p.len; i += ROW_STEP) {
+      const float b = HAS_BIAS ? LOAD(bias, i) : 0.0f;
+      STORE(y, base + i, (LOAD(x, base + i) - m) * is * LOAD(scale, i) + b);
+    }
+  }
   if (ROW_LANE != 0u) return;
   STORE(mean, r, m);
-  STORE(inv, r, 1.0f / sqrt(var + p.eps));
+  STORE(inv, r, is);
 }

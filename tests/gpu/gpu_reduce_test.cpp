@@ -246,7 +246,11 @@ TEST(GpuReduceNorm, LayerNormalization) {
                         {"axis 1", {2, 3, 7, 5}, {3, 7, 5}, 1, true},
                         {"axis 2, broadcast scale", {2, 3, 7, 5}, {7, 1}, 2, true},
                         {"rows of 768", {3, 768}, {768}, -1, true},
-                        {"rows of 3", {17, 3}, {3}, 1, false}};
+                        {"rows of 3", {17, 3}, {3}, 1, false},
+                        // Rows enough for one dispatch on CPU drivers (norm_stats's APPLY).
+                        {"80 rows of 24", {2, 40, 24}, {24}, -1, true},
+                        {"130 rows of 7, no bias", {130, 7}, {7}, -1, false},
+                        {"70 rows of 40, broadcast scale", {70, 5, 8}, {1, 8}, 1, true}};
   for (const Case& c : cases)
     for (int outputs : {1, 3}) {
       fb::NormParamsT p;
