@@ -20,6 +20,16 @@ int QHi(uint type) { return type == 1u ? 127 : 255; }
 #define QDIV(a, b) DivRn(a, b)
 #endif
 
+// a b + c with one rounding to f32, as the host's fma: in the _f64 variant
+// through doubles (the product of two floats is exact there, the sum
+// rounded to double, then to float; CPU drivers such as lavapipe split a
+// float fma into a multiply and an add), else the device's fma.
+#ifdef KILN_F64
+#define QFMA(a, b, c) float(double(a) * double(b) + double(c))
+#else
+#define QFMA(a, b, c) fma(a, b, c)
+#endif
+
 // round(q) half to even, plus zp, saturated to [lo, hi]; NaN gives zp.
 int QuantizeValue(float q, int zp, int lo, int hi) {
   if (isnan(q)) return zp;

@@ -339,6 +339,19 @@ TEST(GpuQuant, QLinearAdd) {
                                                    std::to_string(form));
     }
   }
+  // Every pair of bytes under the scales of int8 ResNet-18's first residual
+  // add, whose sums fall near ties of the rounding: the multiply-adds must
+  // each round once, as the host's fma (a CPU driver's split fma does not).
+  std::vector<uint8_t> a(256 * 256), b(256 * 256);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i / 256), b[i] = static_cast<uint8_t>(i % 256);
+  OpTest t(fb::OpType::QLinearAdd);
+  In(t, "a", {256, 256}, fb::DataType::U8, a).constant("sa", {}, std::vector<float>{0.026023868f});
+  Const(t, "za", {}, fb::DataType::U8, std::vector<uint8_t>{136});
+  In(t, "b", {256, 256}, fb::DataType::U8, b).constant("sb", {}, std::vector<float>{0.0078618145f});
+  Const(t, "zb", {}, fb::DataType::U8, std::vector<uint8_t>{0});
+  t.constant("sc", {}, std::vector<float>{0.013670846f});
+  Const(t, "zc", {}, fb::DataType::U8, std::vector<uint8_t>{0});
+  ExpectSameAsHost(t.params(fb::QuantActivationParamsT()), kGpu, 0.f, "QLinearAdd near ties");
 }
 
 // MaxPool of quantized activations (pool_bytes): 2-D strided with pads and

@@ -266,9 +266,23 @@ __attribute__((optimize("fp-contract=off"))) float DequantizedSum(int a, int za,
   return fa + fb;
 }
 
-// QLinearAdd against the DequantizeLinear -> Add -> [Relu] ->
-// QuantizeLinear it stands for, written out here step by step in f32.
-TEST(Quantize, QLinearAddIsTheQdqChain) {
+// QLinearAdd's value before rounding, onnxruntime's arithmetic written out:
+// ra = sa / sc, rb = sb / sc, f = zc - ra za - rb zb in f32 steps, then
+// a ra + (b rb + f) with each multiply-add rounded once (fma).
+__attribute__((optimize("fp-contract=off"))) float QAddValue(int a, int za, float sa, int b, int zb, float sb,
+                                                             float sc, int zc) {
+  const float ra = sa / sc, rb = sb / sc;
+  const float pa = ra * static_cast<float>(za);
+  const float pb = rb * static_cast<float>(zb);
+  const float f0 = static_cast<float>(zc) - pa;
+  const float f = f0 - pb;
+  return std::fma(static_cast<float>(a), ra, std::fma(static_cast<float>(b), rb, f));
+}
+
+// QLinearAdd against onnxruntime's arithmetic written out here, and within
+// one step of the DequantizeLinear -> Add -> [Relu] -> QuantizeLinear chain
+// it stands for (its f32 steps round the sum another way near ties).
+TEST(Quantize, QLinearAddIsOnnxRuntimesArithmetic) {
   const float sa = 0.031f, sb = 0.017f, sc = 0.043f;
   for (const bool i8 : {false, true})
     for (const bool relu : {false, true})
@@ -296,20 +310,23 @@ TEST(Quantize, QLinearAddIsTheQdqChain) {
         const auto& got = out->at(0).bytes;
         ASSERT_EQ(got.size(), a.size());
         for (size_t i = 0; i < a.size(); ++i) {
-          float sum = DequantizedSum(val(a[i]), za, sa, val(b[broadcast ? i % 4 : i]), zb, sb);
-          if (relu) sum = std::max(sum, 0.f);
-          const int64_t want = Sat(RefRound(static_cast<double>(sum / sc)) + zc, lo_t, hi_t);
+          const int bi = val(b[broadcast ? i % 4 : i]);
+          const int64_t lo = relu ? std::max(lo_t, zc) : lo_t;
+          const int64_t want = Sat(RefRound(QAddValue(val(a[i]), za, sa, bi, zb, sb, sc, zc)), lo, hi_t);
           EXPECT_EQ(val(got[i]), want) << i;
+          float sum = DequantizedSum(val(a[i]), za, sa, bi, zb, sb);
+          if (relu) sum = std::max(sum, 0.f);
+          const int64_t chain = Sat(RefRound(static_cast<double>(sum / sc)) + zc, lo_t, hi_t);
+          EXPECT_LE(std::abs(val(got[i]) - chain), 1) << i;
         }
       }
 }
 
-// The host divides by C_scale through a corrected reciprocal where it can:
-// every pair of bytes over scales of many magnitudes and significands (all
-// ones, a power of two, random) gives the division's bytes, uint8 and int8,
-// with and without a fused Relu (the AVX-512 row kernel clamps before it
-// rounds).
-TEST(Quantize, QLinearAddDividesExactlyOverManyScales) {
+// Over scales of many magnitudes and significands (all ones, a power of
+// two, random), every pair of bytes, uint8 and int8, with and without a
+// fused Relu (the AVX-512 row kernel clamps before it rounds): the bytes of
+// the arithmetic written out here, and within one step of the QDQ chain's.
+TEST(Quantize, QLinearAddOverManyScales) {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> mant(1.f, 2.f);
   std::uniform_int_distribution<int> expo(-20, 12);
@@ -342,12 +359,18 @@ TEST(Quantize, QLinearAddDividesExactlyOverManyScales) {
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     const auto& got = out->at(0).bytes;
     int64_t bad = 0;
+    int64_t far = 0;
+    const int64_t lo_t = i8 ? -128 : 0, hi_t = i8 ? 127 : 255;
     for (size_t i = 0; i < a.size(); ++i) {
+      const int64_t lo = relu ? std::max<int64_t>(lo_t, val(zc)) : lo_t;
+      bad += val(got[i]) !=
+             Sat(RefRound(QAddValue(val(a[i]), val(za), sa, val(b[i]), val(zb), sb, sc, val(zc))), lo, hi_t);
       float sum = DequantizedSum(val(a[i]), val(za), sa, val(b[i]), val(zb), sb);
       if (relu) sum = std::max(sum, 0.f);
-      bad += val(got[i]) != Sat(RefRound(static_cast<double>(sum / sc)) + val(zc), i8 ? -128 : 0, i8 ? 127 : 255);
+      far += std::abs(val(got[i]) - Sat(RefRound(static_cast<double>(sum / sc)) + val(zc), lo_t, hi_t)) > 1;
     }
     EXPECT_EQ(bad, 0);
+    EXPECT_EQ(far, 0);
   }
 }
 

@@ -2,14 +2,16 @@
 """Accuracy of a QDQ model on Kiln against its float model and onnxruntime.
 
     eval_quant.py FLOAT.onnx QDQ.onnx IMAGES_DIR [--backend host] [--threads 2]
-                  [--kiln-python BUILD/python] [--json OUT.json]
+                  [--kiln-python BUILD/python] [--json OUT.json] [--ort-optimize all|disabled]
 
 For every .npy input in IMAGES_DIR (make_images.py writes them):
   - top-1 of Kiln on the QDQ model against Kiln on the float model
     (the quantization's effect on the classification);
   - Kiln's QDQ output against onnxruntime-node's on the same QDQ model
     (bench/ort_run.js), in steps of the output's quantization scale (the
-    graph output's DequantizeLinear, which quantize_qdq.py writes).
+    graph output's DequantizeLinear, which quantize_qdq.py writes); with
+    --ort-optimize disabled against onnxruntime running the QDQ nodes as
+    written, not its fused int8 kernels.
 Prints one line per measure; exits 1 when Kiln's and onnxruntime's outputs
 differ by more than one step anywhere.
 """
@@ -63,6 +65,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--kiln-python", default=os.path.join(ROOT, "build", "python"))
     p.add_argument("--json")
+    p.add_argument("--ort-optimize", default="all", choices=["all", "disabled"],
+                   help="onnxruntime's graph optimizations: 'disabled' runs the QDQ nodes as written")
     a = p.parse_args()
     sys.path.insert(0, os.path.abspath(a.kiln_python))
     import kiln  # noqa: E402
@@ -75,7 +79,8 @@ def main():
         kq, interp, session = kiln_outputs(kiln, a.qdq_model, files, a.backend, a.threads, tmp)
         qlinear = sum(1 for op in session.ops if op.type == "QLinearConv")
         ort_dir = os.path.join(tmp, "ort")
-        subprocess.run(["node", os.path.join(ROOT, "bench", "ort_run.js"), a.qdq_model, ort_dir] + files, check=True)
+        subprocess.run(["node", os.path.join(ROOT, "bench", "ort_run.js"), a.qdq_model, ort_dir] + files +
+                       ["--optimize", a.ort_optimize], check=True)
         oq = np.stack([np.load(os.path.join(ort_dir, os.path.basename(f))).reshape(-1) for f in files])
     top1 = float(np.mean(np.argmax(kf, 1) == np.argmax(kq, 1)))
     ort_top1 = float(np.mean(np.argmax(kf, 1) == np.argmax(oq, 1)))
