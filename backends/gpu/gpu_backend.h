@@ -76,8 +76,8 @@ struct GpuCaps {
   // 28x28 0.487 -> 0.432 ms, c576 14x14 0.390 -> 0.349 (1 thread).
   bool dw_fit_cols = false;
   // Attention's form (gpu_attention.cpp): keys a block and query rows an
-  // invocation. 16 keys (attention_k16.cl, float16 vectors) by 2 rows on
-  // PoCL, where the 4-key form's loads of K's rows, the same for every work
+  // invocation. 16 keys (attention.cl's _k16 variant, float16 vectors) by
+  // 2 rows on PoCL, where the 4-key form's loads of K's rows, the same for every work
   // item of a head, run as gathers across the items it vectorizes (the
   // transformer encoder's 4 attentions 2.44 -> 1.23 ms); 4 keys by 4 rows
   // on lavapipe, by 1 row on GPUs. KILN_GPU_ATTN_ROWS=N to compare.

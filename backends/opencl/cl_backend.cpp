@@ -318,14 +318,17 @@ StatusOr<const GpuKernel*> OpenCLBackend::kernel(const char* name, uint32_t bind
       local[1] > c.max_workgroup_size[1] || local[2] > c.max_workgroup_size[2])
     return Unsupported("%s: work group %ux%ux%u exceeds the device's limits", name, local[0], local[1], local[2]);
   // <stem>_u16 is <stem>.cl moving 16-bit units, <stem>_f64 is <stem>.cl
-  // summing in double (the op layer asks for it where the device has fp64);
-  // in fp16 mode a float kernel (one that uses STORE_T) stores half.
+  // summing in double (the op layer asks for it where the device has fp64),
+  // <stem>_k16 is <stem>.cl taking 16 keys a block (attention.cl); in fp16
+  // mode a float kernel (one that uses STORE_T) stores half.
   std::string stem = name, options = "-cl-std=CL1.2";
   if (caps().exact_divide) options += " -cl-fp32-correctly-rounded-divide-sqrt";
-  for (const char* variant : {"_u16", "_f64"}) {
+  static const std::pair<const char*, const char*> kVariants[] = {
+      {"_u16", " -DKILN_UNIT16"}, {"_f64", " -DKILN_F64"}, {"_k16", " -DKILN_KEYS16"}};
+  for (const auto& [variant, define] : kVariants) {
     if (stem.size() > 4 && stem.compare(stem.size() - 4, 4, variant) == 0) {
       stem.resize(stem.size() - 4);
-      options += std::strcmp(variant, "_u16") == 0 ? " -DKILN_UNIT16" : " -DKILN_F64";
+      options += define;
     }
   }
   const char* body = FindClSource(stem.c_str());

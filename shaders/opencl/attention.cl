@@ -2,7 +2,7 @@
 // the keys with an online softmax (shaders/vulkan/attention.comp, which
 // documents the layout and the work of an item): RB query rows of one batch
 // a work item, held scaled in D4 float4s a row, DV4 float4 accumulators a
-// row.
+// row; four keys a block, or sixteen (KILN_KEYS16).
 #ifndef KILN_SPEC_3
 #define KILN_SPEC_3 4
 #endif
@@ -31,6 +31,105 @@ typedef struct {
   uint m_extent[3], m_stride[3];  // runs of batch dims (ops/attention_mask.h), outermost first
 } AttentionPush;
 
+// The mask's offset for batch b (runs of batch dims, outermost first).
+uint MaskOffset(uint b, AttentionPush p) {
+  uint off = 0u;
+  for (int k = 2; k >= 0; --k) {
+    off += b % p.m_extent[k] * p.m_stride[k];
+    b /= p.m_extent[k];
+  }
+  return off;
+}
+
+#ifdef KILN_KEYS16
+// KILN_KEYS16 (the attention_k16 variant, cl_backend.cpp): the form for
+// CPU devices (PoCL), where work items run side by side in vector lanes and
+// a load that is the same for every item of a head (K's rows in the form
+// below) becomes a gather: one item a row block, sixteen keys a block in
+// float16 vectors (one load of K's row a step of D, and the block's softmax
+// across a vector's lanes), Q's rows scaled in registers, V's rows as in
+// the other form. ALIGNED, S a multiple of 16.
+#ifdef KILN_FP16
+#define LOAD16(p, i) vload_half16((i), (p))
+#else
+#define LOAD16(p, i) vload16((i), (p))
+#endif
+
+float Max16(float16 v) {
+  const float8 a = fmax(v.lo, v.hi);
+  const float4 b = fmax(a.lo, a.hi);
+  return fmax(fmax(b.x, b.y), fmax(b.z, b.w));
+}
+
+float Sum16(float16 v) {
+  const float8 a = v.lo + v.hi;
+  const float4 b = a.lo + a.hi;
+  return (b.x + b.y) + (b.z + b.w);
+}
+
+__kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, __global const STORE_T* v,
+                            __global const STORE_T* mask, __global STORE_T* y, AttentionPush p) {
+  const uint i = KILN_GLOBAL_INDEX;
+  if (i >= p.total) return;
+  const uint blocks = (p.l + RB - 1u) / RB;
+  const uint b = i / blocks, i0 = (i % blocks) * RB;
+  const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;
+  uint row[RB];
+  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
+  float qs[RB][4 * D4];
+  for (uint r = 0u; r < RB; ++r)
+    for (uint c = 0u; c < D4; ++c) {
+      const float4 t = LOAD4(q, ((b * p.l + row[r]) * p.d) / 4u + c) * p.scale;
+      qs[r][4 * c] = t.x, qs[r][4 * c + 1] = t.y, qs[r][4 * c + 2] = t.z, qs[r][4 * c + 3] = t.w;
+    }
+  float4 acc[RB][DV4];
+  float m[RB], l[RB];
+  for (uint r = 0u; r < RB; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    for (uint c = 0u; c < DV4; ++c) acc[r][c] = (float4)(0.0f);
+  }
+  for (uint j = 0u; j < p.s; j += 16u) {
+    float16 sc[RB];
+    for (uint r = 0u; r < RB; ++r) sc[r] = (float16)(0.0f);
+    for (uint dd = 0u; dd < p.d; ++dd) {
+      const float16 k16 = LOAD16(kt, ((b * p.d + dd) * p.s + j) / 16u);
+      for (uint r = 0u; r < RB; ++r) sc[r] += qs[r][dd] * k16;
+    }
+    float e[RB][16];
+    for (uint r = 0u; r < RB; ++r) {
+      float16 s16 = sc[r];
+      if (HAS_MASK) {
+        float t[16];
+        vstore16(s16, 0, t);
+        for (uint k = 0u; k < 16u; ++k) t[k] += LOAD(mask, mbase + row[r] * p.m_row + (j + k) * p.m_col);
+        s16 = vload16(0, t);
+      }
+      const float mx = fmax(m[r], Max16(s16));
+      const float base = mx == -INFINITY ? 0.0f : mx;  // keeps exp(-inf - -inf) out
+      const float corr = exp(m[r] - base);
+      const float16 e16 = exp(s16 - base);
+      l[r] = l[r] * corr + Sum16(e16);
+      m[r] = mx;
+      vstore16(e16, 0, e[r]);
+      for (uint c = 0u; c < DV4; ++c) acc[r][c] *= corr;
+    }
+    for (uint k = 0u; k < 16u; ++k) {
+      const uint vrow = ((b * p.s + j + k) * p.dv) / 4u;
+      for (uint c = 0u; c < DV4; ++c) {
+        const float4 vv = LOAD4(v, vrow + c);
+        for (uint r = 0u; r < RB; ++r) acc[r][c] += e[r][k] * vv;
+      }
+    }
+  }
+  for (uint r = 0u; r < RB && i0 + r < p.l; ++r) {
+    const float inv = p.s == 0u ? 0.0f : 1.0f / l[r];  // no keys: empty sums, as the host
+    for (uint c = 0u; c < DV4; ++c) STORE4(y, ((b * p.l + i0 + r) * p.dv) / 4u + c, acc[r][c] * inv);
+  }
+}
+
+#else
+
 // 4 elements of a row from `at`, 0 from `valid` on (`valid` >= 4: all).
 float4 Load4Masked(__global const STORE_T* x, uint at, uint valid) {
   if (ALIGNED) return LOAD4(x, at / 4u);
@@ -48,11 +147,7 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
   if (i >= p.total) return;
   const uint blocks = (p.l + RB - 1u) / RB;
   const uint b = i / blocks, i0 = (i % blocks) * RB;
-  uint mbase = 0u, rest = b;  // the mask's offset for batch b
-  for (int k = 2; k >= 0; --k) {
-    mbase += rest % p.m_extent[k] * p.m_stride[k];
-    rest /= p.m_extent[k];
-  }
+  const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;
   uint row[RB];
   for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
 
@@ -123,3 +218,4 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
   }
 }
 
+#endif

@@ -5,8 +5,8 @@
 // An invocation owns RB query rows and all of a row's Dv outputs in
 // registers: 4 rows on lavapipe (each key row of KT and V loaded once for
 // four query rows), 1 on GPUs (more invocations); on PoCL 2 rows of the
-// 16-key form, attention_k16.cl (GpuCaps::attention_keys). Heads (D, Dv)
-// up to 128.
+// 16-key form, attention.cl's attention_k16 variant
+// (GpuCaps::attention_keys). Heads (D, Dv) up to 128.
 #include <algorithm>
 #include <cstdlib>
 
