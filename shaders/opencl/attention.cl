@@ -41,6 +41,19 @@ uint MaskOffset(uint b, AttentionPush p) {
   return off;
 }
 
+// Both forms' start: the item's batch b, its first row i0, the mask's
+// offset mbase and its RB rows (rows past L repeat the last one and are not
+// stored). (The signatures stay written out: cl_backend.cpp appends the
+// buffer offsets to them.)
+#define ATTENTION_BEGIN                                              \
+  const uint i = KILN_GLOBAL_INDEX;                                  \
+  if (i >= p.total) return;                                          \
+  const uint blocks = (p.l + RB - 1u) / RB;                          \
+  const uint b = i / blocks, i0 = (i % blocks) * RB;                 \
+  const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;               \
+  uint row[RB];                                                      \
+  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
+
 #ifdef KILN_KEYS16
 // KILN_KEYS16 (the attention_k16 variant, cl_backend.cpp): the form for
 // CPU devices (PoCL), where work items run side by side in vector lanes and
@@ -68,14 +81,8 @@ float Sum16(float16 v) {
 }
 
 __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, __global const STORE_T* v,
-                            __global const STORE_T* mask, __global STORE_T* y, AttentionPush p) {
-  const uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.total) return;
-  const uint blocks = (p.l + RB - 1u) / RB;
-  const uint b = i / blocks, i0 = (i % blocks) * RB;
-  const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;
-  uint row[RB];
-  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
+                        __global const STORE_T* mask, __global STORE_T* y, AttentionPush p) {
+  ATTENTION_BEGIN
   float qs[RB][4 * D4];
   for (uint r = 0u; r < RB; ++r)
     for (uint c = 0u; c < D4; ++c) {
@@ -143,13 +150,7 @@ float4 Load4Masked(__global const STORE_T* x, uint at, uint valid) {
 
 __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, __global const STORE_T* v,
                         __global const STORE_T* mask, __global STORE_T* y, AttentionPush p) {
-  const uint i = KILN_GLOBAL_INDEX;
-  if (i >= p.total) return;
-  const uint blocks = (p.l + RB - 1u) / RB;
-  const uint b = i / blocks, i0 = (i % blocks) * RB;
-  const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;
-  uint row[RB];
-  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
+  ATTENTION_BEGIN
 
   // The rows of Q, scaled, held for every key.
   float4 qs[RB][D4];
