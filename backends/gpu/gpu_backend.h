@@ -82,6 +82,11 @@ struct GpuCaps {
   // transformer encoder's 4 attentions 2.44 -> 1.23 ms); 4 keys by 4 rows
   // on lavapipe, by 1 row on GPUs. KILN_GPU_ATTN_ROWS=N to compare.
   uint32_t attention_keys = 4, attention_rows = 1;
+  // Output pixels a work item of the packed 2-D pools of dilation 1
+  // (pool.cl's XB): 8 on PoCL, which divides lane by lane and so paid for
+  // each pixel's window arithmetic (SqueezeNet's 3 MaxPools 0.71-0.79 ->
+  // 0.35-0.38 ms, 2 threads), 1 elsewhere.
+  uint32_t pool_row_outputs = 1;
   // Elements an invocation of the unary and binary kernels on large
   // tensors, where CPU drivers take 8 (0: 8 throughout): fewer work groups,
   // which cost a CPU driver far more than the elements. 32 on PoCL

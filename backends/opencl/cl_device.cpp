@@ -134,7 +134,7 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::Get(int index) {
   c.cpu_kernels = (c.type & CL_DEVICE_TYPE_CPU) != 0;
   if (const char* k = std::getenv("KILN_OPENCL_KERNELS")) c.cpu_kernels = std::string(k) == "cpu";
   if (c.cpu_kernels) c.conv_tile_blocks = 4, c.conv_tile_cols = 8, c.dw_rows_per_item = 4;
-  if (c.cpu_kernels) c.attention_keys = 16, c.attention_rows = 2;
+  if (c.cpu_kernels) c.attention_keys = 16, c.attention_rows = 2, c.pool_row_outputs = 8;
   ConvTileFromEnv(&c);
   if (c.cpu_kernels) c.gemm_register_tile = 8;
   if (c.cpu_kernels) c.elementwise_items_large = 32;

@@ -29,6 +29,13 @@
 #define KILN_SPEC_7 0
 #endif
 #define VEC4 (KILN_SPEC_7 != 0)  // packed, no indices: a pixel's four lanes a work item (pool.comp)
+#ifndef KILN_SPEC_8
+#define KILN_SPEC_8 1
+#endif
+// With VEC4, 2-D and dilation 1: XB output pixels of a row a work item, the
+// row's index arithmetic done once for them and each tap's range found
+// without a division (PoCL divides lane by lane).
+#define XB KILN_SPEC_8
 
 
 // The window of output pixel `pixel` (over all planes): per axis its first
@@ -50,6 +57,44 @@ uint Window(const PoolPush* p, uint pixel, int* start, uint2* taps, uint* padded
 }
 
 __kernel void pool(__global const STORE_T* x, __global STORE_T* y, __global uint* indices, PoolPush p) {
+  if (XB > 1) {  // with VEC4 (pool.cl's XB)
+    const uint ow = p.out_size[2], oh = p.out_size[1], owb = (ow + XB - 1u) / XB;
+    const uint planes = p.total / 4u / (oh * ow);
+    uint i = KILN_GLOBAL_INDEX;
+    if (i >= planes * oh * owb) return;
+    const uint xb = i % owb;
+    i /= owb;
+    const uint oy = i % oh, plane = i / oh;
+    const int h = (int)p.in_size[1], w = (int)p.in_size[2];
+    const int y0 = (int)(oy * p.stride[1]) - p.pad_begin[1];
+    const uint kh0 = (uint)max(0, -y0), kh1 = (uint)max((int)kh0, min((int)p.ksize[1], h - y0));
+    // The rows inside the padded input (count_include_pad).
+    const uint hpad = (uint)max(0, min(y0 + (int)p.ksize[1], h + p.pad_end[1]) - max(y0, -p.pad_begin[1]));
+    const uint xbase = plane * (uint)(h * w), ybase = (plane * oh + oy) * ow;
+    for (uint b = 0u; b < XB; ++b) {
+      const uint ox = xb * XB + b;
+      if (ox >= ow) break;
+      const int x0 = (int)(ox * p.stride[2]) - p.pad_begin[2];
+      const uint kw0 = (uint)max(0, -x0), kw1 = (uint)max((int)kw0, min((int)p.ksize[2], w - x0));
+      float4 best = (float4)(-INFINITY), sum = (float4)(0.0f);
+      for (uint kh = kh0; kh < kh1; ++kh) {
+        const uint row = xbase + (uint)(y0 + (int)kh) * (uint)w;
+        for (uint kw = kw0; kw < kw1; ++kw) {
+          const float4 v = LOAD4(x, row + (uint)(x0 + (int)kw));
+          if (IS_MAX) best = kw == kw0 && kh == kh0 ? v : select(best, v, isgreater(v, best));
+          else sum += v;
+        }
+      }
+      if (IS_MAX) {
+        STORE4(y, ybase + ox, best);
+      } else {
+        const uint wpad = (uint)max(0, min(x0 + (int)p.ksize[2], w + p.pad_end[2]) - max(x0, -p.pad_begin[2]));
+        const uint count = INCLUDE_PAD ? hpad * wpad : (kh1 - kh0) * (kw1 - kw0);
+        STORE4(y, ybase + ox, count > 0u ? sum / (float)count : (float4)(0.0f));
+      }
+    }
+    return;
+  }
   if (VEC4) {
     const uint o4 = KILN_GLOBAL_INDEX;
     if (o4 * 4u >= p.total) return;

@@ -249,6 +249,41 @@ TEST(GpuPacked, ConcatOfWholeBlocks) {
   }
 }
 
+// Packed 2-D pools between convs, in the row form PoCL takes (8 output
+// pixels a work item, pool.cl's XB): MaxPool 3x3 stride 2 with ceil_mode
+// and pads, AveragePool with and without count_include_pad over padded
+// windows, on rows shorter and longer than 8 and not a multiple of it.
+TEST(GpuPacked, PoolsByRows) {
+  KILN_REQUIRE_BACKEND(kGpu);
+  NetBuilder b("pools");
+  int x = b.addInput("x", fb::DataType::F32, {1, 4, "h", "w"});
+  int c1 = ConvOp(b, "conv1", x, 4, 8, 3, 1, 1, 1, true, 80);
+  fb::PoolParamsT mp;
+  mp.kernel_shape = {3, 3};
+  mp.strides = {2, 2};
+  mp.pads = {1, 0, 0, 1};
+  mp.ceil_mode = true;
+  int m1 = b.addOp(fb::OpType::MaxPool, "maxpool", {c1}, {"m1"}, mp)[0];
+  fb::PoolParamsT ap = mp;
+  ap.strides = {1, 1};
+  ap.pads = {1, 1, 1, 1};
+  ap.ceil_mode = false;
+  ap.count_include_pad = true;
+  int a1 = b.addOp(fb::OpType::AveragePool, "avg_pad", {m1}, {"a1"}, ap)[0];
+  ap.count_include_pad = false;
+  ap.pads = {0, 2, 1, 0};
+  int a2 = b.addOp(fb::OpType::AveragePool, "avg", {a1}, {"a2"}, ap)[0];
+  b.addOutput(ConvOp(b, "head", a2, 8, 5, 1, 1, 1, 0, true, 81));
+  auto m = Load(b, {kHostConfig, Config(kGpu, GpuLayout::kPacked)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)[1]->placement().ops_per_backend.count("host"), 0u) << (*m)[1]->placement().toString();
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{9, 13}, {21, 40}, {5, 3}}) {
+    const std::vector<int64_t> shape = {1, 4, h, w};
+    const auto in = Random(static_cast<size_t>(4 * h * w), -2, 2, 9);
+    ExpectNear(m->run(1, shape, in), m->run(0, shape, in), 1e-4f, std::to_string(h) + "x" + std::to_string(w));
+  }
+}
+
 // A packed tensor must not meet an op that reads it as NCHW: an Add of a
 // conv output and a graph input (NCHW, the app's) keeps both planar, and
 // Div (whose 0 / 0 would fill the zero lanes with NaN) is never packed.

@@ -70,9 +70,15 @@ class PoolExecution final : public GpuExecution {
     // Without Indices, Y stands in for the unused (never written) binding.
     // Packed without Indices on CPU drivers: a pixel's four lanes an invocation.
     const bool vec4 = packed(&y) && !indices && gpu()->gpuCaps().cpu_kernels;
+    // And on PoCL, 2-D with dilation 1: a row's XB output pixels an item
+    // (GpuCaps::pool_row_outputs).
+    const bool rows = vec4 && n == 2 && push.dilation[1] == 1 && push.dilation[2] == 1 && push.out[1] * push.out[2] > 0;
+    const uint32_t xb = rows ? gpu()->gpuCaps().pool_row_outputs : 1;
+    const uint64_t items = xb > 1 ? uint64_t{push.total} / 4 / push.out[2] * ((push.out[2] + xb - 1) / xb)
+                           : vec4 ? push.total / 4
+                                  : push.total;
     return add1D("pool", {{in[0]}, {out[0], nullptr, true}, {indices ? indices : out[0], nullptr, indices != nullptr}},
-                 push, vec4 ? push.total / 4 : push.total,
-                 {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y), vec4});
+                 push, items, {is_max_, p_->count_include_pad(), indices != nullptr, packed(&y), vec4, xb});
   }
 
   const fb::PoolParams* p_;
