@@ -142,19 +142,25 @@ TEST(PassesFuseAttention, NotForOtherForms) {
 // becomes a constant mask c ? fill : 0, Attention's fourth input.
 TEST(PassesFuseAttention, CausalWhereBecomesAMask) {
   for (float fill : {-INFINITY, -3.4e38f}) {
-    Options o;
-    o.scale = Options::kMulScores;
-    o.where_fill = fill;
-    Net n = Attention(o);
-    fb::NetT after = ApplyPass(n.b.net(), FuseAttention, 1);
-    ASSERT_EQ(OpTypes(after), "Attention");
-    const fb::OpT& a = *after.ops[0];
-    ASSERT_EQ(a.inputs.size(), 4u);
-    std::vector<float> mask;
-    ASSERT_TRUE(passes::ConstFloats(after, a.inputs[3], &mask));
-    ASSERT_EQ(mask.size(), static_cast<size_t>(kL * kS));
-    EXPECT_EQ(mask[1], fill);  // row 0, key 1: masked
-    EXPECT_EQ(mask[kS + 1], 0.f);  // row 1, key 1: kept
+    for (bool named : {true, false}) {  // ONNX nodes need no name
+      SCOPED_TRACE(std::to_string(fill) + (named ? " named" : " unnamed"));
+      Options o;
+      o.scale = Options::kMulScores;
+      o.where_fill = fill;
+      Net n = Attention(o);
+      if (!named)
+        for (auto& op : n.b.net().ops)
+          if (op->type == fb::OpType::Where) op->name.clear();
+      fb::NetT after = ApplyPass(n.b.net(), FuseAttention, 1);
+      ASSERT_EQ(OpTypes(after), "Attention");
+      const fb::OpT& a = *after.ops[0];
+      ASSERT_EQ(a.inputs.size(), 4u);
+      std::vector<float> mask;
+      ASSERT_TRUE(passes::ConstFloats(after, a.inputs[3], &mask));
+      ASSERT_EQ(mask.size(), static_cast<size_t>(kL * kS));
+      EXPECT_EQ(mask[1], fill);  // row 0, key 1: masked
+      EXPECT_EQ(mask[kS + 1], 0.f);  // row 1, key 1: kept
+    }
   }
   Options o;
   o.where_fill = -1.f;  // a finite fill a softmax would see: not a mask

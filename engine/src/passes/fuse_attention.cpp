@@ -109,7 +109,8 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
     std::vector<size_t> chain = {static_cast<size_t>(smi)};
     double scale = 1;
     int s = sm.inputs[0], mask = -1, qk = -1;
-    std::vector<float> where_mask;  // a Where's mask, made a constant when the chain fuses
+    bool where = false;  // a Where's mask, made a constant when the chain fuses
+    std::vector<float> where_mask;
     std::vector<int64_t> where_shape;
     std::string where_name;
     for (int hop = 0; hop < 3 && qk < 0; ++hop) {
@@ -120,7 +121,7 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
       double f = 1;
       if (o.type == fb::OpType::MatMul && o.inputs.size() == 2 && o.outputs.size() == 1) {
         qk = pi;
-      } else if (o.type == fb::OpType::Add && mask < 0 && hop == 0 && o.inputs.size() == 2) {
+      } else if (o.type == fb::OpType::Add && hop == 0 && o.inputs.size() == 2) {
         // The scores' side is the one made by the chain (a MatMul or a scale).
         int side = -1;
         for (int k = 0; k < 2 && side < 0; ++k) {
@@ -136,6 +137,7 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
         chain.push_back(static_cast<size_t>(pi));
         continue;
       } else if (hop == 0 && WhereAsMask(net, o, &where_mask, &where_shape)) {
+        where = true;
         where_name = o.name;
         s = o.inputs[2];
         chain.push_back(static_cast<size_t>(pi));
@@ -150,7 +152,6 @@ StatusOr<int> FuseAttention(fb::NetT& net) {
       }
     }
     if (qk < 0) continue;
-    const bool where = !where_name.empty();
     const std::vector<int64_t>* mask_shape = where ? &where_shape : nullptr;
     if (mask >= 0) {
       if (!shapes.has(mask) || !IsF32(shapes, mask)) continue;
