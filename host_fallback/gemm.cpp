@@ -598,6 +598,11 @@ void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t
   Run(KernelForIsa(isa), pool, pr, M, N);
 }
 
+ThreadPool& SerialPool() {
+  static ThreadPool serial(1);
+  return serial;
+}
+
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue) {

@@ -138,6 +138,16 @@ bool ViewPackedB(Isa isa, bool trans_b, int64_t K, int64_t N, bool half, const s
 void Sgemm(ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
            const GemmEpilogue* epilogue = nullptr);
+// Many small products (attention's heads): a batch a thread, each product
+// whole, where the batches divide among the threads or are many; else each
+// product split over the threads (a fork and join each, half-width tiles).
+inline bool BatchPerThread(int threads, int64_t batches) {
+  return threads > 1 && batches >= threads && (batches % threads == 0 || batches >= 4 * threads);
+}
+// One thread's pool, for a product run inside a parallelFor over batches
+// (which must not call back into the session's pool); with one thread
+// parallelFor runs inline and keeps no state, so it is shared.
+ThreadPool& SerialPool();
 // Sgemm on a forced micro-kernel (tests, benchmarks); `isa` must be supported.
 void SgemmWithIsa(Isa isa, ThreadPool& pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,

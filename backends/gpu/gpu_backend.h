@@ -77,10 +77,11 @@ struct GpuCaps {
   bool dw_fit_cols = false;
   // Attention's form (gpu_attention.cpp): keys a block and query rows an
   // invocation. 16 keys (attention.cl's _k16 variant, float16 vectors) by
-  // 2 rows on PoCL, where the 4-key form's loads of K's rows, the same for every work
-  // item of a head, run as gathers across the items it vectorizes (the
-  // transformer encoder's 4 attentions 2.44 -> 1.23 ms); 4 keys by 4 rows
-  // on lavapipe, by 1 row on GPUs. KILN_GPU_ATTN_ROWS=N to compare.
+  // 2 rows on PoCL, where the 4-key form's loads of K's rows, the same for
+  // every work item of a head, run as gathers across the items it
+  // vectorizes (the transformer encoder's 4 attentions 2.44 -> 1.23 ms); 4
+  // keys by 4 rows on lavapipe, by 1 row on GPUs. KILN_GPU_ATTN_ROWS=N to
+  // compare.
   uint32_t attention_keys = 4, attention_rows = 1;
   // Output pixels a work item of the packed 2-D pools of dilation 1
   // (pool.cl's XB): 8 on PoCL, which divides lane by lane and so paid for

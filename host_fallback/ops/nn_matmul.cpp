@@ -40,14 +40,6 @@ IntVec BatchOffsets(const IntVec& dims, const IntVec& out, int64_t matrix_size) 
   return offs;
 }
 
-// One thread's pool: a product run inside a parallelFor over batches must
-// not call back into the session's pool; with one thread parallelFor runs
-// inline and keeps no state, so it is shared.
-ThreadPool& SerialPool() {
-  static ThreadPool serial(1);
-  return serial;
-}
-
 // MatMul; `packed`, when set, is B packed (B constant and without batch
 // dims, or with batch dims of 1).
 Status MatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, HostBackend& be,
@@ -91,10 +83,8 @@ Status MatMul(const GraphOp& op, const std::vector<Tensor*>& in, const std::vect
           pb + b_off[static_cast<size_t>(bi)], N, 0.f, py + bi * M * N, N);
   };
   // Many small products (attention's per-head scores, [heads, S, S]): a
-  // batch a thread, each product whole, instead of every product split
-  // over the threads (a fork and join each, and half-width tiles).
-  const int threads = be.pool().threads();
-  if (threads > 1 && batches >= threads && (batches % threads == 0 || batches >= 4 * threads)) {
+  // batch a thread (BatchPerThread).
+  if (BatchPerThread(be.pool().threads(), batches)) {
     be.pool().parallelFor(batches, [&](int64_t begin, int64_t end) {
       for (int64_t bi = begin; bi < end; ++bi) one(SerialPool(), bi);
     });

@@ -61,12 +61,6 @@ Status RunSoftmax(const GraphOp& op, const std::vector<Tensor*>& in, const std::
   return Status::Ok();
 }
 
-// One thread's pool, for products run inside a parallelFor over batches.
-ThreadPool& SerialPool() {
-  static ThreadPool serial(1);
-  return serial;
-}
-
 Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                     HostBackend& be) {
   // Shapes and types are checked by InferShapeAttention.
@@ -97,9 +91,10 @@ Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std
   auto one = [&](ThreadPool& pool, int64_t b, float* sc) {
     Sgemm(pool, false, false, L, S, D, scale, q + b * L * D, D, kt + b * D * S, S, 0.f, sc, S);
     if (m) {
+      const float* mb = m + ms.offset(b);
       for (int64_t i = 0; i < L; ++i) {
         float* row = sc + i * S;
-        const float* mrow = m + ms.offset(b) + i * ms.row;
+        const float* mrow = mb + i * ms.row;
         for (int64_t j = 0; j < S; ++j) row[j] += mrow[j * ms.col];
       }
     }
@@ -107,8 +102,7 @@ Status RunAttention(const GraphOp& op, const std::vector<Tensor*>& in, const std
     Sgemm(pool, false, false, L, Dv, S, 1.f, sc, S, v + b * S * Dv, Dv, 0.f, y + b * L * Dv, Dv);
   };
   thread_local ScratchBuffer scores;
-  const int threads = be.pool().threads();
-  if (threads > 1 && batches >= threads && (batches % threads == 0 || batches >= 4 * threads)) {
+  if (BatchPerThread(be.pool().threads(), batches)) {
     // A batch (head) a thread, its scores in that thread's cache.
     std::atomic<bool> no_memory{false};
     be.pool().parallelFor(batches, [&](int64_t begin, int64_t end) {

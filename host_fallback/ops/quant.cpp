@@ -360,8 +360,9 @@ bool QAddAvx512() {
 KILN_SIMD_CLONES
 void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __restrict b, int64_t sb_step, int64_t n,
              bool i8, float ra, float rb, float f, float lo, float hi, uint8_t* __restrict c) {
-#define KILN_QADD(S_A, S_B) \
-  (i8 ? QAddLoop<true, S_A, S_B>(a, b, n, ra, rb, f, lo, hi, c) : QAddLoop<false, S_A, S_B>(a, b, n, ra, rb, f, lo, hi, c))
+#define KILN_QADD(S_A, S_B)                                           \
+  (i8 ? QAddLoop<true, S_A, S_B>(a, b, n, ra, rb, f, lo, hi, c)       \
+      : QAddLoop<false, S_A, S_B>(a, b, n, ra, rb, f, lo, hi, c))
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (sa_step && sb_step && QAddAvx512()) return QAddRowAvx512(a, b, n, i8, ra, rb, f, lo, hi, c);
 #endif
@@ -372,12 +373,12 @@ void QAddRow(const uint8_t* __restrict a, int64_t sa_step, const uint8_t* __rest
 #undef KILN_QADD
 }
 
-}  // namespace
-
-// QLinearAdd's f32 constants, each product in a statement of its own (no
-// contraction into a multiply-add).
-KILN_NO_FP_CONTRACT quant::QAddRatios quant::MakeQAddRatios(float sa, float za, float sb, float zb, float sc,
-                                                            float zc) {
+// QLinearAdd's f32 constants (QAddLoop's ra, rb and f), each product in a
+// statement of its own (no contraction into a multiply-add).
+struct QAddRatios {
+  float ra = 0, rb = 0, f = 0;
+};
+KILN_NO_FP_CONTRACT QAddRatios MakeQAddRatios(float sa, float za, float sb, float zb, float sc, float zc) {
   QAddRatios r;
   r.ra = sa / sc;
   r.rb = sb / sc;
@@ -387,8 +388,6 @@ KILN_NO_FP_CONTRACT quant::QAddRatios quant::MakeQAddRatios(float sa, float za, 
   r.f = f0 - pb;
   return r;
 }
-
-namespace {
 
 Status RunQLinearAdd(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
                      HostBackend& be) {
@@ -419,7 +418,7 @@ Status RunQLinearAdd(const GraphOp& op, const std::vector<Tensor*>& in, const st
   const uint8_t* bv = static_cast<const uint8_t*>(b.hostData());
   uint8_t* cv = static_cast<uint8_t*>(c.hostData());
   const bool i8 = a.dtype() == fb::DataType::I8;
-  const quant::QAddRatios k = quant::MakeQAddRatios(s[0], static_cast<float>(z[0]), s[1], static_cast<float>(z[1]), s[2],
+  const QAddRatios k = MakeQAddRatios(s[0], static_cast<float>(z[0]), s[1], static_cast<float>(z[1]), s[2],
                                       static_cast<float>(z[2]));
   ForEachBroadcastRow<2>(be.pool(), c.shape(), {&a.shape(), &b.shape()}, [&](const BroadcastRow<2>& r) {
     QAddRow(av + r.in[0], r.stride[0], bv + r.in[1], r.stride[1], r.count, i8, k.ra, k.rb, k.f,

@@ -23,14 +23,6 @@ StatusOr<std::vector<int64_t>> ZeroPoints(const GraphOp& op, const Tensor* z, co
 // quantized output; others are Unsupported.
 Status ActivationRange(const GraphOp& op, float y_scale, int64_t y_zero, int64_t* lo, int64_t* hi);
 
-// QLinearAdd's f32 constants (onnxruntime's arithmetic): c = round(a ra +
-// b rb + f) with ra = sa / sc, rb = sb / sc, f = zc - ra za - rb zb, each
-// step rounded to f32; the kernels take the sum as fma(a, ra, fma(b, rb, f)).
-struct QAddRatios {
-  float ra = 0, rb = 0, f = 0;
-};
-QAddRatios MakeQAddRatios(float sa, float za, float sb, float zb, float sc, float zc);
-
 // True when input k of op is absent or a constant of the graph (weights a
 // kernel may pack once, at resize).
 bool ConstantInput(const GraphOp& op, const Graph& graph, size_t k);

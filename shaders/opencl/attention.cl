@@ -43,8 +43,9 @@ uint MaskOffset(uint b, AttentionPush p) {
 
 // Both forms' start: the item's batch b, its first row i0, the mask's
 // offset mbase and its RB rows (rows past L repeat the last one and are not
-// stored). (The signatures stay written out: cl_backend.cpp appends the
-// buffer offsets to them.)
+// stored), and each row's online softmax state: the running maximum m, the
+// sum l and the output accumulators acc, empty. (The signatures stay
+// written out: cl_backend.cpp appends the buffer offsets to them.)
 #define ATTENTION_BEGIN                                              \
   const uint i = KILN_GLOBAL_INDEX;                                  \
   if (i >= p.total) return;                                          \
@@ -52,7 +53,14 @@ uint MaskOffset(uint b, AttentionPush p) {
   const uint b = i / blocks, i0 = (i % blocks) * RB;                 \
   const uint mbase = HAS_MASK ? MaskOffset(b, p) : 0u;               \
   uint row[RB];                                                      \
-  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);
+  for (uint r = 0u; r < RB; ++r) row[r] = min(i0 + r, p.l - 1u);     \
+  float4 acc[RB][DV4];                                               \
+  float m[RB], l[RB];                                                \
+  for (uint r = 0u; r < RB; ++r) {                                   \
+    m[r] = -INFINITY;                                                \
+    l[r] = 0.0f;                                                     \
+    for (uint c = 0u; c < DV4; ++c) acc[r][c] = (float4)(0.0f);      \
+  }
 
 #ifdef KILN_KEYS16
 // KILN_KEYS16 (the attention_k16 variant, cl_backend.cpp): the form for
@@ -89,13 +97,6 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
       const float4 t = LOAD4(q, ((b * p.l + row[r]) * p.d) / 4u + c) * p.scale;
       qs[r][4 * c] = t.x, qs[r][4 * c + 1] = t.y, qs[r][4 * c + 2] = t.z, qs[r][4 * c + 3] = t.w;
     }
-  float4 acc[RB][DV4];
-  float m[RB], l[RB];
-  for (uint r = 0u; r < RB; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-    for (uint c = 0u; c < DV4; ++c) acc[r][c] = (float4)(0.0f);
-  }
   for (uint j = 0u; j < p.s; j += 16u) {
     float16 sc[RB];
     for (uint r = 0u; r < RB; ++r) sc[r] = (float16)(0.0f);
@@ -156,13 +157,6 @@ __kernel void attention(__global const STORE_T* q, __global const STORE_T* kt, _
   float4 qs[RB][D4];
   for (uint r = 0u; r < RB; ++r)
     for (uint c = 0u; c < D4; ++c) qs[r][c] = Load4Masked(q, (b * p.l + row[r]) * p.d + 4u * c, p.d - 4u * c) * p.scale;
-  float4 acc[RB][DV4];
-  float m[RB], l[RB];
-  for (uint r = 0u; r < RB; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-    for (uint c = 0u; c < DV4; ++c) acc[r][c] = (float4)(0.0f);
-  }
   for (uint j = 0u; j < p.s; j += 4u) {
     const uint keys = min(4u, p.s - j);
     float4 sc[RB];

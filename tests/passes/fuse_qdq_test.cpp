@@ -170,7 +170,8 @@ TEST(PassesFuseQdq, AddBecomesQLinearAddWithinAStep) {
     auto got = RunNet(after, feeds);
     ASSERT_TRUE(want.ok() && got.ok());
     ASSERT_EQ((*got)[0].size(), (*want)[0].size());
-    for (size_t i = 0; i < (*got)[0].size(); ++i) EXPECT_LE(std::fabs((*got)[0][i] - (*want)[0][i]), 0.04f * 1.001f) << i;
+    for (size_t i = 0; i < (*got)[0].size(); ++i)
+      EXPECT_LE(std::fabs((*got)[0][i] - (*want)[0][i]), 0.04f * 1.001f) << i;
   }
   // int8 and uint8 operands: QLinearAdd takes one type, so the chain stays.
   const fb::NetT mixed = Fused(QdqAdd(false, true), 0);

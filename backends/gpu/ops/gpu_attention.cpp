@@ -56,8 +56,8 @@ class AttentionExecution final : public GpuExecution {
     if (mask) {
       // The mask's strides by run of batch dims, row and key; 0 where it broadcasts.
       AttentionMask ms;
-      if (!MakeAttentionMask(std::vector<int64_t>(q.shape().begin(), q.shape().end() - 2), L, S, mask->shape(), &ms) ||
-          mask->elementCount() > UINT32_MAX)
+      const std::vector<int64_t> batch(q.shape().begin(), q.shape().end() - 2);
+      if (!MakeAttentionMask(batch, L, S, mask->shape(), &ms) || mask->elementCount() > UINT32_MAX)
         return InvalidArgument("Attention: mask '%s' does not broadcast to the scores", mask->name().c_str());
       push.m_row = static_cast<uint32_t>(ms.row);
       push.m_col = static_cast<uint32_t>(ms.col);
@@ -68,7 +68,8 @@ class AttentionExecution final : public GpuExecution {
     }
     const uint32_t dv4 = static_cast<uint32_t>((Dv + 3) / 4), d4 = static_cast<uint32_t>((D + 3) / 4);
     return add1D(k16 ? "attention_k16" : "attention",
-                 {{in[0]}, {in[1]}, {in[2]}, {mask ? mask : in[0]}, {out[0], nullptr, true}}, push, total, {rb, std::max(dv4, 1u), mask != nullptr, aligned, std::max(d4, 1u)});
+                 {{in[0]}, {in[1]}, {in[2]}, {mask ? mask : in[0]}, {out[0], nullptr, true}}, push, total,
+                 {rb, std::max(dv4, 1u), mask != nullptr, aligned, std::max(d4, 1u)});
   }
 
   float scale_;
