@@ -138,6 +138,11 @@ void PackAPanels(const GemmKernel& kr, const Problem& pr, int64_t i0, int64_t mc
         const float* s = pr.A + (i0 + p + r) * pr.lda + k0;
         for (int64_t k = 0; k < kc; ++k) d[k * mr + r] = pr.alpha * s[k];
       }
+    } else if (rows == 8 && mr == 8) {  // A(i, k) = A[k * lda + i], a whole panel of 8: 8 floats a k
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* s = pr.A + (k0 + k) * pr.lda + i0 + p;
+        for (int r = 0; r < 8; ++r) d[k * 8 + r] = pr.alpha * s[r];
+      }
     } else {  // A(i, k) = A[k * lda + i]
       for (int64_t k = 0; k < kc; ++k) {
         const float* s = pr.A + (k0 + k) * pr.lda + i0 + p;
@@ -283,13 +288,16 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
           // a half or edge tile asks for its share now.
           const bool pf_inside = pf && whole && !half;
           if (pf && !pf_inside) PrefetchLines(pf, pf_lines);
-          if (whole) {
+          // A full-width tile of fewer rows than mr takes the rows kernel.
+          const bool rows = !whole && !half && nrr == nr && mrr < mr && kr.micro_rows;
+          if (whole || rows) {
             const GemmEpilogue* e = last ? pr.ep : nullptr;
             const TileEpilogue te = e ? TileEpilogue{e->row_bias ? e->row_bias + ic + ir : nullptr,
                                                      e->col_bias ? e->col_bias + jc + jr : nullptr, e->clamp, e->lo,
                                                      e->hi}
                                       : TileEpilogue{};
-            if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr, pf, pf_lines);
+            if (rows) kr.micro_rows(static_cast<int>(mrr), kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr);
+            else if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr, pf, pf_lines);
             else micro(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr);
           } else {
             micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);

@@ -245,6 +245,10 @@ inline PanelShare ShareOfNext(const void* next, int64_t bytes, int64_t parts, in
 // product whose weights stream from memory, fetched while this tile computes.
 using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
+// MicroKernel on the first `rows` (0 < rows < mr) rows of the mr-row
+// panels of A only: a last row of tiles that M does not fill.
+using MicroKernelRows = void (*)(int rows, int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
+                                 int64_t ldc, bool load_c, const TileEpilogue* ep);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);
@@ -273,6 +277,7 @@ struct GemmKernel {
   // 192), or null.
   MicroKernel micro_half = nullptr;
   MicroKernelPf micro_pf = nullptr;  // micro with prefetches, or null
+  MicroKernelRows micro_rows = nullptr;  // full-width tiles of fewer rows, or null
 };
 // nullptr when the build has no such kernel (AVX: non-x86; NEON: non-arm64).
 const GemmKernel* Avx512Kernel();

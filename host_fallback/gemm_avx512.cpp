@@ -115,6 +115,72 @@ void MicroAvx512Half(int64_t kc, const float* a, const float* b, int64_t ldb, fl
 #undef KILN_STORE
 }
 
+// The 8 x 32 tile's first R rows (R < 8) on the same 8-row panels of A: a
+// last row of tiles whose M is not a multiple of 8 (the pixels of a 7x7
+// plane, y^T = x^T w^T: 49 = 6 x 8 + 1, where a whole tile for the last
+// pixel cost 8/7 of the conv).
+template <int R>
+__attribute__((always_inline)) inline void MicroRows32(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                                       float* c, int64_t ldc, bool load_c, const TileEpilogue* ep) {
+  // Fewer than 4 rows keep S sets of sums over alternating k, so that at
+  // least 8 FMA chains cover the FMA latency (one row's 2 chains waited 4
+  // cycles a k).
+  constexpr int S = R >= 4 ? 1 : R >= 2 ? 2 : 4;
+  __m512 c0[S][R], c1[S][R];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s)
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) c0[s][i] = c1[s][i] = _mm512_setzero_ps();
+  auto step = [&](int s) {
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i]);
+      c0[s][i] = _mm512_fmadd_ps(av, b0, c0[s][i]);
+      c1[s][i] = _mm512_fmadd_ps(av, b1, c1[s][i]);
+    }
+    a += 8;
+    b += ldb;
+  };
+  int64_t k = 0;
+  for (; k + S <= kc; k += S)
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) step(s);
+  for (; k < kc; ++k) step(0);
+#pragma GCC unroll 4
+  for (int s = 1; s < S; ++s)
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      c0[0][i] = _mm512_add_ps(c0[0][i], c0[s][i]);
+      c1[0][i] = _mm512_add_ps(c1[0][i], c1[s][i]);
+    }
+  const Finish512 finish(ep ? *ep : TileEpilogue{}, true);
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    float* ci = c + i * ldc;
+    if (load_c) {
+      c0[0][i] = _mm512_add_ps(c0[0][i], _mm512_loadu_ps(ci));
+      c1[0][i] = _mm512_add_ps(c1[0][i], _mm512_loadu_ps(ci + 16));
+    }
+    if (ep) finish(i, c0[0][i], c1[0][i]);
+    _mm512_storeu_ps(ci, c0[0][i]);
+    _mm512_storeu_ps(ci + 16, c1[0][i]);
+  }
+}
+
+void MicroAvx512Rows(int rows, int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                     bool load_c, const TileEpilogue* ep) {
+  switch (rows) {
+    case 1: return MicroRows32<1>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 2: return MicroRows32<2>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 3: return MicroRows32<3>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 4: return MicroRows32<4>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 5: return MicroRows32<5>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 6: return MicroRows32<6>(kc, a, b, ldb, c, ldc, load_c, ep);
+    default: return MicroRows32<7>(kc, a, b, ldb, c, ldc, load_c, ep);
+  }
+}
+
 // 12 independent chains: enough to cover FMA latency x issue width on the
 // cores we know (4 cycles x 2 ports, plus slack). Each chain starts from a
 // different value: identical chains are one value to the compiler, which then
@@ -264,7 +330,7 @@ void PackA8(const float* A, int64_t lda, int64_t kc, float alpha, float* d) {
 
 const GemmKernel kKernel = {8,      32,         128,     256,          2048,        &MicroAvx512, &FmaLoopAvx512,
                             12 * 16 * 2, &GemvAvx512, &PackA8, &WidenAvx512, &MicroAvx512Half,
-                            &MicroAvx512Pf};
+                            &MicroAvx512Pf, &MicroAvx512Rows};
 
 }  // namespace
 

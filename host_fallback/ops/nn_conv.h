@@ -125,7 +125,7 @@ struct NarrowConvArgs {
 class NarrowConv {
  public:
   // 2-D, one group, 1 to 4 input channels, kernels up to 7x7 (at least 4
-  // taps), strides 1 or 2, no dilation; 5x5 and up, or up to 16 outputs
+  // taps), strides 1 or 2, no dilation; 5x5 and up, or up to 64 outputs
   // (where it was measured faster than the GEMM).
   static bool Suits(int64_t c, int64_t m, const IntVec& kernel, const IntVec& strides, const IntVec& dilations,
                     int64_t group);
@@ -139,8 +139,8 @@ class NarrowConv {
 
  private:
   int64_t m_ = 0, c_ = 0, kh_ = 0, kw_ = 0;
-  int mb_ = 16;                // output channels a block, for this CPU's registers
-  void (*row_)() = nullptr;    // the row kernel for this CPU (nn_conv_narrow.cpp)
+  int mb_ = 8;                        // output channels a block, for this CPU's registers
+  void (*rows_[3])() = {nullptr, nullptr, nullptr};  // this CPU's kernels for 1 and 2 output rows (nn_conv_narrow.cpp)
   std::vector<float> wt_;          // [block][c][kh][kw][mb]
   std::vector<uint16_t> wt_half_;  // or those as fp16 (precision low)
 };

@@ -91,10 +91,11 @@ TEST(NnConv, FirstLayerWidePlanes) {
 }
 
 // The direct kernel for 1 to 4 input channels (nn_conv_narrow.cpp; 5x5 and
-// up, or up to 32 outputs; rows of 77 take the stride-2 column split 16 at
-// a time, then one by one): output
-// channels in blocks (a partial last block), rows in bands (a partial last
-// band), columns in 16s (a partial last one), strides 1 and 2 per axis,
+// up, or up to 64 outputs; rows of 77 take the stride-2 column split 16 at
+// a time, then one by one): output channels in blocks (a partial last
+// block), rows in bands of 6 taken 3, 2 or 1 at a time (bands ending in
+// each), columns in 16s (rows under 16, and a last 16 overlapping the one
+// before), strides 1 and 2 per axis,
 // asymmetric pads, a clamp on the stores or an activation on each row,
 // batches, weights as fp16 holds them at precision low.
 TEST(NnConv, NarrowInputChannels) {
@@ -108,6 +109,7 @@ TEST(NnConv, NarrowInputChannels) {
       {4, 10, 11, 12, 2, 2, 1, 0, 0, 1, 0},  // 2x2, stride 2 by 1
       {2, 6, 17, 40, 5, 1, 2, 2, 2, 2, 2},
       {3, 13, 77, 32, 3, 2, 2, 1, 1, 1, 1},  // MobileNetV2's and EfficientNet's first layer
+      {3, 19, 35, 64, 3, 2, 2, 0, 0, 0, 0},  // SqueezeNet's, unpadded
   };
   int i = 0;
   for (const Shape2& s : shapes) {
