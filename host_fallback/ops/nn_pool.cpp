@@ -253,6 +253,87 @@ KILN_SIMD_CLONES_TEMPLATE void MaxPoolPlane2D(const T* __restrict xp, int64_t ih
   }
 }
 
+// The 3x3 stride-2 float MaxPool of most CNNs (squeezenet, ResNet,
+// GoogLeNet) on planes of at least 8 + (pl + 1) / 2 output columns whose
+// windows stay inside the input but for the pads (MaxPool3x3S2Suits). Each
+// output row takes its window's three input rows where they lie (a row in
+// the padding is replaced by one inside: the max is the same), and each N
+// outputs (16, or 8 on rows under 16): the rows' max over columns s .. s +
+// 2N - 1 (s = 2 a - pl) in two vectors, their even and odd lanes by two
+// shuffles, and the next even ones (s + 2 on) as the even lanes moved down
+// one with column s + 2N's max appended. The general path stores each
+// row's column max and reloads it at offsets that straddle two stores,
+// which waited for the stores to leave (squeezenet's 64 x 111 x 111, one
+// thread: 0.090 -> 0.053 ms). Outputs whose window starts in the left pad
+// are taken one by one. A NaN is skipped, as there.
+bool MaxPool3x3S2Suits(int64_t iw, int64_t ow, int64_t pl) {
+  const int64_t a0 = (pl + 1) / 2;
+  return pl >= 0 && pl <= 2 && ow - a0 >= 8 && 2 * ow <= iw + pl;
+}
+template <typename V, int N>
+__attribute__((always_inline)) inline void MaxPool3x3S2Row(const float* r0, const float* r1, const float* r2,
+                                                           int64_t iw, int64_t a0, int64_t ow, int64_t pl,
+                                                           float* __restrict yr) {
+  constexpr float kLow = Lowest<float>();
+  for (int64_t a = a0;; a += N) {
+    if (a + N > ow) a = ow - N;  // the last step ends at the row's end
+    const int64_t c = 2 * a - pl;
+    V m0 = V{} + kLow, m1 = m0;
+    for (const float* r : {r0, r1, r2}) {
+      V x0, x1;
+      __builtin_memcpy(&x0, r + c, sizeof(x0));
+      __builtin_memcpy(&x1, r + c + N, sizeof(x1));
+      m0 = x0 > m0 ? x0 : m0;
+      m1 = x1 > m1 ? x1 : m1;
+    }
+    // Column c + 2N lies in the last output's window or past the input
+    // (then column c + 2N - 1 stands in: in the window, the same max).
+    const int64_t t = std::min(c + 2 * N, iw - 1);
+    const V tail = V{} + MaxSkipNaN(r2[t], MaxSkipNaN(r1[t], MaxSkipNaN(r0[t], kLow)));
+    V e, o, e2;
+    if constexpr (N == 16) {
+      e = KILN_SHUFFLE16(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      o = KILN_SHUFFLE16(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      e2 = KILN_SHUFFLE16(e, tail, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    } else {
+      e = KILN_SHUFFLE8(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
+      o = KILN_SHUFFLE8(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
+      e2 = KILN_SHUFFLE8(e, tail, 1, 2, 3, 4, 5, 6, 7, 8);
+    }
+    V m = o > e ? o : e;
+    m = e2 > m ? e2 : m;
+    __builtin_memcpy(yr + a, &m, sizeof(m));
+    if (a + N >= ow) break;
+  }
+}
+KILN_SIMD_CLONES void MaxPool3x3S2Plane(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp,
+                                        int64_t oh, int64_t ow, int64_t pt, int64_t pl) {
+  constexpr float kLow = Lowest<float>();
+  const int64_t a0 = (pl + 1) / 2;
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const float* rows[3];
+    int nrows = 0;
+    for (int64_t ky = 0; ky < 3; ++ky) {
+      const int64_t iy = oy * 2 - pt + ky;
+      if (iy >= 0 && iy < ih) rows[nrows++] = xp + iy * iw;
+    }
+    float* __restrict yr = yp + oy * ow;
+    if (nrows == 0) {
+      for (int64_t a = 0; a < ow; ++a) yr[a] = kLow;
+      continue;
+    }
+    for (int r = nrows; r < 3; ++r) rows[r] = rows[0];
+    for (int64_t a = 0; a < a0; ++a) {  // windows that start in the left pad
+      float m = kLow;
+      for (int64_t c = std::max<int64_t>(0, 2 * a - pl); c < std::min(iw, 2 * a - pl + 3); ++c)
+        m = MaxSkipNaN(rows[2][c], MaxSkipNaN(rows[1][c], MaxSkipNaN(rows[0][c], m)));
+      yr[a] = m;
+    }
+    if (ow - a0 >= 16) MaxPool3x3S2Row<VecF16, 16>(rows[0], rows[1], rows[2], iw, a0, ow, pl, yr);
+    else MaxPool3x3S2Row<VecF8, 8>(rows[0], rows[1], rows[2], iw, a0, ow, pl, yr);
+  }
+}
+
 // The pool of X (T: f32, or u8 / i8 for MaxPool) into Y.
 template <typename T>
 Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor& Y, const std::vector<Tensor*>& out,
@@ -284,6 +365,15 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
   if (is_max && !indices && n == 2) {
     // The padded row: every window's columns, -inf outside the input.
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
+    if (std::is_same<T, float>::value && kernel[0] == 3 && kernel[1] == 3 && strides[0] == 2 && strides[1] == 2 &&
+        dilations[0] == 1 && dilations[1] == 1 && MaxPool3x3S2Suits(xin[1], yout[1], pads[1])) {
+      be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+        for (int64_t pl = begin; pl < end; ++pl)
+          MaxPool3x3S2Plane(reinterpret_cast<const float*>(x) + pl * in_plane, xin[0], xin[1],
+                            reinterpret_cast<float*>(y) + pl * out_plane, yout[0], yout[1], pads[0], pads[1]);
+      });
+      return Status::Ok();
+    }
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
       // Two padded rows (MaxPoolPlane2D alternates them), each with MaxOf3Stride2's reach.
       const int64_t vstride = width + 64;

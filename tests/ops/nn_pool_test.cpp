@@ -195,6 +195,61 @@ TEST(NnPool, MaxPoolValuesOnly) {
   RunPoolCase(fb::OpType::MaxPool, tall, false, "5x3 s3,1 asymmetric pads on 37x5");
 }
 
+// The 3x3 stride-2 float plane (nn_pool.cpp MaxPool3x3S2Plane, rows of at
+// least 8 outputs past the left pad, 16 a vector, or 8 on rows under 16):
+// squeezenet's unpadded ceil-mode
+// windows (a last 16 overlapping the one before, the last window past the
+// input), ResNet's pads of 1, pads of 2 (two outputs before the vectors
+// start), asymmetric pads, and a plane 3 rows tall whose windows lose rows
+// to the pads; widths at the path's limits.
+TEST(NnPool, MaxPool3x3Stride2Rows) {
+  struct Case {
+    int64_t h, w, pt, pl, pb, pr;
+    bool ceil;
+  };
+  const Case cases[] = {{9, 45, 0, 0, 0, 0, true},  {8, 33, 0, 0, 0, 0, false}, {11, 56, 1, 1, 1, 1, false},
+                        {7, 40, 2, 2, 2, 2, false}, {6, 37, 0, 1, 1, 0, false}, {3, 70, 1, 1, 1, 1, false},
+                        {5, 34, 1, 0, 0, 1, true},  {8, 27, 0, 0, 0, 0, true},  {5, 20, 1, 1, 1, 1, false},
+                        {4, 17, 0, 0, 0, 0, false}};
+  for (const Case& k : cases) {
+    PoolCase c{{2, 3, k.h, k.w}, 3, 3, 2, 2};
+    c.pt = k.pt, c.pl = k.pl, c.pb = k.pb, c.pr = k.pr, c.ceil = k.ceil;
+    RunPoolCase(fb::OpType::MaxPool, c, false,
+                "3x3 s2 on " + std::to_string(k.h) + "x" + std::to_string(k.w) + " pads " + std::to_string(k.pt) +
+                    std::to_string(k.pl) + std::to_string(k.pb) + std::to_string(k.pr) + (k.ceil ? " ceil" : ""));
+  }
+}
+
+// A NaN is skipped by the max (as vmaxps with the NaN first): a window of
+// a NaN and numbers gives their max, on the 3x3 stride-2 rows and on the
+// general path (3x2 windows), at the vectors' lanes and at the tail column,
+// 16 and 8 a vector.
+TEST(NnPool, MaxPoolSkipsNaN) {
+  for (int64_t kw : {3, 2})
+    for (int64_t w : {40, 20}) {
+      std::vector<float> x(static_cast<size_t>(3 * w));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.f;
+      const int64_t tail = w == 40 ? 32 : 16;  // the first step's column s + 2N
+      for (int64_t at : {int64_t{0}, w + 1, w + w - 3, tail, 3 * w - 2}) x[static_cast<size_t>(at)] = NAN;
+      fb::PoolParamsT p;
+      p.kernel_shape = {3, static_cast<int32_t>(kw)};
+      p.strides = {2, 2};
+      auto out = OpTest(fb::OpType::MaxPool).input("x", {1, 1, 3, w}, x).params(p).run(Threads3());
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      const int64_t ow = (w - kw) / 2 + 1;
+      ASSERT_EQ(out->at(0).f32().size(), static_cast<size_t>(ow));
+      for (int64_t a = 0; a < ow; ++a) {
+        float want = -INFINITY;
+        for (int64_t r = 0; r < 3; ++r)
+          for (int64_t c = 2 * a; c < 2 * a + kw; ++c) {
+            const float v = x[static_cast<size_t>(r * w + c)];
+            if (v > want) want = v;
+          }
+        EXPECT_EQ(out->at(0).f32()[static_cast<size_t>(a)], want) << "kw " << kw << " w " << w << " output " << a;
+      }
+    }
+}
+
 // u8 and i8 (quantized activations): the same windows, exactly, on both
 // paths (values only: row by row; with Indices: tap by tap).
 TEST(NnPool, MaxPoolEightBit) {
