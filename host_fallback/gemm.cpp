@@ -237,6 +237,9 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
   if (pr.packed_b_half) pack_b = tl_pack_b.get(static_cast<size_t>(KC * NC));
   float* pack_a = pr.packed_a ? nullptr : tl_pack_a.get(static_cast<size_t>(KC * MC));
   const bool prepacked = pr.packed_a || pr.packed_half;
+  // A transposed (A(i, k) = A[k * lda + i]) and unscaled is read where it
+  // lies by micro_a: its step-k values of a tile are mr consecutive floats.
+  const bool direct_a = pr.ta && !prepacked && pr.alpha == 1.f && kr.micro_a;
   alignas(64) float tmp[16 * 64];  // an edge tile (mr * nr <= 1024)
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
@@ -261,12 +264,13 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
         const float* block_a = pr.packed_a ? pr.packed_a + pc * pr.m_pad + ic * kc : pack_a;
         if (pr.packed_half)
           WidenHalf(pr.packed_half + pc * pr.m_pad + ic * kc, pack_a, (mc + mr - 1) / mr * mr * kc);
-        else if (!prepacked)
+        else if (!prepacked && !direct_a)
           PackAPanels(kr, pr, ic, mc, pc, kc, pack_a);
         // One mr x nr tile of C.
         auto tile = [&](int64_t ir, int64_t jr, const char* pf = nullptr, int64_t pf_lines = 0) {
           const int64_t mrr = std::min<int64_t>(mr, mc - ir);
-          const float* pa = block_a + ir * kc;
+          const float* pa = direct_a ? pr.A + pc * pr.lda + ic + ir : block_a + ir * kc;
+          const int64_t lda = direct_a ? pr.lda : mr;
           const int64_t nrr = std::min<int64_t>(nr, nc - jr);
           const float* pb = block_b + jr * kc;
           int64_t ldb = nr;
@@ -280,27 +284,34 @@ void GemmRange(const GemmKernel& kr, const Problem& pr, int64_t m0, int64_t m1, 
             for (int64_t i = 0; i < mrr; ++i)
               std::memcpy(c + i * pr.ldc, r + i * pr.ep->ld_residual, static_cast<size_t>(nrr) * sizeof(float));
           }
-          // A last panel of at most nr / 2 columns takes the half tile.
-          const bool half = kr.micro_half && 2 * nrr <= nr;
+          // A last panel of at most nr / 2 columns takes the half tile (on
+          // packed A).
+          const bool half = kr.micro_half && !direct_a && 2 * nrr <= nr;
           const MicroKernel micro = half ? kr.micro_half : kr.micro;
-          const bool whole = mrr == mr && nrr == (half ? nr / 2 : nr);
+          // Full-width tiles of fewer rows than mr, and every tile of a
+          // direct A, take micro_a.
+          const bool by_rows = nrr == nr && kr.micro_a && (direct_a || (!half && mrr < mr));
+          const bool whole = by_rows || (mrr == mr && nrr == (half ? nr / 2 : nr));
           // The prefetches ride in the k loop of a whole full-width tile;
           // a half or edge tile asks for its share now.
           const bool pf_inside = pf && whole && !half;
           if (pf && !pf_inside) PrefetchLines(pf, pf_lines);
-          // A full-width tile of fewer rows than mr takes the rows kernel.
-          const bool rows = !whole && !half && nrr == nr && mrr < mr && kr.micro_rows;
-          if (whole || rows) {
+          if (whole) {
             const GemmEpilogue* e = last ? pr.ep : nullptr;
             const TileEpilogue te = e ? TileEpilogue{e->row_bias ? e->row_bias + ic + ir : nullptr,
                                                      e->col_bias ? e->col_bias + jc + jr : nullptr, e->clamp, e->lo,
                                                      e->hi}
                                       : TileEpilogue{};
-            if (rows) kr.micro_rows(static_cast<int>(mrr), kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr);
+            if (by_rows)
+              kr.micro_a(static_cast<int>(mrr), kc, pa, lda, pb, ldb, c, pr.ldc, load, e ? &te : nullptr,
+                         pf_inside ? pf : nullptr, pf_lines);
             else if (pf_inside) kr.micro_pf(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr, pf, pf_lines);
             else micro(kc, pa, pb, ldb, c, pr.ldc, load, e ? &te : nullptr);
           } else {
-            micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
+            // An edge tile: computed whole into tmp (B's panels are zero
+            // past N), its valid part added to C.
+            if (direct_a) kr.micro_a(static_cast<int>(mrr), kc, pa, lda, pb, ldb, tmp, nr, false, nullptr, nullptr, 0);
+            else micro(kc, pa, pb, ldb, tmp, nr, false, nullptr);
             for (int64_t i = 0; i < mrr; ++i)
               for (int64_t j = 0; j < nrr; ++j)
                 c[i * pr.ldc + j] = (load ? c[i * pr.ldc + j] : 0.f) + tmp[i * nr + j];

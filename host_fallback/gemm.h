@@ -245,10 +245,14 @@ inline PanelShare ShareOfNext(const void* next, int64_t bytes, int64_t parts, in
 // product whose weights stream from memory, fetched while this tile computes.
 using MicroKernelPf = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines);
-// MicroKernel on the first `rows` (0 < rows < mr) rows of the mr-row
-// panels of A only: a last row of tiles that M does not fill.
-using MicroKernelRows = void (*)(int rows, int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
-                                 int64_t ldc, bool load_c, const TileEpilogue* ep);
+// MicroKernel on the first `rows` (0 < rows <= mr) rows of a tile whose A
+// holds step k's mr values at a + k * lda (lda = mr: packed panels; or an
+// A read where it lies, transposed: the pixels of a small plane, y^T = x^T
+// w^T, which packing cost 12% of a 7x7 1x1 conv), with MicroKernelPf's
+// prefetches (pf null: none).
+using MicroKernelA = void (*)(int rows, int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
+                              float* c, int64_t ldc, bool load_c, const TileEpilogue* ep, const char* pf,
+                              int64_t lines);
 // Peak probe: `iters` rounds of independent FMA chains in registers;
 // returns a value that depends on all of them (so none is optimised away).
 using FmaLoop = float (*)(int64_t iters);
@@ -277,7 +281,7 @@ struct GemmKernel {
   // 192), or null.
   MicroKernel micro_half = nullptr;
   MicroKernelPf micro_pf = nullptr;  // micro with prefetches, or null
-  MicroKernelRows micro_rows = nullptr;  // full-width tiles of fewer rows, or null
+  MicroKernelA micro_a = nullptr;  // full-width tiles of any rows on a strided A, or null
 };
 // nullptr when the build has no such kernel (AVX: non-x86; NEON: non-arm64).
 const GemmKernel* Avx512Kernel();

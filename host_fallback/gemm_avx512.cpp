@@ -38,10 +38,12 @@ struct Finish512 {
 // The 8 x 32 tile; with kPrefetch it also asks for `lines` cache lines
 // from pf on (SpreadPrefetch): the next panel of weights that stream from
 // memory, fetched while this tile computes (GemmKernel::micro_pf).
+// A's 8 values of step k lie at a + k * as: 8 in packed panels, or the
+// row stride of an A read where it lies (micro_a).
 template <bool kPrefetch>
-__attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                                      float* c, int64_t ldc, bool load_c, const TileEpilogue* ep,
-                                                      const char* pf, int64_t lines) {
+__attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a, int64_t as, const float* b,
+                                                      int64_t ldb, float* c, int64_t ldc, bool load_c,
+                                                      const TileEpilogue* ep, const char* pf, int64_t lines) {
 #define KILN_ROW(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
   KILN_ROW(0) KILN_ROW(1) KILN_ROW(2) KILN_ROW(3) KILN_ROW(4) KILN_ROW(5) KILN_ROW(6) KILN_ROW(7)
 #undef KILN_ROW
@@ -57,7 +59,7 @@ __attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a,
   }
     KILN_FMA(0) KILN_FMA(1) KILN_FMA(2) KILN_FMA(3) KILN_FMA(4) KILN_FMA(5) KILN_FMA(6) KILN_FMA(7)
 #undef KILN_FMA
-    a += 8;
+    a += as;
     b += ldb;
   }
   if (kPrefetch) fetch.finish();
@@ -79,12 +81,12 @@ __attribute__((always_inline)) inline void Micro8x32(int64_t kc, const float* a,
 
 void MicroAvx512(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
                  const TileEpilogue* ep) {
-  Micro8x32<false>(kc, a, b, ldb, c, ldc, load_c, ep, nullptr, 0);
+  Micro8x32<false>(kc, a, 8, b, ldb, c, ldc, load_c, ep, nullptr, 0);
 }
 
 void MicroAvx512Pf(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, bool load_c,
                    const TileEpilogue* ep, const char* pf, int64_t lines) {
-  Micro8x32<true>(kc, a, b, ldb, c, ldc, load_c, ep, pf, lines);
+  Micro8x32<true>(kc, a, 8, b, ldb, c, ldc, load_c, ep, pf, lines);
 }
 
 // The 8 x 16 tile (GemmKernel::micro_half) on 32-wide panels (ldb 32):
@@ -120,8 +122,9 @@ void MicroAvx512Half(int64_t kc, const float* a, const float* b, int64_t ldb, fl
 // plane, y^T = x^T w^T: 49 = 6 x 8 + 1, where a whole tile for the last
 // pixel cost 8/7 of the conv).
 template <int R>
-__attribute__((always_inline)) inline void MicroRows32(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                                       float* c, int64_t ldc, bool load_c, const TileEpilogue* ep) {
+__attribute__((always_inline)) inline void MicroRows32(int64_t kc, const float* a, int64_t as, const float* b,
+                                                       int64_t ldb, float* c, int64_t ldc, bool load_c,
+                                                       const TileEpilogue* ep) {
   // Fewer than 4 rows keep S sets of sums over alternating k, so that at
   // least 8 FMA chains cover the FMA latency (one row's 2 chains waited 4
   // cycles a k).
@@ -139,7 +142,7 @@ __attribute__((always_inline)) inline void MicroRows32(int64_t kc, const float* 
       c0[s][i] = _mm512_fmadd_ps(av, b0, c0[s][i]);
       c1[s][i] = _mm512_fmadd_ps(av, b1, c1[s][i]);
     }
-    a += 8;
+    a += as;
     b += ldb;
   };
   int64_t k = 0;
@@ -168,16 +171,22 @@ __attribute__((always_inline)) inline void MicroRows32(int64_t kc, const float* 
   }
 }
 
-void MicroAvx512Rows(int rows, int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
-                     bool load_c, const TileEpilogue* ep) {
+// GemmKernel::micro_a: the first `rows` rows of an 8 x 32 tile, A's step k
+// at a + k * as, with micro_pf's spread prefetch on whole tiles.
+void MicroAvx512A(int rows, int64_t kc, const float* a, int64_t as, const float* b, int64_t ldb, float* c,
+                  int64_t ldc, bool load_c, const TileEpilogue* ep, const char* pf, int64_t lines) {
+  if (rows < 8 && pf) PrefetchLines(pf, lines);
   switch (rows) {
-    case 1: return MicroRows32<1>(kc, a, b, ldb, c, ldc, load_c, ep);
-    case 2: return MicroRows32<2>(kc, a, b, ldb, c, ldc, load_c, ep);
-    case 3: return MicroRows32<3>(kc, a, b, ldb, c, ldc, load_c, ep);
-    case 4: return MicroRows32<4>(kc, a, b, ldb, c, ldc, load_c, ep);
-    case 5: return MicroRows32<5>(kc, a, b, ldb, c, ldc, load_c, ep);
-    case 6: return MicroRows32<6>(kc, a, b, ldb, c, ldc, load_c, ep);
-    default: return MicroRows32<7>(kc, a, b, ldb, c, ldc, load_c, ep);
+    case 1: return MicroRows32<1>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 2: return MicroRows32<2>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 3: return MicroRows32<3>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 4: return MicroRows32<4>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 5: return MicroRows32<5>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 6: return MicroRows32<6>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    case 7: return MicroRows32<7>(kc, a, as, b, ldb, c, ldc, load_c, ep);
+    default:
+      if (pf) return Micro8x32<true>(kc, a, as, b, ldb, c, ldc, load_c, ep, pf, lines);
+      return Micro8x32<false>(kc, a, as, b, ldb, c, ldc, load_c, ep, nullptr, 0);
   }
 }
 
@@ -330,7 +339,7 @@ void PackA8(const float* A, int64_t lda, int64_t kc, float alpha, float* d) {
 
 const GemmKernel kKernel = {8,      32,         128,     256,          2048,        &MicroAvx512, &FmaLoopAvx512,
                             12 * 16 * 2, &GemvAvx512, &PackA8, &WidenAvx512, &MicroAvx512Half,
-                            &MicroAvx512Pf, &MicroAvx512Rows};
+                            &MicroAvx512Pf, &MicroAvx512A};
 
 }  // namespace
 

@@ -602,12 +602,18 @@ class ConvExecution final : public Execution {
       be.countWeightBytes(wino_.bytes());
     }
     // Small planes: a GEMM's N (the plane) pads to the micro-kernel's nr
-    // (32 on AVX-512), so 7x7 = 49 runs as 64 and 14x14 = 196 as 224; as
-    // y^T = x^T w^T the plane pads to mr (8: 56, 200) and the channels to nr.
+    // (32 on AVX-512), so 7x7 = 49 runs as 64 and 14x14 = 196 as 208; as
+    // y^T = x^T w^T the plane pads to mr (8: 56, 200), or not at all where
+    // the kernel has tiles of fewer rows (micro_a), and the channels to nr.
     // It costs a transpose back (about 24 multiply-adds an output element)
-    // and a transposed packing of the input (about 10 an input element, K x
-    // N), fitted to the 1x1 convs of ResNet-50 and MobileNetV2: 7x7 planes
-    // take it, 14x14 ones (196 = 6 x 32 + a half tile) no longer do.
+    // and, without micro_a (which reads x^T where it lies), a transposed
+    // packing of the input (about 10 an input element, K x N). Fitted to the
+    // 1x1 convs of ResNet-50 and MobileNetV2 (Zen 5, one thread / two): 7x7
+    // planes take it (960 -> 160 0.082 -> 0.065 ms / 0.055 -> 0.045, 160 ->
+    // 960 0.082 -> 0.066); 14x14 ones only where it saves 1.5 times its
+    // cost: 1024 -> 256 does (0.453 -> 0.407 / 0.243 -> 0.225), 576 -> 96
+    // does not (0.092 -> 0.086 / 0.052 -> 0.059), nor the expansions (256 ->
+    // 1024 0.441 against 0.449).
     transposed_ = false;
     if (!direct_ && !winograd_ && constant_weights_ && a_.group == 1) {
       const gemm_detail::GemmKernel& k = gemm_detail::KernelForIsa(GemmBestIsa());
@@ -617,9 +623,15 @@ class ConvExecution final : public Execution {
         const int64_t whole = n / k.nr * k.nr, rest = n - whole;
         return static_cast<double>(whole + (rest == 0 ? 0 : k.micro_half && 2 * rest <= k.nr ? k.nr / 2 : k.nr));
       };
-      const double saved = (pad(M_, k.mr) * cols(out_plane_) - pad(out_plane_, k.mr) * cols(M_)) *
+      // Rows as computed: a last tile of fewer rows costs about two more
+      // with micro_a, a whole tile without.
+      auto rows = [&](int64_t n) {
+        return k.micro_a ? static_cast<double>(n + (n % k.mr ? 2 : 0)) : pad(n, k.mr);
+      };
+      const double saved = (pad(M_, k.mr) * cols(out_plane_) - rows(out_plane_) * cols(M_)) *
                            static_cast<double>(Cg_ * ksize_);
-      transposed_ = transposed_on_ && saved > static_cast<double>(24 * M_ * out_plane_ + 10 * Cg_ * ksize_ * out_plane_);
+      const double pack = k.micro_a ? 0.0 : 10.0 * static_cast<double>(Cg_ * ksize_ * out_plane_);
+      transposed_ = transposed_on_ && saved > 1.5 * (24.0 * static_cast<double>(M_ * out_plane_) + pack);
     }
     if (transposed_ && packed_b_.K == 0)
       packed_b_ = nn::BundledOrPackB(be, index_, "panels_b", true, Cg_ * ksize_, M_, W.host<float>(), Cg_ * ksize_);
