@@ -153,19 +153,30 @@ void GemvAvx2(int64_t K, int64_t KC, const float* a, const float* packed, int64_
     _mm256_storeu_ps(yp + 16, _mm256_add_ps(s10, t10));
     _mm256_storeu_ps(yp + 24, _mm256_add_ps(s11, t11));
   }
-  for (; p < panels; ++p) {  // an odd last panel
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  // An odd last panel, summed as the pairs sum theirs (even and odd k
+  // apart), so that any split of the panels over threads gives the same bits.
+  for (; p < panels; ++p) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), t0 = _mm256_setzero_ps(), t1 = _mm256_setzero_ps();
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = K - pc < KC ? K - pc : KC;
       const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      for (int64_t k = 0; k < kc; ++k, b0 += kNr) {
-        const __m256 x0 = _mm256_broadcast_ss(a + pc + k);
+      const float* ak = a + pc;
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr) {
+        const __m256 x0 = _mm256_broadcast_ss(ak + k), x1 = _mm256_broadcast_ss(ak + k + 1);
+        s0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0), s0);
+        s1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + 8), s1);
+        t0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b0 + kNr), t0);
+        t1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b0 + kNr + 8), t1);
+      }
+      if (k < kc) {
+        const __m256 x0 = _mm256_broadcast_ss(ak + k);
         s0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0), s0);
         s1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + 8), s1);
       }
     }
-    _mm256_storeu_ps(y + p * kNr, s0);
-    _mm256_storeu_ps(y + p * kNr + 8, s1);
+    _mm256_storeu_ps(y + p * kNr, _mm256_add_ps(s0, t0));
+    _mm256_storeu_ps(y + p * kNr + 8, _mm256_add_ps(s1, t1));
   }
 }
 

@@ -236,41 +236,47 @@ void WidenAvx512(const uint16_t* src, float* dst, int64_t n) {
 void GemvAvx512(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
                 int64_t panels, float* y) {
   constexpr int kNr = 32;
+  // Every panel sums its even and its odd k apart (two chains a half, for
+  // the FMA latency of a lone panel) and adds the two at the end, four
+  // panels at a time or one: a panel's bits do not depend on which group
+  // it falls in, so any split of the panels over threads gives one
+  // thread's bits (the 4-panel groups summed in one chain, the last one to
+  // three panels in two, and a 1x1 conv on a 1x1 plane changed its bits
+  // with the thread count).
   int64_t p = 0;
   for (; p + 4 <= panels; p += 4) {
-    __m512 s00 = _mm512_setzero_ps(), s01 = _mm512_setzero_ps(), s10 = _mm512_setzero_ps(),
-           s11 = _mm512_setzero_ps(), s20 = _mm512_setzero_ps(), s21 = _mm512_setzero_ps(),
-           s30 = _mm512_setzero_ps(), s31 = _mm512_setzero_ps();
+    __m512 s[4][2], t[4][2];
+    for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = t[j][0] = t[j][1] = _mm512_setzero_ps();
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = K - pc < KC ? K - pc : KC;
-      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      const float* b1 = b0 + kNr * kc;
-      const float* b2 = b1 + kNr * kc;
-      const float* b3 = b2 + kNr * kc;
+      const float* b = packed + pc * n_pad + (p0 + p) * kNr * kc;
       const float* ak = a + pc;
-      for (int64_t k = 0; k < kc; ++k, b0 += kNr, b1 += kNr, b2 += kNr, b3 += kNr) {
-        const __m512 x = _mm512_set1_ps(ak[k]);
-        s00 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b0), s00);
-        s01 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b0 + 16), s01);
-        s10 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b1), s10);
-        s11 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b1 + 16), s11);
-        s20 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b2), s20);
-        s21 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b2 + 16), s21);
-        s30 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b3), s30);
-        s31 = _mm512_fmadd_ps(x, _mm512_loadu_ps(b3 + 16), s31);
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b += 2 * kNr) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
+        for (int j = 0; j < 4; ++j) {
+          const float* bj = b + j * kNr * kc;
+          s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
+          s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
+          t[j][0] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr), t[j][0]);
+          t[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr + 16), t[j][1]);
+        }
+      }
+      if (k < kc) {
+        const __m512 x0 = _mm512_set1_ps(ak[k]);
+        for (int j = 0; j < 4; ++j) {
+          const float* bj = b + j * kNr * kc;
+          s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
+          s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
+        }
       }
     }
-    float* yp = y + p * kNr;
-    _mm512_storeu_ps(yp, s00);
-    _mm512_storeu_ps(yp + 16, s01);
-    _mm512_storeu_ps(yp + 32, s10);
-    _mm512_storeu_ps(yp + 48, s11);
-    _mm512_storeu_ps(yp + 64, s20);
-    _mm512_storeu_ps(yp + 80, s21);
-    _mm512_storeu_ps(yp + 96, s30);
-    _mm512_storeu_ps(yp + 112, s31);
+    for (int j = 0; j < 4; ++j) {
+      _mm512_storeu_ps(y + (p + j) * kNr, _mm512_add_ps(s[j][0], t[j][0]));
+      _mm512_storeu_ps(y + (p + j) * kNr + 16, _mm512_add_ps(s[j][1], t[j][1]));
+    }
   }
-  for (; p < panels; ++p) {  // the last one to three panels; even and odd k apart (four chains)
+  for (; p < panels; ++p) {  // the last one to three panels
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = K - pc < KC ? K - pc : KC;

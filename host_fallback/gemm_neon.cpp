@@ -179,21 +179,34 @@ void GemvNeon(int64_t K, int64_t KC, const float* a, const float* packed, int64_
     vst1q_f32(yp + 16, vaddq_f32(s4, t4));
     vst1q_f32(yp + 20, vaddq_f32(s5, t5));
   }
-  for (; p < panels; ++p) {  // an odd last panel
-    float32x4_t s0 = vdupq_n_f32(0.f), s1 = s0, s2 = s0;
+  // An odd last panel, summed as the pairs sum theirs (even and odd k
+  // apart), so that any split of the panels over threads gives the same bits.
+  for (; p < panels; ++p) {
+    float32x4_t s0 = vdupq_n_f32(0.f), s1 = s0, s2 = s0, t0 = s0, t1 = s0, t2 = s0;
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t kc = K - pc < KC ? K - pc : KC;
       const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      for (int64_t k = 0; k < kc; ++k, b0 += kNr) {
-        const float32x4_t x0 = vdupq_n_f32(a[pc + k]);
+      const float* ak = a + pc;
+      int64_t k = 0;
+      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr) {
+        const float32x2_t x = vld1_f32(ak + k);
+        s0 = vfmaq_lane_f32(s0, vld1q_f32(b0), x, 0);
+        s1 = vfmaq_lane_f32(s1, vld1q_f32(b0 + 4), x, 0);
+        s2 = vfmaq_lane_f32(s2, vld1q_f32(b0 + 8), x, 0);
+        t0 = vfmaq_lane_f32(t0, vld1q_f32(b0 + kNr), x, 1);
+        t1 = vfmaq_lane_f32(t1, vld1q_f32(b0 + kNr + 4), x, 1);
+        t2 = vfmaq_lane_f32(t2, vld1q_f32(b0 + kNr + 8), x, 1);
+      }
+      if (k < kc) {
+        const float32x4_t x0 = vdupq_n_f32(ak[k]);
         s0 = vfmaq_f32(s0, vld1q_f32(b0), x0);
         s1 = vfmaq_f32(s1, vld1q_f32(b0 + 4), x0);
         s2 = vfmaq_f32(s2, vld1q_f32(b0 + 8), x0);
       }
     }
-    vst1q_f32(y + p * kNr, s0);
-    vst1q_f32(y + p * kNr + 4, s1);
-    vst1q_f32(y + p * kNr + 8, s2);
+    vst1q_f32(y + p * kNr, vaddq_f32(s0, t0));
+    vst1q_f32(y + p * kNr + 4, vaddq_f32(s1, t1));
+    vst1q_f32(y + p * kNr + 8, vaddq_f32(s2, t2));
   }
 }
 

@@ -51,6 +51,7 @@ ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
       break;
     }
   }
+  active_ = threads_;
 }
 
 ThreadPool::~ThreadPool() {
@@ -113,7 +114,7 @@ void ThreadPool::worker() {
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
-  int chunks = static_cast<int>(std::min<int64_t>(threads_, max_chunks));
+  int chunks = static_cast<int>(std::min<int64_t>(active_, max_chunks));
   if (chunks <= 1) {
     fn(0, n);
     return;

@@ -37,8 +37,15 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // The pool's size: what plans made at resize size their work by.
   int threads() const { return threads_; }
-  // Runs fn(begin, end) over [0, n) in at most threads() chunks; items of
+  // The threads parallelFor splits over from now on, 1 .. threads(): a
+  // session's per-op choice (SessionImpl::run's adaptive threading). Only
+  // the chunk count changes: kernels whose bits depend on their chunks'
+  // bounds must not split a reduction by them.
+  void setActive(int n) { active_ = std::min(std::max(n, 1), threads_); }
+  int active() const { return active_; }
+  // Runs fn(begin, end) over [0, n) in at most active() chunks; items of
   // fewer than `grain` per chunk stay on the calling thread.
   void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
@@ -48,6 +55,7 @@ class ThreadPool {
   void runChunks(uint64_t gen, const std::function<void(int64_t, int64_t)>& fn, int64_t n, int chunks);
 
   int threads_;
+  int active_ = 1;  // set only by the calling thread, between parallelFor calls
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;

@@ -220,6 +220,14 @@ class SessionImpl {
   bool isShapeInput(const Tensor* t) const { return shape_input_memory_.count(t) > 0; }
   void bindShapeInput(Tensor* t, const std::vector<int64_t>& shape);
   std::vector<Step> steps_;
+  // Adaptive host threading (run): the smoothed time of a run's host steps
+  // on one thread and on all of the host pool's, how often each was seen,
+  // and the choice between them for the next run.
+  double thread_est_[2] = {0.0, 0.0};
+  int thread_seen_[2] = {0, 0};
+  int64_t adaptive_runs_ = 0;
+  int threadsForRun() const;
+  void noteRunThreads(int form, double ms);
   // bindState: (output, input) pairs, copied after each run.
   std::vector<std::pair<Tensor*, Tensor*>> state_;
   Status carryState();

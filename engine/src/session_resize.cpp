@@ -508,6 +508,51 @@ Status SessionImpl::resizeKeepingInputs() {
   return Status::Ok();
 }
 
+// Adaptive host threading. A second thread pays on big ops; on small
+// models its hand-offs can cost more than it saves, and how much depends on
+// the moment: on the 2-core Zen 5 VMs a cache line's round trip between the
+// cores is 85-93 ns, or about 380 ns for minutes at a time, and then
+// MobileNetV3-Small ran 0.94 ms on one thread, 1.04 on two. So a session
+// times its runs' host steps in both forms (all threads first, three runs
+// each), takes the one with the lower smoothed time, and, while the two
+// lie within 1.5x of each other, every 32nd run tries the other again (one
+// run in 32: the median untouched). The choice is the whole run's: chosen
+// step by step, a step on one thread left its output in one core's cache
+// and made the next step's second thread slower, so steps drifted to one
+// thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only the number of
+// chunks changes: a step's bits are the same on one thread as on all (the
+// plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0 keeps all
+// threads.
+namespace {
+constexpr int kWarmRuns = 3;
+constexpr int kTryEvery = 32;
+constexpr double kTryWithin = 1.5;
+bool AdaptiveThreadsOn() {
+  static const bool on = [] {
+    const char* e = std::getenv("KILN_HOST_ADAPTIVE_THREADS");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+}  // namespace
+
+int SessionImpl::threadsForRun() const {
+  if (thread_seen_[1] < kWarmRuns) return 1;
+  if (thread_seen_[0] < kWarmRuns) return 0;
+  const int best = thread_est_[0] < thread_est_[1] ? 0 : 1;
+  const double ratio = std::max(thread_est_[0], thread_est_[1]) /
+                       std::max(1e-9, std::min(thread_est_[0], thread_est_[1]));
+  if (ratio < kTryWithin && adaptive_runs_ % kTryEvery == 0) return 1 - best;
+  return best;
+}
+
+void SessionImpl::noteRunThreads(int form, double ms) {
+  // The first sample as is; then a quarter of each new one, an outlier (a
+  // preempted run) cut to twice the estimate.
+  if (thread_seen_[form]++ == 0) thread_est_[form] = ms;
+  else thread_est_[form] += 0.25 * (std::min(ms, 2.0 * thread_est_[form]) - thread_est_[form]);
+}
+
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
   bool shape_values_changed = false;
   for (auto& [t, seen] : shape_input_seen_)
@@ -521,14 +566,25 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
   for (auto& b : backends_) b->onExecuteBegin(op_by_op);
   Status status;
   std::vector<double> wall(profile_ ? steps_.size() : 0);
+  ThreadPool* pool = host_ ? &host_->pool() : nullptr;
+  const bool adapt = pool && AdaptiveThreadsOn() && !op_by_op && pool->threads() > 1;
+  const int form = adapt ? threadsForRun() : 1;
+  if (adapt) ++adaptive_runs_;
+  double host_ms = 0.0;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const bool host_timed = profile_ && (steps_[i].backend == host_ || steps_[i].op < 0);
     // Profiling: GPU work submitted earlier must not be counted as this
     // host step's (or copy's) time.
     if (host_timed)
       for (auto& b : backends_) (void)b->onWaitFinish();
+    const bool adapted = adapt && steps_[i].backend == host_ && steps_[i].op >= 0;
+    if (adapted) pool->setActive(form ? pool->threads() : 1);
     auto t0 = std::chrono::steady_clock::now();
     status = runStep(steps_[i], before, after);
+    if (adapted) {
+      host_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      pool->setActive(pool->threads());
+    }
     if (!status.ok()) break;
     if (profile_) {
       // Host work is done when the step returns; a GPU step only submitted.
@@ -536,6 +592,7 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
       wall[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   }
+  if (adapt && status.ok()) noteRunThreads(form, host_ms);
   for (auto& b : backends_) {
     Status end = b->onExecuteEnd();
     if (status.ok()) status = end;

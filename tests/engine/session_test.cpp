@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
@@ -591,6 +592,69 @@ TEST(Session, HostWinogradTileChangeCountsOneTransform) {
     ASSERT_TRUE(s->run().ok());
     const size_t positions = side == 7 ? 16 : 36;
     EXPECT_EQ(weight_bytes(), positions * 16 * m_pad * sizeof(float));
+  }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Adaptive host threading (SessionImpl::run) runs a session's host steps on
+// one thread or on all of them, run by run: its first three runs take all
+// threads, the next three one, then the faster. The bits must not change
+// with the form: a CNN through the few-channel stem conv, Winograd, the
+// 3x3 stride-2 MaxPool, a depthwise conv, a 1x1 conv on a small plane and
+// a matrix-vector Gemm of 300 outputs from 512 (10 panels of 32: one
+// thread takes them 8 and 2, two threads 5 and 5, so panel 4 fell in a
+// group of four on one and among the odd ones on the other, summed in
+// another order before the kernels summed both alike), ten runs on 2
+// threads, each equal to the first.
+TEST(Session, AdaptiveThreadsKeepTheBits) {
+  NetBuilder b("adaptive");
+  int x = b.addInput("x", fb::DataType::F32, {1, 3, 32, 32});
+  auto conv = [&](const char* name, int in, int m, int c, int k, int stride, int group) {
+    const int cg = c / group;
+    int w = b.addConstant(std::string(name) + ".w", {m, cg, k, k}, RandomFloats(static_cast<size_t>(m * cg * k * k), 11 + m + c));
+    int bias = b.addConstant(std::string(name) + ".b", {m}, RandomFloats(static_cast<size_t>(m), 5 + m));
+    fb::ConvParamsT p;
+    p.kernel_shape = {k, k};
+    p.strides = {stride, stride};
+    p.pads = {k / 2, k / 2, k / 2, k / 2};
+    p.group = group;
+    p.activation = fb::Activation::Relu;
+    return b.addOp(fb::OpType::Conv, name, {in, w, bias}, {std::string(name) + ".out"}, p)[0];
+  };
+  int h = conv("stem", x, 16, 3, 3, 2, 1);  // 16x16
+  h = conv("wino", h, 16, 16, 3, 1, 1);
+  fb::PoolParamsT pool;
+  pool.kernel_shape = {3, 3};
+  pool.strides = {2, 2};
+  pool.pads = {1, 1, 1, 1};
+  h = b.addOp(fb::OpType::MaxPool, "pool", {h}, {"pool.out"}, pool)[0];  // 8x8
+  h = conv("dw", h, 16, 16, 3, 1, 16);
+  h = conv("pw", h, 512, 16, 1, 1, 1);
+  h = b.addOp(fb::OpType::GlobalAveragePool, "gap", {h}, {"gap.out"})[0];
+  fb::AxisParamsT flat;
+  flat.axis = 1;
+  h = b.addOp(fb::OpType::Flatten, "flatten", {h}, {"flat.out"}, flat)[0];
+  int fw = b.addConstant("fc.w", {300, 512}, RandomFloats(300 * 512, 3));
+  fb::GemmParamsT gemm;
+  gemm.trans_b = true;
+  b.addOutput(b.addOp(fb::OpType::Gemm, "fc", {h, fw}, {"logits"}, gemm)[0]);
+  auto interp = Load(b);
+  ScheduleConfig config;
+  config.numThread = 2;
+  auto session = interp->createSession(config);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_TRUE(Feed(*session, "x", {1, 3, 32, 32}, RandomFloats(3 * 32 * 32, 9)).ok());
+  std::vector<float> first;
+  for (int run = 0; run < 10; ++run) {
+    ASSERT_TRUE((*session)->run().ok());
+    const std::vector<float> got = Fetch(*session);
+    if (run == 0) first = got;
+    else ASSERT_EQ(0, std::memcmp(got.data(), first.data(), first.size() * sizeof(float))) << "run " << run;
   }
 }
 

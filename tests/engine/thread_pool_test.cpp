@@ -72,5 +72,32 @@ TEST(ThreadPool, GrainKeepsSmallRangesOnTheCaller) {
   EXPECT_FALSE(elsewhere);
 }
 
+// setActive(1) runs every parallelFor as one chunk on the caller (the
+// session's one-thread form); threads() stays the pool's size; the count is
+// clamped to 1 .. threads(), and all threads split again after.
+TEST(ThreadPool, ActiveThreadsLimitTheChunks) {
+  ThreadPool pool(3);
+  const auto caller = std::this_thread::get_id();
+  pool.setActive(1);
+  EXPECT_EQ(pool.threads(), 3);
+  EXPECT_EQ(pool.active(), 1);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  bool elsewhere = false;
+  pool.parallelFor(90, [&](int64_t b, int64_t e) {
+    chunks.emplace_back(b, e);
+    elsewhere = elsewhere || std::this_thread::get_id() != caller;
+  });
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0], std::make_pair(int64_t{0}, int64_t{90}));
+  EXPECT_FALSE(elsewhere);
+  pool.setActive(0);
+  EXPECT_EQ(pool.active(), 1);
+  pool.setActive(7);
+  EXPECT_EQ(pool.active(), 3);
+  std::atomic<int> calls{0};
+  pool.parallelFor(90, [&](int64_t, int64_t) { calls.fetch_add(1); });
+  EXPECT_EQ(calls.load(), 3);
+}
+
 }  // namespace
 }  // namespace kiln

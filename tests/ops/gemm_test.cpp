@@ -289,7 +289,9 @@ TEST(Gemm, PackingOnThreadsSameBytes) {
 
 // Splitting C over threads changes which thread computes a tile, never its
 // arithmetic: every entry point gives one thread's bits on 2 and 3 threads,
-// on shapes that split by rows (few columns) and by columns (few rows).
+// on shapes that split by rows (few columns) and by columns (few rows), and
+// a matrix-vector product whose panels split into groups of different
+// sizes (SgemmPackedB's M == 1: 8 panels of 32, or 15 of 16).
 TEST(Gemm, ThreadSplitsGiveOneThreadsBits) {
   ThreadPool one(1), two(2), three(3);
   // B given by a packer (a pointwise conv's unfolded input, as in
@@ -306,7 +308,8 @@ TEST(Gemm, ThreadSplitsGiveOneThreadsBits) {
           dst[p * kc + k * nr + c] = p + c < nc ? d.b[(k0 + k) * d.n + j0 + p + c] : 0.f;
   };
   for (Isa isa : Isas())
-    for (const auto& shape : std::vector<std::array<int64_t, 3>>{{300, 20, 600}, {9, 700, 300}, {130, 49, 1100}}) {
+    for (const auto& shape :
+         std::vector<std::array<int64_t, 3>>{{300, 20, 600}, {9, 700, 300}, {130, 49, 1100}, {1, 230, 301}}) {
       const int64_t M = shape[0], N = shape[1], K = shape[2];
       const std::vector<float> A = RandVec(static_cast<size_t>(M * K), 41), B = RandVec(static_cast<size_t>(K * N), 42);
       const PackedA pa = PackA(isa, false, M, K, 1.f, A.data(), K, false);
