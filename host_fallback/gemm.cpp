@@ -447,12 +447,16 @@ inline float FoldLanes(float* part) {
 KILN_SIMD_CLONES
 void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, int64_t j0, int64_t j1, float* y) {
   if (tb) {
-    int64_t j = j0;
-    for (; j + 4 <= j1; j += 4) {
+    // Columns four at a time, a last group of fewer repeating its first
+    // column's row: every column is summed by the same code wherever a
+    // thread's range starts (a loop of its own for the odd columns summed
+    // them in another order where the compiler fused multiply-adds, arm64).
+    for (int64_t j = j0; j < j1; j += 4) {
+      const int64_t n = std::min<int64_t>(4, j1 - j);
       const float* __restrict b0 = B + j * ldb;
-      const float* __restrict b1 = b0 + ldb;
-      const float* __restrict b2 = b1 + ldb;
-      const float* __restrict b3 = b2 + ldb;
+      const float* __restrict b1 = n > 1 ? b0 + ldb : b0;
+      const float* __restrict b2 = n > 2 ? b0 + 2 * ldb : b0;
+      const float* __restrict b3 = n > 3 ? b0 + 3 * ldb : b0;
       float p0[16] = {}, p1[16] = {}, p2[16] = {}, p3[16] = {};
       int64_t k = 0;
       for (; k + 16 <= K; k += 16)
@@ -463,27 +467,14 @@ void GemvRange(const float* a, int64_t K, bool tb, const float* B, int64_t ldb, 
           p2[l] += av * b2[k + l];
           p3[l] += av * b3[k + l];
         }
-      float s0 = FoldLanes(p0), s1 = FoldLanes(p1), s2 = FoldLanes(p2), s3 = FoldLanes(p3);
+      float s[4] = {FoldLanes(p0), FoldLanes(p1), FoldLanes(p2), FoldLanes(p3)};
       for (; k < K; ++k) {
-        s0 += a[k] * b0[k];
-        s1 += a[k] * b1[k];
-        s2 += a[k] * b2[k];
-        s3 += a[k] * b3[k];
+        s[0] += a[k] * b0[k];
+        s[1] += a[k] * b1[k];
+        s[2] += a[k] * b2[k];
+        s[3] += a[k] * b3[k];
       }
-      y[j - j0] = s0;
-      y[j - j0 + 1] = s1;
-      y[j - j0 + 2] = s2;
-      y[j - j0 + 3] = s3;
-    }
-    for (; j < j1; ++j) {
-      const float* __restrict b = B + j * ldb;
-      float part[16] = {};
-      int64_t k = 0;
-      for (; k + 16 <= K; k += 16)
-        for (int l = 0; l < 16; ++l) part[l] += a[k + l] * b[k + l];
-      float sum = FoldLanes(part);
-      for (; k < K; ++k) sum += a[k] * b[k];
-      y[j - j0] = sum;
+      for (int64_t c = 0; c < n; ++c) y[j - j0 + c] = s[c];
     }
   } else {
     float* __restrict out = y;
