@@ -233,72 +233,54 @@ void WidenAvx512(const uint16_t* src, float* dst, int64_t n) {
 // M == 1 over PackedB panels (gemm.h), four panels (128 columns) at a time:
 // each k is four 128-byte runs of B against one broadcast of a[k], eight
 // independent FMA chains, four sequential streams for the prefetchers.
+// P panels of GemvAvx512 from panel p0 (into y): their even and their odd
+// k summed apart (two chains a half, for the FMA latency of a lone panel)
+// and added at the end. Four panels at a time or one sum alike, so that a
+// panel's bits do not depend on which group it falls in and any split of
+// the panels over threads gives one thread's bits (the 4-panel groups
+// summed in one chain, the last one to three panels in two, and a 1x1 conv
+// on a 1x1 plane changed its bits with the thread count).
+template <int P>
+__attribute__((always_inline)) inline void GemvPanels512(int64_t K, int64_t KC, const float* a, const float* packed,
+                                                         int64_t n_pad, int64_t p0, float* y) {
+  constexpr int kNr = 32;
+  __m512 s[P][2], t[P][2];
+  for (int j = 0; j < P; ++j) s[j][0] = s[j][1] = t[j][0] = t[j][1] = _mm512_setzero_ps();
+  for (int64_t pc = 0; pc < K; pc += KC) {
+    const int64_t kc = K - pc < KC ? K - pc : KC;
+    const float* b = packed + pc * n_pad + p0 * kNr * kc;
+    const float* ak = a + pc;
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2, b += 2 * kNr) {
+      const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
+      for (int j = 0; j < P; ++j) {
+        const float* bj = b + j * kNr * kc;
+        s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
+        s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
+        t[j][0] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr), t[j][0]);
+        t[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr + 16), t[j][1]);
+      }
+    }
+    if (k < kc) {
+      const __m512 x0 = _mm512_set1_ps(ak[k]);
+      for (int j = 0; j < P; ++j) {
+        const float* bj = b + j * kNr * kc;
+        s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
+        s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
+      }
+    }
+  }
+  for (int j = 0; j < P; ++j) {
+    _mm512_storeu_ps(y + j * kNr, _mm512_add_ps(s[j][0], t[j][0]));
+    _mm512_storeu_ps(y + j * kNr + 16, _mm512_add_ps(s[j][1], t[j][1]));
+  }
+}
+
 void GemvAvx512(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
                 int64_t panels, float* y) {
-  constexpr int kNr = 32;
-  // Every panel sums its even and its odd k apart (two chains a half, for
-  // the FMA latency of a lone panel) and adds the two at the end, four
-  // panels at a time or one: a panel's bits do not depend on which group
-  // it falls in, so any split of the panels over threads gives one
-  // thread's bits (the 4-panel groups summed in one chain, the last one to
-  // three panels in two, and a 1x1 conv on a 1x1 plane changed its bits
-  // with the thread count).
   int64_t p = 0;
-  for (; p + 4 <= panels; p += 4) {
-    __m512 s[4][2], t[4][2];
-    for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = t[j][0] = t[j][1] = _mm512_setzero_ps();
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = K - pc < KC ? K - pc : KC;
-      const float* b = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      const float* ak = a + pc;
-      int64_t k = 0;
-      for (; k + 2 <= kc; k += 2, b += 2 * kNr) {
-        const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
-        for (int j = 0; j < 4; ++j) {
-          const float* bj = b + j * kNr * kc;
-          s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
-          s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
-          t[j][0] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr), t[j][0]);
-          t[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(bj + kNr + 16), t[j][1]);
-        }
-      }
-      if (k < kc) {
-        const __m512 x0 = _mm512_set1_ps(ak[k]);
-        for (int j = 0; j < 4; ++j) {
-          const float* bj = b + j * kNr * kc;
-          s[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj), s[j][0]);
-          s[j][1] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(bj + 16), s[j][1]);
-        }
-      }
-    }
-    for (int j = 0; j < 4; ++j) {
-      _mm512_storeu_ps(y + (p + j) * kNr, _mm512_add_ps(s[j][0], t[j][0]));
-      _mm512_storeu_ps(y + (p + j) * kNr + 16, _mm512_add_ps(s[j][1], t[j][1]));
-    }
-  }
-  for (; p < panels; ++p) {  // the last one to three panels
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), t0 = _mm512_setzero_ps(), t1 = _mm512_setzero_ps();
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = K - pc < KC ? K - pc : KC;
-      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      const float* ak = a + pc;
-      int64_t k = 0;
-      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr) {
-        const __m512 x0 = _mm512_set1_ps(ak[k]), x1 = _mm512_set1_ps(ak[k + 1]);
-        s0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s0);
-        s1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s1);
-        t0 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr), t0);
-        t1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(b0 + kNr + 16), t1);
-      }
-      if (k < kc) {
-        const __m512 x0 = _mm512_set1_ps(ak[k]);
-        s0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0), s0);
-        s1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(b0 + 16), s1);
-      }
-    }
-    _mm512_storeu_ps(y + p * kNr, _mm512_add_ps(s0, t0));
-    _mm512_storeu_ps(y + p * kNr + 16, _mm512_add_ps(s1, t1));
-  }
+  for (; p + 4 <= panels; p += 4) GemvPanels512<4>(K, KC, a, packed, n_pad, p0 + p, y + p * 32);
+  for (; p < panels; ++p) GemvPanels512<1>(K, KC, a, packed, n_pad, p0 + p, y + p * 32);
 }
 
 // One 8-row panel of A (not transposed) times alpha, 8 x 8 blocks at a time

@@ -131,83 +131,46 @@ void WidenNeon(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(src[i]))), 0);
 }
 
-// M == 1 over PackedB panels (gemm.h), two 12-wide panels at a time, even
-// and odd k in separate accumulators (as GemvAvx2): 12 accumulators.
+// M == 1 over PackedB panels (gemm.h): P 12-wide panels at a time, even
+// and odd k in separate accumulators (as GemvAvx2; 12 accumulators for a
+// pair), added at the end. A pair and an odd last panel sum alike, so that
+// any split of the panels over threads gives the same bits.
+template <int P>
+inline void GemvPanelsNeon(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0,
+                           float* y) {
+  constexpr int kNr = 12;
+  float32x4_t s[P][3], t[P][3];
+  for (int j = 0; j < P; ++j)
+    for (int v = 0; v < 3; ++v) s[j][v] = t[j][v] = vdupq_n_f32(0.f);
+  for (int64_t pc = 0; pc < K; pc += KC) {
+    const int64_t kc = K - pc < KC ? K - pc : KC;
+    const float* b = packed + pc * n_pad + p0 * kNr * kc;
+    const float* ak = a + pc;
+    int64_t k = 0;
+    for (; k + 2 <= kc; k += 2, b += 2 * kNr) {
+      const float32x2_t x = vld1_f32(ak + k);  // x[0]: k, x[1]: k + 1
+      for (int j = 0; j < P; ++j)
+        for (int v = 0; v < 3; ++v) {
+          const float* bj = b + j * kNr * kc + 4 * v;
+          s[j][v] = vfmaq_lane_f32(s[j][v], vld1q_f32(bj), x, 0);
+          t[j][v] = vfmaq_lane_f32(t[j][v], vld1q_f32(bj + kNr), x, 1);
+        }
+    }
+    if (k < kc) {
+      const float32x4_t x0 = vdupq_n_f32(ak[k]);
+      for (int j = 0; j < P; ++j)
+        for (int v = 0; v < 3; ++v) s[j][v] = vfmaq_f32(s[j][v], vld1q_f32(b + j * kNr * kc + 4 * v), x0);
+    }
+  }
+  for (int j = 0; j < P; ++j)
+    for (int v = 0; v < 3; ++v) vst1q_f32(y + j * kNr + 4 * v, vaddq_f32(s[j][v], t[j][v]));
+}
+
 void GemvNeon(int64_t K, int64_t KC, const float* a, const float* packed, int64_t n_pad, int64_t p0, int64_t panels,
               float* y) {
-  constexpr int kNr = 12;
   int64_t p = 0;
-  for (; p + 2 <= panels; p += 2) {
-    float32x4_t s0 = vdupq_n_f32(0.f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0;
-    float32x4_t t0 = s0, t1 = s0, t2 = s0, t3 = s0, t4 = s0, t5 = s0;
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = K - pc < KC ? K - pc : KC;
-      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      const float* b1 = b0 + kNr * kc;
-      const float* ak = a + pc;
-      int64_t k = 0;
-      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr, b1 += 2 * kNr) {
-        const float32x2_t x = vld1_f32(ak + k);  // x[0]: k, x[1]: k + 1
-        s0 = vfmaq_lane_f32(s0, vld1q_f32(b0), x, 0);
-        s1 = vfmaq_lane_f32(s1, vld1q_f32(b0 + 4), x, 0);
-        s2 = vfmaq_lane_f32(s2, vld1q_f32(b0 + 8), x, 0);
-        s3 = vfmaq_lane_f32(s3, vld1q_f32(b1), x, 0);
-        s4 = vfmaq_lane_f32(s4, vld1q_f32(b1 + 4), x, 0);
-        s5 = vfmaq_lane_f32(s5, vld1q_f32(b1 + 8), x, 0);
-        t0 = vfmaq_lane_f32(t0, vld1q_f32(b0 + kNr), x, 1);
-        t1 = vfmaq_lane_f32(t1, vld1q_f32(b0 + kNr + 4), x, 1);
-        t2 = vfmaq_lane_f32(t2, vld1q_f32(b0 + kNr + 8), x, 1);
-        t3 = vfmaq_lane_f32(t3, vld1q_f32(b1 + kNr), x, 1);
-        t4 = vfmaq_lane_f32(t4, vld1q_f32(b1 + kNr + 4), x, 1);
-        t5 = vfmaq_lane_f32(t5, vld1q_f32(b1 + kNr + 8), x, 1);
-      }
-      if (k < kc) {
-        const float32x4_t x0 = vdupq_n_f32(ak[k]);
-        s0 = vfmaq_f32(s0, vld1q_f32(b0), x0);
-        s1 = vfmaq_f32(s1, vld1q_f32(b0 + 4), x0);
-        s2 = vfmaq_f32(s2, vld1q_f32(b0 + 8), x0);
-        s3 = vfmaq_f32(s3, vld1q_f32(b1), x0);
-        s4 = vfmaq_f32(s4, vld1q_f32(b1 + 4), x0);
-        s5 = vfmaq_f32(s5, vld1q_f32(b1 + 8), x0);
-      }
-    }
-    float* yp = y + p * kNr;
-    vst1q_f32(yp, vaddq_f32(s0, t0));
-    vst1q_f32(yp + 4, vaddq_f32(s1, t1));
-    vst1q_f32(yp + 8, vaddq_f32(s2, t2));
-    vst1q_f32(yp + 12, vaddq_f32(s3, t3));
-    vst1q_f32(yp + 16, vaddq_f32(s4, t4));
-    vst1q_f32(yp + 20, vaddq_f32(s5, t5));
-  }
-  // An odd last panel, summed as the pairs sum theirs (even and odd k
-  // apart), so that any split of the panels over threads gives the same bits.
-  for (; p < panels; ++p) {
-    float32x4_t s0 = vdupq_n_f32(0.f), s1 = s0, s2 = s0, t0 = s0, t1 = s0, t2 = s0;
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = K - pc < KC ? K - pc : KC;
-      const float* b0 = packed + pc * n_pad + (p0 + p) * kNr * kc;
-      const float* ak = a + pc;
-      int64_t k = 0;
-      for (; k + 2 <= kc; k += 2, b0 += 2 * kNr) {
-        const float32x2_t x = vld1_f32(ak + k);
-        s0 = vfmaq_lane_f32(s0, vld1q_f32(b0), x, 0);
-        s1 = vfmaq_lane_f32(s1, vld1q_f32(b0 + 4), x, 0);
-        s2 = vfmaq_lane_f32(s2, vld1q_f32(b0 + 8), x, 0);
-        t0 = vfmaq_lane_f32(t0, vld1q_f32(b0 + kNr), x, 1);
-        t1 = vfmaq_lane_f32(t1, vld1q_f32(b0 + kNr + 4), x, 1);
-        t2 = vfmaq_lane_f32(t2, vld1q_f32(b0 + kNr + 8), x, 1);
-      }
-      if (k < kc) {
-        const float32x4_t x0 = vdupq_n_f32(ak[k]);
-        s0 = vfmaq_f32(s0, vld1q_f32(b0), x0);
-        s1 = vfmaq_f32(s1, vld1q_f32(b0 + 4), x0);
-        s2 = vfmaq_f32(s2, vld1q_f32(b0 + 8), x0);
-      }
-    }
-    vst1q_f32(y + p * kNr, vaddq_f32(s0, t0));
-    vst1q_f32(y + p * kNr + 4, vaddq_f32(s1, t1));
-    vst1q_f32(y + p * kNr + 8, vaddq_f32(s2, t2));
-  }
+  for (; p + 2 <= panels; p += 2) GemvPanelsNeon<2>(K, KC, a, packed, n_pad, p0 + p, y + p * 12);
+  if (p < panels) GemvPanelsNeon<1>(K, KC, a, packed, n_pad, p0 + p, y + p * 12);
 }
 
 // mc 128 (A block 128 KiB), kc 256 (an A panel 8 KiB and a B panel 12 KiB

@@ -94,31 +94,34 @@ struct PoolBytes {
   typedef E V16 __attribute__((vector_size(16)));
 };
 
+// The even and the odd lanes of the 2N floats a then b (two-source
+// shuffles: vpermt2ps under AVX-512).
+template <typename V, int N>
+__attribute__((always_inline)) inline void EvenOdd(V a, V b, V* even, V* odd) {
+  if constexpr (N == 16) {
+    *even = KILN_SHUFFLE16(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *odd = KILN_SHUFFLE16(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  } else {
+    *even = KILN_SHUFFLE8(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    *odd = KILN_SHUFFLE8(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+  }
+}
+
 // MaxOf3Stride2 on floats: the even, odd and next-even taps picked out of
-// two loads each by constant two-source shuffles (vpermt2ps under
-// AVX-512). Needs ow >= N.
+// two loads each by constant two-source shuffles. Needs ow >= N.
 template <typename V, int N>
 __attribute__((always_inline)) inline void MaxOf3Stride2Vec(const float* __restrict v, int64_t ow,
                                                             float* __restrict yr) {
   for (int64_t a = 0;; a += N) {
     if (a + N > ow) a = ow - N;
     const float* p = v + 2 * a;
-    V x0, x1, x2, x3, e, o, e2;
+    V x0, x1, x2, x3, e, o, e2, unused;
     __builtin_memcpy(&x0, p, sizeof(V));
     __builtin_memcpy(&x1, p + N, sizeof(V));
     __builtin_memcpy(&x2, p + 2, sizeof(V));
     __builtin_memcpy(&x3, p + N + 2, sizeof(V));
-    if constexpr (N == 16) {
-#define KILN_EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
-      e = KILN_SHUFFLE16(x0, x1, KILN_EVEN16);
-      o = KILN_SHUFFLE16(x0, x1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-      e2 = KILN_SHUFFLE16(x2, x3, KILN_EVEN16);
-#undef KILN_EVEN16
-    } else {
-      e = KILN_SHUFFLE8(x0, x1, 0, 2, 4, 6, 8, 10, 12, 14);
-      o = KILN_SHUFFLE8(x0, x1, 1, 3, 5, 7, 9, 11, 13, 15);
-      e2 = KILN_SHUFFLE8(x2, x3, 0, 2, 4, 6, 8, 10, 12, 14);
-    }
+    EvenOdd<V, N>(x0, x1, &e, &o);
+    EvenOdd<V, N>(x2, x3, &e2, &unused);
     V m = o > e ? o : e;
     m = e2 > m ? e2 : m;
     __builtin_memcpy(yr + a, &m, sizeof(V));
@@ -291,15 +294,9 @@ __attribute__((always_inline)) inline void MaxPool3x3S2Row(const float* r0, cons
     const int64_t t = std::min(c + 2 * N, iw - 1);
     const V tail = V{} + MaxSkipNaN(r2[t], MaxSkipNaN(r1[t], MaxSkipNaN(r0[t], kLow)));
     V e, o, e2;
-    if constexpr (N == 16) {
-      e = KILN_SHUFFLE16(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-      o = KILN_SHUFFLE16(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-      e2 = KILN_SHUFFLE16(e, tail, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
-    } else {
-      e = KILN_SHUFFLE8(m0, m1, 0, 2, 4, 6, 8, 10, 12, 14);
-      o = KILN_SHUFFLE8(m0, m1, 1, 3, 5, 7, 9, 11, 13, 15);
-      e2 = KILN_SHUFFLE8(e, tail, 1, 2, 3, 4, 5, 6, 7, 8);
-    }
+    EvenOdd<V, N>(m0, m1, &e, &o);
+    if constexpr (N == 16) e2 = KILN_SHUFFLE16(e, tail, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+    else e2 = KILN_SHUFFLE8(e, tail, 1, 2, 3, 4, 5, 6, 7, 8);
     V m = o > e ? o : e;
     m = e2 > m ? e2 : m;
     __builtin_memcpy(yr + a, &m, sizeof(m));
