@@ -224,6 +224,7 @@ class SessionImpl {
   // on one thread and on all of the host pool's, how often each was seen,
   // and the choice between them for the next run.
   double thread_est_[2] = {0.0, 0.0};
+  double thread_warm_[2][3] = {};  // each form's first timed runs
   int thread_seen_[2] = {0, 0};
   int64_t adaptive_runs_ = 0;
   int threadsForRun() const;

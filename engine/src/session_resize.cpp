@@ -513,20 +513,23 @@ Status SessionImpl::resizeKeepingInputs() {
 // the moment: on the 2-core Zen 5 VMs a cache line's round trip between the
 // cores is 85-93 ns, or about 380 ns for minutes at a time, and then
 // MobileNetV3-Small ran 0.94 ms on one thread, 1.04 on two. So a session
-// times its runs' host steps in both forms (all threads first, three runs
-// each), takes the one with the lower smoothed time, and, while the two
-// lie within 1.5x of each other, every 32nd run tries the other again (one
-// run in 32: the median untouched). The choice is the whole run's: chosen
-// step by step, a step on one thread left its output in one core's cache
-// and made the next step's second thread slower, so steps drifted to one
-// thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only the number of
-// chunks changes: a step's bits are the same on one thread as on all (the
-// plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0 keeps all
-// threads.
+// times its runs' host steps in both forms and runs the one with the lower
+// estimate: after a first run that is not timed (cold caches, first
+// touches), the forms alternate for three runs each, each estimate starts
+// at the median of its three, then follows each new run by a quarter of the
+// difference (a run over twice the estimate, a preempted one, counts as
+// twice). Every 32nd run takes the other form, so an estimate cannot go
+// stale: one run in 32, the median untouched (an estimate taken from a cold
+// first run once kept a whole process on one thread). The choice is the
+// whole run's: chosen step by step, a step on one thread left its output in
+// one core's cache and made the next step's second thread slower, so steps
+// drifted to one thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only
+// the number of chunks changes: a step's bits are the same on one thread as
+// on all (the plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0
+// keeps all threads.
 namespace {
-constexpr int kWarmRuns = 3;
+constexpr int kWarmRuns = 3;  // each form's, after the untimed first
 constexpr int kTryEvery = 32;
-constexpr double kTryWithin = 1.5;
 bool AdaptiveThreadsOn() {
   static const bool on = [] {
     const char* e = std::getenv("KILN_HOST_ADAPTIVE_THREADS");
@@ -537,20 +540,26 @@ bool AdaptiveThreadsOn() {
 }  // namespace
 
 int SessionImpl::threadsForRun() const {
-  if (thread_seen_[1] < kWarmRuns) return 1;
-  if (thread_seen_[0] < kWarmRuns) return 0;
+  if (adaptive_runs_ == 0) return 1;  // the untimed first run
+  if (thread_seen_[0] < kWarmRuns || thread_seen_[1] < kWarmRuns) return thread_seen_[1] > thread_seen_[0] ? 0 : 1;
   const int best = thread_est_[0] < thread_est_[1] ? 0 : 1;
-  const double ratio = std::max(thread_est_[0], thread_est_[1]) /
-                       std::max(1e-9, std::min(thread_est_[0], thread_est_[1]));
-  if (ratio < kTryWithin && adaptive_runs_ % kTryEvery == 0) return 1 - best;
-  return best;
+  return adaptive_runs_ % kTryEvery == 0 ? 1 - best : best;
 }
 
 void SessionImpl::noteRunThreads(int form, double ms) {
-  // The first sample as is; then a quarter of each new one, an outlier (a
-  // preempted run) cut to twice the estimate.
-  if (thread_seen_[form]++ == 0) thread_est_[form] = ms;
-  else thread_est_[form] += 0.25 * (std::min(ms, 2.0 * thread_est_[form]) - thread_est_[form]);
+  if (adaptive_runs_ == 1) return;  // the first run (counted before it ran)
+  const int seen = thread_seen_[form]++;
+  if (seen < kWarmRuns) {
+    thread_warm_[form][seen] = ms;
+    if (seen + 1 == kWarmRuns) {
+      double w[kWarmRuns];
+      std::copy(thread_warm_[form], thread_warm_[form] + kWarmRuns, w);
+      std::sort(w, w + kWarmRuns);
+      thread_est_[form] = w[kWarmRuns / 2];
+    }
+    return;
+  }
+  thread_est_[form] += 0.25 * (std::min(ms, 2.0 * thread_est_[form]) - thread_est_[form]);
 }
 
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
