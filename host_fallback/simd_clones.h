@@ -10,7 +10,10 @@
 // plane or per row block, not once per element.
 #pragma once
 
-#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+// Not under ThreadSanitizer: the ifunc resolvers run before its runtime is
+// set up, and their instrumented code crashed every test binary at load.
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_THREAD__)
 #define KILN_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define KILN_SIMD_CLONES

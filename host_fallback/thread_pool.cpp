@@ -57,7 +57,7 @@ ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_seq_cst);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -92,22 +92,33 @@ void ThreadPool::runChunks(uint64_t gen, const std::function<void(int64_t, int64
 void ThreadPool::worker() {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    int chunks;
-    SpinFor([&] { return generation_.load(std::memory_order_acquire) != seen; });
-    {
+    if (!SpinFor([&] {
+          return generation_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed);
+        })) {
+      // Sleep. The count goes up before the wait's check of the generation
+      // and the caller reads it after publishing one (both sequentially
+      // consistent): either the caller sees a sleeper and notifies under
+      // the lock, or this check sees the new job.
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
-      if (stop_) return;
-      seen = generation_.load(std::memory_order_relaxed);
-      job = job_;
-      n = job_n_;
-      chunks = job_chunks_;
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      start_cv_.wait(lock, [&] {
+        return stop_.load(std::memory_order_seq_cst) || generation_.load(std::memory_order_seq_cst) != seen;
+      });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    // `job` is only called through a successful claim of job `seen`, which
+    if (stop_.load(std::memory_order_acquire)) return;
+    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    seen = gen;
+    const JobSlot& slot = slots_[gen & 1];
+    const uint64_t before = slot.stamp.load(std::memory_order_acquire);
+    const auto* fn = slot.fn.load(std::memory_order_relaxed);
+    const int64_t n = slot.n.load(std::memory_order_relaxed);
+    const int chunks = slot.chunks.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before != gen || slot.stamp.load(std::memory_order_relaxed) != gen) continue;  // a later job's slot: over
+    // `fn` is only called through a successful claim of job `gen`, which
     // its caller is still waiting for.
-    runChunks(seen, *job, n, chunks);
+    runChunks(gen, *fn, n, chunks);
   }
 }
 
@@ -119,18 +130,21 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
     fn(0, n);
     return;
   }
-  uint64_t gen;
-  {
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  JobSlot& slot = slots_[gen & 1];
+  slot.stamp.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // the stamp cleared before the fields change
+  slot.fn.store(&fn, std::memory_order_relaxed);
+  slot.n.store(n, std::memory_order_relaxed);
+  slot.chunks.store(chunks, std::memory_order_relaxed);
+  slot.stamp.store(gen, std::memory_order_release);
+  remaining_.store(chunks, std::memory_order_relaxed);
+  claim_.store(gen << 16, std::memory_order_relaxed);
+  generation_.store(gen, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunks_ = chunks;
-    gen = generation_.load(std::memory_order_relaxed) + 1;
-    remaining_.store(chunks, std::memory_order_relaxed);
-    claim_.store(gen << 16, std::memory_order_relaxed);
-    generation_.store(gen, std::memory_order_release);
+    start_cv_.notify_all();
   }
-  start_cv_.notify_all();
   runChunks(gen, fn, n, chunks);
   if (SpinFor([&] { return remaining_.load(std::memory_order_acquire) == 0; })) return;
   std::unique_lock<std::mutex> lock(mu_);

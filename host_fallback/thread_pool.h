@@ -8,6 +8,8 @@
 // worker spins for a short while (kSpinMicros) for the next job before it
 // sleeps, and the caller spins for the workers' chunks before it sleeps:
 // between the ops of one run nobody sleeps, between runs everybody does.
+// A spinning worker takes a job without any lock (JobSlot), and the caller
+// takes the lock to publish one only when a worker sleeps.
 //
 // Chunks are claimed, not assigned: the caller and each worker take the next
 // unclaimed chunk until none is left, and the caller waits only for chunks
@@ -57,19 +59,32 @@ class ThreadPool {
   int threads_;
   int active_ = 1;  // set only by the calling thread, between parallelFor calls
   std::vector<std::thread> workers_;
+  // Sleeping and waking only (start_cv_: workers, done_cv_: the caller).
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  std::atomic<uint64_t> generation_{0};  // written under mu_; read by spinners
+  // A job's description, written by the caller before it publishes the
+  // job's generation: two slots used in turn, each stamped with the
+  // generation it holds (0 while written), so that a worker reads a job
+  // without the lock (a seqlock: a read between two equal stamps of its
+  // generation is that job's), and one that read a stale generation runs
+  // nothing. The worker's lock/unlock of mu_ to read the job moved the
+  // mutex's line between the cores on every parallelFor.
+  struct alignas(64) JobSlot {
+    std::atomic<uint64_t> stamp{0};
+    std::atomic<const std::function<void(int64_t, int64_t)>*> fn{nullptr};
+    std::atomic<int64_t> n{0};
+    std::atomic<int> chunks{0};
+  };
+  JobSlot slots_[2];
+  alignas(64) std::atomic<uint64_t> generation_{0};  // the latest job; written by the caller only
+  std::atomic<int> sleepers_{0};                      // workers about to wait, or waiting, on start_cv_
+  std::atomic<bool> stop_{false};
   std::atomic<bool> caller_waiting_{false};  // the caller sleeps on done_cv_ (set under mu_)
   // (generation << 16) | the next chunk to claim: a claim succeeds only for
   // the job it was read for, so a worker that wakes late for a finished job
   // runs nothing (its function may be gone).
-  std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint64_t> claim_{0};
   std::atomic<int> remaining_{0};  // chunks of the current job not finished
-  bool stop_ = false;
 };
 
 }  // namespace kiln
