@@ -512,24 +512,29 @@ Status SessionImpl::resizeKeepingInputs() {
 // models its hand-offs can cost more than it saves, and how much depends on
 // the moment: on the 2-core Zen 5 VMs a cache line's round trip between the
 // cores is 85-93 ns, or about 380 ns for minutes at a time, and then
-// MobileNetV3-Small ran 0.94 ms on one thread, 1.04 on two. So a session
-// times its runs' host steps in both forms and runs the one with the lower
-// estimate: after a first run that is not timed (cold caches, first
-// touches), the forms alternate for three runs each, each estimate starts
-// at the median of its three, then follows each new run by a quarter of the
-// difference (a run over twice the estimate, a preempted one, counts as
-// twice). Every 32nd run takes the other form, so an estimate cannot go
-// stale: one run in 32, the median untouched (an estimate taken from a cold
-// first run once kept a whole process on one thread). The choice is the
-// whole run's: chosen step by step, a step on one thread left its output in
-// one core's cache and made the next step's second thread slower, so steps
-// drifted to one thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only
-// the number of chunks changes: a step's bits are the same on one thread as
-// on all (the plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0
-// keeps all threads.
+// MobileNetV3-Small ran 0.94 ms on one thread, 1.04 on two, and most of
+// SqueezeNet's steps under 50 us took longer on two threads than on one. So
+// a session times its runs' host steps in three forms: all on one thread,
+// all on all threads, and the steps whose one-thread time is under 50 us
+// on one thread with the rest on all; it runs the form with the lowest
+// estimate: the median of its last three runs. After a first run that is
+// not timed (cold caches, first touches), the forms take turns for three
+// runs each; then every 32nd run takes another form, so that no estimate
+// goes stale: one run in 32, the median untouched (an estimate taken from
+// a cold first run once kept a whole process on one thread; smoothed
+// estimates took hundreds of runs to undo a wrong first choice). A form is the
+// whole run's choice, judged on whole runs: chosen step by step on each
+// step's own time, a step on one thread left its output in one core's
+// cache and made the next step's second thread slower, so steps drifted to
+// one thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only the number of
+// chunks changes: a step's bits are the same on one thread as on all (the
+// plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0 keeps all
+// threads.
 namespace {
-constexpr int kWarmRuns = 3;  // each form's, after the untimed first
+constexpr int kForms = 3;
+constexpr int kWarmRuns = 3;  // each form's turns after the untimed first (and the runs a median takes)
 constexpr int kTryEvery = 32;
+constexpr double kSmallStepMs = 0.05;
 bool AdaptiveThreadsOn() {
   static const bool on = [] {
     const char* e = std::getenv("KILN_HOST_ADAPTIVE_THREADS");
@@ -541,25 +546,26 @@ bool AdaptiveThreadsOn() {
 
 int SessionImpl::threadsForRun() const {
   if (adaptive_runs_ == 0) return 1;  // the untimed first run
-  if (thread_seen_[0] < kWarmRuns || thread_seen_[1] < kWarmRuns) return thread_seen_[1] > thread_seen_[0] ? 0 : 1;
-  const int best = thread_est_[0] < thread_est_[1] ? 0 : 1;
-  return adaptive_runs_ % kTryEvery == 0 ? 1 - best : best;
+  // Warm-up turns: all, one, mixed (the mixed form needs a one-thread run's step times).
+  static constexpr int kTurns[kForms] = {1, 0, 2};
+  for (int f = 0; f < kForms; ++f)
+    if (thread_seen_[f] < kWarmRuns) return kTurns[(adaptive_runs_ - 1) % kForms];
+  int best = 0;
+  for (int f = 1; f < kForms; ++f)
+    if (thread_est_[f] < thread_est_[best]) best = f;
+  if (adaptive_runs_ % kTryEvery == 0) return (best + 1 + adaptive_runs_ / kTryEvery % (kForms - 1)) % kForms;
+  return best;
 }
 
 void SessionImpl::noteRunThreads(int form, double ms) {
   if (adaptive_runs_ == 1) return;  // the first run (counted before it ran)
-  const int seen = thread_seen_[form]++;
-  if (seen < kWarmRuns) {
-    thread_warm_[form][seen] = ms;
-    if (seen + 1 == kWarmRuns) {
-      double w[kWarmRuns];
-      std::copy(thread_warm_[form], thread_warm_[form] + kWarmRuns, w);
-      std::sort(w, w + kWarmRuns);
-      thread_est_[form] = w[kWarmRuns / 2];
-    }
-    return;
-  }
-  thread_est_[form] += 0.25 * (std::min(ms, 2.0 * thread_est_[form]) - thread_est_[form]);
+  // The form's last three runs; its estimate their median (a preempted run
+  // is one of three; a form that stops being the fastest loses to the
+  // others within two runs).
+  double* w = thread_warm_[form];
+  w[thread_seen_[form]++ % kWarmRuns] = ms;
+  const int n = std::min(thread_seen_[form], kWarmRuns);
+  thread_est_[form] = n < 3 ? w[0] : std::max(std::min(w[0], w[1]), std::min(std::max(w[0], w[1]), w[2]));
 }
 
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
@@ -578,7 +584,10 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
   ThreadPool* pool = host_ ? &host_->pool() : nullptr;
   const bool adapt = pool && AdaptiveThreadsOn() && !op_by_op && pool->threads() > 1;
   const int form = adapt ? threadsForRun() : 1;
-  if (adapt) ++adaptive_runs_;
+  if (adapt) {
+    ++adaptive_runs_;
+    if (step_one_ms_.size() != steps_.size()) step_one_ms_.assign(steps_.size(), 0.0);
+  }
   double host_ms = 0.0;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const bool host_timed = profile_ && (steps_[i].backend == host_ || steps_[i].op < 0);
@@ -587,11 +596,15 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     if (host_timed)
       for (auto& b : backends_) (void)b->onWaitFinish();
     const bool adapted = adapt && steps_[i].backend == host_ && steps_[i].op >= 0;
-    if (adapted) pool->setActive(form ? pool->threads() : 1);
+    // Form 2: a step with a one-thread time under kSmallStepMs (or none yet) on one thread.
+    const bool one = form == 0 || (form == 2 && step_one_ms_[i] < kSmallStepMs);
+    if (adapted) pool->setActive(one ? 1 : pool->threads());
     auto t0 = std::chrono::steady_clock::now();
     status = runStep(steps_[i], before, after);
     if (adapted) {
-      host_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      host_ms += ms;
+      if (form == 0) step_one_ms_[i] = step_one_ms_[i] > 0.0 ? 0.5 * (step_one_ms_[i] + ms) : ms;
       pool->setActive(pool->threads());
     }
     if (!status.ok()) break;
