@@ -517,12 +517,14 @@ Status SessionImpl::resizeKeepingInputs() {
 // a session times its runs' host steps in three forms: all on one thread,
 // all on all threads, and the steps whose one-thread time is under 50 us
 // on one thread with the rest on all; it runs the form with the lowest
-// estimate: the median of its last three runs. After a first run that is
-// not timed (cold caches, first touches), the forms take turns for three
-// runs each; then every 32nd run takes another form, so that no estimate
-// goes stale: one run in 32, the median untouched (an estimate taken from
-// a cold first run once kept a whole process on one thread; smoothed
-// estimates took hundreds of runs to undo a wrong first choice). A form is the
+// estimate: the median of its last three runs (the least of fewer). After
+// a first run that is not timed (cold caches, first touches), each form
+// takes one turn; then every 8th run takes another form for the first 64
+// runs, every 32nd after, so that no estimate goes stale and a benchmark's
+// median is untouched (three turns each put a third of a 10-run median's
+// runs on the slower forms; an estimate taken from a cold first run once
+// kept a whole process on one thread; smoothed estimates took hundreds of
+// runs to undo a wrong first choice). A form is the
 // whole run's choice, judged on whole runs: chosen step by step on each
 // step's own time, a step on one thread left its output in one core's
 // cache and made the next step's second thread slower, so steps drifted to
@@ -532,8 +534,8 @@ Status SessionImpl::resizeKeepingInputs() {
 // threads.
 namespace {
 constexpr int kForms = 3;
-constexpr int kWarmRuns = 3;  // each form's turns after the untimed first (and the runs a median takes)
-constexpr int kTryEvery = 32;
+constexpr int kKeepRuns = 3;  // the runs a form's estimate is the median of
+constexpr int64_t kTryEarly = 8, kYoungRuns = 64, kTryEvery = 32;
 constexpr double kSmallStepMs = 0.05;
 bool AdaptiveThreadsOn() {
   static const bool on = [] {
@@ -546,26 +548,29 @@ bool AdaptiveThreadsOn() {
 
 int SessionImpl::threadsForRun() const {
   if (adaptive_runs_ == 0) return 1;  // the untimed first run
-  // Warm-up turns: all, one, mixed (the mixed form needs a one-thread run's step times).
+  // One turn each first: all, one, mixed (the mixed form needs a
+  // one-thread run's step times).
   static constexpr int kTurns[kForms] = {1, 0, 2};
-  for (int f = 0; f < kForms; ++f)
-    if (thread_seen_[f] < kWarmRuns) return kTurns[(adaptive_runs_ - 1) % kForms];
+  if (adaptive_runs_ <= kForms) return kTurns[adaptive_runs_ - 1];
   int best = 0;
   for (int f = 1; f < kForms; ++f)
     if (thread_est_[f] < thread_est_[best]) best = f;
-  if (adaptive_runs_ % kTryEvery == 0) return (best + 1 + adaptive_runs_ / kTryEvery % (kForms - 1)) % kForms;
+  // Another form every 8th run while the estimates are young, then every 32nd.
+  const int64_t every = adaptive_runs_ < kYoungRuns ? kTryEarly : kTryEvery;
+  if (adaptive_runs_ % every == 0) return (best + 1 + adaptive_runs_ / every % (kForms - 1)) % kForms;
   return best;
 }
 
 void SessionImpl::noteRunThreads(int form, double ms) {
   if (adaptive_runs_ == 1) return;  // the first run (counted before it ran)
-  // The form's last three runs; its estimate their median (a preempted run
-  // is one of three; a form that stops being the fastest loses to the
-  // others within two runs).
+  // The form's last three runs; its estimate their median, or the least
+  // of fewer (a delay only adds): a form that stops being the fastest
+  // loses to the others within two runs.
   double* w = thread_warm_[form];
-  w[thread_seen_[form]++ % kWarmRuns] = ms;
-  const int n = std::min(thread_seen_[form], kWarmRuns);
-  thread_est_[form] = n < 3 ? w[0] : std::max(std::min(w[0], w[1]), std::min(std::max(w[0], w[1]), w[2]));
+  w[thread_seen_[form]++ % kKeepRuns] = ms;
+  const int n = std::min(thread_seen_[form], kKeepRuns);
+  thread_est_[form] = n < 3 ? std::min(w[0], n > 1 ? w[1] : w[0])
+                            : std::max(std::min(w[0], w[1]), std::min(std::max(w[0], w[1]), w[2]));
 }
 
 Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* after) {
