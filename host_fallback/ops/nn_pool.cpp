@@ -303,11 +303,12 @@ __attribute__((always_inline)) inline void MaxPool3x3S2Row(const float* r0, cons
     if (a + N >= ow) break;
   }
 }
+// Output rows [oy0, oy1) of one plane.
 KILN_SIMD_CLONES void MaxPool3x3S2Plane(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp,
-                                        int64_t oh, int64_t ow, int64_t pt, int64_t pl) {
+                                        int64_t oy0, int64_t oy1, int64_t ow, int64_t pt, int64_t pl) {
   constexpr float kLow = Lowest<float>();
   const int64_t a0 = (pl + 1) / 2;
-  for (int64_t oy = 0; oy < oh; ++oy) {
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
     const float* rows[3];
     int nrows = 0;
     for (int64_t ky = 0; ky < 3; ++ky) {
@@ -364,11 +365,16 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     if (std::is_same<T, float>::value && kernel[0] == 3 && kernel[1] == 3 && strides[0] == 2 && strides[1] == 2 &&
         dilations[0] == 1 && dilations[1] == 1 && MaxPool3x3S2Suits(xin[1], yout[1], pads[1])) {
-      be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
-        for (int64_t pl = begin; pl < end; ++pl)
+      // Threads split the output rows, every plane: the convs around a pool
+      // split their planes by rows too (GEMM columns, Winograd tiles, the
+      // stem's bands), so each thread reads what it wrote. Split by planes,
+      // half of every pool's input came from the other core's cache.
+      const int64_t oh = yout[0];
+      be.pool().parallelFor(oh, [&](int64_t begin, int64_t end) {
+        for (int64_t pl = 0; pl < planes; ++pl)
           MaxPool3x3S2Plane(reinterpret_cast<const float*>(x) + pl * in_plane, xin[0], xin[1],
-                            reinterpret_cast<float*>(y) + pl * out_plane, yout[0], yout[1], pads[0], pads[1]);
-      });
+                            reinterpret_cast<float*>(y) + pl * out_plane, begin, end, yout[1], pads[0], pads[1]);
+      }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, planes * yout[1])));
       return Status::Ok();
     }
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
