@@ -125,8 +125,7 @@ void ThreadPool::worker() {
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain) {
   if (n <= 0) return;
   int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
-  const int most = active_ > 1 ? active_ * chunks_per_thread_ : 1;
-  int chunks = static_cast<int>(std::min<int64_t>(most, max_chunks));
+  int chunks = static_cast<int>(std::min<int64_t>(active_, max_chunks));
   if (chunks <= 1) {
     fn(0, n);
     return;

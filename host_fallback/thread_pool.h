@@ -47,14 +47,8 @@ class ThreadPool {
   // bounds must not split a reduction by them.
   void setActive(int n) { active_ = std::min(std::max(n, 1), threads_); }
   int active() const { return active_; }
-  // Chunks a thread from now on (1 .. 8; 1 with one active thread): more
-  // let the threads that are free take the chunks of one that is slow (a
-  // core shared with another machine), at a claim (a cache line passed
-  // between the cores) a chunk. The session's adaptive threading sets it.
-  void setChunksPerThread(int k) { chunks_per_thread_ = std::min(std::max(k, 1), 8); }
-  // Runs fn(begin, end) over [0, n) in at most active() chunks (times the
-  // chunks a thread where more than one is active); items of fewer than
-  // `grain` per chunk stay on the calling thread.
+  // Runs fn(begin, end) over [0, n) in at most active() chunks; items of
+  // fewer than `grain` per chunk stay on the calling thread.
   void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
 
  private:
@@ -64,7 +58,6 @@ class ThreadPool {
 
   int threads_;
   int active_ = 1;  // set only by the calling thread, between parallelFor calls
-  int chunks_per_thread_ = 1;  // likewise
   std::vector<std::thread> workers_;
   // Sleeping and waking only (start_cv_: workers, done_cv_: the caller).
   std::mutex mu_;

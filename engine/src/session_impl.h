@@ -224,10 +224,10 @@ class SessionImpl {
   // on one thread and on all of the host pool's, how often each was seen,
   // and the choice between them for the next run.
   // Forms: 0 one thread, 1 all, 2 the steps whose one-thread time is small
-  // on one thread and the others on all, 3 all with four chunks a thread.
-  double thread_est_[4] = {0.0, 0.0, 0.0, 0.0};
-  double thread_warm_[4][3] = {};  // each form's last three timed runs (a ring)
-  int thread_seen_[4] = {0, 0, 0, 0};
+  // on one thread and the others on all.
+  double thread_est_[3] = {0.0, 0.0, 0.0};
+  double thread_warm_[3][3] = {};  // each form's last three timed runs (a ring)
+  int thread_seen_[3] = {0, 0, 0};
   std::vector<double> step_one_ms_;  // each step's smoothed time in form 0 (ms; 0: not yet seen)
   int64_t adaptive_runs_ = 0;
   int threadsForRun() const;

@@ -514,11 +514,9 @@ Status SessionImpl::resizeKeepingInputs() {
 // cores is 85-93 ns, or about 380 ns for minutes at a time, and then
 // MobileNetV3-Small ran 0.94 ms on one thread, 1.04 on two, and most of
 // SqueezeNet's steps under 50 us took longer on two threads than on one. So
-// a session times its runs' host steps in four forms: all on one thread,
-// all on all threads, the steps whose one-thread time is under 50 us on
-// one thread with the rest on all, and all on all threads in four chunks a
-// thread (where a core is slow, shared with another machine, the others
-// take its chunks; a chunk costs a claim); it runs the form with the lowest
+// a session times its runs' host steps in three forms: all on one thread,
+// all on all threads, and the steps whose one-thread time is under 50 us
+// on one thread with the rest on all; it runs the form with the lowest
 // estimate: the median of its last three runs (the least of fewer). After
 // a first run that is not timed (cold caches, first touches), each form
 // takes one turn; then every 8th run takes another form for the first 64
@@ -535,8 +533,7 @@ Status SessionImpl::resizeKeepingInputs() {
 // plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0 keeps all
 // threads.
 namespace {
-constexpr int kForms = 4;
-constexpr int kFineChunks = 4;  // form 3's chunks a thread
+constexpr int kForms = 3;
 constexpr int kKeepRuns = 3;  // the runs a form's estimate is the median of
 constexpr int64_t kTryEarly = 8, kYoungRuns = 64, kTryEvery = 32;
 constexpr double kSmallStepMs = 0.05;
@@ -552,8 +549,8 @@ bool AdaptiveThreadsOn() {
 int SessionImpl::threadsForRun() const {
   if (adaptive_runs_ == 0) return 1;  // the untimed first run
   // One turn each first: all, one, mixed (the mixed form needs a
-  // one-thread run's step times), fine chunks.
-  static constexpr int kTurns[kForms] = {1, 0, 2, 3};
+  // one-thread run's step times).
+  static constexpr int kTurns[kForms] = {1, 0, 2};
   if (adaptive_runs_ <= kForms) return kTurns[adaptive_runs_ - 1];
   int best = 0;
   for (int f = 1; f < kForms; ++f)
@@ -606,10 +603,7 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
     const bool adapted = adapt && steps_[i].backend == host_ && steps_[i].op >= 0;
     // Form 2: a step with a one-thread time under kSmallStepMs (or none yet) on one thread.
     const bool one = form == 0 || (form == 2 && step_one_ms_[i] < kSmallStepMs);
-    if (adapted) {
-      pool->setActive(one ? 1 : pool->threads());
-      pool->setChunksPerThread(form == 3 ? kFineChunks : 1);
-    }
+    if (adapted) pool->setActive(one ? 1 : pool->threads());
     auto t0 = std::chrono::steady_clock::now();
     status = runStep(steps_[i], before, after);
     if (adapted) {
@@ -617,7 +611,6 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
       host_ms += ms;
       if (form == 0) step_one_ms_[i] = step_one_ms_[i] > 0.0 ? 0.5 * (step_one_ms_[i] + ms) : ms;
       pool->setActive(pool->threads());
-      pool->setChunksPerThread(1);
     }
     if (!status.ok()) break;
     if (profile_) {

@@ -602,9 +602,9 @@ namespace kiln {
 namespace {
 
 // Adaptive host threading (SessionImpl::run) runs a session's host steps on
-// one thread, on all of them, mixed, or on all in fine chunks, run by run:
-// its first two runs take all threads, the next three one, mixed and fine
-// chunks, then the fastest (another every 8th run). The bits must not change
+// one thread, on all of them, or mixed, run by run: its first two runs take
+// all threads, the next two one and mixed, then the fastest (another every
+// 8th run). The bits must not change
 // with the form: a CNN through the few-channel stem conv, Winograd, the
 // 3x3 stride-2 MaxPool, a depthwise conv, a 1x1 conv on a small plane and
 // a matrix-vector Gemm of 300 outputs from 512 (10 panels of 32: one

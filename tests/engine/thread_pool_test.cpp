@@ -74,8 +74,7 @@ TEST(ThreadPool, GrainKeepsSmallRangesOnTheCaller) {
 
 // setActive(1) runs every parallelFor as one chunk on the caller (the
 // session's one-thread form); threads() stays the pool's size; the count is
-// clamped to 1 .. threads(), and all threads split again after;
-// setChunksPerThread multiplies the chunks of several threads only.
+// clamped to 1 .. threads(), and all threads split again after.
 TEST(ThreadPool, ActiveThreadsLimitTheChunks) {
   ThreadPool pool(3);
   const auto caller = std::this_thread::get_id();
@@ -98,22 +97,6 @@ TEST(ThreadPool, ActiveThreadsLimitTheChunks) {
   std::atomic<int> calls{0};
   pool.parallelFor(90, [&](int64_t, int64_t) { calls.fetch_add(1); });
   EXPECT_EQ(calls.load(), 3);
-  // Four chunks a thread: 12 chunks covering the range once; none with one
-  // active thread.
-  pool.setChunksPerThread(4);
-  std::vector<std::atomic<int>> hits(90);
-  calls = 0;
-  pool.parallelFor(90, [&](int64_t b, int64_t e) {
-    calls.fetch_add(1);
-    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
-  });
-  EXPECT_EQ(calls.load(), 12);
-  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
-  pool.setActive(1);
-  calls = 0;
-  pool.parallelFor(90, [&](int64_t, int64_t) { calls.fetch_add(1); });
-  EXPECT_EQ(calls.load(), 1);
-  pool.setChunksPerThread(1);
 }
 
 }  // namespace
