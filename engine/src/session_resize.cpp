@@ -524,14 +524,15 @@ Status SessionImpl::resizeKeepingInputs() {
 // median is untouched (three turns each put a third of a 10-run median's
 // runs on the slower forms; an estimate taken from a cold first run once
 // kept a whole process on one thread; smoothed estimates took hundreds of
-// runs to undo a wrong first choice). A form is the
-// whole run's choice, judged on whole runs: chosen step by step on each
-// step's own time, a step on one thread left its output in one core's
-// cache and made the next step's second thread slower, so steps drifted to
-// one thread (MobileNetV2 at two threads 3.1 -> 4.0 ms). Only the number of
-// chunks changes: a step's bits are the same on one thread as on all (the
-// plans made at resize stay). KILN_HOST_ADAPTIVE_THREADS=0 keeps all
-// threads.
+// runs to undo a wrong first choice). A form is the whole run's choice,
+// judged on whole runs: chosen step by step on each step's own time, a
+// step on one thread left its output in one core's cache and made the next
+// step's second thread slower, so steps drifted to one thread (MobileNetV2
+// at two threads 3.1 -> 4.0 ms). Four chunks a thread, so that a free
+// thread takes a slow one's, never won (slow state: SqueezeNet 2.9-3.1 ms
+// against 2.2-2.3). Only the number of chunks changes: a step's bits are
+// the same on one thread as on all (the plans made at resize stay).
+// KILN_HOST_ADAPTIVE_THREADS=0 keeps all threads.
 namespace {
 constexpr int kForms = 3;
 constexpr int kKeepRuns = 3;  // the runs a form's estimate is the median of
