@@ -532,7 +532,8 @@ Status SessionImpl::resizeKeepingInputs() {
 // thread takes a slow one's, never won (slow state: SqueezeNet 2.9-3.1 ms
 // against 2.2-2.3). Only the number of chunks changes: a step's bits are
 // the same on one thread as on all (the plans made at resize stay).
-// KILN_HOST_ADAPTIVE_THREADS=0 keeps all threads.
+// KILN_HOST_ADAPTIVE_THREADS=0 keeps all threads, and so does profiling
+// (ScheduleConfig::profile) and a run with callbacks.
 namespace {
 constexpr int kForms = 3;
 constexpr int kKeepRuns = 3;  // the runs a form's estimate is the median of
@@ -588,7 +589,8 @@ Status SessionImpl::run(const TensorCallBack* before, const TensorCallBack* afte
   Status status;
   std::vector<double> wall(profile_ ? steps_.size() : 0);
   ThreadPool* pool = host_ ? &host_->pool() : nullptr;
-  const bool adapt = pool && AdaptiveThreadsOn() && !op_by_op && pool->threads() > 1;
+  // Not while profiling: a profile shows each step on the threads asked for.
+  const bool adapt = pool && AdaptiveThreadsOn() && !op_by_op && !profile_ && pool->threads() > 1;
   const int form = adapt ? threadsForRun() : 1;
   if (adapt) {
     ++adaptive_runs_;
