@@ -65,6 +65,13 @@ void ActivatePlanes(ThreadPool& pool, const ConvAttrs& a, float* y, int64_t plan
 // read it back from memory (EfficientNet's Silu on 96 x 112 x 112).
 void TileActivation(const void* ctx, float* c, int64_t ldc, int64_t rows, int64_t cols);
 
+// The direct convolution of Conv with one input channel a group
+// (nn_conv_direct.cpp): in[0..2] X, W, optional B; channels16: small planes
+// may take DepthwiseChannels16; no_activation: the fused activation is left
+// to the caller (a residual comes first).
+Status RunDirectConv(const GraphOp& op, const std::vector<Tensor*>& in, const std::vector<Tensor*>& out,
+                     HostBackend& be, bool channels16, bool no_activation);
+
 // A convolution path the environment may turn off (VAR=0), to compare it
 // with the general one in kiln-bench: KILN_HOST_WINOGRAD, KILN_HOST_TRANSPOSED,
 // KILN_HOST_DW16 (depthwise 16 channels a vector), KILN_HOST_NARROW,

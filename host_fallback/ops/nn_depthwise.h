@@ -2,8 +2,9 @@
 // plane is copied into a zero-padded per-thread scratch (split into stride x
 // stride phase planes when a stride is 2), so that every kernel tap is one
 // contiguous pass over all output positions of the plane at once; the valid
-// columns are then copied out with the clamp. RunConv (nn_conv.cpp) calls it
-// for the shapes where it beats the row-wise DepthwisePlane.
+// columns are then copied out with the clamp. RunDirectConv
+// (nn_conv_direct.cpp) calls it for the shapes where it beats the row-wise
+// DepthwisePlane.
 #pragma once
 
 #include <cstdint>
