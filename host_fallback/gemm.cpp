@@ -138,11 +138,6 @@ void PackAPanels(const GemmKernel& kr, const Problem& pr, int64_t i0, int64_t mc
         const float* s = pr.A + (i0 + p + r) * pr.lda + k0;
         for (int64_t k = 0; k < kc; ++k) d[k * mr + r] = pr.alpha * s[k];
       }
-    } else if (rows == 8 && mr == 8) {  // A(i, k) = A[k * lda + i], a whole panel of 8: 8 floats a k
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* s = pr.A + (k0 + k) * pr.lda + i0 + p;
-        for (int r = 0; r < 8; ++r) d[k * 8 + r] = pr.alpha * s[r];
-      }
     } else {  // A(i, k) = A[k * lda + i]
       for (int64_t k = 0; k < kc; ++k) {
         const float* s = pr.A + (k0 + k) * pr.lda + i0 + p;

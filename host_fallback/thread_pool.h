@@ -42,9 +42,9 @@ class ThreadPool {
   // The pool's size: what plans made at resize size their work by.
   int threads() const { return threads_; }
   // The threads parallelFor splits over from now on, 1 .. threads(): a
-  // session's per-op choice (SessionImpl::run's adaptive threading). Only
-  // the chunk count changes: kernels whose bits depend on their chunks'
-  // bounds must not split a reduction by them.
+  // session's choice for a run's steps (SessionImpl::run's adaptive
+  // threading). Only the chunk count changes: kernels whose bits depend on
+  // their chunks' bounds must not split a reduction by them.
   void setActive(int n) { active_ = std::min(std::max(n, 1), threads_); }
   int active() const { return active_; }
   // Runs fn(begin, end) over [0, n) in at most active() chunks; items of

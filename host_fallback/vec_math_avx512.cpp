@@ -23,17 +23,10 @@ inline __m512 RoundNearest(__m512 a) {
 }
 inline __m512 Scalef(__m512 a, __m512 b) { return _mm512_mask_scalef_ps(a, 0xFFFF, a, b); }
 
-// e^x on 16 lanes: the reduction and polynomial of vec_math.cpp's ExpFull
-// (x = n ln2 + r, Cephes' degree-6 polynomial), with 2^n applied by
-// vscalefps, which rounds once into the subnormals, to 0 or to inf as the
-// exact result would. x is clamped first so that r stays finite (e^-inf
-// would be -inf - -inf); max(c, x) returns x when x is NaN, so NaN stays.
-inline __m512 Exp16(__m512 x) {
-  x = Max(_mm512_set1_ps(-104.5f), x);
-  x = Min(_mm512_set1_ps(89.f), x);
-  const __m512 n = RoundNearest(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+// e^(n ln2 + r) for |r| <= ln2 / 2: Cephes' degree-6 polynomial of
+// vec_math.cpp's ExpFull, with 2^n applied by vscalefps, which rounds once
+// into the subnormals, to 0 or to inf as the exact result would.
+inline __m512 ExpReduced(__m512 r, __m512 n) {
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
@@ -42,6 +35,25 @@ inline __m512 Exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   return Scalef(p, n);
+}
+
+// The split of x (or, with kNeg, of -x) into n ln2 + r, Cephes' two-part
+// ln2; -x's without negating x: r = -(n ln2 + x) by negated multiply-adds.
+template <bool kNeg>
+inline __m512 ExpOf(__m512 x) {
+  const __m512 n = RoundNearest(_mm512_mul_ps(x, _mm512_set1_ps(kNeg ? -1.44269504088896341f : 1.44269504088896341f)));
+  __m512 r = kNeg ? _mm512_fnmsub_ps(n, _mm512_set1_ps(0.693359375f), x)
+                  : _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  return ExpReduced(r, n);
+}
+
+// e^x on 16 lanes. x is clamped first so that r stays finite (e^-inf
+// would be -inf - -inf); max(c, x) returns x when x is NaN, so NaN stays.
+inline __m512 Exp16(__m512 x) {
+  x = Max(_mm512_set1_ps(-104.5f), x);
+  x = Min(_mm512_set1_ps(89.f), x);
+  return ExpOf<false>(x);
 }
 
 // Horizontal maximum and sum through a store (not _mm512_reduce_*: GCC 12's
@@ -125,27 +137,16 @@ void SoftmaxRows(const float* x, float* y, int64_t rows, int64_t n, bool log) {
 // y = s / (1 + e^-x) with s = x (Silu) or 1 (Sigmoid): vscalefps and
 // vrndscaleps do in one instruction each what the generic loop does in
 // three or four, which made Silu a fifth of EfficientNet-B0. e^-x is
-// Exp16's reduction and polynomial on -x without negating x: n = round(-x
-// log2 e), q = x + n ln2 = -r, and the polynomial in r taken in q (its odd
-// coefficients negated), with one clamp of x to [-88, 104.5] where Exp16
-// took three (a tenth of the gate's instructions). -x <= 88 as in the
-// generic kernel (e^-x stays finite, so Silu(-inf) is -inf there and
-// here); a NaN passes through the clamp (vmaxps / vminps return x when x
-// is NaN), the polynomial and the division.
+// Exp16's reduction and polynomial on -x without negating x (ExpOf<true>),
+// with one clamp of x to [-88, 104.5] where Exp16 of -x took three (a
+// tenth of the gate's instructions). -x <= 88 as in the generic kernel
+// (e^-x stays finite, so Silu(-inf) is -inf there and here); a NaN passes
+// through the clamp (vmaxps / vminps return x when x is NaN), the
+// polynomial and the division.
 template <bool kSilu>
 inline __m512 Gate16(__m512 x) {
   const __m512 xc = Min(_mm512_set1_ps(104.5f), Max(_mm512_set1_ps(-88.f), x));
-  const __m512 n = RoundNearest(_mm512_mul_ps(xc, _mm512_set1_ps(-1.44269504088896341f)));
-  __m512 q = _mm512_fmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-  q = _mm512_fmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), q);
-  __m512 p = _mm512_set1_ps(-1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, q, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, q, _mm512_set1_ps(-8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, q, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, q, _mm512_set1_ps(-1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, q, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(q, q), _mm512_sub_ps(_mm512_set1_ps(1.f), q));
-  const __m512 d = _mm512_add_ps(Scalef(p, n), _mm512_set1_ps(1.f));
+  const __m512 d = _mm512_add_ps(ExpOf<true>(xc), _mm512_set1_ps(1.f));
   return _mm512_div_ps(kSilu ? x : _mm512_set1_ps(1.f), d);
 }
 

@@ -226,7 +226,7 @@ class SessionImpl {
   // Forms: 0 one thread, 1 all, 2 the steps whose one-thread time is small
   // on one thread and the others on all.
   double thread_est_[3] = {0.0, 0.0, 0.0};
-  double thread_warm_[3][3] = {};  // each form's last three timed runs (a ring)
+  double thread_last_[3][3] = {};  // each form's last three timed runs (a ring)
   int thread_seen_[3] = {0, 0, 0};
   std::vector<double> step_one_ms_;  // each step's smoothed time in form 0 (ms; 0: not yet seen)
   int64_t adaptive_runs_ = 0;

@@ -568,10 +568,10 @@ void SessionImpl::noteRunThreads(int form, double ms) {
   // The form's last three runs; its estimate their median, or the least
   // of fewer (a delay only adds): a form that stops being the fastest
   // loses to the others within two runs.
-  double* w = thread_warm_[form];
+  double* w = thread_last_[form];
   w[thread_seen_[form]++ % kKeepRuns] = ms;
   const int n = std::min(thread_seen_[form], kKeepRuns);
-  thread_est_[form] = n < 3 ? std::min(w[0], n > 1 ? w[1] : w[0])
+  thread_est_[form] = n < kKeepRuns ? std::min(w[0], n > 1 ? w[1] : w[0])
                             : std::max(std::min(w[0], w[1]), std::min(std::max(w[0], w[1]), w[2]));
 }
 
