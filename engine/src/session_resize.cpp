@@ -539,6 +539,7 @@ constexpr int kForms = 3;
 constexpr int kKeepRuns = 3;  // the runs a form's estimate is the median of
 constexpr int64_t kTryEarly = 8, kYoungRuns = 64, kTryEvery = 32;
 constexpr double kSmallStepMs = 0.05;
+constexpr double kFarBehind = 1.3;
 bool AdaptiveThreadsOn() {
   static const bool on = [] {
     const char* e = std::getenv("KILN_HOST_ADAPTIVE_THREADS");
@@ -557,10 +558,18 @@ int SessionImpl::threadsForRun() const {
   int best = 0;
   for (int f = 1; f < kForms; ++f)
     if (thread_est_[f] < thread_est_[best]) best = f;
-  // Another form every 8th run while the estimates are young, then every 32nd.
+  // Another form every 8th run while the estimates are young, then every
+  // 32nd; a form more than kFarBehind times the best's estimate (one thread
+  // against two on a big model: 1.8x) only every 4th of its turns (the
+  // first at run 56), for each of its runs moves a benchmark's median up a
+  // place (bench/compare's rounds of 22 runs took the one-thread form at
+  // run 8).
   const int64_t every = adaptive_runs_ < kYoungRuns ? kTryEarly : kTryEvery;
-  if (adaptive_runs_ % every == 0) return (best + 1 + adaptive_runs_ / every % (kForms - 1)) % kForms;
-  return best;
+  if (adaptive_runs_ % every != 0) return best;
+  const int64_t turn = adaptive_runs_ / every;
+  const int other = (best + 1 + static_cast<int>(turn % (kForms - 1))) % kForms;
+  if (thread_est_[other] > kFarBehind * thread_est_[best] && (turn / (kForms - 1) + 1) % 4 != 0) return best;
+  return other;
 }
 
 void SessionImpl::noteRunThreads(int form, double ms) {
