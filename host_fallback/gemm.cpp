@@ -546,21 +546,29 @@ void GemvPacked(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64
   }, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, pr.K * nr)));
 }
 
-// Splits C over the pool's threads and runs GemmRange on each part.
-void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, int64_t N) {
-  const int threads = pool.threads();
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(pr.K, 1));
-  if (threads <= 1 || work < 64.0 * 1024.0) {
-    GemmRange(kr, pr, 0, M, 0, N);
-    return;
-  }
-  // Split over the dimension whose panels spread more evenly over the threads.
+// How Run splits an M x N x K product over `threads`: 0 not at all (too
+// little work), 1 by columns, 2 by rows: over the dimension whose panels
+// spread more evenly over the threads.
+int RunSplit(const GemmKernel& kr, int threads, int64_t M, int64_t N, int64_t K) {
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(std::max<int64_t>(K, 1));
+  if (threads <= 1 || work < 64.0 * 1024.0) return 0;
   const int64_t pn = (N + kr.nr - 1) / kr.nr, pm = (M + kr.mr - 1) / kr.mr;
   auto balance = [threads](int64_t panels) {
     const int64_t per = (panels + threads - 1) / threads;
     return static_cast<double>(panels) / static_cast<double>(per * threads);
   };
-  if (pn >= 8 * threads || balance(pn) >= balance(pm)) {
+  return pn >= 8 * threads || balance(pn) >= balance(pm) ? 1 : 2;
+}
+
+// Splits C over the pool's threads and runs GemmRange on each part.
+void Run(const GemmKernel& kr, ThreadPool& pool, const Problem& pr, int64_t M, int64_t N) {
+  const int split = RunSplit(kr, pool.threads(), M, N, pr.K);
+  if (split == 0) {
+    GemmRange(kr, pr, 0, M, 0, N);
+    return;
+  }
+  const int64_t pn = (N + kr.nr - 1) / kr.nr, pm = (M + kr.mr - 1) / kr.mr;
+  if (split == 1) {
     pool.parallelFor(pn, [&](int64_t b, int64_t e) {
       GemmRange(kr, pr, 0, M, b * kr.nr, std::min<int64_t>(N, e * kr.nr));
     });
@@ -648,6 +656,24 @@ void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const 
   const GemmKernel& kr = KernelForIsa(b.isa);
   if (M == 1 && b.K > 0) return GemvPacked(kr, pool, pr, b.N);
   Run(kr, pool, pr, M, b.N);
+}
+
+int PackedBPanelWidth(const PackedB& b) { return gemm_detail::KernelForIsa(b.isa).nr; }
+
+bool PackedBSplitsColumns(const PackedB& b, int64_t M, int threads) {
+  return M > 1 && gemm_detail::RunSplit(gemm_detail::KernelForIsa(b.isa), threads, M, b.N, b.K) == 1;
+}
+
+void SgemmPackedBColumns(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda, const PackedB& b,
+                         int64_t n0, int64_t n1, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (M <= 0 || n1 <= n0) return;
+  Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
+  pr.packed_b = b.f32();
+  pr.packed_b_half = b.f16();
+  pr.n_pad = b.n_pad;
+  pr.ep = epilogue;
+  GemmRange(KernelForIsa(b.isa), pr, 0, M, n0, std::min(n1, b.N));
 }
 
 namespace {

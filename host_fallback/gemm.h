@@ -180,6 +180,19 @@ void SgemmPackedImplicitB(ThreadPool& pool, const PackedA& a, int64_t N, const B
 void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
                   const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue = nullptr);
 
+// SgemmPackedB split by its caller: the panels of b (of PackedBPanelWidth
+// columns) that each of `threads` threads would take, or 0 where the pool
+// would split C by rows (few panels) or not at all (little work); then
+// columns [n0, n1) of C (n0 a whole number of panels) on the calling
+// thread, the same values, bit for bit, as SgemmPackedB's. A conv working
+// on its own part of C while it is in cache (the transposed 1x1 conv's
+// transpose back) takes one pass over the pool, not two.
+int PackedBPanelWidth(const PackedB& b);
+bool PackedBSplitsColumns(const PackedB& b, int64_t M, int threads);
+void SgemmPackedBColumns(bool trans_a, int64_t M, float alpha, const float* A, int64_t lda, const PackedB& b,
+                         int64_t n0, int64_t n1, float beta, float* C, int64_t ldc,
+                         const GemmEpilogue* epilogue = nullptr);
+
 // The FMA throughput of `isa`'s peak probe on the calling thread, in
 // GFLOP/s, timed over at least `seconds` (kiln-kernelbench's roof).
 double MeasureFmaGflops(Isa isa, double seconds);

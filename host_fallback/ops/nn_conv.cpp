@@ -308,7 +308,9 @@ class ConvExecution final : public Execution {
     // others compute conv + bias and add it afterwards (AddResidual), the
     // activation with it.
     const Tensor* R = in.size() > 3 ? in[3] : nullptr;
-    const bool gemm_path = !direct_ && !narrow_ && !winograd_ && !transposed_;
+    // (The transposed product adds r as it moves its part of the output
+    // back into channel planes: runPlain.)
+    const bool gemm_path = !direct_ && !narrow_ && !winograd_;
     if (R && !gemm_path) {
       if (direct_) KILN_RETURN_IF_ERROR(RunDirectConv(op_, in, out, be, channels16_on_, true));
       else KILN_RETURN_IF_ERROR(runPlain(be, in, out, /*no_activation=*/true));
@@ -378,14 +380,38 @@ class ConvExecution final : public Execution {
         float* yg = y + (n * M_ + g * Mg_) * out_plane_;
         if (transposed_) {
           // y^T [out_plane x M] = bmat^T * w^T into scratch (bias a column
-          // now), then transposed into the output planes. (A residual
-          // takes AddResidual here: onExecute passes none.)
+          // now), then transposed into the output planes, and a residual
+          // added there (before the activation, which then follows it).
+          const float* r = ep.residual;
           ep.residual = nullptr;
+          if (r) ep.clamp = false, ep.tile_act = nullptr;
           float* yt = tl_yt.get(static_cast<size_t>(out_plane_ * M_));
           if (!yt) return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the transposed output");
           ep.col_bias = bias;
-          SgemmPackedB(be.pool(), true, out_plane_, 1.f, bmat, out_plane_, packed_b_, 0.f, yt, M_, &ep);
-          TransposeInto(be, yt, out_plane_, M_, yg);
+          // Each thread moves back the channels it computed, while they are
+          // in its cache, in the same pass over the pool (where the GEMM
+          // splits by channels: it does unless they are few).
+          auto back = [&](int64_t m0, int64_t m1) {
+            TransposeBlocks(yt, out_plane_, M_, m0, m1, yg);
+            if (!r) return;
+            for (int64_t m = m0; m < m1; ++m) {
+              AddRows(r + m * out_plane_, yg + m * out_plane_, out_plane_);
+              PlaneActivation(&a, yg + m * out_plane_, out_plane_);
+            }
+          };
+          if (PackedBSplitsColumns(packed_b_, out_plane_, be.pool().threads())) {
+            const int64_t nr = PackedBPanelWidth(packed_b_);
+            be.pool().parallelFor((M_ + nr - 1) / nr, [&](int64_t p0, int64_t p1) {
+              const int64_t m0 = p0 * nr, m1 = std::min(M_, p1 * nr);
+              SgemmPackedBColumns(true, out_plane_, 1.f, bmat, out_plane_, packed_b_, m0, m1, 0.f, yt, M_, &ep);
+              back(m0, m1);
+            });
+          } else {
+            SgemmPackedB(be.pool(), true, out_plane_, 1.f, bmat, out_plane_, packed_b_, 0.f, yt, M_, &ep);
+            be.pool().parallelFor((M_ + 7) / 8, [&](int64_t begin, int64_t end) {
+              back(begin * 8, std::min(M_, end * 8));
+            }, 8);
+          }
           continue;
         }
         ep.row_bias = bias ? bias + g * Mg_ : nullptr;
@@ -591,14 +617,6 @@ class ConvExecution final : public Execution {
     if (!narrow_conv_.run(be.pool(), na, x, B ? B->host<float>() : nullptr, y))
       return Status(StatusCode::kOutOfMemory, "Conv: cannot allocate the input rows");
     return Status::Ok();
-  }
-
-  // y[m * rows + r] = yt[r * cols + m]: the transposed product back into
-  // channel planes, in 8 x 8 blocks transposed in registers (TransposeBlocks).
-  static void TransposeInto(HostBackend& be, const float* yt, int64_t rows, int64_t cols, float* y) {
-    be.pool().parallelFor((cols + 7) / 8, [&](int64_t begin, int64_t end) {
-      TransposeBlocks(yt, rows, cols, begin * 8, std::min(cols, end * 8), y);
-    }, 8);
   }
 
   // col[(c * ksize + tap) * out_plane + o] = the input under tap `tap` of

@@ -299,7 +299,8 @@ TEST(NnConv, StridedThroughPhasePlanes) {
 
 // A fused residual (fuse_residual's fourth input) on every path: added
 // before the activation, by the GEMM's stores (implicit, phased, pointwise,
-// strided 1x1) or after the others (Winograd, the transposed product, the
+// strided 1x1), as the transposed product moves its channels back (both
+// ways it splits over threads), or after the others (Winograd, the
 // first-layer kernel, depthwise), with clamp and other activations, with
 // and without a bias, batch 2.
 TEST(NnConv, FusedResidualOnEveryPath) {
@@ -322,6 +323,8 @@ TEST(NnConv, FusedResidualOnEveryPath) {
   add("pointwise 16->40 no bias", {1, 16, 12, 12, 40, 1, 1});
   add("winograd 3x3 16->32 on 14x14", {2, 16, 14, 14, 32, 3, 3});
   add("transposed 3x3 64->128 on 7x7", {1, 64, 7, 7, 128, 3, 3});
+  // 6 panels of channels: each thread adds r to those it moves back.
+  add("transposed 1x1 960->192 on 7x7, split by channels", {1, 960, 7, 7, 192, 1, 1});
   add("first layer 7x7 3->16", {1, 3, 20, 20, 16, 7, 7});
   ConvCase dw{1, 12, 10, 10, 12, 3, 3};
   dw.group = 12;
