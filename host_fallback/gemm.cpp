@@ -644,15 +644,27 @@ void WidenHalf(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
 }
 
-void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
-                  const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
-  using namespace gemm_detail;
-  if (M <= 0 || b.N <= 0) return;
+namespace gemm_detail {
+namespace {
+// The product alpha * op(A) * b + beta * C on a PackedB (SgemmPackedB and
+// SgemmPackedBColumns).
+Problem PackedBProblem(bool trans_a, float alpha, const float* A, int64_t lda, const PackedB& b, float beta, float* C,
+                       int64_t ldc, const GemmEpilogue* epilogue) {
   Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
   pr.packed_b = b.f32();
   pr.packed_b_half = b.f16();
   pr.n_pad = b.n_pad;
   pr.ep = epilogue;
+  return pr;
+}
+}  // namespace
+}  // namespace gemm_detail
+
+void SgemmPackedB(ThreadPool& pool, bool trans_a, int64_t M, float alpha, const float* A, int64_t lda,
+                  const PackedB& b, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
+  using namespace gemm_detail;
+  if (M <= 0 || b.N <= 0) return;
+  const Problem pr = PackedBProblem(trans_a, alpha, A, lda, b, beta, C, ldc, epilogue);
   const GemmKernel& kr = KernelForIsa(b.isa);
   if (M == 1 && b.K > 0) return GemvPacked(kr, pool, pr, b.N);
   Run(kr, pool, pr, M, b.N);
@@ -668,11 +680,7 @@ void SgemmPackedBColumns(bool trans_a, int64_t M, float alpha, const float* A, i
                          int64_t n0, int64_t n1, float beta, float* C, int64_t ldc, const GemmEpilogue* epilogue) {
   using namespace gemm_detail;
   if (M <= 0 || n1 <= n0) return;
-  Problem pr{trans_a, false, b.K, alpha, A, lda, nullptr, 0, beta, C, ldc};
-  pr.packed_b = b.f32();
-  pr.packed_b_half = b.f16();
-  pr.n_pad = b.n_pad;
-  pr.ep = epilogue;
+  const Problem pr = PackedBProblem(trans_a, alpha, A, lda, b, beta, C, ldc, epilogue);
   GemmRange(KernelForIsa(b.isa), pr, 0, M, n0, std::min(n1, b.N));
 }
 
