@@ -303,12 +303,12 @@ __attribute__((always_inline)) inline void MaxPool3x3S2Row(const float* r0, cons
     if (a + N >= ow) break;
   }
 }
-// Output rows [oy0, oy1) of one plane.
+// One plane (oh x ow outputs).
 KILN_SIMD_CLONES void MaxPool3x3S2Plane(const float* __restrict xp, int64_t ih, int64_t iw, float* __restrict yp,
-                                        int64_t oy0, int64_t oy1, int64_t ow, int64_t pt, int64_t pl) {
+                                        int64_t oh, int64_t ow, int64_t pt, int64_t pl) {
   constexpr float kLow = Lowest<float>();
   const int64_t a0 = (pl + 1) / 2;
-  for (int64_t oy = oy0; oy < oy1; ++oy) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
     const float* rows[3];
     int nrows = 0;
     for (int64_t ky = 0; ky < 3; ++ky) {
@@ -365,16 +365,23 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
     const int64_t width = std::max(pads[1] + xin[1], (yout[1] - 1) * strides[1] + (kernel[1] - 1) * dilations[1] + 1);
     if (std::is_same<T, float>::value && kernel[0] == 3 && kernel[1] == 3 && strides[0] == 2 && strides[1] == 2 &&
         dilations[0] == 1 && dilations[1] == 1 && MaxPool3x3S2Suits(xin[1], yout[1], pads[1])) {
-      // Threads split the output rows, every plane: the convs around a pool
-      // split their planes by rows too (GEMM columns, Winograd tiles, the
-      // stem's bands), so each thread reads what it wrote. Split by planes,
-      // half of every pool's input came from the other core's cache.
+      // Threads split the planes. Split by output rows, every plane, each
+      // thread's half of a plane ended where the other's began, twice a
+      // plane, and the cores got in each other's way there, most likely
+      // through the lines the hardware prefetchers fetch past the end of a
+      // half (a copy of 128 planes of 729 floats split by rows took 17.2 us
+      // on 2 threads, by planes 13.1, one thread's half alone 14.0; halves
+      // ending on cache lines did no better; Zen 5 VM, stop 51). SqueezeNet's three
+      // pools at 2 threads 0.048 / 0.023 / 0.020 -> 0.033 / 0.015 / 0.010
+      // ms, the ops after them unchanged, the model 1.60 -> 1.54 ms, and
+      // 2.46-2.51 -> 2.33-2.40 while a cache line took 400 ns between the
+      // cores; ResNet-18's pool 0.054 -> 0.044.
       const int64_t oh = yout[0];
-      be.pool().parallelFor(oh, [&](int64_t begin, int64_t end) {
-        for (int64_t pl = 0; pl < planes; ++pl)
+      be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
+        for (int64_t pl = begin; pl < end; ++pl)
           MaxPool3x3S2Plane(reinterpret_cast<const float*>(x) + pl * in_plane, xin[0], xin[1],
-                            reinterpret_cast<float*>(y) + pl * out_plane, begin, end, yout[1], pads[0], pads[1]);
-      }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, planes * yout[1])));
+                            reinterpret_cast<float*>(y) + pl * out_plane, oh, yout[1], pads[0], pads[1]);
+      }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, oh * yout[1])));
       return Status::Ok();
     }
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
