@@ -371,17 +371,16 @@ Status Pool(const GraphOp& op, const fb::PoolParams* p, const Tensor& X, Tensor&
       // through the lines the hardware prefetchers fetch past the end of a
       // half (a copy of 128 planes of 729 floats split by rows took 17.2 us
       // on 2 threads, by planes 13.1, one thread's half alone 14.0; halves
-      // ending on cache lines did no better; Zen 5 VM, stop 51). SqueezeNet's three
-      // pools at 2 threads 0.048 / 0.023 / 0.020 -> 0.033 / 0.015 / 0.010
-      // ms, the ops after them unchanged, the model 1.60 -> 1.54 ms, and
-      // 2.46-2.51 -> 2.33-2.40 while a cache line took 400 ns between the
-      // cores; ResNet-18's pool 0.054 -> 0.044.
-      const int64_t oh = yout[0];
+      // ending on cache lines did no better; Zen 5 VM, stop 51).
+      // SqueezeNet's three pools at 2 threads 0.048 / 0.023 / 0.020 ->
+      // 0.033 / 0.015 / 0.010 ms, the ops after them unchanged, the model
+      // 1.60 -> 1.54 ms, and 2.46-2.51 -> 2.33-2.40 while a cache line took
+      // 400 ns between the cores; ResNet-18's pool 0.054 -> 0.044.
       be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
         for (int64_t pl = begin; pl < end; ++pl)
           MaxPool3x3S2Plane(reinterpret_cast<const float*>(x) + pl * in_plane, xin[0], xin[1],
-                            reinterpret_cast<float*>(y) + pl * out_plane, oh, yout[1], pads[0], pads[1]);
-      }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, oh * yout[1])));
+                            reinterpret_cast<float*>(y) + pl * out_plane, yout[0], yout[1], pads[0], pads[1]);
+      }, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_plane)));
       return Status::Ok();
     }
     be.pool().parallelFor(planes, [&](int64_t begin, int64_t end) {
